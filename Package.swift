@@ -1,0 +1,85 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Layers point one way, top to bottom:
+//   lanbridge (CLI)  ->  LanbridgeNet (SwiftNIO)  ->  LanbridgeState (files)
+//   ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium)
+let package = Package(
+    name: "lanbridge",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "lanbridge", targets: ["lanbridge"]),
+        .executable(name: "lanbridge-bench", targets: ["lanbridge-bench"]),
+        .library(name: "LanbridgeProtocol", targets: ["LanbridgeProtocol"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // C libraries from Debian (libsodium-dev, libavahi-client-dev).
+        .systemLibrary(
+            name: "CSodium",
+            pkgConfig: "libsodium",
+            providers: [.apt(["libsodium-dev"]), .brew(["libsodium"])]
+        ),
+        .systemLibrary(
+            name: "CAvahiClient",
+            pkgConfig: "avahi-client",
+            providers: [.apt(["libavahi-client-dev"])]
+        ),
+
+        .target(name: "LanbridgeCrypto", dependencies: ["CSodium"]),
+        .target(name: "LanbridgeProtocol", dependencies: ["LanbridgeCrypto"]),
+        .target(name: "LanbridgeState", dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]),
+        .target(
+            name: "LanbridgeNet",
+            dependencies: [
+                "LanbridgeProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "lanbridge",
+            dependencies: [
+                "LanbridgeState",
+                "LanbridgeProtocol",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
+        .executableTarget(
+            name: "lanbridge-bench",
+            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]
+        ),
+
+        // Test-only helper process: hammers the pairing store so tests can race and SIGKILL it.
+        .executableTarget(
+            name: "lanbridge-store-stress",
+            dependencies: ["LanbridgeState"],
+            path: "Tests/Tools/store-stress"
+        ),
+        .target(name: "TestSupport", path: "Tests/TestSupport"),
+
+        .testTarget(
+            name: "LanbridgeProtocolTests",
+            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "TestSupport"],
+            resources: [.copy("Resources")]
+        ),
+        .testTarget(
+            name: "LanbridgeStateTests",
+            dependencies: ["LanbridgeState", "TestSupport"]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "LanbridgeNet", "LanbridgeState", "TestSupport",
+                "lanbridge", "lanbridge-store-stress",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
+        ),
+    ]
+)

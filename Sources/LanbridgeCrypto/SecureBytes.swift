@@ -1,0 +1,45 @@
+import CSodium
+
+/// A fixed-size buffer for secret material (private keys, chaining keys, cipher keys, PSKs).
+/// A class, so it is never copied implicitly; wiped with `sodium_memzero` when released.
+public final class SecureBytes: ContiguousBytes, @unchecked Sendable {
+    // @unchecked: the buffer is written only inside `init`; afterwards it is read-only.
+    private let storage: UnsafeMutableRawBufferPointer
+    public let count: Int
+
+    /// A zero-filled buffer of `count` bytes, then filled by `initialize`.
+    public init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
+        Sodium.ready()
+        let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
+        storage.initializeMemory(as: UInt8.self, repeating: 0)
+        do {
+            try initialize(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))
+        } catch {
+            Sodium.wipe(storage)
+            storage.deallocate()
+            throw error
+        }
+        self.storage = storage
+        self.count = count
+    }
+
+    public convenience init(copying bytes: some ContiguousBytes) {
+        let n = bytes.withUnsafeBytes { $0.count }
+        self.init(count: n) { dst in
+            bytes.withUnsafeBytes { src in dst.copyMemory(from: src) }
+        }
+    }
+
+    public static func random(count: Int) -> SecureBytes {
+        SecureBytes(count: count) { randombytes_buf($0.baseAddress!, $0.count) }
+    }
+
+    public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
+    }
+
+    deinit {
+        Sodium.wipe(storage)
+        storage.deallocate()
+    }
+}

@@ -1,0 +1,38 @@
+import LanbridgeCrypto
+
+/// CipherState (spec §5.1): a key `k` and a 64-bit nonce `n`. Without a key it passes plaintext through.
+public struct CipherState: Sendable {
+    private var k: SecureBytes?
+    public private(set) var n: UInt64 = 0
+
+    public init(key: SecureBytes? = nil) {
+        k = key
+    }
+
+    public var hasKey: Bool { k != nil }
+
+    /// 2^64-1 is reserved (spec §5.1); reaching it ends the session rather than reusing a nonce.
+    private mutating func nextNonce() throws -> UInt64 {
+        guard n < UInt64.max else { throw NoiseError.nonceExhausted }
+        defer { n += 1 }
+        return n
+    }
+
+    public mutating func encryptWithAd(_ ad: some ContiguousBytes, _ plaintext: some ContiguousBytes) throws -> [UInt8] {
+        guard let k else { return plaintext.withUnsafeBytes { Array($0) } }
+        return ChaChaPoly.seal(key: k, nonce: try nextNonce(), ad: ad, plaintext: plaintext)
+    }
+
+    /// On failure `n` is not advanced, as the spec requires.
+    public mutating func decryptWithAd(_ ad: some ContiguousBytes, _ ciphertext: some ContiguousBytes) throws -> [UInt8] {
+        guard let k else { return ciphertext.withUnsafeBytes { Array($0) } }
+        guard n < UInt64.max else { throw NoiseError.nonceExhausted }
+        do {
+            let plaintext = try ChaChaPoly.open(key: k, nonce: n, ad: ad, ciphertext: ciphertext)
+            n += 1
+            return plaintext
+        } catch {
+            throw NoiseError.decryptionFailed
+        }
+    }
+}

@@ -1,0 +1,25 @@
+/// Hex for test vectors and fixtures.
+public enum Hex {
+    public struct InvalidHex: Error { public let text: String }
+
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        let digits = Array("0123456789abcdef".utf8)
+        var out: [UInt8] = []
+        for b in bytes { out.append(digits[Int(b >> 4)]); out.append(digits[Int(b & 0xF)]) }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    public static func decode(_ text: String) throws -> [UInt8] {
+        let chars = Array(text.utf8)
+        guard chars.count % 2 == 0 else { throw InvalidHex(text: text) }
+        func nibble(_ c: UInt8) throws -> UInt8 {
+            switch c {
+            case 48...57: c - 48
+            case 97...102: c - 87
+            case 65...70: c - 55
+            default: throw InvalidHex(text: text)
+            }
+        }
+        return try stride(from: 0, to: chars.count, by: 2).map { try nibble(chars[$0]) << 4 | nibble(chars[$0 + 1]) }
+    }
+}
