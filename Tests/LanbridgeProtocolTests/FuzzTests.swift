@@ -1,0 +1,80 @@
+import LanbridgeCrypto
+@testable import LanbridgeProtocol
+import Testing
+
+/// Seeded random inputs against the decoders: they may only ever throw a `TransportError`,
+/// and a mutated stream must never deliver a message the sender did not send.
+struct FuzzTests {
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+
+    @Test func randomBytesAtABridgeOnlyEverProduceTransportErrors() {
+        var rng = SplitMix(state: 1)
+        for _ in 0..<3000 {
+            var bridge = SecureSession(responderWith: Pair.bridgeKey)
+            let length = Int.random(in: 0...600, using: &rng)
+            var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            // Half the time, start with a valid preamble so the handshake parser is reached too.
+            if Bool.random(using: &rng) { bytes = FrameDecoder.frame(Preamble(versions: .supported, handshake: .xx).bytes) + bytes }
+            do {
+                let outputs = try bridge.receive(bytes)
+                #expect(!outputs.contains { if case .established = $0 { true } else { false } })
+                #expect(!outputs.contains { if case .message = $0 { true } else { false } })
+            } catch {
+                #expect(error is TransportError)
+            }
+        }
+    }
+
+    @Test func mutatedTranscriptsNeverDeliverForgedMessages() throws {
+        var rng = SplitMix(state: 2)
+        let sent: [[UInt8]] = [Array("canvas.snapshot".utf8), SecureRandom.bytes(70_000), []]
+        for _ in 0..<300 {
+            var (node, opening) = try SecureSession.initiate(with: Pair.nodeKey)
+            var bridge = SecureSession(responderWith: Pair.bridgeKey)
+            // A clean handshake, then a mutated stream of application frames.
+            var message3: [UInt8] = []
+            for case let .send(w2) in try bridge.receive(opening) { for case let .send(w3) in try node.receive(w2) { message3 = w3 } }
+            _ = try bridge.receive(message3)
+            node.authorize()
+            bridge.authorize()
+            var wire = try sent.flatMap { try node.seal($0) }
+            switch Int.random(in: 0..<4, using: &rng) {
+            case 0: wire[Int.random(in: 0..<wire.count, using: &rng)] ^= UInt8.random(in: 1...255, using: &rng)
+            case 1: wire.removeSubrange(Int.random(in: 0..<wire.count, using: &rng)...)
+            case 2: wire.insert(UInt8.random(in: 0...255, using: &rng), at: Int.random(in: 0..<wire.count, using: &rng))
+            default: wire.removeSubrange(0..<Int.random(in: 1..<wire.count, using: &rng))
+            }
+            var delivered: [[UInt8]] = []
+            do {
+                for case let .message(m) in try bridge.receive(wire) { delivered.append(m) }
+                try bridge.receiveEOF()
+            } catch {
+                #expect(error is TransportError)
+            }
+            #expect(Array(sent.prefix(delivered.count)) == delivered, "only an unmodified prefix may get through")
+        }
+    }
+
+    @Test func frameDecoderNeverBuffersBeyondItsLimit() throws {
+        var rng = SplitMix(state: 3)
+        for _ in 0..<2000 {
+            var decoder = FrameDecoder(limit: Int.random(in: 1...4096, using: &rng))
+            let bytes = (0..<Int.random(in: 0...300, using: &rng)).map { _ in UInt8.random(in: 0...255, using: &rng) }
+            decoder.append(bytes)
+            do {
+                while let frame = try decoder.next() { #expect(frame.count <= decoder.limit && !frame.isEmpty) }
+            } catch {
+                #expect(error is TransportError)
+            }
+        }
+    }
+}

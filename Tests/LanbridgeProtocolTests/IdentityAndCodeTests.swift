@@ -1,0 +1,48 @@
+import LanbridgeCrypto
+import LanbridgeProtocol
+import Testing
+
+struct FingerprintTests {
+    @Test func formatIsFourGroupsOfFourCrockfordCharacters() {
+        let id = Fingerprint(publicKey: X25519.KeyPair.generate().publicKey)
+        let groups = id.description.split(separator: "-")
+        #expect(groups.count == 4 && groups.allSatisfy { $0.count == 4 })
+        #expect(id.description.allSatisfy { "0123456789ABCDEFGHJKMNPQRSTVWXYZ-".contains($0) })
+        #expect(id.short == String(id.description.prefix(9)))
+    }
+
+    @Test func parsingForgivesWhatPeopleType() throws {
+        let id = try #require(Fingerprint("7K2M-9QXD-3HJA-PW41"))
+        #expect(Fingerprint("7k2m9qxd3hjapw41") == id)
+        #expect(Fingerprint("7K2M 9QXD 3HJA PW4I") == id, "I reads as 1")
+        #expect(Fingerprint("7K2M-9QXD-3HJA-PW4L") == id, "L reads as 1")
+        #expect(Fingerprint("7K2M-9QXD-3HJA-PW4U") == nil, "U is not in the alphabet")
+        #expect(Fingerprint("7K2M-9QXD-3HJA") == nil, "too short")
+        #expect(Fingerprint("") == nil)
+    }
+
+    @Test func differentKeysGiveDifferentIDs() {
+        let ids = Set((0..<1000).map { _ in Fingerprint(publicKey: SecureRandom.bytes(32)) })
+        #expect(ids.count == 1000)
+    }
+}
+
+struct VerificationCodeTests {
+    @Test func aWrongRevealFailsTheCommitment() {
+        let h = SecureRandom.bytes(32), nn = SecureRandom.bytes(32)
+        let c = VerificationCode.commitment(handshakeHash: h, nodeNonce: nn)
+        #expect(VerificationCode.verify(commitment: c, handshakeHash: h, nodeNonce: nn))
+        #expect(!VerificationCode.verify(commitment: c, handshakeHash: SecureRandom.bytes(32), nodeNonce: nn), "other handshake")
+        #expect(!VerificationCode.verify(commitment: c, handshakeHash: h, nodeNonce: SecureRandom.bytes(32)))
+    }
+
+    @Test func codesAreSixDigitsAndSpreadOut() {
+        var seen = Set<String>()
+        for _ in 0..<2000 {
+            let code = VerificationCode.code(handshakeHash: SecureRandom.bytes(32), nodeNonce: SecureRandom.bytes(32), bridgeNonce: SecureRandom.bytes(32))
+            #expect(code.count == 6 && code.allSatisfy(\.isNumber))
+            seen.insert(code)
+        }
+        #expect(seen.count > 1990, "2000 draws from 10^6 should almost never collide")
+    }
+}
