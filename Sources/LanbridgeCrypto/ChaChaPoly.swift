@@ -15,7 +15,7 @@ public enum ChaChaPoly {
     }
 
     /// Encrypts `plaintext` and appends the 16-byte tag.
-    public static func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, plaintext: some ContiguousBytes) -> [UInt8] {
+    public static func seal(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, plaintext: some ContiguousByteStorage) -> [UInt8] {
         Sodium.ready()
         let ptCount = plaintext.withUnsafeBytes { $0.count }
         return [UInt8](unsafeUninitializedCapacity: ptCount + tagLength) { out, initialised in
@@ -38,7 +38,7 @@ public enum ChaChaPoly {
     }
 
     /// Verifies the tag and decrypts; throws `authenticationFailed` on any tampering.
-    public static func open(key: SecureBytes, nonce: UInt64, ad: some ContiguousBytes, ciphertext: some ContiguousBytes) throws -> [UInt8] {
+    public static func open(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, ciphertext: some ContiguousByteStorage) throws -> [UInt8] {
         Sodium.ready()
         let ctCount = ciphertext.withUnsafeBytes { $0.count }
         guard ctCount >= tagLength else { throw CryptoError.authenticationFailed }

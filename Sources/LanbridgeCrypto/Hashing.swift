@@ -27,11 +27,11 @@ public enum HMACSHA256 {
     public static let length = 32
 
     /// HMAC(key, concatenation of `parts`); the result is treated as secret.
-    public static func authenticate(key: some ContiguousBytes, _ parts: any ContiguousBytes...) -> SecureBytes {
+    public static func authenticate(key: some ContiguousByteStorage, _ parts: any ContiguousByteStorage...) -> SecureBytes {
         authenticate(key: key, parts: parts)
     }
 
-    public static func authenticate(key: some ContiguousBytes, parts: [any ContiguousBytes]) -> SecureBytes {
+    public static func authenticate(key: some ContiguousByteStorage, parts: [any ContiguousByteStorage]) -> SecureBytes {
         Sodium.ready()
         return SecureBytes(count: length) { out in
             var state = crypto_auth_hmacsha256_state()

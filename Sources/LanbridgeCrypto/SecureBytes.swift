@@ -2,7 +2,7 @@ import CSodium
 
 /// A fixed-size buffer for secret material (private keys, chaining keys, cipher keys, PSKs).
 /// A class, so it is never copied implicitly; wiped with `sodium_memzero` when released.
-public final class SecureBytes: ContiguousBytes, @unchecked Sendable {
+public final class SecureBytes: ContiguousByteStorage, @unchecked Sendable {
     // @unchecked: the buffer is written only inside `init`; afterwards it is read-only.
     private let storage: UnsafeMutableRawBufferPointer
     public let count: Int
@@ -23,7 +23,7 @@ public final class SecureBytes: ContiguousBytes, @unchecked Sendable {
         self.count = count
     }
 
-    public convenience init(copying bytes: some ContiguousBytes) {
+    public convenience init(copying bytes: some ContiguousByteStorage) {
         let n = bytes.withUnsafeBytes { $0.count }
         self.init(count: n) { dst in
             bytes.withUnsafeBytes { src in dst.copyMemory(from: src) }

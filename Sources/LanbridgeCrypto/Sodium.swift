@@ -24,7 +24,7 @@ public enum Sodium {
     }
 
     /// Constant-time equality for secrets and MACs.
-    public static func constantTimeEqual(_ a: some ContiguousBytes, _ b: some ContiguousBytes) -> Bool {
+    public static func constantTimeEqual(_ a: some ContiguousByteStorage, _ b: some ContiguousByteStorage) -> Bool {
         a.withUnsafeBytes { pa in
             b.withUnsafeBytes { pb in
                 pa.count == pb.count && (pa.count == 0 || sodium_memcmp(pa.baseAddress!, pb.baseAddress!, pa.count) == 0)
@@ -34,9 +34,9 @@ public enum Sodium {
 }
 
 /// Anything whose bytes can be borrowed contiguously (arrays, slices, `SecureBytes`).
-public protocol ContiguousBytes {
+public protocol ContiguousByteStorage {
     func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R
 }
 
-extension Array: ContiguousBytes where Element == UInt8 {}
-extension ArraySlice: ContiguousBytes where Element == UInt8 {}
+extension Array: ContiguousByteStorage where Element == UInt8 {}
+extension ArraySlice: ContiguousByteStorage where Element == UInt8 {}

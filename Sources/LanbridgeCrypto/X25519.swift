@@ -48,7 +48,7 @@ public enum X25519 {
     }
 
     /// DH(privateKey, publicKey). The result is secret.
-    public static func sharedSecret(_ privateKey: SecureBytes, _ publicKey: some ContiguousBytes) throws -> SecureBytes {
+    public static func sharedSecret(_ privateKey: SecureBytes, _ publicKey: some ContiguousByteStorage) throws -> SecureBytes {
         Sodium.ready()
         let pkCount = publicKey.withUnsafeBytes { $0.count }
         guard pkCount == keyLength else { throw CryptoError.invalidKeyLength(expected: keyLength, got: pkCount) }

@@ -18,13 +18,13 @@ public struct CipherState: Sendable {
         return n
     }
 
-    public mutating func encryptWithAd(_ ad: some ContiguousBytes, _ plaintext: some ContiguousBytes) throws -> [UInt8] {
+    public mutating func encryptWithAd(_ ad: some ContiguousByteStorage, _ plaintext: some ContiguousByteStorage) throws -> [UInt8] {
         guard let k else { return plaintext.withUnsafeBytes { Array($0) } }
         return ChaChaPoly.seal(key: k, nonce: try nextNonce(), ad: ad, plaintext: plaintext)
     }
 
     /// On failure `n` is not advanced, as the spec requires.
-    public mutating func decryptWithAd(_ ad: some ContiguousBytes, _ ciphertext: some ContiguousBytes) throws -> [UInt8] {
+    public mutating func decryptWithAd(_ ad: some ContiguousByteStorage, _ ciphertext: some ContiguousByteStorage) throws -> [UInt8] {
         guard let k else { return ciphertext.withUnsafeBytes { Array($0) } }
         guard n < UInt64.max else { throw NoiseError.nonceExhausted }
         do {

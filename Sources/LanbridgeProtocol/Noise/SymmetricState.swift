@@ -17,7 +17,7 @@ struct SymmetricState: Sendable {
 
     var hasKey: Bool { cipher.hasKey }
 
-    mutating func mixKey(_ inputKeyMaterial: some ContiguousBytes) {
+    mutating func mixKey(_ inputKeyMaterial: some ContiguousByteStorage) {
         let out = hkdf(inputKeyMaterial, outputs: 2)
         ck = out[0]
         cipher = CipherState(key: out[1])
@@ -27,7 +27,7 @@ struct SymmetricState: Sendable {
         h = SHA256.hash(h, data)
     }
 
-    mutating func mixKeyAndHash(_ inputKeyMaterial: some ContiguousBytes) {
+    mutating func mixKeyAndHash(_ inputKeyMaterial: some ContiguousByteStorage) {
         let out = hkdf(inputKeyMaterial, outputs: 3)
         ck = out[0]
         mixHash(out[1].withUnsafeBytes { Array($0) })  // becomes part of h, which is public
@@ -53,10 +53,10 @@ struct SymmetricState: Sendable {
     }
 
     /// HKDF (spec §4.3): HMAC-SHA256 with the chaining key as salt; output i = HMAC(temp, output(i-1) || i).
-    private func hkdf(_ inputKeyMaterial: some ContiguousBytes, outputs: Int) -> [SecureBytes] {
+    private func hkdf(_ inputKeyMaterial: some ContiguousByteStorage, outputs: Int) -> [SecureBytes] {
         let temp = HMACSHA256.authenticate(key: ck, inputKeyMaterial)
         var out: [SecureBytes] = []
-        var previous: any ContiguousBytes = [UInt8]()
+        var previous: any ContiguousByteStorage = [UInt8]()
         for i in 1...outputs {
             let next = HMACSHA256.authenticate(key: temp, previous, [UInt8(i)])
             out.append(next)

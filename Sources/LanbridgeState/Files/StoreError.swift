@@ -1,0 +1,28 @@
+import Foundation
+
+/// Errors from the state directory. Each names the file and says what to do.
+public enum StoreError: Error, Equatable, CustomStringConvertible {
+    /// The file exists but cannot be understood. It is never replaced silently.
+    case corrupt(URL, String)
+    case insecurePermissions(URL, mode: UInt32)
+    case io(URL, String)
+    case lockTimeout(URL, seconds: Double)
+
+    public var description: String {
+        switch self {
+        case let .corrupt(url, problem):
+            "\(url.path) is corrupt: \(problem). It was left untouched; repair it or move it aside, then retry."
+        case let .insecurePermissions(url, mode):
+            String(format: "%@ has mode %03o; it must be readable by its owner only (chmod 600 %@)", url.path, mode, url.path)
+        case let .io(url, problem):
+            "\(url.path): \(problem)"
+        case let .lockTimeout(url, seconds):
+            "\(url.path) stayed locked by another lanbridge process for \(Int(seconds)) s"
+        }
+    }
+}
+
+/// `errno` as text, for I/O errors.
+func posixError(_ what: String) -> String {
+    "\(what): \(String(cString: strerror(errno)))"
+}

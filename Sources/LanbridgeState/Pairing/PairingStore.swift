@@ -1,0 +1,151 @@
+import Foundation
+import LanbridgeProtocol
+
+/// paired.json and pending.json in the state directory, shared by the daemon and the CLI.
+///
+/// Every read and every update holds an exclusive `flock` on `store.lock`; updates rewrite only the
+/// files that changed, each atomically (temp file, fsync, rename, fsync directory) with mode 0600.
+/// A file that cannot be understood stops the store with an error naming the file: it is never
+/// replaced, so a hand-edit gone wrong cannot cost a pairing.
+public struct PairingStore: Sendable {
+    public static let pairedFileName = "paired.json"
+    public static let pendingFileName = "pending.json"
+    public static let lockFileName = "store.lock"
+
+    public let directory: StateDirectory
+    private let lock: FileLock
+
+    public init(directory: StateDirectory, lockTimeout: Double = 10) {
+        self.directory = directory
+        lock = FileLock(url: directory.file(Self.lockFileName), timeout: lockTimeout)
+    }
+
+    public var pairedURL: URL { directory.file(Self.pairedFileName) }
+    public var pendingURL: URL { directory.file(Self.pendingFileName) }
+
+    /// A consistent snapshot of both files.
+    public func read() throws -> PairingState {
+        try directory.prepare()
+        return try lock.withLock { try load() }
+    }
+
+    /// Loads, lets `body` change the state, and writes back what changed. If `body` throws,
+    /// nothing is written.
+    public func update<T>(_ body: (inout PairingState) throws -> T) throws -> T {
+        try directory.prepare()
+        return try lock.withLock {
+            AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName])
+            let before = try load()
+            var state = before
+            let result = try body(&state)
+            // paired.json first: a crash between the two writes leaves a request whose node is
+            // already paired, which `load` resolves; the reverse order could lose an approval.
+            if state.paired != before.paired { try AtomicFile.write(Self.encode(state.paired), to: pairedURL) }
+            if state.pending != before.pending { try AtomicFile.write(Self.encode(state.pending), to: pendingURL) }
+            return result
+        }
+    }
+
+    // MARK: - Loading and validation
+
+    private func load() throws -> PairingState {
+        let paired = try decode(PairedFile.self, from: pairedURL) ?? PairedFile()
+        var pending = try decode(PendingFile.self, from: pendingURL) ?? PendingFile()
+        try validate(paired)
+        try validate(pending)
+        let pairedKeys = Set(paired.nodes.map(\.publicKey))
+        pending.requests.removeAll { pairedKeys.contains($0.publicKey) }
+        return PairingState(paired: paired, pending: pending)
+    }
+
+    private func decode<T: Decodable>(_ type: T.Type, from url: URL) throws -> T? {
+        let data: Data
+        do {
+            data = try Data(contentsOf: url)
+        } catch CocoaError.fileReadNoSuchFile {
+            return nil
+        } catch {
+            throw StoreError.io(url, "cannot read: \(error.localizedDescription)")
+        }
+        guard !data.isEmpty else { throw StoreError.corrupt(url, "the file is empty") }
+        if let version = Self.schemaVersion(of: data), version != PairedFile.currentVersion {
+            throw StoreError.corrupt(url, "schema version \(version) is not supported (this lanbridge reads version \(PairedFile.currentVersion))")
+        }
+        do {
+            return try Self.decoder.decode(T.self, from: data)
+        } catch let error as DecodingError {
+            throw StoreError.corrupt(url, Self.explain(error))
+        } catch {
+            throw StoreError.corrupt(url, "\(error)")
+        }
+    }
+
+    private func validate(_ file: PairedFile) throws {
+        var keys = Set<PublicKey>()
+        for (i, node) in file.nodes.enumerated() {
+            guard node.nodeId == node.publicKey.fingerprint else {
+                throw StoreError.corrupt(pairedURL, "nodes[\(i)].nodeId \(node.nodeId) does not match its publicKey (which gives \(node.publicKey.fingerprint))")
+            }
+            guard keys.insert(node.publicKey).inserted else {
+                throw StoreError.corrupt(pairedURL, "nodes[\(i)] repeats node \(node.nodeId)")
+            }
+        }
+    }
+
+    private func validate(_ file: PendingFile) throws {
+        var keys = Set<PublicKey>(), ids = Set<String>()
+        for (i, request) in file.requests.enumerated() {
+            guard request.nodeId == request.publicKey.fingerprint else {
+                throw StoreError.corrupt(pendingURL, "requests[\(i)].nodeId does not match its publicKey")
+            }
+            guard keys.insert(request.publicKey).inserted, ids.insert(request.requestId).inserted else {
+                throw StoreError.corrupt(pendingURL, "requests[\(i)] repeats request \(request.requestId) or node \(request.nodeId)")
+            }
+        }
+    }
+
+    // MARK: - JSON
+
+    static let decoder: JSONDecoder = {
+        let d = JSONDecoder()
+        d.dateDecodingStrategy = .iso8601
+        return d
+    }()
+
+    static func encode(_ value: some Encodable) throws -> [UInt8] {
+        let e = JSONEncoder()
+        e.dateEncodingStrategy = .iso8601
+        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try e.encode(value)) + [UInt8(ascii: "\n")]
+    }
+
+    private static func schemaVersion(of data: Data) -> Int? {
+        struct Versioned: Decodable { let version: Int }
+        return (try? JSONDecoder().decode(Versioned.self, from: data))?.version
+    }
+
+    /// "nodes[2].publicKey: expected base64 of a 32-byte key", not Foundation's debug dump.
+    static func explain(_ error: DecodingError) -> String {
+        func path(_ keys: [any CodingKey]) -> String {
+            keys.reduce("") { text, key in
+                if let index = key.intValue { return text + "[\(index)]" }
+                return text.isEmpty ? key.stringValue : text + "." + key.stringValue
+            }
+        }
+        switch error {
+        case let .dataCorrupted(context) where context.codingPath.isEmpty:
+            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
+            return "not valid JSON (\(underlying ?? context.debugDescription))"
+        case let .dataCorrupted(context):
+            return "\(path(context.codingPath)): \(context.debugDescription)"
+        case let .keyNotFound(key, context):
+            return "\(path(context.codingPath + [key])) is missing"
+        case let .typeMismatch(type, context):
+            return "\(path(context.codingPath)) should be \(type)"
+        case let .valueNotFound(type, context):
+            return "\(path(context.codingPath)) should be \(type), found null"
+        @unknown default:
+            return "\(error)"
+        }
+    }
+}

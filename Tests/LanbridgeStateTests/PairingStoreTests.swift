@@ -1,0 +1,190 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+@testable import LanbridgeState
+import Testing
+import TestSupport
+
+struct PairingStoreTests {
+    let now = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func storeWithOneNode() throws -> (TemporaryDirectory, PairingStore, PairedNode) {
+        let dir = TemporaryDirectory()
+        let store = PairingStore(directory: StateDirectory(url: dir.url))
+        let node = try store.update { state in
+            let r = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.5", now: now)
+            return try state.approve(requestId: r.requestId, access: .init(allow: ["canvas.*"]), now: now)
+        }
+        return (dir, store, node)
+    }
+
+    func mode(_ url: URL) throws -> Int {
+        (try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as! NSNumber).intValue
+    }
+
+    @Test func statePersistsAcrossStoresWithPrivateModes() throws {
+        let (dir, store, node) = try storeWithOneNode()
+        defer { withExtendedLifetime(dir) {} }
+        _ = try store.update { state in try state.requestPairing(key: someKey(), details: phone("Tab"), source: nil, now: now) }
+        let reopened = try PairingStore(directory: StateDirectory(url: dir.url)).read()
+        #expect(reopened.paired.nodes == [node])
+        #expect(reopened.pending.requests.map(\.details.displayName) == ["Tab"])
+        #expect(try mode(store.pairedURL) == 0o600)
+        #expect(try mode(store.pendingURL) == 0o600)
+    }
+
+    @Test func pairedJSONHoldsNoSecrets() throws {
+        let (dir, store, _) = try storeWithOneNode()
+        defer { withExtendedLifetime(dir) {} }
+        let identity = try IdentityStore(directory: StateDirectory(url: dir.url)).loadOrCreate()
+        let text = try String(contentsOf: store.pairedURL, encoding: .utf8)
+        let privateBase64 = identity.privateKey.withUnsafeBytes { Data($0).base64EncodedString() }
+        #expect(!text.contains(privateBase64))
+        // Every field is public metadata; a new field has to be added here on purpose.
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: store.pairedURL)) as! [String: Any]
+        let node = (object["nodes"] as! [[String: Any]])[0]
+        #expect(Set(node.keys) == ["nodeId", "publicKey", "displayName", "platform", "osVersion", "appVersion", "deviceModel",
+                                   "caps", "commands", "flags", "pairingMethod", "pairedAt", "firstSeen", "lastSeen", "access"])
+    }
+
+    @Test func aFailingUpdateWritesNothing() throws {
+        let (dir, store, _) = try storeWithOneNode()
+        defer { withExtendedLifetime(dir) {} }
+        let before = try Data(contentsOf: store.pairedURL)
+        #expect(throws: PairingError.unknownNode("x")) {
+            try store.update { state in
+                state.paired.nodes.removeAll()
+                _ = try state.revoke(nodeId: "x")
+            }
+        }
+        #expect(try Data(contentsOf: store.pairedURL) == before)
+    }
+
+    static let corruptions: [(String, @Sendable (String) -> String, String)] = [
+        ("truncated", { String($0.prefix($0.count / 2)) }, "not valid JSON"),
+        ("empty", { _ in "" }, "the file is empty"),
+        ("garbage", { _ in "\u{0}\u{1}PK\u{3}\u{4}" }, "not valid JSON"),
+        ("future version", { $0.replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 2") }, "schema version 2 is not supported"),
+        ("bad key", { $0.replacingOccurrences(of: "\"publicKey\" : \"", with: "\"publicKey\" : \"AAAA") }, "nodes[0].publicKey"),
+        ("wrong type", { $0.replacingOccurrences(of: "\"caps\" : [", with: "\"caps\" : 7, \"x\" : [") }, "nodes[0].caps should be"),
+        ("missing field", { $0.replacingOccurrences(of: "\"pairedAt\"", with: "\"pairedAtt\"") }, "nodes[0].pairedAt is missing"),
+        ("forged node ID", { text in
+            let id = text.range(of: #"[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}"#, options: .regularExpression)!
+            return text.replacingCharacters(in: id, with: "0000-0000-0000-0000")
+        }, "does not match its publicKey"),
+    ]
+
+    @Test(arguments: corruptions.indices)
+    func aCorruptFileIsNamedExplainedAndLeftAlone(case index: Int) throws {
+        let (label, corrupt, expected) = Self.corruptions[index]
+        let (dir, store, _) = try storeWithOneNode()
+        defer { withExtendedLifetime(dir) {} }
+        let broken = corrupt(try String(contentsOf: store.pairedURL, encoding: .utf8))
+        try Data(broken.utf8).write(to: store.pairedURL)
+
+        for attempt in [{ _ = try store.read() }, { _ = try store.update { $0.paired.nodes.removeAll() } }] {
+            do {
+                try attempt()
+                Issue.record("\(label): loaded a corrupt file")
+            } catch let error as StoreError {
+                guard case let .corrupt(url, problem) = error else { Issue.record("\(label): \(error)"); continue }
+                #expect(url == store.pairedURL, "\(label)")
+                #expect(problem.contains(expected), "\(label): \(problem)")
+                #expect(error.description.hasPrefix(store.pairedURL.path))
+            }
+        }
+        #expect(try String(contentsOf: store.pairedURL, encoding: .utf8) == broken, "\(label): never replaced")
+    }
+
+    @Test func aRequestLeftBehindByACrashBetweenTheTwoWritesIsResolved() throws {
+        let (dir, store, node) = try storeWithOneNode()
+        defer { withExtendedLifetime(dir) {} }
+        // As if the writer died after paired.json but before pending.json.
+        var pending = PendingFile()
+        pending.requests = [PendingRequest(requestId: "abcdefgh", publicKey: node.publicKey, details: node.details,
+                                           sourceAddress: nil, createdAt: now, expiresAt: now + 300)]
+        try AtomicFile.write(PairingStore.encode(pending), to: store.pendingURL)
+        let state = try store.read()
+        #expect(state.paired.nodes == [node])
+        #expect(state.pending.requests.isEmpty)
+    }
+
+    @Test func temporariesOfDeadWritersAreSweptUnderTheLock() throws {
+        let (dir, store, _) = try storeWithOneNode()
+        defer { withExtendedLifetime(dir) {} }
+        let stale = dir.file(".paired.json.tmp.99999.1")
+        try Data("half a file".utf8).write(to: stale)
+        _ = try store.update { $0.recordSeen($0.paired.nodes[0].nodeId, now: now + 1) }
+        #expect(!FileManager.default.fileExists(atPath: stale.path))
+    }
+
+    @Test func threadsInOneProcessSerialiseToo() async throws {
+        let dir = TemporaryDirectory()
+        let store = PairingStore(directory: StateDirectory(url: dir.url))
+        let now = self.now
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<8 {
+                group.addTask {
+                    for _ in 0..<10 {
+                        _ = try? store.update { state in
+                            let r = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: now)
+                            return try state.approve(requestId: r.requestId, access: .init(), now: now)
+                        }
+                    }
+                }
+            }
+        }
+        #expect(try store.read().paired.nodes.count == 80, "no lost updates")
+    }
+}
+
+struct IdentityStoreTests {
+    @Test func createdOnceWithModeSixHundredThenReloaded() throws {
+        let dir = TemporaryDirectory()
+        let store = IdentityStore(directory: StateDirectory(url: dir.url.appendingPathComponent("nested")))
+        let created = try store.loadOrCreate()
+        let loaded = try #require(try store.load())
+        #expect(loaded.publicKey == created.publicKey)
+        let attributes = try FileManager.default.attributesOfItem(atPath: store.url.path)
+        #expect((attributes[.posixPermissions] as! NSNumber).intValue == 0o600)
+        #expect((attributes[.size] as! NSNumber).intValue == 36)
+    }
+
+    @Test func aKeyOthersCanReadIsRefused() throws {
+        let dir = TemporaryDirectory()
+        let store = IdentityStore(directory: StateDirectory(url: dir.url))
+        _ = try store.loadOrCreate()
+        chmod(store.url.path, 0o644)
+        #expect(throws: StoreError.insecurePermissions(store.url, mode: 0o644)) { try store.load() }
+    }
+
+    @Test func aDamagedKeyFileIsRefusedNotReplaced() throws {
+        let dir = TemporaryDirectory()
+        let store = IdentityStore(directory: StateDirectory(url: dir.url))
+        for (bytes, problem) in [([UInt8](repeating: 1, count: 10), "expected 36 bytes, found 10"),
+                                 ([UInt8](repeating: 1, count: 36), "not a lanbridge identity (no LBK1 header)")] {
+            try Data(bytes).write(to: store.url)
+            chmod(store.url.path, 0o600)
+            #expect(throws: StoreError.corrupt(store.url, problem)) { try store.loadOrCreate() }
+            #expect(try Data(contentsOf: store.url) == Data(bytes))
+        }
+    }
+
+    @Test func concurrentFirstUseAgreesOnOneKey() async throws {
+        let dir = TemporaryDirectory()
+        let store = IdentityStore(directory: StateDirectory(url: dir.url))
+        let keys = await withTaskGroup(of: [UInt8]?.self) { group in
+            for _ in 0..<8 { group.addTask { try? store.loadOrCreate().publicKey } }
+            return await group.reduce(into: Set<[UInt8]?>()) { $0.insert($1) }
+        }
+        #expect(keys.count == 1 && keys.first! != nil)
+    }
+
+    @Test func stateDirectoryResolution() {
+        #expect(StateDirectory.resolve(override: "/x", environment: ["LANBRIDGE_STATE_DIR": "/y"]).url.path == "/x")
+        #expect(StateDirectory.resolve(environment: ["LANBRIDGE_STATE_DIR": "/y"], isRoot: true).url.path == "/y")
+        #expect(StateDirectory.resolve(environment: [:], isRoot: true).url.path == "/var/lib/lanbridge")
+        #expect(StateDirectory.resolve(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"], isRoot: false).url.path == "/s/lanbridge")
+        #expect(StateDirectory.resolve(environment: ["HOME": "/h"], isRoot: false).url.path == "/h/.local/state/lanbridge")
+    }
+}
