@@ -1,0 +1,67 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+import Testing
+import TestSupport
+
+/// Real processes against one state directory, as the daemon and the CLI share it.
+@Suite(.serialized)
+struct StoreProcessTests {
+    let stress = ChildProcess.product("lanbridge-store-stress")
+
+    @Test func twoWritersHammeringTheStoreLoseNothing() throws {
+        let dir = TemporaryDirectory()
+        let writers = try (0..<2).map { _ in try ChildProcess(stress, ["add", dir.path, "150"]) }
+        for writer in writers {
+            #expect(writer.wait() == 0, "\(writer.standardError)")
+        }
+        let state = try PairingStore(directory: StateDirectory(url: dir.url)).read()
+        #expect(state.paired.nodes.count == 300, "every read-modify-write kept the other writer's nodes")
+        #expect(Set(state.paired.nodes.map(\.nodeId)).count == 300)
+        #expect(state.pending.requests.isEmpty)
+    }
+
+    @Test func aWriterKilledMidWriteLeavesEitherTheOldOrTheNewState() throws {
+        let dir = TemporaryDirectory()
+        let store = PairingStore(directory: StateDirectory(url: dir.url))
+        var committed = Set<String>()
+        var killedDuringWrite = 0
+        var expectedPadding = 0  // nodes not reported as committed: padding, plus in-flight ones that landed
+
+        for round in 0..<8 {
+            // Round 0 pads paired.json to ~1.5 MB so every later write takes a measurable while.
+            let pad = round == 0 ? 2500 : 0
+            expectedPadding += pad
+            let writer = try ChildProcess(stress, ["add", dir.path, "100000", String(pad)])
+            if pad > 0 { _ = try writer.waitForLine { $0.hasPrefix("padded") } }
+            for _ in 0..<(round % 3 + 1) {
+                committed.insert(String(try writer.waitForLine { $0.hasPrefix("committed ") }.dropFirst("committed ".count)))
+            }
+            // SIGKILL the moment the next write's temporary file appears.
+            let watcher = try DirectoryWatcher(dir.url)
+            let temporary = watcher.waitForCreation(prefix: ".paired.json.tmp.", timeout: 60)
+            writer.signal(SIGKILL)
+            writer.wait()
+            #expect(writer.process.terminationReason == .uncaughtSignal)
+            if let temporary, FileManager.default.fileExists(atPath: dir.file(temporary).path) { killedDuringWrite += 1 }
+            // Lines printed before the kill are commits too.
+            while let line = try writer.nextLine(), line.hasPrefix("committed ") {
+                committed.insert(String(line.dropFirst("committed ".count)))
+            }
+
+            let state = try store.read()  // loads cleanly: no torn file
+            let ids = Set(state.paired.nodes.map(\.nodeId.description))
+            #expect(committed.isSubset(of: ids), "round \(round): a committed pairing was lost")
+            // Old state, or the new one with the single in-flight node.
+            let extra = state.paired.nodes.count - expectedPadding - committed.count
+            #expect(extra == 0 || extra == 1, "round \(round): \(extra) unexplained nodes")
+            expectedPadding = state.paired.nodes.count - committed.count  // an in-flight node that made it stays
+        }
+        #expect(killedDuringWrite > 0, "at least one kill landed mid-write (temporary file left behind)")
+
+        // The next writer sweeps what the dead ones left, and the store carries on.
+        _ = try store.update { $0.recordSeen($0.paired.nodes[0].nodeId, now: Date()) }
+        let leftovers = try FileManager.default.contentsOfDirectory(atPath: dir.path).filter { $0.contains(".tmp.") }
+        #expect(leftovers.isEmpty)
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+
+/// A real child process with its stdout read line by line, for end-to-end tests.
+public final class ChildProcess: @unchecked Sendable {
+    public let process = Process()
+    private let stdout = Pipe()
+    private let stderr = Pipe()
+    private let condition = NSCondition()
+    private var lines: [String] = []
+    private var stdoutClosed = false
+    private var errorText = ""
+
+    /// The directory holding this build's products (executables sit beside the test bundle).
+    public static let productsDirectory: URL = {
+        URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
+            .deletingLastPathComponent()
+    }()
+
+    public static func product(_ name: String) -> URL { productsDirectory.appendingPathComponent(name) }
+
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        if let environment { process.environment = environment }
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let out = stdout.fileHandleForReading, err = stderr.fileHandleForReading
+        Thread.detachNewThread { [self] in
+            var pending = Data()
+            while true {
+                let chunk = out.availableData
+                condition.lock()
+                if chunk.isEmpty {
+                    if !pending.isEmpty { lines.append(String(decoding: pending, as: UTF8.self)) }
+                    stdoutClosed = true
+                    condition.broadcast()
+                    condition.unlock()
+                    return
+                }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: 0x0A) {
+                    lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    pending.removeSubrange(pending.startIndex...newline)
+                }
+                condition.broadcast()
+                condition.unlock()
+            }
+        }
+        Thread.detachNewThread { [self] in
+            let data = err.readDataToEndOfFile()
+            condition.lock()
+            errorText = String(decoding: data, as: UTF8.self)
+            condition.unlock()
+        }
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+
+    public struct Timeout: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// The next stdout line; nil at end of output. Throws if nothing arrives within `timeout`
+    /// (a guard against hangs, not a timing assertion).
+    public func nextLine(timeout: TimeInterval = 60) throws -> String? {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while lines.isEmpty && !stdoutClosed {
+            guard condition.wait(until: deadline) else { throw Timeout(description: "no output from \(process.executableURL!.lastPathComponent) in \(timeout) s") }
+        }
+        return lines.isEmpty ? nil : lines.removeFirst()
+    }
+
+    /// Reads lines until one satisfies `predicate`.
+    public func waitForLine(timeout: TimeInterval = 60, where predicate: (String) -> Bool) throws -> String {
+        while let line = try nextLine(timeout: timeout) {
+            if predicate(line) { return line }
+        }
+        throw Timeout(description: "\(process.executableURL!.lastPathComponent) exited without the expected line; stderr: \(standardError)")
+    }
+
+    public var standardError: String {
+        condition.lock()
+        defer { condition.unlock() }
+        return errorText
+    }
+
+    public func signal(_ signal: Int32) {
+        kill(process.processIdentifier, signal)
+    }
+
+    /// Waits for exit and returns the status (a signal number shows as `terminationReason == .uncaughtSignal`).
+    @discardableResult
+    public func wait() -> Int32 {
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+}
