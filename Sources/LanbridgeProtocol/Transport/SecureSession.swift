@@ -142,6 +142,7 @@ public struct SecureSession: Sendable {
 
     /// The peer closed its side. Throws the reason if that cut something short.
     public mutating func receiveEOF() throws {
+        if case .failed = state { throw TransportError.closed }
         defer { state = .failed }
         try frames.finish()
         if !isEstablished { throw TransportError.peerClosedDuringHandshake }
