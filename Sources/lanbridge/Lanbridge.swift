@@ -1,0 +1,28 @@
+import ArgumentParser
+
+@main
+struct Lanbridge: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lanbridge",
+        abstract: "A LAN companion bridge between paired devices (nodes) and a loopback agent gateway.",
+        discussion: """
+        Nodes (phone, tablet or laptop apps) pair with this bridge using a Noise XX handshake and an operator's approval. The daemon and this CLI share one private state directory:
+
+          identity.key   the bridge's X25519 key (mode 0600, never printed)
+          paired.json    paired nodes and their access rules (public keys only)
+          pending.json   pairing requests waiting for approval
+
+        The state directory is --state-dir, else $LANBRIDGE_STATE_DIR, else /var/lib/lanbridge for root, else $XDG_STATE_HOME/lanbridge.
+
+        Exit codes:
+          0    success
+          1    refused: unknown ID, expired request, code mismatch
+          64   bad usage
+          65   a state file is corrupt (it is left untouched)
+          74   I/O error
+          75   the state is locked by another process; try again
+        """,
+        version: "0.1.0",
+        subcommands: [IdentityCommand.self]
+    )
+}
