@@ -65,3 +65,50 @@ public enum ChaChaPoly {
         return plaintext
     }
 }
+
+extension ChaChaPoly {
+    /// Encrypts `buffer[start...]` in place and appends the tag: no second copy of the plaintext.
+    public static func sealInPlace(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, buffer: inout [UInt8], from start: Int) {
+        Sodium.ready()
+        var tag = [UInt8](repeating: 0, count: tagLength)
+        buffer.withUnsafeMutableBufferPointer { all in
+            let region = UnsafeMutableBufferPointer(rebasing: all[start...])
+            withNonce(nonce) { npub in
+                key.withUnsafeBytes { k in
+                    ad.withUnsafeBytes { a in
+                        _ = crypto_aead_chacha20poly1305_ietf_encrypt_detached(
+                            region.baseAddress!, &tag, nil,
+                            region.baseAddress, UInt64(region.count),
+                            a.bindMemory(to: UInt8.self).baseAddress, UInt64(a.count),
+                            nil, npub, k.bindMemory(to: UInt8.self).baseAddress!)
+                    }
+                }
+            }
+        }
+        buffer += tag
+    }
+
+    /// Verifies and decrypts `buffer` (ciphertext then tag) in place, dropping the tag.
+    /// On failure the buffer is left as it was.
+    public static func openInPlace(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, buffer: inout [UInt8]) throws {
+        Sodium.ready()
+        guard buffer.count >= tagLength else { throw CryptoError.authenticationFailed }
+        let textCount = buffer.count - tagLength
+        let rc = buffer.withUnsafeMutableBufferPointer { all in
+            withNonce(nonce) { npub in
+                key.withUnsafeBytes { k in
+                    ad.withUnsafeBytes { a in
+                        crypto_aead_chacha20poly1305_ietf_decrypt_detached(
+                            all.baseAddress!, nil,
+                            all.baseAddress!, UInt64(textCount),
+                            all.baseAddress! + textCount,
+                            a.bindMemory(to: UInt8.self).baseAddress, UInt64(a.count),
+                            npub, k.bindMemory(to: UInt8.self).baseAddress!)
+                    }
+                }
+            }
+        }
+        guard rc == 0 else { throw CryptoError.authenticationFailed }
+        buffer.removeLast(tagLength)
+    }
+}

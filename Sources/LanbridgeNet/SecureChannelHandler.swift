@@ -96,8 +96,11 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         var buffer = unwrapOutboundIn(data)
         do {
-            let wire = try session.seal(buffer.readBytes(length: buffer.readableBytes) ?? [])
-            context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: wire)), promise: promise)
+            let frames = try session.sealFrames(buffer.readBytes(length: buffer.readableBytes) ?? [])
+            for frame in frames.dropLast() {
+                context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame)), promise: nil)
+            }
+            context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: frames.last!)), promise: promise)
         } catch {
             promise?.fail(error)
         }

@@ -1,1 +1,150 @@
+// lanbridge-bench: throughput figures beside the raw libsodium speed measured in the same run.
+//
+//   swift run -c release lanbridge-bench [--seconds S] [--json]
+//
+// Every lanbridge figure is printed with its theoretical ceiling (the libsodium primitives it is
+// built from, timed here and now) and the ratio between them.
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
 
+let arguments = CommandLine.arguments
+let secondsPerFigure = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[$0 + 1]) } ?? 1.0
+let asJSON = arguments.contains("--json")
+
+/// Runs `body` in batches until `secondsPerFigure` have passed; returns operations per second.
+func rate(_ body: () throws -> Int) rethrows -> Double {
+    let clock = ContinuousClock()
+    _ = try body()  // warm-up
+    var operations = 0
+    let start = clock.now
+    while clock.now - start < .seconds(secondsPerFigure) {
+        operations += try body()
+    }
+    let elapsed = clock.now - start
+    return Double(operations) / (Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+}
+
+struct Figure: Encodable {
+    let name: String
+    let unit: String
+    let measured: Double
+    let ceiling: Double
+    let ceilingSource: String
+    var ratio: Double { measured / ceiling }
+
+    enum CodingKeys: String, CodingKey { case name, unit, measured, ceiling, ceilingSource, ratio }
+    func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encode(unit, forKey: .unit)
+        try c.encode(measured, forKey: .measured)
+        try c.encode(ceiling, forKey: .ceiling)
+        try c.encode(ceilingSource, forKey: .ceilingSource)
+        try c.encode(ratio, forKey: .ratio)
+    }
+}
+
+// MARK: - Raw libsodium
+
+let staticKey = X25519.KeyPair.generate()
+let peerKey = X25519.KeyPair.generate()
+let dhPerSecond = try rate {
+    for _ in 0..<100 { _ = try X25519.sharedSecret(staticKey.privateKey, peerKey.publicKey) }
+    return 100
+}
+let basePerSecond = rate {
+    for _ in 0..<100 { _ = X25519.publicKey(for: staticKey.privateKey) }
+    return 100
+}
+
+/// Raw seal + open of the same message, cut into the same chunks the transport uses: the most any
+/// transport built on libsodium could do with these bytes (same cache footprint, no framing).
+func rawAEADBytesPerSecond(messageSize: Int) throws -> Double {
+    let key = SecureBytes.random(count: 32)
+    let message = SecureRandom.bytes(messageSize)
+    let chunks = Chunking.ranges(forMessageOf: messageSize).map { message[$0.range] }
+    var nonce: UInt64 = 0
+    let empty: [UInt8] = []
+    return try rate {
+        let batch = max(1, (1 << 20) / messageSize)
+        for _ in 0..<batch {
+            for chunk in chunks {
+                let sealed = ChaChaPoly.seal(key: key, nonce: nonce, ad: empty, plaintext: chunk)
+                _ = try ChaChaPoly.open(key: key, nonce: nonce, ad: empty, ciphertext: sealed)
+                nonce += 1
+            }
+        }
+        return batch * messageSize
+    }
+}
+
+// MARK: - lanbridge
+
+func establishedPair() throws -> (SecureSession, SecureSession) {
+    var (node, opening) = try SecureSession.initiate(with: peerKey)
+    var bridge = SecureSession(responderWith: staticKey)
+    for case let .send(message2) in try bridge.receive(opening) {
+        for case let .send(message3) in try node.receive(message2) { _ = try bridge.receive(message3) }
+    }
+    node.authorize()
+    bridge.authorize()
+    return (node, bridge)
+}
+
+let handshakesPerSecond = try rate {
+    for _ in 0..<20 { _ = try establishedPair() }
+    return 20
+}
+// Per XX handshake, both ends together: 2 ephemeral key generations (base-point multiplications)
+// and 6 DH operations (ee, es, se on each side).
+let handshakeCeiling = 1 / (2 / basePerSecond + 6 / dhPerSecond)
+
+/// Application payload bytes per second through seal (node) and receive (bridge).
+func transportBytesPerSecond(messageSize: Int) throws -> Double {
+    var (node, bridge) = try establishedPair()
+    let message = SecureRandom.bytes(messageSize)
+    return try rate {
+        let batch = max(1, (1 << 20) / messageSize)
+        for _ in 0..<batch {
+            var delivered = 0
+            for frame in try node.sealFrames(message) { delivered += try bridge.receive(frame).count }
+            precondition(delivered == 1)
+        }
+        return batch * messageSize
+    }
+}
+
+var figures: [Figure] = [
+    Figure(name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
+           measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"),
+]
+for (label, size) in [("1 KiB", 1024), ("1 MiB", 1 << 20)] {
+    figures.append(Figure(name: "transport, \(label) messages (seal + open)", unit: "MB/s",
+                          measured: try transportBytesPerSecond(messageSize: size) / 1e6,
+                          ceiling: try rawAEADBytesPerSecond(messageSize: size) / 1e6,
+                          ceilingSource: "raw ChaCha20-Poly1305 seal+open of the same message in the same chunks"))
+}
+
+struct Report: Encodable {
+    let secondsPerFigure: Double
+    let x25519DHPerSecond: Double
+    let x25519BasePerSecond: Double
+    let figures: [Figure]
+}
+
+if asJSON {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+    print(String(decoding: try encoder.encode(Report(secondsPerFigure: secondsPerFigure, x25519DHPerSecond: dhPerSecond,
+                                                     x25519BasePerSecond: basePerSecond, figures: figures)), as: UTF8.self))
+} else {
+    print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s", dhPerSecond, basePerSecond))
+    print("")
+    func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+    print(pad("figure", 48) + pad("lanbridge", 16) + pad("libsodium ceiling", 20) + "ratio")
+    for f in figures {
+        print(pad(f.name, 48) + pad(String(format: "%.1f %@", f.measured, f.unit), 16)
+              + pad(String(format: "%.1f %@", f.ceiling, f.unit), 20) + String(format: "%.2f", f.ratio))
+    }
+}

@@ -152,7 +152,7 @@ struct SecureSessionTests {
         pair.node.authorize()
         let wire = try pair.node.seal(big)
         #expect(throws: TransportError.frameTooLarge(length: big.count + 1 + 16, limit: TransportLimits.preAuthorization + 17)) {
-            try pair.bridge.receive(wire.prefix(2))
+            try pair.bridge.receive(Array(wire.prefix(2)))
         }
     }
 

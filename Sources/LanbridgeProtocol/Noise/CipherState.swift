@@ -35,4 +35,22 @@ public struct CipherState: Sendable {
             throw NoiseError.decryptionFailed
         }
     }
+
+    /// Transport fast path: encrypts `buffer[start...]` in place and appends the tag.
+    public mutating func encryptInPlace(_ buffer: inout [UInt8], from start: Int) throws {
+        guard let k else { return }
+        ChaChaPoly.sealInPlace(key: k, nonce: try nextNonce(), ad: [UInt8](), buffer: &buffer, from: start)
+    }
+
+    /// Transport fast path: decrypts a whole ciphertext in place (tag removed). `n` advances only on success.
+    public mutating func decryptInPlace(_ buffer: inout [UInt8]) throws {
+        guard let k else { return }
+        guard n < UInt64.max else { throw NoiseError.nonceExhausted }
+        do {
+            try ChaChaPoly.openInPlace(key: k, nonce: n, ad: [UInt8](), buffer: &buffer)
+            n += 1
+        } catch {
+            throw NoiseError.decryptionFailed
+        }
+    }
 }

@@ -12,8 +12,8 @@ public struct FrameDecoder: Sendable {
         self.limit = limit
     }
 
-    public mutating func append(_ bytes: some Sequence<UInt8>) {
-        buffer.append(contentsOf: bytes)
+    public mutating func append(_ bytes: [UInt8]) {
+        if buffer.isEmpty { buffer = bytes } else { buffer += bytes }
     }
 
     /// The next complete frame, or nil when more bytes are needed.
@@ -47,7 +47,8 @@ public struct FrameDecoder: Sendable {
         if readIndex == buffer.count {
             buffer.removeAll(keepingCapacity: true)
             readIndex = 0
-        } else if readIndex > 64 * 1024 {
+        } else if readIndex > 64 * 1024, readIndex * 2 > buffer.count {
+            // Only once the consumed part dominates: amortised O(1) per byte, never a memmove per frame.
             buffer.removeFirst(readIndex)
             readIndex = 0
         }

@@ -6,12 +6,13 @@ public enum Chunking {
     /// 65535 − 16 (tag) − 1 (flag).
     public static let maxChunkData = Noise.maxMessageLength - Noise.tagLength - 1
 
-    /// The plaintexts of the chunks that carry `message`; an empty message is one final chunk.
-    public static func chunks(of message: [UInt8]) -> [[UInt8]] {
-        guard !message.isEmpty else { return [[final]] }
-        return stride(from: 0, to: message.count, by: maxChunkData).map { start in
-            let end = min(start + maxChunkData, message.count)
-            return [end == message.count ? final : more] + message[start..<end]
+    /// How `count` message bytes split into chunks: each range, and whether it is the last.
+    /// An empty message is one final, empty chunk.
+    public static func ranges(forMessageOf count: Int) -> [(range: Range<Int>, isFinal: Bool)] {
+        guard count > 0 else { return [(0..<0, true)] }
+        return stride(from: 0, to: count, by: maxChunkData).map { start in
+            let end = min(start + maxChunkData, count)
+            return (start..<end, end == count)
         }
     }
 }
@@ -32,6 +33,7 @@ public struct MessageAssembler: Sendable {
         guard flag == Chunking.more || flag == Chunking.final else { throw TransportError.badChunkFlag(flag) }
         let size = partial.count + plaintext.count - 1
         guard size <= limit else { throw TransportError.messageTooLarge(size: size, limit: limit) }
+        if flag == Chunking.final && partial.isEmpty { return Array(plaintext.dropFirst()) }  // one-chunk message
         partial.append(contentsOf: plaintext.dropFirst())
         guard flag == Chunking.final else { return nil }
         defer { partial = [] }

@@ -125,13 +125,13 @@ public struct SecureSession: Sendable {
         updateLimits()
     }
 
-    public mutating func receive(_ bytes: some Sequence<UInt8>) throws -> [Output] {
+    public mutating func receive(_ bytes: [UInt8]) throws -> [Output] {
         if case .failed = state { throw TransportError.closed }
         do {
             frames.append(bytes)
             var outputs: [Output] = []
-            while let frame = try frames.next() {
-                outputs += try handle(frame)
+            while var frame = try frames.next() {
+                outputs += try handle(&frame)
             }
             return outputs
         } catch {
@@ -150,20 +150,35 @@ public struct SecureSession: Sendable {
 
     /// Encrypts one application message into wire bytes (one or more frames).
     public mutating func seal(_ message: [UInt8]) throws -> [UInt8] {
+        Array(try sealFrames(message).joined())
+    }
+
+    /// Encrypts one application message into its frames, each at most 64 KiB, so a large message
+    /// can be written out frame by frame instead of as one buffer.
+    public mutating func sealFrames(_ message: [UInt8]) throws -> [[UInt8]] {
         guard case .established(var ciphers, let assembler, let result) = state else { throw TransportError.notEstablished }
         guard message.count <= messageLimit else { throw TransportError.messageTooLarge(size: message.count, limit: messageLimit) }
-        var wire: [UInt8] = []
-        wire.reserveCapacity(message.count + (message.count / Chunking.maxChunkData + 1) * (FrameDecoder.headerLength + Noise.tagLength + 1))
-        for chunk in Chunking.chunks(of: message) {
-            wire += FrameDecoder.frame(try ciphers.send.encryptWithAd([UInt8](), chunk))
+        // Each chunk is built in its frame buffer and encrypted there: one copy of the message.
+        var frames: [[UInt8]] = []
+        for (range, isFinal) in Chunking.ranges(forMessageOf: message.count) {
+            var frame: [UInt8] = []
+            frame.reserveCapacity(FrameDecoder.headerLength + 1 + range.count + Noise.tagLength)
+            frame += [0, 0, isFinal ? Chunking.final : Chunking.more]
+            frame += message[range]
+            try ciphers.send.encryptInPlace(&frame, from: FrameDecoder.headerLength)
+            let length = frame.count - FrameDecoder.headerLength
+            frame[0] = UInt8(length >> 8)
+            frame[1] = UInt8(length & 0xFF)
+            frames.append(frame)
         }
         state = .established(ciphers, assembler, result)
-        return wire
+        return frames
     }
 
     // MARK: - State transitions
 
-    private mutating func handle(_ frame: [UInt8]) throws -> [Output] {
+    /// `frame` is ours to overwrite: transport frames are decrypted in place.
+    private mutating func handle(_ frame: inout [UInt8]) throws -> [Output] {
         switch state {
         case .awaitingPreamble:
             try acceptPreamble(frame)
@@ -178,12 +193,14 @@ public struct SecureSession: Sendable {
                 throw TransportError.handshakeFailed(error)
             }
         case .established(var ciphers, var assembler, let result):
+            // Take the payload out of `state` so the partial message is uniquely owned and appends
+            // do not copy it; an error leaves the session failed, as it should.
+            state = .failed
             guard frame.count >= Noise.tagLength + 1 else { throw TransportError.frameTooShort(length: frame.count) }
-            let chunk: [UInt8]
-            do { chunk = try ciphers.receive.decryptWithAd([UInt8](), frame) } catch {
+            do { try ciphers.receive.decryptInPlace(&frame) } catch {
                 throw TransportError.decryptionFailed
             }
-            let message = try assembler.add(chunk: chunk)
+            let message = try assembler.add(chunk: frame)
             state = .established(ciphers, assembler, result)
             return message.map { [.message($0)] } ?? []
         case .failed:
