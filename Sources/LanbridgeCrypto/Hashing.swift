@@ -4,20 +4,23 @@ import CSodium
 public enum SHA256 {
     public static let length = 32
 
-    /// Hashes the concatenation of `parts`.
-    public static func hash(_ parts: [UInt8]...) -> [UInt8] {
+    /// Hashes the concatenation of `parts`, which are borrowed, never copied.
+    public static func hash(_ parts: any ContiguousByteStorage...) -> [UInt8] {
         hash(parts: parts)
     }
 
-    public static func hash(parts: [[UInt8]]) -> [UInt8] {
+    public static func hash(parts: [any ContiguousByteStorage]) -> [UInt8] {
         Sodium.ready()
         var state = crypto_hash_sha256_state()
         crypto_hash_sha256_init(&state)
         for part in parts {
-            part.withUnsafeBufferPointer { _ = crypto_hash_sha256_update(&state, $0.baseAddress, UInt64($0.count)) }
+            part.withUnsafeBytes {
+                _ = crypto_hash_sha256_update(&state, $0.bindMemory(to: UInt8.self).baseAddress, UInt64($0.count))
+            }
         }
         var out = [UInt8](repeating: 0, count: length)
         crypto_hash_sha256_final(&state, &out)
+        withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
         return out
     }
 }

@@ -44,7 +44,7 @@ public struct SecureSession: Sendable {
 
         /// ID = SHA-256("lanbridge-invite-id-v1" || secret)[0..<16]
         public static func id(forSecret secret: SecureBytes) -> [UInt8] {
-            Array(secret.withUnsafeBytes { SHA256.hash(Array("lanbridge-invite-id-v1".utf8), Array($0)) }.prefix(Preamble.inviteIDLength))
+            Array(SHA256.hash(Array("lanbridge-invite-id-v1".utf8), secret).prefix(Preamble.inviteIDLength))
         }
     }
 

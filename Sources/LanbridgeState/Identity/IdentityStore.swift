@@ -25,8 +25,10 @@ public struct IdentityStore: Sendable {
         if let existing = try load() { return existing }
         try StateDirectory(url: url.deletingLastPathComponent()).prepare()
         let fresh = X25519.KeyPair.generate()
-        var contents = Self.magic + fresh.privateKey.withUnsafeBytes { Array($0) }
-        defer { Sodium.wipe(&contents) }
+        let contents = SecureBytes(count: Self.fileLength) { out in
+            out.copyBytes(from: Self.magic)
+            fresh.privateKey.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: out[Self.magic.count...]).copyMemory(from: $0) }
+        }
         if try AtomicFile.create(contents, at: url) { return fresh }
         // Another process won the race: use its key.
         guard let theirs = try load() else { throw StoreError.io(url, "vanished right after it was created") }
