@@ -31,17 +31,11 @@ struct Figure: Encodable {
     let measured: Double
     let ceiling: Double
     let ceilingSource: String
-    var ratio: Double { measured / ceiling }
+    let ratio: Double
 
-    enum CodingKeys: String, CodingKey { case name, unit, measured, ceiling, ceilingSource, ratio }
-    func encode(to encoder: any Encoder) throws {
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(name, forKey: .name)
-        try c.encode(unit, forKey: .unit)
-        try c.encode(measured, forKey: .measured)
-        try c.encode(ceiling, forKey: .ceiling)
-        try c.encode(ceilingSource, forKey: .ceilingSource)
-        try c.encode(ratio, forKey: .ratio)
+    init(name: String, unit: String, measured: Double, ceiling: Double, ceilingSource: String) {
+        (self.name, self.unit, self.measured, self.ceiling, self.ceilingSource) = (name, unit, measured, ceiling, ceilingSource)
+        ratio = measured / ceiling
     }
 }
 

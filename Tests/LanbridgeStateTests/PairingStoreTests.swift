@@ -43,8 +43,9 @@ struct PairingStoreTests {
         // Every field is public metadata; a new field has to be added here on purpose.
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: store.pairedURL)) as! [String: Any]
         let node = (object["nodes"] as! [[String: Any]])[0]
-        #expect(Set(node.keys) == ["nodeId", "publicKey", "displayName", "platform", "osVersion", "appVersion", "deviceModel",
-                                   "caps", "commands", "flags", "pairingMethod", "pairedAt", "firstSeen", "lastSeen", "access"])
+        #expect(Set(node.keys) == ["nodeId", "publicKey", "details", "pairingMethod", "pairedAt", "firstSeen", "lastSeen", "access"])
+        #expect(Set((node["details"] as! [String: Any]).keys) == ["displayName", "platform", "osVersion", "appVersion",
+                                                                  "deviceModel", "caps", "commands", "flags"])
     }
 
     @Test func aFailingUpdateWritesNothing() throws {
@@ -66,7 +67,7 @@ struct PairingStoreTests {
         ("garbage", { _ in "\u{0}\u{1}PK\u{3}\u{4}" }, "not valid JSON"),
         ("future version", { $0.replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 2") }, "schema version 2 is not supported"),
         ("bad key", { $0.replacingOccurrences(of: "\"publicKey\" : \"", with: "\"publicKey\" : \"AAAA") }, "nodes[0].publicKey"),
-        ("wrong type", { $0.replacingOccurrences(of: "\"caps\" : [", with: "\"caps\" : 7, \"x\" : [") }, "nodes[0].caps should be"),
+        ("wrong type", { $0.replacingOccurrences(of: "\"caps\" : [", with: "\"caps\" : 7, \"x\" : [") }, "nodes[0].details.caps should be"),
         ("missing field", { $0.replacingOccurrences(of: "\"pairedAt\"", with: "\"pairedAtt\"") }, "nodes[0].pairedAt is missing"),
         ("forged node ID", { text in
             let id = text.range(of: #"[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}"#, options: .regularExpression)!

@@ -62,10 +62,6 @@ public struct PairedNode: Codable, Equatable, Sendable {
     public var lastSeen: Date
     public var access: AccessRules
 
-    enum CodingKeys: String, CodingKey {
-        case nodeId, publicKey, pairingMethod, pairedAt, firstSeen, lastSeen, access
-    }
-
     public init(publicKey: PublicKey, details: NodeDetails, pairingMethod: PairingMethod, pairedAt: Date, firstSeen: Date, access: AccessRules) {
         nodeId = publicKey.fingerprint
         self.publicKey = publicKey
@@ -75,31 +71,6 @@ public struct PairedNode: Codable, Equatable, Sendable {
         self.firstSeen = firstSeen
         lastSeen = pairedAt
         self.access = access
-    }
-
-    // The node's details sit flat beside the pairing fields in JSON.
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        nodeId = try c.decode(Fingerprint.self, forKey: .nodeId)
-        publicKey = try c.decode(PublicKey.self, forKey: .publicKey)
-        details = try NodeDetails(from: decoder)
-        pairingMethod = try c.decode(PairingMethod.self, forKey: .pairingMethod)
-        pairedAt = try c.decode(Date.self, forKey: .pairedAt)
-        firstSeen = try c.decode(Date.self, forKey: .firstSeen)
-        lastSeen = try c.decode(Date.self, forKey: .lastSeen)
-        access = try c.decode(AccessRules.self, forKey: .access)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        try details.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(nodeId, forKey: .nodeId)
-        try c.encode(publicKey, forKey: .publicKey)
-        try c.encode(pairingMethod, forKey: .pairingMethod)
-        try c.encode(pairedAt, forKey: .pairedAt)
-        try c.encode(firstSeen, forKey: .firstSeen)
-        try c.encode(lastSeen, forKey: .lastSeen)
-        try c.encode(access, forKey: .access)
     }
 }
 
@@ -123,10 +94,6 @@ public struct PendingRequest: Codable, Equatable, Sendable {
     public var createdAt: Date
     public var expiresAt: Date
 
-    enum CodingKeys: String, CodingKey {
-        case requestId, nodeId, publicKey, sourceAddress, code, createdAt, expiresAt
-    }
-
     public init(requestId: String, publicKey: PublicKey, details: NodeDetails, sourceAddress: String?, createdAt: Date, expiresAt: Date) {
         self.requestId = requestId
         nodeId = publicKey.fingerprint
@@ -135,30 +102,6 @@ public struct PendingRequest: Codable, Equatable, Sendable {
         self.sourceAddress = sourceAddress
         self.createdAt = createdAt
         self.expiresAt = expiresAt
-    }
-
-    public init(from decoder: any Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        requestId = try c.decode(String.self, forKey: .requestId)
-        nodeId = try c.decode(Fingerprint.self, forKey: .nodeId)
-        publicKey = try c.decode(PublicKey.self, forKey: .publicKey)
-        details = try NodeDetails(from: decoder)
-        sourceAddress = try c.decodeIfPresent(String.self, forKey: .sourceAddress)
-        code = try c.decodeIfPresent(String.self, forKey: .code)
-        createdAt = try c.decode(Date.self, forKey: .createdAt)
-        expiresAt = try c.decode(Date.self, forKey: .expiresAt)
-    }
-
-    public func encode(to encoder: any Encoder) throws {
-        try details.encode(to: encoder)
-        var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(requestId, forKey: .requestId)
-        try c.encode(nodeId, forKey: .nodeId)
-        try c.encode(publicKey, forKey: .publicKey)
-        try c.encodeIfPresent(sourceAddress, forKey: .sourceAddress)
-        try c.encodeIfPresent(code, forKey: .code)
-        try c.encode(createdAt, forKey: .createdAt)
-        try c.encode(expiresAt, forKey: .expiresAt)
     }
 }
 
