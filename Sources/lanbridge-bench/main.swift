@@ -136,9 +136,9 @@ if asJSON {
     print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s", dhPerSecond, basePerSecond))
     print("")
     func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-    print(pad("figure", 48) + pad("lanbridge", 16) + pad("libsodium ceiling", 20) + "ratio")
+    print(pad("figure", 48) + pad("lanbridge", 22) + pad("libsodium ceiling", 22) + "ratio")
     for f in figures {
-        print(pad(f.name, 48) + pad(String(format: "%.1f %@", f.measured, f.unit), 16)
-              + pad(String(format: "%.1f %@", f.ceiling, f.unit), 20) + String(format: "%.2f", f.ratio))
+        print(pad(f.name, 48) + pad(String(format: "%.1f %@", f.measured, f.unit), 22)
+              + pad(String(format: "%.1f %@", f.ceiling, f.unit), 22) + String(format: "%.2f", f.ratio))
     }
 }
