@@ -9,6 +9,7 @@ public final class ChildProcess: @unchecked Sendable {
     private var lines: [String] = []
     private var stdoutClosed = false
     private var errorText = ""
+    private var stderrClosed = false
 
     /// The directory holding this build's products (executables sit beside the test bundle).
     public static let productsDirectory: URL = {
@@ -52,6 +53,8 @@ public final class ChildProcess: @unchecked Sendable {
             let data = err.readDataToEndOfFile()
             condition.lock()
             errorText = String(decoding: data, as: UTF8.self)
+            stderrClosed = true
+            condition.broadcast()
             condition.unlock()
         }
     }
@@ -82,9 +85,15 @@ public final class ChildProcess: @unchecked Sendable {
         throw Timeout(description: "\(process.executableURL!.lastPathComponent) exited without the expected line; stderr: \(standardError)")
     }
 
+    /// Everything the process wrote to stderr. Once it has exited, this waits for the pipe to
+    /// drain (bounded), so a message written just before exit is never missed.
     public var standardError: String {
         condition.lock()
         defer { condition.unlock() }
+        if !process.isRunning {
+            let deadline = Date().addingTimeInterval(10)
+            while !stderrClosed, condition.wait(until: deadline) {}
+        }
         return errorText
     }
 
