@@ -21,7 +21,7 @@ struct NoiseInteropTests {
     func swiftBridgeAcceptsPythonNode(mode: Mode) async throws {
         let group = MultiThreadedEventLoopGroup.singleton
         let bridgeKey = X25519.KeyPair.generate()
-        let invite = SecureSession.Invite(secret: .random(count: 32))
+        let invite = SecureSession.Invite(secret: .random(count: 16))
         let (events, sink) = AsyncStream.makeStream(of: PeerEvent.self)
         let server = try await ServerBootstrap(group: group)
             .childChannelInitializer { channel in
@@ -35,7 +35,7 @@ struct NoiseInteropTests {
 
         let nodeKey = X25519.KeyPair.generate()
         var arguments = [Self.peerScript, "connect", String(server.localAddress!.port!), hex(nodeKey.privateKey)]
-        if mode == .invite { arguments.append(hex(invite.psk)) }
+        if mode == .invite { arguments.append(hex(invite.secret)) }
         let python = try ChildProcess(URL(fileURLWithPath: Python.executable), arguments)
         try await exchange(events: events, python: python, localKey: bridgeKey, remoteKey: nodeKey, expectInvite: mode == .invite ? invite.id : nil)
         #expect(python.wait() == 0, "\(python.standardError)")
@@ -46,9 +46,9 @@ struct NoiseInteropTests {
     func swiftNodeConnectsToPythonBridge(mode: Mode) async throws {
         let group = MultiThreadedEventLoopGroup.singleton
         let bridgeKey = X25519.KeyPair.generate(), nodeKey = X25519.KeyPair.generate()
-        let invite = SecureSession.Invite(secret: .random(count: 32))
+        let invite = SecureSession.Invite(secret: .random(count: 16))
         var arguments = [Self.peerScript, "listen", hex(bridgeKey.privateKey)]
-        if mode == .invite { arguments.append(hex(invite.psk)) }
+        if mode == .invite { arguments.append(hex(invite.secret)) }
         let python = try ChildProcess(URL(fileURLWithPath: Python.executable), arguments)
         let port = Int(try python.waitForLine { $0.hasPrefix("listening ") }.split(separator: " ")[1])!
 

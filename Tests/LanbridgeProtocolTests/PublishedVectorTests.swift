@@ -21,6 +21,7 @@ struct PublishedVectorTests {
         let chosenVersion: UInt8
         let inviteSecret: String?
         let inviteID: String?
+        let invitePSK: String?
         let handshakeWire: [Wire]
         let transport: [Transport]
         var testDescription: String { protocolName }
@@ -54,7 +55,10 @@ struct PublishedVectorTests {
         let nodeKey = try keys(v.nodeStaticPrivate), bridgeKey = try keys(v.bridgeStaticPrivate)
         #expect(Hex.encode(nodeKey.publicKey) == v.nodeStaticPublic)
         let invite = try v.inviteSecret.map { SecureSession.Invite(secret: SecureBytes(copying: try Hex.decode($0))) }
-        if let invite { #expect(Hex.encode(invite.id) == v.inviteID) }
+        if let invite {
+            #expect(Hex.encode(invite.id) == v.inviteID)
+            #expect(invite.psk.withUnsafeBytes { Hex.encode($0) } == v.invitePSK)
+        }
 
         var (node, opening) = try SecureSession.initiate(
             with: nodeKey, versions: .supported, limits: .init(), invite: invite, fixedEphemeral: try keys(v.nodeEphemeralPrivate))

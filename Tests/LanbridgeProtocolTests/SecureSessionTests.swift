@@ -94,13 +94,13 @@ struct SecureSessionTests {
     }
 
     @Test func inviteHandshakeNeedsTheRightSecret() throws {
-        let invite = SecureSession.Invite(secret: .random(count: 32))
+        let invite = SecureSession.Invite(secret: .random(count: 16))
         let pair = try Pair(invite: invite, bridgeInvites: [invite])
         #expect(pair.bridgeResult?.handshake == .invite(id: invite.id))
 
         // Same ID, different secret: the PSK mixed at message 3 differs, so the bridge cannot decrypt it.
-        let forged = SecureSession.Invite(secret: .random(count: 32))
-        let impostor = SecureSession.Invite(id: invite.id, psk: forged.psk)
+        let forged = SecureSession.Invite(secret: .random(count: 16))
+        let impostor = SecureSession.Invite(secret: forged.secret, id: invite.id, psk: forged.psk)
         #expect(throws: TransportError.handshakeFailed(.decryptionFailed)) {
             try Pair(invite: impostor, bridgeInvites: [invite])
         }

@@ -67,6 +67,10 @@ def invite_id(secret):
     return hashlib.sha256(b"lanbridge-invite-id-v1" + secret).digest()[:16]
 
 
+def invite_psk(secret):
+    return hashlib.sha256(b"lanbridge-invite-psk-v1" + secret).digest()
+
+
 def commitment(h, node_nonce):
     return hashlib.sha256(b"lanbridge-pairing-commit-v1" + h + node_nonce).digest()
 
@@ -147,7 +151,8 @@ def connect(sock, static_private, vmin=1, vmax=1, invite_secret=None, ephemeral_
     """Node side. `transcript`, if a list, collects every byte string written or read."""
     stream = Stream(sock)
     pre = preamble(vmin, vmax, invite_id(invite_secret) if invite_secret else None)
-    noise = _noise(protocol_name(pre), "initiator", pre, static_private, invite_secret, ephemeral_private)
+    psk = invite_psk(invite_secret) if invite_secret else None
+    noise = _noise(protocol_name(pre), "initiator", pre, static_private, psk, ephemeral_private)
     opening = frame(pre) + frame(noise.write_message(b""))
     stream.write(opening)
     message2 = stream.read_frame(PRE_AUTH_LIMIT)
@@ -163,7 +168,7 @@ def connect(sock, static_private, vmin=1, vmax=1, invite_secret=None, ephemeral_
 
 
 def accept(sock, static_private, versions=(1, 1), invites=None, ephemeral_private=None):
-    """Bridge side. `invites` maps invite ID -> secret."""
+    """Bridge side. `invites` maps invite ID -> PSK (what a bridge stores)."""
     stream = Stream(sock)
     pre = stream.read_frame(PRE_AUTH_LIMIT)
     vmin, vmax, inv = parse_preamble(pre)

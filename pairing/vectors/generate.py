@@ -57,11 +57,12 @@ def codes():
 def transcript(invite):
     node_s, node_e = seed("node static"), seed("node ephemeral")
     bridge_s, bridge_e = seed("bridge static"), seed("bridge ephemeral")
-    secret = seed("invite secret") if invite else None
+    secret = seed("invite secret", 16) if invite else None
     iid = w.invite_id(secret) if invite else None
+    psk = w.invite_psk(secret) if invite else None
     pre = w.preamble(1, 1, iid)
-    node = w._noise(w.protocol_name(pre), "initiator", pre, node_s, secret, node_e)
-    bridge = w._noise(w.protocol_name(pre), "responder", pre, bridge_s, secret, bridge_e)
+    node = w._noise(w.protocol_name(pre), "initiator", pre, node_s, psk, node_e)
+    bridge = w._noise(w.protocol_name(pre), "responder", pre, bridge_s, psk, bridge_e)
 
     wire = []
     m1 = node.write_message(b"")
@@ -114,6 +115,7 @@ def transcript(invite):
     if invite:
         vector["inviteSecret"] = secret.hex()
         vector["inviteID"] = iid.hex()
+        vector["invitePSK"] = psk.hex()
     return vector
 
 

@@ -26,25 +26,32 @@ public struct SecureSession: Sendable {
         public var remoteFingerprint: Fingerprint { Fingerprint(publicKey: remoteStaticKey) }
     }
 
-    /// A one-time invite: the 32-byte secret is the PSK; only its ID travels in the clear.
+    /// A one-time invite, as the node holds it. The 128-bit secret S never travels in the clear:
+    /// the PSK is a hash of it, and only the ID (another hash) is in the preamble. The bridge keeps
+    /// just the PSK, and asks for S itself inside the encrypted session.
     public struct Invite: Sendable {
-        public static let secretLength = Noise.pskLength
+        public static let secretLength = 16
+        public let secret: SecureBytes
         public let id: [UInt8]
         public let psk: SecureBytes
 
         public init(secret: SecureBytes) {
-            self.init(id: Self.id(forSecret: secret), psk: secret)
+            self.init(secret: secret, id: Self.id(forSecret: secret), psk: Self.psk(forSecret: secret))
         }
 
-        /// Tests use this to pair an ID with the wrong secret.
-        init(id: [UInt8], psk: SecureBytes) {
-            self.id = id
-            self.psk = psk
+        /// Tests use this to pair an ID with the wrong PSK.
+        init(secret: SecureBytes, id: [UInt8], psk: SecureBytes) {
+            (self.secret, self.id, self.psk) = (secret, id, psk)
         }
 
-        /// ID = SHA-256("lanbridge-invite-id-v1" || secret)[0..<16]
+        /// ID = SHA-256("lanbridge-invite-id-v1" || S)[0..<16]
         public static func id(forSecret secret: SecureBytes) -> [UInt8] {
             Array(SHA256.hash(Array("lanbridge-invite-id-v1".utf8), secret).prefix(Preamble.inviteIDLength))
+        }
+
+        /// PSK = SHA-256("lanbridge-invite-psk-v1" || S)
+        public static func psk(forSecret secret: SecureBytes) -> SecureBytes {
+            SecureBytes(copying: SHA256.hash(Array("lanbridge-invite-psk-v1".utf8), secret))
         }
     }
 

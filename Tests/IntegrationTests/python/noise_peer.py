@@ -32,7 +32,7 @@ def main():
         print("listening %d" % listener.getsockname()[1], flush=True)
         sock, _ = listener.accept()
         sock.settimeout(60)
-        session = w.accept(sock, static, invites={w.invite_id(secret): secret} if secret else None)
+        session = w.accept(sock, static, invites={w.invite_id(secret): w.invite_psk(secret)} if secret else None)
     print("handshake %s remote %s version %d" % (session.handshake_hash.hex(), session.remote_static.hex(), session.version), flush=True)
     session.send(b"hello from python")
     while True:
