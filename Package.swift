@@ -30,6 +30,12 @@ let package = Package(
             providers: [.apt(["libavahi-client-dev"])]
         ),
 
+        .systemLibrary(
+            name: "CQRencode",
+            pkgConfig: "libqrencode",
+            providers: [.apt(["libqrencode-dev"])]
+        ),
+
         .target(name: "LanbridgeCrypto", dependencies: ["CSodium"]),
         .target(name: "LanbridgeProtocol", dependencies: ["LanbridgeCrypto"]),
         .target(name: "LanbridgeState", dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]),
@@ -42,11 +48,24 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "LanbridgeBridge",
+            dependencies: [
+                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "lanbridge",
             dependencies: [
+                "LanbridgeBridge",
                 "LanbridgeState",
                 "LanbridgeProtocol",
+                "CQRencode",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -4,13 +4,14 @@ import NIOCore
 
 /// Runs a `SecureSession` on a NIO channel: wire bytes below, whole application messages above.
 ///
-/// Inbound it emits each decrypted message as a `ByteBuffer`, and `SecureChannelEvent.established`
-/// once the handshake completes. Outbound it takes application messages as `ByteBuffer`s.
-/// Every protocol error is logged with its reason and closes the connection.
+/// Inbound it emits `.established` once the handshake completes, then one `.message` per decrypted
+/// application message. Outbound it takes application messages as byte arrays. Every protocol
+/// error, and a handshake that does not finish in time, is logged with its reason and closes the
+/// connection.
 public final class SecureChannelHandler: ChannelDuplexHandler {
     public typealias InboundIn = ByteBuffer
-    public typealias InboundOut = ByteBuffer
-    public typealias OutboundIn = ByteBuffer
+    public typealias InboundOut = SecureChannelInbound
+    public typealias OutboundIn = [UInt8]
     public typealias OutboundOut = ByteBuffer
 
     /// Send through `triggerUserOutboundEvent` once the peer is trusted, to lift the small limits.
@@ -21,39 +22,51 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
     private var session: SecureSession
     private let opening: [UInt8]?
     private var logger: Logger
+    private let handshakeTimeout: TimeAmount?
+    private var handshakeDeadline: Scheduled<Void>?
+    private var started = false
 
-    /// Bridge side: waits for the node's preamble.
-    public init(responder session: SecureSession, logger: Logger) {
+    /// Bridge side: waits for the node's preamble, and drops it if the handshake takes too long.
+    public init(responder session: SecureSession, handshakeTimeout: TimeAmount? = .seconds(5), logger: Logger) {
         precondition(session.role == .responder)
         self.session = session
         opening = nil
+        self.handshakeTimeout = handshakeTimeout
         self.logger = logger
     }
 
     /// Node side: `opening` is what `SecureSession.initiate` returned, sent when the channel becomes active.
-    public init(initiator session: SecureSession, opening: [UInt8], logger: Logger) {
+    public init(initiator session: SecureSession, opening: [UInt8], handshakeTimeout: TimeAmount? = .seconds(10), logger: Logger) {
         precondition(session.role == .initiator)
         self.session = session
         self.opening = opening
+        self.handshakeTimeout = handshakeTimeout
         self.logger = logger
     }
 
     public func handlerAdded(context: ChannelHandlerContext) {
-        if let remote = context.channel.remoteAddress { logger[metadataKey: "peer"] = "\(remote)" }
-        if context.channel.isActive { sendOpening(context: context) }
+        if context.channel.isActive { start(context: context) }
     }
 
     public func channelActive(context: ChannelHandlerContext) {
-        if let remote = context.channel.remoteAddress { logger[metadataKey: "peer"] = "\(remote)" }
-        sendOpening(context: context)
+        start(context: context)
         context.fireChannelActive()
     }
 
-    private var openingSent = false
-    private func sendOpening(context: ChannelHandlerContext) {
-        guard let opening, !openingSent else { return }
-        openingSent = true
-        context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: opening)), promise: nil)
+    private func start(context: ChannelHandlerContext) {
+        guard !started else { return }
+        started = true
+        if let remote = context.channel.remoteAddress { logger[metadataKey: "peer"] = "\(remote)" }
+        if let handshakeTimeout {
+            let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
+            handshakeDeadline = context.eventLoop.scheduleTask(in: handshakeTimeout) { [logger] in
+                logger.notice("closing connection: handshake not completed within \(handshakeTimeout)")
+                loopBound.value.close(promise: nil)
+            }
+        }
+        if let opening {
+            context.writeAndFlush(wrapOutboundOut(context.channel.allocator.buffer(bytes: opening)), promise: nil)
+        }
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -73,16 +86,19 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
                 context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: wire)), promise: nil)
                 wrote = true
             case let .established(result):
+                handshakeDeadline?.cancel()
+                handshakeDeadline = nil
                 logger.debug("secure session established", metadata: ["remote": "\(result.remoteFingerprint)", "version": "\(result.version)"])
-                context.fireUserInboundEventTriggered(SecureChannelEvent.established(result))
+                context.fireChannelRead(wrapInboundOut(.established(result)))
             case let .message(message):
-                context.fireChannelRead(wrapInboundOut(context.channel.allocator.buffer(bytes: message)))
+                context.fireChannelRead(wrapInboundOut(.message(message)))
             }
         }
         if wrote { context.flush() }
     }
 
     public func channelInactive(context: ChannelHandlerContext) {
+        handshakeDeadline?.cancel()
         do {
             try session.receiveEOF()
         } catch TransportError.closed {
@@ -94,9 +110,8 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
     }
 
     public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        var buffer = unwrapOutboundIn(data)
         do {
-            let frames = try session.sealFrames(buffer.readBytes(length: buffer.readableBytes) ?? [])
+            let frames = try session.sealFrames(unwrapOutboundIn(data))
             for frame in frames.dropLast() {
                 context.write(wrapOutboundOut(context.channel.allocator.buffer(bytes: frame)), promise: nil)
             }
@@ -126,6 +141,9 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
     }
 }
 
-public enum SecureChannelEvent: Sendable {
+public enum SecureChannelInbound: Sendable {
+    /// The handshake finished; always the first thing a channel delivers.
     case established(SecureSession.HandshakeResult)
+    /// One decrypted application message.
+    case message([UInt8])
 }

@@ -1,12 +1,12 @@
 import ArgumentParser
 
 @main
-struct Lanbridge: ParsableCommand {
+struct Lanbridge: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "lanbridge",
         abstract: "A LAN companion bridge between paired devices (nodes) and a loopback agent gateway.",
         discussion: """
-        Nodes (phone, tablet or laptop apps) pair with this bridge using a Noise XX handshake and an operator's approval. The daemon and this CLI share one private state directory:
+        Nodes (phone, tablet or laptop apps) pair with this bridge using a Noise XX handshake and an operator's approval. Run the daemon with `lanbridge serve`; approve devices with `lanbridge nodes pending` and `lanbridge nodes approve`. Every command works whether or not the daemon runs: the files are the truth. The daemon and this CLI share one private state directory:
 
           identity.key   the bridge's X25519 key (mode 0600, never printed)
           paired.json    paired nodes and their access rules (public keys only)
@@ -23,6 +23,6 @@ struct Lanbridge: ParsableCommand {
           75   the state is locked by another process; try again
         """,
         version: "0.1.0",
-        subcommands: [IdentityCommand.self]
+        subcommands: [ServeCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, AuditCommand.self]
     )
 }

@@ -19,13 +19,63 @@ enum Output {
     static func run(_ body: () throws -> Void) throws {
         do {
             try body()
-        } catch let error as StoreError {
+        } catch {
+            throw exitCode(for: error)
+        }
+    }
+
+    static func runAsync(_ body: () async throws -> Void) async throws {
+        do {
+            try await body()
+        } catch is CancellationError {
+        } catch {
+            throw exitCode(for: error)
+        }
+    }
+
+    private static func exitCode(for error: any Error) -> any Error {
+        switch error {
+        case is ExitCode, is ValidationError, is CleanExit:
+            return error
+        case let error as StoreError:
             note("lanbridge: \(error)")
             switch error {
-            case .corrupt, .insecurePermissions: throw ExitCode(65)  // EX_DATAERR
-            case .io: throw ExitCode(74)  // EX_IOERR
-            case .lockTimeout: throw ExitCode(75)  // EX_TEMPFAIL
+            case .corrupt, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
+            case .io: return ExitCode(74)  // EX_IOERR
+            case .lockTimeout: return ExitCode(75)  // EX_TEMPFAIL
             }
+        default:
+            // Refusals (unknown ID, expired request, code mismatch) and anything else.
+            note("lanbridge: \(error)")
+            return ExitCode(1)
         }
+    }
+}
+
+extension Output {
+    /// Prints rows under a header, columns padded to their widest cell.
+    static func table(_ header: [String], _ rows: [[String]]) {
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        for row in [header] + rows {
+            print(zip(row, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+                .trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    /// "3m", "45s", "2h".
+    static func duration(_ seconds: TimeInterval) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(max(s, 0))s"
+    }
+}
+
+/// A duration on the command line: 90, 90s, 10m, 2h.
+struct Duration: ExpressibleByArgument {
+    let seconds: TimeInterval
+    init?(argument: String) {
+        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
+        let unit = argument.last.flatMap { units[$0] }
+        guard let value = Double(unit == nil ? argument : String(argument.dropLast())), value > 0 else { return nil }
+        seconds = value * (unit ?? 1)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeState
+import LanbridgeProtocol
 import Testing
 import TestSupport
 

@@ -84,7 +84,7 @@ struct NoiseInteropTests {
         try await channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
         for size in Self.sizes + [-1] {
             let message = size < 0 ? Array("bye".utf8) : SecureRandom.bytes(size)
-            try await channel.writeAndFlush(ByteBuffer(bytes: message)).get()
+            try await channel.writeAndFlush(message).get()
             guard case let .message(echo) = await iterator.next() else { Issue.record("no echo for \(size)"); return }
             #expect(echo == message.reversed(), "echo of \(size) bytes")
         }
@@ -100,7 +100,7 @@ enum PeerEvent: Sendable {
 
 /// Forwards what the secure channel delivers into an AsyncStream for the test to await.
 final class PeerRecorder: ChannelInboundHandler, Sendable {
-    typealias InboundIn = ByteBuffer
+    typealias InboundIn = SecureChannelInbound
     let sink: AsyncStream<PeerEvent>.Continuation
 
     init(_ sink: AsyncStream<PeerEvent>.Continuation) {
@@ -108,12 +108,10 @@ final class PeerRecorder: ChannelInboundHandler, Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var buffer = unwrapInboundIn(data)
-        sink.yield(.message(buffer.readBytes(length: buffer.readableBytes) ?? []))
-    }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case let .established(result) = event as? SecureChannelEvent { sink.yield(.established(context.channel, result)) }
+        switch unwrapInboundIn(data) {
+        case let .established(result): sink.yield(.established(context.channel, result))
+        case let .message(message): sink.yield(.message(message))
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -96,3 +96,26 @@ final class LogRecorder: LogHandler, @unchecked Sendable {
         }
     }
 }
+
+extension SecureChannelHandlerTests {
+    @Test func aHandshakeThatStallsIsDropped() async throws {
+        let logs = LogRecorder()
+        let bridgeKey = X25519.KeyPair.generate()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(SecureChannelHandler(
+                        responder: SecureSession(responderWith: bridgeKey), handshakeTimeout: .milliseconds(200),
+                        logger: Logger(label: "bridge") { _ in logs }))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+        // A client that sends a valid preamble and then nothing.
+        let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
+        try await client.writeAndFlush(ByteBuffer(bytes: FrameDecoder.frame(Preamble(versions: .supported, handshake: .xx).bytes))).get()
+        try await client.closeFuture.get()
+        #expect(await logs.waitForMessage(containing: "handshake not completed within"))
+        try await server.close()
+    }
+}

@@ -9,6 +9,8 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
     case unknownRequest(String)
     case requestExpired(String, at: Date)
     case unknownNode(String)
+    case invalidInvite
+    case codeMismatch(expected: String?, given: String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,9 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .unknownRequest(id): "no pending request \(id) (see `lanbridge nodes pending`)"
         case let .requestExpired(id, at): "request \(id) expired at \(at.formatted(.iso8601)); the node must ask again"
         case let .unknownNode(id): "no paired node \(id) (see `lanbridge nodes list`)"
+        case .invalidInvite: "unknown, used or expired invite"
+        case let .codeMismatch(expected, given):
+            expected == nil ? "the node has not shown a code yet; approve without --code or wait" : "code \(given) does not match the node's code"
         }
     }
 }
@@ -37,10 +42,12 @@ public struct PairingState: Equatable, Sendable {
 
     public var paired: PairedFile
     public var pending: PendingFile
+    public var invites: InvitesFile
 
-    public init(paired: PairedFile = .init(), pending: PendingFile = .init()) {
+    public init(paired: PairedFile = .init(), pending: PendingFile = .init(), invites: InvitesFile = .init()) {
         self.paired = paired
         self.pending = pending
+        self.invites = invites
     }
 
     public func node(_ id: Fingerprint) -> PairedNode? { paired.nodes.first { $0.nodeId == id } }
@@ -78,6 +85,7 @@ public struct PairingState: Equatable, Sendable {
     /// Moves requests past their expiry to the expired list and returns them, so callers can tell
     /// the waiting node and write the audit log: expiry is recorded, never silent.
     public mutating func expire(now: Date) -> [PendingRequest] {
+        invites.invites.removeAll { $0.expiresAt <= now }
         let (gone, kept) = (pending.requests.filter { $0.expiresAt <= now }, pending.requests.filter { $0.expiresAt > now })
         guard !gone.isEmpty else { return [] }
         pending.requests = kept
@@ -89,8 +97,14 @@ public struct PairingState: Equatable, Sendable {
         return gone
     }
 
-    public mutating func approve(requestId: String, access: AccessRules, now: Date) throws -> PairedNode {
+    /// Approves a request. With `code`, the request's verification code must match it.
+    public mutating func approve(requestId: String, code: String? = nil, access: AccessRules? = nil, now: Date) throws -> PairedNode {
+        _ = expire(now: now)
+        if let code, let request = request(requestId), request.code != code {
+            throw PairingError.codeMismatch(expected: request.code, given: code)
+        }
         let request = try takeRequest(requestId, now: now)
+        let access = access ?? AccessRules.defaults(forPlatform: request.details.platform)
         let node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .code,
                               pairedAt: now, firstSeen: request.createdAt, access: access)
         paired.nodes.append(node)
@@ -111,6 +125,22 @@ public struct PairingState: Equatable, Sendable {
             throw PairingError.unknownNode(nodeId)
         }
         return paired.nodes.remove(at: index)
+    }
+
+    /// Records the code both screens show, once the node has revealed its nonce.
+    public mutating func setCode(_ code: String, requestId: String) {
+        guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId }) else { return }
+        pending.requests[index].code = code
+    }
+
+    /// The paired node this request looks like (same display name or device model) under another
+    /// key: the operator should know before approving.
+    public func keyChange(for request: PendingRequest) -> PairedNode? {
+        paired.nodes.first { node in
+            node.publicKey != request.publicKey
+                && (node.details.displayName == request.details.displayName
+                    || (node.details.deviceModel != nil && node.details.deviceModel == request.details.deviceModel))
+        }
     }
 
     public mutating func recordSeen(_ id: Fingerprint, now: Date) {

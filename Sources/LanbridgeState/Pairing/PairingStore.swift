@@ -10,18 +10,22 @@ import LanbridgeProtocol
 public struct PairingStore: Sendable {
     public static let pairedFileName = "paired.json"
     public static let pendingFileName = "pending.json"
+    public static let invitesFileName = "invites.json"
     public static let lockFileName = "store.lock"
 
     public let directory: StateDirectory
+    public let audit: AuditLog
     private let lock: FileLock
 
     public init(directory: StateDirectory, lockTimeout: Double = 10) {
         self.directory = directory
         lock = FileLock(url: directory.file(Self.lockFileName), timeout: lockTimeout)
+        audit = AuditLog(directory: directory)
     }
 
     public var pairedURL: URL { directory.file(Self.pairedFileName) }
     public var pendingURL: URL { directory.file(Self.pendingFileName) }
+    public var invitesURL: URL { directory.file(Self.invitesFileName) }
 
     /// A consistent snapshot of both files.
     public func read() throws -> PairingState {
@@ -29,21 +33,30 @@ public struct PairingStore: Sendable {
         return try lock.withLock { try load() }
     }
 
-    /// Loads, lets `body` change the state, and writes back what changed. If `body` throws,
-    /// nothing is written.
-    public func update<T>(_ body: (inout PairingState) throws -> T) throws -> T {
+    /// Loads, lets `body` change the state, writes back what changed and records it in the audit
+    /// log as `actor`. If `body` throws, nothing is written.
+    public func update<T>(actor: String = AuditLog.currentUser, _ body: (inout PairingState) throws -> T) throws -> T {
         try directory.prepare()
         return try lock.withLock {
-            AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName])
+            AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName])
             let before = try load()
             var state = before
             let result = try body(&state)
-            // paired.json first: a crash between the two writes leaves a request whose node is
-            // already paired, which `load` resolves; the reverse order could lose an approval.
+            // invites.json first (a crash after it loses an invite, never reuses one), then
+            // paired.json: a crash before pending.json leaves a request whose node is already
+            // paired, which `load` resolves; the reverse order could lose an approval.
+            if state.invites != before.invites { try AtomicFile.write(Self.encode(state.invites), to: invitesURL) }
             if state.paired != before.paired { try AtomicFile.write(Self.encode(state.paired), to: pairedURL) }
             if state.pending != before.pending { try AtomicFile.write(Self.encode(state.pending), to: pendingURL) }
+            try audit.append(AuditEntry.changes(from: before, to: state, actor: actor, now: Date()))
             return result
         }
+    }
+
+    /// Appends audit entries that no state change implies (a denied command), under the store lock.
+    public func record(_ entries: [AuditEntry]) throws {
+        try directory.prepare()
+        try lock.withLock { try audit.append(entries) }
     }
 
     // MARK: - Loading and validation
@@ -51,11 +64,12 @@ public struct PairingStore: Sendable {
     private func load() throws -> PairingState {
         let paired = try decode(PairedFile.self, from: pairedURL) ?? PairedFile()
         var pending = try decode(PendingFile.self, from: pendingURL) ?? PendingFile()
+        let invites = try decode(InvitesFile.self, from: invitesURL) ?? InvitesFile()
         try validate(paired)
         try validate(pending)
         let pairedKeys = Set(paired.nodes.map(\.publicKey))
         pending.requests.removeAll { pairedKeys.contains($0.publicKey) }
-        return PairingState(paired: paired, pending: pending)
+        return PairingState(paired: paired, pending: pending, invites: invites)
     }
 
     private func decode<T: Decodable>(_ type: T.Type, from url: URL) throws -> T? {

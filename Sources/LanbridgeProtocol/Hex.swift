@@ -1,4 +1,4 @@
-/// Hex for test vectors and fixtures.
+/// Lowercase hex: hashes and nonces in messages, files and test vectors.
 public enum Hex {
     public struct InvalidHex: Error { public let text: String }
 

@@ -1,0 +1,93 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// Who may start a handshake, decided at accept time before any cryptography is spent.
+///
+/// Limits: unauthenticated connections in total and per source address, and handshake attempts per
+/// address in a sliding window; an address that exceeds the window is locked out for a while.
+/// A flood from one address is turned away at accept and cannot crowd out anyone else.
+public struct AdmissionPolicy: Sendable {
+    public struct Limits: Sendable {
+        public var maxUnauthenticated = 64
+        public var maxUnauthenticatedPerAddress = 8
+        public var attemptsPerWindow = 20
+        public var window: TimeInterval = 10
+        public var lockout: TimeInterval = 60
+        public init() {}
+    }
+
+    public enum Decision: Equatable, Sendable {
+        case admit
+        case refuse(String)
+    }
+
+    public let limits: Limits
+    private var attempts: [String: [Date]] = [:]
+    private var lockedUntil: [String: Date] = [:]
+    private var unauthenticated: [String: Int] = [:]
+    private var unauthenticatedTotal = 0
+
+    public init(limits: Limits = .init()) {
+        self.limits = limits
+    }
+
+    /// A new connection from `address`. `admit` counts it as unauthenticated until `authenticated`
+    /// or `closed` is called for it.
+    public mutating func connection(from address: String, now: Date) -> Decision {
+        if let until = lockedUntil[address] {
+            if until > now { return .refuse("\(address) is locked out for \(Int(until.timeIntervalSince(now)) + 1) s") }
+            lockedUntil[address] = nil
+        }
+        var recent = (attempts[address] ?? []).filter { now.timeIntervalSince($0) < limits.window }
+        recent.append(now)
+        attempts[address] = recent
+        if recent.count > limits.attemptsPerWindow {
+            lockedUntil[address] = now.addingTimeInterval(limits.lockout)
+            attempts[address] = nil
+            return .refuse("\(address) made more than \(limits.attemptsPerWindow) attempts in \(Int(limits.window)) s; locked out for \(Int(limits.lockout)) s")
+        }
+        guard unauthenticatedTotal < limits.maxUnauthenticated else {
+            return .refuse("\(limits.maxUnauthenticated) unauthenticated connections already open")
+        }
+        guard unauthenticated[address, default: 0] < limits.maxUnauthenticatedPerAddress else {
+            return .refuse("\(address) already has \(limits.maxUnauthenticatedPerAddress) unauthenticated connections open")
+        }
+        unauthenticated[address, default: 0] += 1
+        unauthenticatedTotal += 1
+        return .admit
+    }
+
+    /// An admitted connection proved a paired key: it no longer counts against the limits.
+    public mutating func authenticated(from address: String) {
+        release(address)
+    }
+
+    /// An admitted connection that never authenticated went away.
+    public mutating func closed(unauthenticatedFrom address: String) {
+        release(address)
+    }
+
+    private mutating func release(_ address: String) {
+        guard let count = unauthenticated[address], count > 0 else { return }
+        unauthenticated[address] = count == 1 ? nil : count - 1
+        unauthenticatedTotal -= 1
+    }
+
+    public var unauthenticatedCount: Int { unauthenticatedTotal }
+}
+
+/// The policy behind a lock, shared by the accept path (NIO threads) and the bridge actor.
+final class Admission: Sendable {
+    private let state: NIOLockedValueBox<AdmissionPolicy>
+
+    init(limits: AdmissionPolicy.Limits) {
+        state = NIOLockedValueBox(AdmissionPolicy(limits: limits))
+    }
+
+    func connection(from address: String) -> AdmissionPolicy.Decision {
+        state.withLockedValue { $0.connection(from: address, now: Date()) }
+    }
+
+    func authenticated(from address: String) { state.withLockedValue { $0.authenticated(from: address) } }
+    func closed(unauthenticatedFrom address: String) { state.withLockedValue { $0.closed(unauthenticatedFrom: address) } }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+
+public struct BridgeConfiguration: Sendable {
+    /// Where to listen.
+    public enum Bind: Sendable, Equatable, CustomStringConvertible {
+        /// Every interface (the default): nodes on the LAN can connect.
+        case lan
+        case loopback
+        /// One address, e.g. a tailnet IP.
+        case address(String)
+
+        public init(_ text: String) {
+            switch text {
+            case "lan": self = .lan
+            case "loopback": self = .loopback
+            default: self = .address(text)
+            }
+        }
+
+        public var host: String {
+            switch self {
+            case .lan: "0.0.0.0"
+            case .loopback: "127.0.0.1"
+            case let .address(address): address
+            }
+        }
+
+        public var description: String {
+            switch self {
+            case .lan: "lan"
+            case .loopback: "loopback"
+            case let .address(address): address
+            }
+        }
+    }
+
+    public static let defaultPort = 18790
+
+    public var stateDirectory: StateDirectory
+    public var port: Int = defaultPort
+    public var bind: Bind = .lan
+    public var name: String
+    public var admission = AdmissionPolicy.Limits()
+    /// How long a connection may take to finish the Noise handshake.
+    public var handshakeTimeout: TimeInterval = 5
+    /// The bridge pings every connection this often...
+    public var pingInterval: TimeInterval = 15
+    /// ...and drops one that has sent nothing for this long: a half-open connection is found within it.
+    public var idleTimeout: TimeInterval = 40
+    public var limits = TransportLimits()
+
+    public init(stateDirectory: StateDirectory, name: String) {
+        self.stateDirectory = stateDirectory
+        self.name = name
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOCore
+import NIOPosix
+
+/// `lanbridge serve`: listens, runs the Noise handshake on each connection, and hands sessions to
+/// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
+public enum BridgeServer {
+    public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
+        try configuration.stateDirectory.prepare()
+        let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
+        _ = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
+
+        let admissionBox = AdmissionBox()
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelOption(.socketOption(.so_keepalive), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .bind(host: configuration.bind.host, port: configuration.port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let address = channel.remoteAddress?.ipAddress ?? "?"
+                    let decision = admissionBox.bridge?.admission.connection(from: address) ?? .refuse("starting up")
+                    let session = SecureSession(responderWith: identity, limits: configuration.limits,
+                                                inviteLookup: { id in (try? PairingStore(directory: configuration.stateDirectory).read())?.invitePSK(id: id, now: Date()) })
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
+                    try sync.addHandler(IdleCloser(logger: logger))
+                    try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeout * 1000)), logger: logger))
+                    let wrapped = try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel)
+                    if case let .refuse(reason) = decision {
+                        logger.notice("refused connection: \(reason)")
+                        channel.close(promise: nil)
+                    }
+                    return (wrapped, address, decision == .admit)
+                }
+            }
+        let port = server.channel.localAddress?.port ?? configuration.port
+        let bridge = Bridge(configuration: configuration, identity: identity,
+                            listening: ["\(configuration.bind.host):\(port)"], logger: logger)
+        admissionBox.bridge = bridge
+        await bridge.publishRuntime()
+        logger.info("lanbridge listening", metadata: [
+            "address": "\(configuration.bind.host):\(port)", "name": "\(configuration.name)",
+            "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
+        ])
+        onListening(port)
+
+        let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
+                                       files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
+        defer { watcher.stop() }
+
+        // Shutdown (cancellation) closes the listener; the accept loop then ends, the timers and the
+        // watcher stop, and the bridge closes every connection and removes runtime.json.
+        do {
+            try await withTaskCancellationHandler {
+                try await withThrowingDiscardingTaskGroup { group in
+                    group.addTask {
+                        for await _ in watcher.changes() { await bridge.storeChanged() }
+                    }
+                    group.addTask {
+                        var lastPing = Date()
+                        while true {
+                            try? await Task.sleep(for: .seconds(1))
+                            if Task.isCancelled { return }
+                            await bridge.tick(now: Date())
+                            if Date().timeIntervalSince(lastPing) >= configuration.pingInterval {
+                                lastPing = Date()
+                                await bridge.pingAll()
+                            }
+                        }
+                    }
+                    try await server.executeThenClose { inbound in
+                        for try await (connection, address, admitted) in inbound {
+                            guard admitted else { continue }
+                            group.addTask { await serve(connection, address: address, bridge: bridge) }
+                        }
+                    }
+                    group.cancelAll()
+                }
+            } onCancel: {
+                server.channel.close(promise: nil)
+            }
+        } catch where Task.isCancelled {
+            // Asked to stop: a clean exit.
+        }
+        await bridge.shutdown()
+        logger.info("lanbridge stopped")
+    }
+
+    private static func serve(_ connection: NIOAsyncChannel<SecureChannelInbound, [UInt8]>, address: String, bridge: Bridge) async {
+        var id: Int?
+        do {
+            try await connection.executeThenClose { inbound, outbound in
+                for try await event in inbound {
+                    switch event {
+                    case let .established(result):
+                        id = await bridge.open(result, address: address, outbound: outbound, channel: connection.channel)
+                    case let .message(bytes):
+                        if let id { await bridge.receive(bytes, from: id) }
+                    }
+                }
+            }
+        } catch {
+            // The channel handler already logged protocol errors; this is the close.
+        }
+        if let id { await bridge.close(id) } else { bridge.admission.closed(unauthenticatedFrom: address) }
+    }
+}
+
+/// Lets the accept path, which runs before the `Bridge` exists, reach it once it does.
+private final class AdmissionBox: @unchecked Sendable {
+    // Written once before the first accept is processed, then only read.
+    var bridge: Bridge?
+}
+
+/// Closes a connection that has been silent past the idle timeout (pings keep live ones talking).
+final class IdleCloser: ChannelInboundHandler, Sendable {
+    typealias InboundIn = ByteBuffer
+    let logger: Logger
+
+    init(logger: Logger) { self.logger = logger }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case IdleStateHandler.IdleStateEvent.read = event {
+            logger.notice("closing connection: silent past the idle timeout", metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "?")"])
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import LanbridgeProtocol
+
+extension AuditEntry {
+    /// The audit entries that describe one store update, derived from the state before and after,
+    /// so that no caller can change pairings without leaving a record.
+    static func changes(from before: PairingState, to after: PairingState, actor: String, now: Date) -> [AuditEntry] {
+        var entries: [AuditEntry] = []
+        func add(_ event: String, node: Fingerprint?, request: String? = nil, _ detail: String? = nil) {
+            entries.append(AuditEntry(time: now, event: event, actor: actor, nodeId: node?.description, requestId: request, detail: detail))
+        }
+        let oldRequests = Set(before.pending.requests.map(\.requestId))
+        let newRequests = Set(after.pending.requests.map(\.requestId))
+        let oldNodes = Set(before.paired.nodes.map(\.publicKey)), newNodes = Set(after.paired.nodes.map(\.publicKey))
+        let oldExpired = Set(before.pending.expired.map(\.requestId))
+
+        for request in after.pending.requests where !oldRequests.contains(request.requestId) {
+            add("pairing.requested", node: request.nodeId, request: request.requestId,
+                "\(request.details.displayName) (\(request.details.platform)) from \(request.sourceAddress ?? "?")")
+            if let previous = after.keyChange(for: request) {
+                add("pairing.key-changed", node: request.nodeId, request: request.requestId,
+                    "looks like paired node \(previous.nodeId) (\(previous.details.displayName)) with a new key")
+            }
+        }
+        for expired in after.pending.expired where !oldExpired.contains(expired.requestId) {
+            add("pairing.expired", node: expired.nodeId, request: expired.requestId)
+        }
+        for request in before.pending.requests where !newRequests.contains(request.requestId)
+            && !newNodes.contains(request.publicKey) && !after.pending.expired.contains(where: { $0.requestId == request.requestId }) {
+            add("pairing.rejected", node: request.nodeId, request: request.requestId)
+        }
+        for node in after.paired.nodes where !oldNodes.contains(node.publicKey) {
+            let request = before.pending.requests.first { $0.publicKey == node.publicKey }
+            add(node.pairingMethod == .invite ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
+                request: request?.requestId, "allow: \(node.access.allow.joined(separator: ","))")
+        }
+        for node in before.paired.nodes where !newNodes.contains(node.publicKey) {
+            add("node.revoked", node: node.nodeId, node.details.displayName)
+        }
+        let oldBlocked = Set(before.paired.blocked.map(\.publicKey))
+        for blocked in after.paired.blocked where !oldBlocked.contains(blocked.publicKey) {
+            add("node.blocked", node: blocked.nodeId, blocked.displayName)
+        }
+        let oldInvites = Set(before.invites.invites.map(\.id)), newInvites = Set(after.invites.invites.map(\.id))
+        for invite in after.invites.invites where !oldInvites.contains(invite.id) {
+            add("invite.created", node: nil, "expires \(invite.expiresAt.formatted(.iso8601))" + (invite.name.map { ", name \($0)" } ?? ""))
+        }
+        for invite in before.invites.invites where !newInvites.contains(invite.id) && invite.expiresAt <= now {
+            add("invite.expired", node: nil)
+        }
+        return entries
+    }
+}

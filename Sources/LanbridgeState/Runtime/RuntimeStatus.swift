@@ -1,0 +1,54 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// What the running daemon knows that the files do not: which nodes are connected, and whether they
+/// are in the foreground. The daemon rewrites `runtime.json` when that changes; the CLI trusts it
+/// only while the daemon's pid is alive, so a crashed daemon never shows stale connections.
+public struct RuntimeStatus: Codable, Equatable, Sendable {
+    public struct Node: Codable, Equatable, Sendable {
+        public var address: String
+        public var foreground: Bool
+        public var connectedAt: Date
+        public init(address: String, foreground: Bool, connectedAt: Date) {
+            (self.address, self.foreground, self.connectedAt) = (address, foreground, connectedAt)
+        }
+    }
+
+    public var pid: Int32
+    public var bridgeName: String
+    public var listening: [String]
+    public var startedAt: Date
+    /// Keyed by node ID.
+    public var nodes: [String: Node]
+
+    public init(pid: Int32 = getpid(), bridgeName: String, listening: [String], startedAt: Date, nodes: [String: Node] = [:]) {
+        (self.pid, self.bridgeName, self.listening, self.startedAt, self.nodes) = (pid, bridgeName, listening, startedAt, nodes)
+    }
+}
+
+public struct RuntimeStatusFile: Sendable {
+    public static let fileName = "runtime.json"
+    public let url: URL
+
+    public init(directory: StateDirectory) {
+        url = directory.file(Self.fileName)
+    }
+
+    public func write(_ status: RuntimeStatus) throws {
+        try AtomicFile.write(PairingStore.encode(status), to: url)
+    }
+
+    /// The daemon's status, or nil when no daemon is running.
+    public func read() -> RuntimeStatus? {
+        guard let data = try? Data(contentsOf: url), let status = try? PairingStore.decoder.decode(RuntimeStatus.self, from: data) else {
+            return nil
+        }
+        return kill(status.pid, 0) == 0 || errno == EPERM ? status : nil
+    }
+
+    public func remove() {
+        unlink(url.path)
+    }
+}

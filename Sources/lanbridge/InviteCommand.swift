@@ -1,0 +1,77 @@
+import ArgumentParser
+import Foundation
+import LanbridgeBridge
+import LanbridgeProtocol
+import LanbridgeState
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct InviteCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "invite",
+        abstract: "Create a one-time invite that pairs a device without a code.",
+        discussion: """
+        Prints a lanbridge:// URI and the same as a QR code. A device that uses it pairs at once, over a Noise XXpsk3 handshake keyed by the invite's secret, and pins this bridge's fingerprint from the URI. The invite works once and expires; only hashes of its secret are stored. Treat the URI like a password until it is used.
+        """
+    )
+
+    @OptionGroup var state: StateOptions
+    @Option(help: "How long the invite stays valid: 90s, 10m, 2h.") var ttl = Duration(argument: "10m")!
+    @Option(help: "Display name to give the device.") var name: String?
+    @Option(help: ArgumentHelp("Commands the device may run, comma-separated patterns such as canvas.*. Default: its platform's defaults.", valueName: "cmd,..."))
+    var allow: String?
+    @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: String?
+    @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Int?
+    @Flag(help: "Do not draw the QR code.") var noQR = false
+    @Flag(help: "Print JSON.") var json = false
+
+    func validate() throws {
+        if let allow {
+            for pattern in allow.split(separator: ",") where !pattern.allSatisfy({ $0.isLetter || $0.isNumber || "._-*".contains($0) }) {
+                throw ValidationError("bad command pattern \"\(pattern)\": use letters, digits, '.', '_', '-' and '*'")
+            }
+        }
+    }
+
+    func run() throws {
+        try Output.run {
+            let directory = state.directory
+            let identity = try IdentityStore(directory: directory).loadOrCreate()
+            let runtime = RuntimeStatusFile(directory: directory).read()
+            let listening = runtime?.listening.first?.split(separator: ":")
+            let dialHost = host ?? listening.flatMap { $0.first.map(String.init) }.flatMap { $0 == "0.0.0.0" ? nil : $0 } ?? Self.lanAddress() ?? ProcessInfo.processInfo.hostName
+            let dialPort = port ?? listening.flatMap { $0.last.flatMap { Int($0) } } ?? BridgeConfiguration.defaultPort
+            let patterns = allow.map { $0.split(separator: ",").map(String.init) }
+            let now = Date()
+            let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, allow: patterns, ttl: ttl.seconds, now: now) }
+            let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: identity.publicKey),
+                                secret: secret.withUnsafeBytes { Array($0) }, name: name)
+            let expires = now.addingTimeInterval(ttl.seconds)
+            if json {
+                struct Report: Encodable { let uri: String; let expiresAt: Date }
+                return try Output.json(Report(uri: uri.description, expiresAt: expires))
+            }
+            if !noQR, let qr = QRCode.render(uri.description) { print(qr) }
+            print(uri.description)
+            print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
+        }
+    }
+
+    /// The first up, non-loopback IPv4 address, which is what a device on the LAN can usually reach.
+    static func lanAddress() -> String? {
+        var list: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&list) == 0, let first = list else { return nil }
+        defer { freeifaddrs(list) }
+        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+            let flags = Int32(entry.pointee.ifa_flags)
+            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == UInt8(AF_INET),
+                  flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0 else { continue }
+            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            if getnameinfo(address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 {
+                return String(cString: host)
+            }
+        }
+        return nil
+    }
+}
