@@ -10,6 +10,8 @@ let package = Package(
     products: [
         .executable(name: "lanbridge", targets: ["lanbridge"]),
         .executable(name: "lanbridge-bench", targets: ["lanbridge-bench"]),
+        .executable(name: "lanbridge-node-sim", targets: ["lanbridge-node-sim"]),
+        .library(name: "LanbridgeNode", targets: ["LanbridgeNode"]),
         .library(name: "LanbridgeProtocol", targets: ["LanbridgeProtocol"]),
     ],
     dependencies: [
@@ -58,6 +60,22 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The client library node apps link: no Linux-only types in its public API.
+        .target(
+            name: "LanbridgeNode",
+            dependencies: [
+                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "lanbridge-node-sim",
+            dependencies: ["LanbridgeNode", "LanbridgeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "Logging", package: "swift-log")],
+            path: "examples/node-sim"
+        ),
         .executableTarget(
             name: "lanbridge",
             dependencies: [
@@ -95,7 +113,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LanbridgeNet", "LanbridgeState", "TestSupport",
-                "lanbridge", "lanbridge-store-stress",
+                "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

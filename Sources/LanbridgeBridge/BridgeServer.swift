@@ -116,20 +116,3 @@ private final class AdmissionBox: @unchecked Sendable {
     // Written once before the first accept is processed, then only read.
     var bridge: Bridge?
 }
-
-/// Closes a connection that has been silent past the idle timeout (pings keep live ones talking).
-final class IdleCloser: ChannelInboundHandler, Sendable {
-    typealias InboundIn = ByteBuffer
-    let logger: Logger
-
-    init(logger: Logger) { self.logger = logger }
-
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case IdleStateHandler.IdleStateEvent.read = event {
-            logger.notice("closing connection: silent past the idle timeout", metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "?")"])
-            context.close(promise: nil)
-        } else {
-            context.fireUserInboundEventTriggered(event)
-        }
-    }
-}

@@ -1,6 +1,8 @@
 import Foundation
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Tells the daemon when the CLI (or anyone) replaced paired.json, pending.json or invites.json, via

@@ -5,6 +5,8 @@ import LanbridgeProtocol
 import LanbridgeState
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 struct InviteCommand: ParsableCommand {

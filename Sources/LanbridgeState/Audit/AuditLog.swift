@@ -3,6 +3,8 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// One line of audit.jsonl.

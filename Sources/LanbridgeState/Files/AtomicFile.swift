@@ -2,6 +2,8 @@ import Foundation
 import LanbridgeCrypto
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Whole-file replacement that a crash cannot tear: write a temporary file in the same directory,

@@ -3,6 +3,8 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// The long-term X25519 key pair of a bridge or a node, in `identity.key` (mode 0600).

@@ -120,13 +120,13 @@ public struct PairingStore: Sendable {
 
     // MARK: - JSON
 
-    static let decoder: JSONDecoder = {
+    package static let decoder: JSONDecoder = {
         let d = JSONDecoder()
         d.dateDecodingStrategy = .iso8601
         return d
     }()
 
-    static func encode(_ value: some Encodable) throws -> [UInt8] {
+    package static func encode(_ value: some Encodable) throws -> [UInt8] {
         let e = JSONEncoder()
         e.dateEncodingStrategy = .iso8601
         e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -1,0 +1,19 @@
+import Logging
+import NIOCore
+
+/// Closes a connection that has been silent past the idle timeout (pings keep live ones talking).
+public final class IdleCloser: ChannelInboundHandler, Sendable {
+    public typealias InboundIn = ByteBuffer
+    let logger: Logger
+
+    public init(logger: Logger) { self.logger = logger }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case IdleStateHandler.IdleStateEvent.read = event {
+            logger.notice("closing connection: silent past the idle timeout", metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "?")"])
+            context.close(promise: nil)
+        } else {
+            context.fireUserInboundEventTriggered(event)
+        }
+    }
+}

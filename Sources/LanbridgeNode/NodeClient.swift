@@ -1,0 +1,269 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOCore
+import NIOPosix
+
+/// What a node app links to talk to a lanbridge: pairing (by code or invite), a pinned bridge key,
+/// a connection kept up with backoff, foreground state, command handlers and events.
+///
+///     let client = try NodeClient(configuration: .init(stateDirectory: dir, details: details))
+///     await client.handle("device.echo") { params in params ?? .null }
+///     Task { for await event in client.events { print(event) } }
+///     try await client.run(host: "192.168.1.10", port: 18790)
+public actor NodeClient {
+    public struct Configuration: Sendable {
+        public var stateDirectory: URL
+        public var details: NodeDetails
+        public var foreground: Bool
+        public var minimumBackoff: Double = 0.5
+        public var maximumBackoff: Double = 30
+        public init(stateDirectory: URL, details: NodeDetails, foreground: Bool = true) {
+            (self.stateDirectory, self.details, self.foreground) = (stateDirectory, details, foreground)
+        }
+    }
+
+    public enum Event: Sendable, Equatable {
+        /// Paired and connected: commands may arrive.
+        case connected(bridgeName: String)
+        /// Show this code to the user; the operator compares it with `lanbridge nodes pending`.
+        case verificationCode(String, requestId: String)
+        case pairingPending(requestId: String)
+        case paired(bridgeFingerprint: String)
+        case disconnected(reason: String)
+        case error(code: String, message: String)
+    }
+
+    /// Reasons to stop trying: reconnecting would not help.
+    public enum ClientError: Error, Equatable, CustomStringConvertible {
+        case bridgeKeyMismatch(expected: String, presented: String)
+        case pairingRejected
+        case pairingExpired
+        case revoked
+        case inviteRefused(String)
+
+        public var description: String {
+            switch self {
+            case let .bridgeKeyMismatch(expected, presented):
+                "the bridge presented key \(presented), but this node is paired with \(expected): refusing to connect (a different machine, or someone in the middle). Re-pair deliberately if the bridge was reinstalled."
+            case .pairingRejected: "the operator rejected this device"
+            case .pairingExpired: "the pairing request expired before the operator approved it; run again to ask anew"
+            case .revoked: "the operator revoked this device's pairing"
+            case let .inviteRefused(why): "the bridge refused the invite: \(why)"
+            }
+        }
+    }
+
+    public typealias Handler = @Sendable (JSONValue?) async throws -> JSONValue
+
+    public nonisolated let events: AsyncStream<Event>
+    private let emit: AsyncStream<Event>.Continuation
+    /// This node's ID, as the operator sees it.
+    public nonisolated let nodeID: String
+    private let configuration: Configuration
+    private let identity: X25519.KeyPair
+    private let store: NodeStateStore
+    private var pin: BridgePin?
+    private var handlers: [String: Handler] = [:]
+    private var foreground: Bool
+    private var outbound: NIOAsyncChannelOutboundWriter<[UInt8]>?
+    private let logger: Logger
+
+    public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
+        self.configuration = configuration
+        store = NodeStateStore(directory: StateDirectory(url: configuration.stateDirectory))
+        identity = try store.identity()
+        pin = try store.pin()
+        nodeID = Fingerprint(publicKey: identity.publicKey).description
+        foreground = configuration.foreground
+        self.logger = logger
+        (events, emit) = AsyncStream.makeStream(of: Event.self)
+    }
+
+    /// The fingerprint of the bridge this node is paired with, if any.
+    public var pinnedBridgeFingerprint: String? { pin?.fingerprint.description }
+
+    public func handle(_ command: String, _ handler: @escaping Handler) {
+        handlers[command] = handler
+    }
+
+    /// Tells the bridge the app moved to the foreground or background (it fails foreground-only
+    /// commands fast while backgrounded).
+    public func setForeground(_ foreground: Bool) async {
+        self.foreground = foreground
+        await send(AppState(foreground: foreground))
+    }
+
+    public func send(event: String, payload: JSONValue? = nil) async {
+        await send(NodeEvent(event: event, payload: payload))
+    }
+
+    /// Connects, pairs if needed, and stays connected, reconnecting with capped exponential backoff,
+    /// until the task is cancelled or a `ClientError` says retrying is pointless.
+    public func run(host: String, port: Int, invite: InviteURI? = nil) async throws {
+        var backoff = configuration.minimumBackoff
+        var invite = pin == nil ? invite : nil
+        while !Task.isCancelled {
+            let started = Date()
+            let reason: String
+            do {
+                reason = try await connectOnce(host: host, port: port, invite: invite)
+            } catch let error as ClientError {
+                emit.yield(.disconnected(reason: error.description))
+                throw error
+            } catch {
+                reason = "\(error)"
+            }
+            if pin != nil { invite = nil }  // an invite pairs once; afterwards the pin is the credential
+            emit.yield(.disconnected(reason: reason))
+            if Date().timeIntervalSince(started) > 30 { backoff = configuration.minimumBackoff }
+            let delay = backoff * Double.random(in: 0.8...1.2)
+            logger.info("reconnecting in \(String(format: "%.1f", delay)) s: \(reason)")
+            try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
+            backoff = min(backoff * 2, configuration.maximumBackoff)
+        }
+    }
+
+    // MARK: - One connection
+
+    private func connectOnce(host: String, port: Int, invite: InviteURI?) async throws -> String {
+        let sessionInvite = invite.map { SecureSession.Invite(secret: SecureBytes(copying: $0.secret)) }
+        let (session, opening) = try SecureSession.initiate(with: identity, invite: sessionInvite)
+        let logger = self.logger
+        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connectTimeout(.seconds(10))
+            .channelOption(.socketOption(.so_keepalive), value: 1)
+            .connect(host: host, port: port) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(IdleStateHandler(readTimeout: .seconds(45)))
+                    try sync.addHandler(IdleCloser(logger: logger))
+                    try sync.addHandler(SecureChannelHandler(initiator: session, opening: opening, logger: logger))
+                    return try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel)
+                }
+            }
+        var established = false
+        defer { outbound = nil }
+        try await channel.executeThenClose { inbound, outbound in
+            self.outbound = outbound
+            var exchange = PairingProgress()
+            for try await event in inbound {
+                switch event {
+                case let .established(result):
+                    try checkBridgeKey(result, invite: invite)
+                    established = true
+                    exchange.handshakeHash = result.handshakeHash
+                    exchange.bridgeKey = PublicKey(bytes: result.remoteStaticKey)
+                case let .message(bytes):
+                    guard let message = try? SessionMessages.decode(bytes) else { continue }
+                    try await handle(message, exchange: &exchange, channel: channel.channel, host: host, port: port, invite: invite)
+                }
+            }
+        }
+        if !established, invite != nil {
+            throw ClientError.inviteRefused("closed before the handshake finished (used, expired or unknown invite)")
+        }
+        return "connection closed"
+    }
+
+    private struct PairingProgress {
+        var handshakeHash: [UInt8] = []
+        var bridgeKey: PublicKey?
+        var bridgeName = ""
+        var nodeNonce: [UInt8] = []
+    }
+
+    private func checkBridgeKey(_ result: SecureSession.HandshakeResult, invite: InviteURI?) throws {
+        let presented = Fingerprint(publicKey: result.remoteStaticKey)
+        if let pin, pin.publicKey.bytes != result.remoteStaticKey {
+            throw ClientError.bridgeKeyMismatch(expected: pin.fingerprint.description, presented: presented.description)
+        }
+        if let invite, invite.bridgeFingerprint != presented {
+            throw ClientError.bridgeKeyMismatch(expected: invite.bridgeFingerprint.description, presented: presented.description)
+        }
+    }
+
+    private func handle(_ message: any SessionMessage, exchange: inout PairingProgress, channel: any Channel,
+                        host: String, port: Int, invite: InviteURI?) async throws {
+        switch message {
+        case let welcome as Welcome:
+            exchange.bridgeName = welcome.bridgeName
+            if welcome.paired {
+                try await becomeConnected(exchange, channel: channel, host: host, port: port)
+            } else if let invite {
+                await send(InviteRedeem(secret: Hex.encode(invite.secret), details: configuration.details))
+            } else {
+                if pin != nil {
+                    // We thought we were paired, but the bridge no longer knows us.
+                    store.forgetPin()
+                    pin = nil
+                    throw ClientError.revoked
+                }
+                exchange.nodeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
+                let commitment = VerificationCode.commitment(handshakeHash: exchange.handshakeHash, nodeNonce: exchange.nodeNonce)
+                await send(PairRequest(details: configuration.details, commitment: Hex.encode(commitment)))
+            }
+        case let challenge as PairChallenge:
+            guard let bridgeNonce = try? Hex.decode(challenge.nonce), !exchange.nodeNonce.isEmpty else { return }
+            let code = VerificationCode.code(handshakeHash: exchange.handshakeHash, nodeNonce: exchange.nodeNonce, bridgeNonce: bridgeNonce)
+            await send(PairReveal(nonce: Hex.encode(exchange.nodeNonce)))
+            emit.yield(.verificationCode(code, requestId: challenge.requestId))
+        case let pending as PairPending:
+            emit.yield(.pairingPending(requestId: pending.requestId))
+        case let resolved as PairResolved:
+            switch resolved.outcome {
+            case .approved: try await becomeConnected(exchange, channel: channel, host: host, port: port)
+            case .rejected: throw ClientError.pairingRejected
+            case .expired: throw ClientError.pairingExpired
+            }
+        case let ping as Ping:
+            await send(Pong(id: ping.id))
+        case is Revoked:
+            store.forgetPin()
+            pin = nil
+            throw ClientError.revoked
+        case let invoke as Invoke:
+            await run(invoke)
+        case let error as ErrorMessage:
+            emit.yield(.error(code: error.code, message: error.message))
+            if error.code == ErrorMessage.pairingExpired { throw ClientError.pairingExpired }
+            if error.code == ErrorMessage.pairingRejected { throw ClientError.pairingRejected }
+            if error.code == ErrorMessage.pairingFailed, invite != nil { throw ClientError.inviteRefused(error.message) }
+        default:
+            break
+        }
+    }
+
+    private func becomeConnected(_ exchange: PairingProgress, channel: any Channel, host: String, port: Int) async throws {
+        try await channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
+        if pin == nil, let key = exchange.bridgeKey {
+            let newPin = BridgePin(publicKey: key, fingerprint: key.fingerprint, host: host, port: port,
+                                   bridgeName: exchange.bridgeName, pairedAt: Date())
+            try store.save(newPin)
+            pin = newPin
+            emit.yield(.paired(bridgeFingerprint: key.fingerprint.description))
+        }
+        await send(AppState(foreground: foreground))
+        emit.yield(.connected(bridgeName: exchange.bridgeName))
+    }
+
+    private func run(_ invoke: Invoke) async {
+        guard let handler = handlers[invoke.command] else {
+            return await send(InvokeResult(id: invoke.id, error: ErrorMessage(code: "UNKNOWN_COMMAND", message: "this node has no \(invoke.command) command")))
+        }
+        do {
+            await send(InvokeResult(id: invoke.id, payload: try await handler(invoke.params)))
+        } catch let error as ErrorMessage {
+            await send(InvokeResult(id: invoke.id, error: error))
+        } catch {
+            await send(InvokeResult(id: invoke.id, error: ErrorMessage(code: "COMMAND_FAILED", message: "\(error)")))
+        }
+    }
+
+    private func send(_ message: some SessionMessage) async {
+        try? await outbound?.write(SessionMessages.encode(message))
+    }
+}

@@ -1,0 +1,169 @@
+import ArgumentParser
+import Dispatch
+import Foundation
+import LanbridgeNode
+import LanbridgeProtocol
+import Logging
+
+/// A simulated node, built only on the LanbridgeNode library. It prints one line per event, which
+/// people and tests can read: `code 123456 request k3f9q2xm`, `paired …`, `connected …`.
+@main
+struct NodeSim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lanbridge-node-sim",
+        abstract: "A simulated lanbridge node: pairs, stays connected and answers a few commands.",
+        discussion: """
+        Commands it answers: canvas.present, canvas.hide, canvas.navigate, canvas.snapshot (a PNG it renders), system.info, device.echo.
+
+        Send SIGUSR1, or type "bg" / "fg" on stdin, to move it to the background or foreground.
+        """
+    )
+
+    @Option(help: "Node state directory (its key and the pinned bridge).") var stateDir: String
+    @Option(help: ArgumentHelp("Bridge address.", valueName: "host:port")) var connect: String?
+    @Flag(help: "Find the bridge with mDNS instead of --connect.") var discover = false
+    @Option(help: "A lanbridge:// invite URI: pair without a code.") var invite: String?
+    @Option(help: "Display name.") var name = "node-sim"
+    @Option(help: "Platform: ios, android, macos or linux.") var platform = "ios"
+    @Flag(help: "Start in the background.") var background = false
+    @Option(help: "Log level for the client library.") var logLevel = "warning"
+
+    func validate() throws {
+        guard ["ios", "android", "macos", "linux"].contains(platform) else { throw ValidationError("unknown platform \(platform)") }
+        if let invite, InviteURI(invite) == nil { throw ValidationError("not a lanbridge invite URI: \(invite)") }
+        if connect == nil && invite == nil && !discover { throw ValidationError("give --connect host:port, --invite URI or --discover") }
+    }
+
+    func run() async throws {
+        let inviteURI = invite.flatMap(InviteURI.init)
+        guard let (host, port) = endpoint(inviteURI) else {
+            throw ValidationError(discover ? "--discover needs mDNS support, which arrives with the discovery milestone; use --connect" : "bad --connect")
+        }
+        let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "system.info", "device.echo"]
+        let details = NodeDetails(displayName: name, platform: platform, osVersion: "sim-1", appVersion: "0.1.0",
+                                  deviceModel: "node-sim", caps: ["canvas", "device"], commands: commands,
+                                  flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
+        let level = Logger.Level(rawValue: logLevel) ?? .warning
+        let client = try NodeClient(configuration: .init(stateDirectory: URL(fileURLWithPath: stateDir), details: details, foreground: !background),
+                                    logger: Logger(label: "node-sim") { var h = StreamLogHandler.standardError(label: $0); h.logLevel = level; return h })
+        say("node \(client.nodeID)")
+        let canvas = Canvas()
+        await register(client, canvas: canvas, details: details)
+
+        let foreground = Toggle(!background)
+        signal(SIGUSR1, SIG_IGN)
+        let usr1 = DispatchSource.makeSignalSource(signal: SIGUSR1)
+        usr1.setEventHandler { Task { await move(client, toForeground: foreground.flip()) } }
+        usr1.resume()
+        Thread.detachNewThread {
+            while let line = readLine() {
+                switch line.trimmingCharacters(in: .whitespaces) {
+                case "bg", "background": if foreground.set(false) { Task { await move(client, toForeground: false) } }
+                case "fg", "foreground": if foreground.set(true) { Task { await move(client, toForeground: true) } }
+                default: break
+                }
+            }
+        }
+
+        let printer = Task {
+            for await event in client.events {
+                switch event {
+                case let .verificationCode(code, requestId): say("code \(code) request \(requestId)")
+                case let .pairingPending(requestId): say("pending \(requestId)")
+                case let .paired(fingerprint): say("paired \(fingerprint)")
+                case let .connected(bridgeName): say("connected \(bridgeName)")
+                case let .disconnected(reason): say("disconnected \(reason)")
+                case let .error(code, message): say("error \(code) \(message)")
+                }
+            }
+        }
+        defer { printer.cancel() }
+        do {
+            try await client.run(host: host, port: port, invite: inviteURI)
+        } catch let error as NodeClient.ClientError {
+            say("fatal \(error)")
+            throw ExitCode(2)
+        }
+    }
+
+    private func endpoint(_ invite: InviteURI?) -> (String, Int)? {
+        if let connect {
+            let parts = connect.split(separator: ":")
+            guard parts.count == 2, let port = Int(parts[1]) else { return nil }
+            return (String(parts[0]), port)
+        }
+        return invite.map { ($0.host, $0.port) }
+    }
+
+    private func register(_ client: NodeClient, canvas: Canvas, details: NodeDetails) async {
+        await client.handle("canvas.present") { params in
+            canvas.set(visible: true, url: params?["url"]?.stringValue)
+            return ["visible": true]
+        }
+        await client.handle("canvas.hide") { _ in
+            canvas.set(visible: false, url: nil)
+            return ["visible": false]
+        }
+        await client.handle("canvas.navigate") { params in
+            guard let url = params?["url"]?.stringValue else { throw ErrorMessage(code: "INVALID_PARAMS", message: "canvas.navigate needs a url") }
+            canvas.set(visible: true, url: url)
+            return ["url": .string(url)]
+        }
+        await client.handle("canvas.snapshot") { _ in
+            let (width, height) = (320, 200)
+            let png = canvas.render(width: width, height: height)
+            return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),
+                    "base64": .string(Data(png).base64EncodedString())]
+        }
+        let nodeID = client.nodeID
+        await client.handle("system.info") { _ in
+            ["nodeId": .string(nodeID), "name": .string(details.displayName), "platform": .string(details.platform),
+             "os": .string(details.osVersion ?? ""), "app": .string(details.appVersion ?? "")]
+        }
+        await client.handle("device.echo") { params in params ?? .null }
+    }
+}
+
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func move(_ client: NodeClient, toForeground foreground: Bool) async {
+    await client.setForeground(foreground)
+    say("foreground \(foreground)")
+}
+
+/// Thread-safe flag flipped from a signal handler and a stdin reader.
+final class Toggle: @unchecked Sendable {
+    private let lock = NSLock()
+    private var value: Bool
+    init(_ value: Bool) { self.value = value }
+    func flip() -> Bool { lock.withLock { value.toggle(); return value } }
+    /// Sets the value; returns whether it changed.
+    func set(_ newValue: Bool) -> Bool { lock.withLock { defer { value = newValue }; return value != newValue } }
+}
+
+/// The simulated canvas: what it shows determines the snapshot's colours.
+final class Canvas: @unchecked Sendable {
+    private let lock = NSLock()
+    private var visible = false
+    private var url = "about:blank"
+
+    func set(visible: Bool, url: String?) {
+        lock.withLock {
+            self.visible = visible
+            if let url { self.url = url }
+        }
+    }
+
+    func render(width: Int, height: Int) -> [UInt8] {
+        let (visible, url) = lock.withLock { (self.visible, self.url) }
+        let seed = url.utf8.reduce(UInt32(2166136261)) { ($0 ^ UInt32($1)) &* 16777619 }
+        let (r, g, b) = (UInt8(seed & 0xFF), UInt8(seed >> 8 & 0xFF), UInt8(seed >> 16 & 0xFF))
+        return PNG.encode(width: width, height: height) { x, y in
+            guard visible else { return (24, 24, 24) }
+            let band = (x / 20 + y / 20) % 2 == 0
+            return band ? (r, g, b) : (UInt8(x * 255 / width), UInt8(y * 255 / height), b / 2)
+        }
+    }
+}
