@@ -153,7 +153,7 @@ public actor Bridge {
         let details = request.details
         do {
             let pending = try store.update(actor: "bridge") { state in
-                try state.requestPairing(key: connection.key, details: details, source: connection.address, now: Date())
+                try state.requestPairing(key: connection.key, details: details, source: connection.address, now: Date(), timing: configuration.pairingTiming)
             }
             let bridgeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
             connection.phase = .challenged(requestId: pending.requestId, commitment: commitment, bridgeNonce: bridgeNonce)
@@ -181,7 +181,7 @@ public actor Bridge {
         do {
             let expiresAt = try store.update(actor: "bridge") { state -> Date in
                 state.setCode(code, requestId: requestId)
-                try state.refresh(requestId: requestId, now: Date())
+                try state.refresh(requestId: requestId, now: Date(), timing: configuration.pairingTiming)
                 return state.request(requestId)!.expiresAt
             }
             connection.phase = .waiting(requestId: requestId)
@@ -280,17 +280,23 @@ public actor Bridge {
 
     // MARK: - Timers
 
-    /// Expires stale requests, keeps connected nodes' requests alive, and pings every connection.
+    /// Expires stale requests and keeps connected nodes' requests alive (up to the hard cap). Writes
+    /// the store only when something is due: an expiry, or a waiting request past half its TTL.
     func tick(now: Date) async {
-        let waiting = connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } }
-        if let state = try? store.read(),
-           state.pending.requests.contains(where: { $0.expiresAt <= now || (waiting.contains($0.requestId) && $0.expiresAt.timeIntervalSince(now) < PairingState.Limits.timeToLive - 60) }) {
-            _ = try? store.update(actor: "bridge") { state in
-                _ = state.expire(now: now)
-                for id in waiting { try? state.refresh(requestId: id, now: now) }
-            }
-            await storeChanged()
+        let timing = configuration.pairingTiming
+        let waiting = Set(connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } })
+        guard let state = try? store.read() else { return }
+        let due = state.pending.requests.contains { request in
+            request.expiresAt <= now
+                || (waiting.contains(request.requestId) && request.expiresAt.timeIntervalSince(now) < timing.timeToLive / 2
+                    && request.expiresAt < request.createdAt.addingTimeInterval(timing.hardCap))
         }
+        guard due else { return }
+        _ = try? store.update(actor: "bridge") { state in
+            for id in waiting { try? state.refresh(requestId: id, now: now, timing: timing) }
+            _ = state.expire(now: now)
+        }
+        await storeChanged()
     }
 
     func pingAll() async {

@@ -50,6 +50,7 @@ public struct BridgeConfiguration: Sendable {
     /// ...and drops one that has sent nothing for this long: a half-open connection is found within it.
     public var idleTimeout: TimeInterval = 40
     public var limits = TransportLimits()
+    public var pairingTiming = PairingState.Timing.standard
 
     public init(stateDirectory: StateDirectory, name: String) {
         self.stateDirectory = stateDirectory

@@ -22,6 +22,8 @@ struct ServeCommand: AsyncParsableCommand {
     var bind = "lan"
     @Option(help: "Display name nodes see. Default: the host name.") var name: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
+    @Option(help: "How long a pairing request waits after the device's last sign of life: 90s, 5m.") var pairingTTL = Duration(argument: "5m")!
+    @Option(help: "The longest a connected device's pairing request can wait.") var pairingMaxWait = Duration(argument: "15m")!
 
     func run() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
@@ -29,6 +31,8 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = BridgeConfiguration(stateDirectory: state.directory, name: name ?? ProcessInfo.processInfo.hostName)
         configuration.port = port
         configuration.bind = .init(bind)
+        configuration.pairingTiming.timeToLive = pairingTTL.seconds
+        configuration.pairingTiming.hardCap = max(pairingMaxWait.seconds, pairingTTL.seconds)
 
         let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger) }
         let signals = [SIGTERM, SIGINT].map { number in

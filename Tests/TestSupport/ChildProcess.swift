@@ -5,6 +5,7 @@ public final class ChildProcess: @unchecked Sendable {
     public let process = Process()
     private let stdout = Pipe()
     private let stderr = Pipe()
+    private let stdin = Pipe()
     private let condition = NSCondition()
     private var lines: [String] = []
     private var stdoutClosed = false
@@ -19,13 +20,17 @@ public final class ChildProcess: @unchecked Sendable {
 
     public static func product(_ name: String) -> URL { productsDirectory.appendingPathComponent(name) }
 
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil) throws {
+    /// With `mergeStandardError`, stderr lines arrive through `nextLine` too (daemons log there).
+    /// With `standardInput`, the test can write to the process (`write(line:)`).
+    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+                mergeStandardError: Bool = false, standardInput: Bool = false) throws {
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }
         process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
+        process.standardError = mergeStandardError ? stdout : stderr
+        process.standardInput = standardInput ? stdin : FileHandle.nullDevice
+        if mergeStandardError { stderrClosed = true }
         try process.run()
         let out = stdout.fileHandleForReading, err = stderr.fileHandleForReading
         Thread.detachNewThread { [self] in
@@ -49,6 +54,7 @@ public final class ChildProcess: @unchecked Sendable {
                 condition.unlock()
             }
         }
+        if mergeStandardError { return }
         Thread.detachNewThread { [self] in
             let data = err.readDataToEndOfFile()
             condition.lock()
@@ -95,6 +101,10 @@ public final class ChildProcess: @unchecked Sendable {
             while !stderrClosed, condition.wait(until: deadline) {}
         }
         return errorText
+    }
+
+    public func write(line: String) {
+        stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
     public func signal(_ signal: Int32) {

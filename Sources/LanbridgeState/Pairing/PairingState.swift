@@ -30,11 +30,18 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
 /// The rules of pairing over the contents of paired.json and pending.json. Pure: the clock is an
 /// argument, so every rule is testable without files or waiting.
 public struct PairingState: Equatable, Sendable {
-    public enum Limits {
+    /// How long requests wait. The daemon can shorten them (tests do); the CLI only reads the
+    /// `expiresAt` the daemon stored, so it never needs to know.
+    public struct Timing: Sendable, Equatable {
         /// A request lives this long after the node's last sign of life...
-        public static let timeToLive: TimeInterval = 5 * 60
+        public var timeToLive: TimeInterval = 5 * 60
         /// ...but never longer than this after it was made.
-        public static let hardCap: TimeInterval = 15 * 60
+        public var hardCap: TimeInterval = 15 * 60
+        public init() {}
+        public static let standard = Timing()
+    }
+
+    public enum Limits {
         public static let maxPending = 32
         /// Expired requests remembered for clear errors.
         public static let expiredHistory = 64
@@ -57,29 +64,29 @@ public struct PairingState: Equatable, Sendable {
 
     /// Files a request, or returns the existing one for the same key (refreshed), so a node that
     /// retries keeps its request ID and an approval never races the retry.
-    public mutating func requestPairing(key: PublicKey, details: NodeDetails, source: String?, now: Date) throws -> PendingRequest {
+    public mutating func requestPairing(key: PublicKey, details: NodeDetails, source: String?, now: Date, timing: Timing = .standard) throws -> PendingRequest {
         if node(withKey: key) != nil { throw PairingError.alreadyPaired(key.fingerprint) }
         if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
         _ = expire(now: now)
         if let index = pending.requests.firstIndex(where: { $0.publicKey == key }) {
-            pending.requests[index].expiresAt = Self.expiry(createdAt: pending.requests[index].createdAt, now: now)
+            pending.requests[index].expiresAt = Self.expiry(createdAt: pending.requests[index].createdAt, now: now, timing: timing)
             pending.requests[index].sourceAddress = source
             return pending.requests[index]
         }
         guard pending.requests.count < Limits.maxPending else { throw PairingError.tooManyPending(limit: Limits.maxPending) }
         let request = PendingRequest(requestId: newRequestID(), publicKey: key, details: details, sourceAddress: source,
-                                     createdAt: now, expiresAt: Self.expiry(createdAt: now, now: now))
+                                     createdAt: now, expiresAt: Self.expiry(createdAt: now, now: now, timing: timing))
         pending.requests.append(request)
         return request
     }
 
     /// Keeps a request alive while its node stays connected, up to the hard cap.
-    public mutating func refresh(requestId: String, now: Date) throws {
+    public mutating func refresh(requestId: String, now: Date, timing: Timing = .standard) throws {
         _ = expire(now: now)
         guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId.lowercased() }) else {
             throw missingRequest(requestId)
         }
-        pending.requests[index].expiresAt = Self.expiry(createdAt: pending.requests[index].createdAt, now: now)
+        pending.requests[index].expiresAt = Self.expiry(createdAt: pending.requests[index].createdAt, now: now, timing: timing)
     }
 
     /// Moves requests past their expiry to the expired list and returns them, so callers can tell
@@ -150,8 +157,8 @@ public struct PairingState: Equatable, Sendable {
 
     // MARK: - Helpers
 
-    static func expiry(createdAt: Date, now: Date) -> Date {
-        min(now.addingTimeInterval(Limits.timeToLive), createdAt.addingTimeInterval(Limits.hardCap))
+    static func expiry(createdAt: Date, now: Date, timing: Timing) -> Date {
+        min(now.addingTimeInterval(timing.timeToLive), createdAt.addingTimeInterval(timing.hardCap))
     }
 
     private mutating func takeRequest(_ requestId: String, now: Date) throws -> PendingRequest {

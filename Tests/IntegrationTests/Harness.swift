@@ -1,0 +1,85 @@
+import Foundation
+import LanbridgeState
+import TestSupport
+
+/// A real `lanbridge serve` on loopback, with its own state directory.
+final class BridgeDaemon: @unchecked Sendable {
+    let state: TemporaryDirectory
+    let process: ChildProcess
+    let port: Int
+
+    init(state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = []) throws {
+        self.state = state
+        process = try ChildProcess(ChildProcess.product("lanbridge"),
+                                   ["serve", "--state-dir", state.path, "--bind", "loopback", "--port", String(port), "--name", "test-bridge"] + arguments,
+                                   mergeStandardError: true)
+        let line = try process.waitForLine(timeout: 30) { $0.contains("lanbridge listening") }
+        let address = line.split(separator: " ").first { $0.hasPrefix("address=") }!
+        self.port = Int(address.split(separator: ":").last!)!
+    }
+
+    var store: PairingStore { PairingStore(directory: StateDirectory(url: state.url)) }
+
+    /// Waits for a log line containing `text` (an event, with a hang guard).
+    @discardableResult
+    func waitForLog(_ text: String) throws -> String {
+        try process.waitForLine(timeout: 30) { $0.contains(text) }
+    }
+
+    func stop() {
+        process.signal(SIGTERM)
+        process.wait()
+    }
+}
+
+/// A real `lanbridge-node-sim`.
+final class SimulatedNode: @unchecked Sendable {
+    let state: TemporaryDirectory
+    let process: ChildProcess
+
+    init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = []) throws {
+        self.state = state
+        let connect = port.map { ["--connect", "127.0.0.1:\($0)"] } ?? []
+        process = try ChildProcess(ChildProcess.product("lanbridge-node-sim"), ["--state-dir", state.path] + connect + arguments,
+                                   mergeStandardError: true, standardInput: true)
+    }
+
+    /// The next line starting with `prefix`, without the prefix.
+    @discardableResult
+    func waitFor(_ prefix: String) throws -> String {
+        String(try process.waitForLine(timeout: 30) { $0.hasPrefix(prefix + " ") || $0 == prefix }.dropFirst(prefix.count).drop { $0 == " " })
+    }
+
+    /// Pairs by code through the CLI; returns the node ID.
+    @discardableResult
+    func pair(with bridge: BridgeDaemon) throws -> String {
+        let id = try waitFor("node")
+        let code = try waitFor("code").split(separator: " ")
+        let approval = try CLI.run(["nodes", "approve", String(code[2]), "--code", String(code[0]), "--state-dir", bridge.state.path])
+        precondition(approval.status == 0, approval.stderr)
+        try waitFor("connected")
+        return id
+    }
+
+    func stop() {
+        process.signal(SIGTERM)
+        process.wait()
+    }
+}
+
+enum CLI {
+    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = try ChildProcess(ChildProcess.product("lanbridge"), arguments)
+        var out: [String] = []
+        while let line = try child.nextLine() { out.append(line) }
+        let status = child.wait()
+        return (status, out.joined(separator: "\n"), child.standardError)
+    }
+
+    static func json<T: Decodable>(_ type: T.Type, _ arguments: [String]) throws -> T {
+        let result = try run(arguments + ["--json"])
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(T.self, from: Data(result.stdout.utf8))
+    }
+}
