@@ -110,10 +110,11 @@ extension SecureChannelHandlerTests {
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
-        // A client that sends a valid preamble and then nothing.
+        // A client that sends a valid preamble and then nothing. (Under load the deadline may pass
+        // before the preamble is even written; the drop is what this test is about.)
         let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
-        try await client.writeAndFlush(ByteBuffer(bytes: FrameDecoder.frame(Preamble(versions: .supported, handshake: .xx).bytes))).get()
+        try? await client.writeAndFlush(ByteBuffer(bytes: FrameDecoder.frame(Preamble(versions: .supported, handshake: .xx).bytes))).get()
         try await client.closeFuture.get()
         #expect(await logs.waitForMessage(containing: "handshake not completed within"))
         try await server.close()
