@@ -183,3 +183,20 @@ struct BridgeEndToEndTests {
     struct Identity: Decodable { let fingerprint: String }
     struct InviteReport: Decodable { let uri: String }
 }
+
+extension BridgeEndToEndTests {
+    /// PROTOCOL.md is enough: a Python client written from it pairs by code with the real daemon.
+    @Test func anIndependentPythonClientPairsByCode() throws {
+        let bridge = try BridgeDaemon()
+        let python = try ChildProcess(URL(fileURLWithPath: Python.executable),
+                                      [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port)])
+        let shown = try python.waitForLine { $0.hasPrefix("code ") }.split(separator: " ")
+        let pending = try CLI.json([PendingRow].self, ["nodes", "pending", "--state-dir", bridge.state.path])
+        #expect(pending.first?.code == String(shown[1]), "both sides derived the same code")
+        #expect(try CLI.run(["nodes", "approve", String(shown[3]), "--code", String(shown[1]), "--state-dir", bridge.state.path]).status == 0)
+        let resolved = try python.waitForLine { $0.hasPrefix("resolved ") }.split(separator: " ")
+        #expect(resolved[1] == "approved" && String(resolved[2]) == pending.first?.nodeId)
+        #expect(python.wait() == 0, "\(python.standardError)")
+        bridge.stop()
+    }
+}

@@ -5,6 +5,8 @@ Used by the interop tests and the vector generator; also a worked example for cl
 """
 import hashlib
 import hmac
+import json
+import os
 import struct
 
 from noise.connection import Keypair, NoiseConnection
@@ -188,3 +190,36 @@ def accept(sock, static_private, versions=(1, 1), invites=None, ephemeral_privat
     if noise.read_message(stream.read_frame(PRE_AUTH_LIMIT)) != b"":
         raise ProtocolError("message 3 payload must be empty")
     return Session(stream, noise, version, handshake.rs.public_bytes)
+
+
+# --- The session messages (PROTOCOL.md §9) ---------------------------------------------------
+
+
+
+def send_message(session, message):
+    session.send(json.dumps(message).encode())
+
+
+def recv_message(session):
+    return json.loads(session.recv())
+
+
+def pair_by_code(session, details, show_code):
+    """Runs §9.2 after the bridge's welcome: commit, challenge, reveal, then waits for the operator.
+    Calls show_code(code, request_id) when the code is known. Returns the final pair.resolved."""
+    node_nonce = os.urandom(32)
+    h = session.handshake_hash
+    send_message(session, {"type": "pair.request", "details": details, "commitment": commitment(h, node_nonce).hex()})
+    while True:
+        message = recv_message(session)
+        kind = message["type"]
+        if kind == "pair.challenge":
+            send_message(session, {"type": "pair.reveal", "nonce": node_nonce.hex()})
+            show_code(verification_code(h, node_nonce, bytes.fromhex(message["nonce"])), message["requestId"])
+        elif kind == "ping":
+            send_message(session, {"type": "pong", "id": message["id"]})
+        elif kind == "pair.resolved":
+            return message
+        elif kind == "error":
+            raise ProtocolError("%s: %s" % (message["code"], message["message"]))
+
