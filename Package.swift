@@ -111,6 +111,7 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
+            exclude: ["python"],  // independent peers the tests run as subprocesses
             dependencies: [
                 "LanbridgeNet", "LanbridgeState", "TestSupport",
                 "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim",

@@ -102,4 +102,30 @@ struct PairingStateTests {
         #expect(state.paired.nodes.map(\.publicKey) == [keys[1]])
         #expect(throws: PairingError.unknownNode("NOPE")) { try state.revoke(nodeId: "NOPE") }
     }
+
+    @Test func aKnownDeviceUnderANewKeyIsFlagged() throws {
+        var state = PairingState()
+        let r = try state.requestPairing(key: someKey(), details: phone("Ada's phone"), source: nil, now: t0)
+        let paired = try state.approve(requestId: r.requestId, now: t0)
+        var renamed = phone("Someone else")
+        renamed.deviceModel = "Pixel 9"
+        let stranger = try state.requestPairing(key: someKey(), details: renamed, source: nil, now: t0)
+        #expect(state.keyChange(for: stranger) == nil)
+        let lookalike = try state.requestPairing(key: someKey(), details: phone("Ada's phone"), source: nil, now: t0)
+        #expect(state.keyChange(for: lookalike)?.nodeId == paired.nodeId, "same name and model, new key")
+    }
+
+    @Test func approvalWithACodeMustMatchIt() throws {
+        var state = PairingState()
+        let r = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0)
+        #expect(throws: PairingError.codeMismatch(expected: nil, given: "123456"), "no code derived yet") {
+            try state.approve(requestId: r.requestId, code: "123456", now: t0)
+        }
+        state.setCode("654321", requestId: r.requestId)
+        #expect(throws: PairingError.codeMismatch(expected: "654321", given: "123456")) {
+            try state.approve(requestId: r.requestId, code: "123456", now: t0)
+        }
+        let node = try state.approve(requestId: r.requestId, code: "654321", now: t0)
+        #expect(node.access == AccessRules.defaults(forPlatform: "ios"))
+    }
 }
