@@ -111,7 +111,6 @@ let package = Package(
         ),
         .testTarget(
             name: "IntegrationTests",
-            exclude: ["python"],  // independent peers the tests run as subprocesses
             dependencies: [
                 "LanbridgeNet", "LanbridgeState", "TestSupport",
                 "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim",
@@ -119,7 +118,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            exclude: ["python"]  // independent peers the tests run as subprocesses
         ),
     ]
 )
