@@ -89,7 +89,8 @@ let package = Package(
         ),
         .executableTarget(
             name: "lanbridge-bench",
-            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]
+            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState",
+                           .product(name: "Logging", package: "swift-log")]
         ),
 
         // Test-only helper process: hammers the pairing store so tests can race and SIGKILL it.

@@ -43,6 +43,7 @@ public actor NodeClient {
         case pairingRejected
         case pairingExpired
         case revoked
+        case replaced
         case inviteRefused(String)
 
         public var description: String {
@@ -52,6 +53,7 @@ public actor NodeClient {
             case .pairingRejected: "the operator rejected this device"
             case .pairingExpired: "the pairing request expired before the operator approved it; run again to ask anew"
             case .revoked: "the operator revoked this device's pairing"
+            case .replaced: "another connection with this node's key replaced this one (is the app running twice?)"
             case let .inviteRefused(why): "the bridge refused the invite: \(why)"
             }
         }
@@ -174,6 +176,7 @@ public actor NodeClient {
         var bridgeKey: PublicKey?
         var bridgeName = ""
         var nodeNonce: [UInt8] = []
+        var code: String?
     }
 
     private func checkBridgeKey(_ result: SecureSession.HandshakeResult, invite: InviteURI?) throws {
@@ -208,10 +211,12 @@ public actor NodeClient {
             }
         case let challenge as PairChallenge:
             guard let bridgeNonce = try? Hex.decode(challenge.nonce), !exchange.nodeNonce.isEmpty else { return }
-            let code = VerificationCode.code(handshakeHash: exchange.handshakeHash, nodeNonce: exchange.nodeNonce, bridgeNonce: bridgeNonce)
+            exchange.code = VerificationCode.code(handshakeHash: exchange.handshakeHash, nodeNonce: exchange.nodeNonce, bridgeNonce: bridgeNonce)
             await send(PairReveal(nonce: Hex.encode(exchange.nodeNonce)))
-            emit.yield(.verificationCode(code, requestId: challenge.requestId))
         case let pending as PairPending:
+            // Shown only now that the bridge has checked the commitment and recorded the same code,
+            // so the operator always finds it in `lanbridge nodes pending`.
+            if let code = exchange.code { emit.yield(.verificationCode(code, requestId: pending.requestId)) }
             emit.yield(.pairingPending(requestId: pending.requestId))
         case let resolved as PairResolved:
             switch resolved.outcome {
@@ -231,6 +236,7 @@ public actor NodeClient {
             emit.yield(.error(code: error.code, message: error.message))
             if error.code == ErrorMessage.pairingExpired { throw ClientError.pairingExpired }
             if error.code == ErrorMessage.pairingRejected { throw ClientError.pairingRejected }
+            if error.code == ErrorMessage.replaced { throw ClientError.replaced }
             if error.code == ErrorMessage.pairingFailed, invite != nil { throw ClientError.inviteRefused(error.message) }
         default:
             break

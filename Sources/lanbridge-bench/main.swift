@@ -120,18 +120,23 @@ for (label, size) in [("1 KiB", 1024), ("1 MiB", 1 << 20)] {
                           ceilingSource: "raw ChaCha20-Poly1305 seal+open of the same message in the same chunks"))
 }
 
+let approvals = try await approvalLatencies(count: 30)
+let approvalP50 = percentile(approvals, 0.5), approvalP99 = percentile(approvals, 0.99)
+
 struct Report: Encodable {
     let secondsPerFigure: Double
     let x25519DHPerSecond: Double
     let x25519BasePerSecond: Double
     let figures: [Figure]
+    let approvalLatencyMs: [String: Double]
 }
 
 if asJSON {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
     print(String(decoding: try encoder.encode(Report(secondsPerFigure: secondsPerFigure, x25519DHPerSecond: dhPerSecond,
-                                                     x25519BasePerSecond: basePerSecond, figures: figures)), as: UTF8.self))
+                                                     x25519BasePerSecond: basePerSecond, figures: figures,
+                                                     approvalLatencyMs: ["p50": approvalP50, "p99": approvalP99, "budget": 200])), as: UTF8.self))
 } else {
     print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s", dhPerSecond, basePerSecond))
     print("")
@@ -141,4 +146,7 @@ if asJSON {
         print(pad(f.name, 48) + pad(String(format: "%.1f %@", f.measured, f.unit), 22)
               + pad(String(format: "%.1f %@", f.ceiling, f.unit), 22) + String(format: "%.2f", f.ratio))
     }
+    print("")
+    print(String(format: "approval reaches the waiting node (%d pairings): p50 %.1f ms, p99 %.1f ms; budget 200 ms (p99/budget %.2f)",
+                 approvals.count, approvalP50, approvalP99, approvalP99 / 200))
 }

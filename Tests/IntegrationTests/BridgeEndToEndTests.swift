@@ -200,3 +200,31 @@ extension BridgeEndToEndTests {
         bridge.stop()
     }
 }
+
+extension BridgeEndToEndTests {
+    @Test func aNodeThatFallsSilentIsDroppedAfterTheIdleTimeout() throws {
+        let bridge = try BridgeDaemon(arguments: ["--idle-timeout", "1s", "--ping-interval", "60s"])
+        let node = try SimulatedNode(port: bridge.port)
+        try node.pair(with: bridge)
+        node.process.signal(SIGSTOP)  // alive as far as TCP knows, but silent: what a half-open peer looks like
+        try bridge.waitForLog("silent past the idle timeout")
+        try bridge.waitForLog("node disconnected")
+        node.process.signal(SIGCONT)
+        try node.waitFor("connected")  // and it comes back on its own
+        node.stop()
+        bridge.stop()
+    }
+
+    @Test func aReconnectWithThePairedKeyReplacesTheOldSession() throws {
+        let bridge = try BridgeDaemon()
+        let first = try SimulatedNode(port: bridge.port)
+        try first.pair(with: bridge)
+        let second = try SimulatedNode(state: first.state, port: bridge.port)  // same key
+        try second.waitFor("connected")
+        #expect(try first.waitFor("fatal").contains("replaced"))
+        try bridge.waitForLog("replacing its old session")
+        #expect(try bridge.store.read().paired.nodes.count == 1)
+        second.stop()
+        bridge.stop()
+    }
+}
