@@ -111,6 +111,10 @@ let package = Package(
             dependencies: ["LanbridgeState", "TestSupport"]
         ),
         .testTarget(
+            name: "LanbridgeBridgeTests",
+            dependencies: ["LanbridgeBridge"]
+        ),
+        .testTarget(
             name: "IntegrationTests",
             dependencies: [
                 "LanbridgeNet", "LanbridgeState", "TestSupport",
