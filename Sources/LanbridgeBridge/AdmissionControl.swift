@@ -1,4 +1,7 @@
 import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+import LanbridgeState
 import NIOConcurrencyHelpers
 
 /// Who may start a handshake, decided at accept time before any cryptography is spent.
@@ -90,4 +93,25 @@ final class Admission: Sendable {
 
     func authenticated(from address: String) { state.withLockedValue { $0.authenticated(from: address) } }
     func closed(unauthenticatedFrom address: String) { state.withLockedValue { $0.closed(unauthenticatedFrom: address) } }
+}
+
+/// The PSKs of live invites, copied out of invites.json whenever it changes, so the handshake can
+/// look one up without file I/O or the store lock.
+final class InviteCache: Sendable {
+    private let entries = NIOLockedValueBox<[[UInt8]: (psk: [UInt8], expiresAt: Date)]>([:])
+
+    func replace(with state: PairingState) {
+        var fresh: [[UInt8]: (psk: [UInt8], expiresAt: Date)] = [:]
+        for invite in state.invites.invites {
+            if let id = try? Hex.decode(invite.id), let psk = try? Hex.decode(invite.psk) { fresh[id] = (psk, invite.expiresAt) }
+        }
+        entries.withLockedValue { $0 = fresh }
+    }
+
+    func psk(for id: [UInt8]) -> SecureBytes? {
+        entries.withLockedValue { entries in
+            guard let entry = entries[id], entry.expiresAt > Date() else { return nil }
+            return SecureBytes(copying: entry.psk)
+        }
+    }
 }

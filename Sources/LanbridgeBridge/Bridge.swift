@@ -16,6 +16,8 @@ public actor Bridge {
     let identity: X25519.KeyPair
     let store: PairingStore
     let admission: Admission
+    /// Live invites' PSKs, for the handshake, which runs on NIO's threads and must not touch files.
+    let invites = InviteCache()
     private let runtimeFile: RuntimeStatusFile
     private var runtime: RuntimeStatus
     private var logger: Logger
@@ -74,6 +76,7 @@ public actor Bridge {
         let state: PairingState
         do { state = try store.read() } catch {
             logger.error("cannot read the pairing store: \(error)")
+            admission.closed(unauthenticatedFrom: address)
             channel.close(promise: nil)
             return nextID
         }
@@ -219,6 +222,7 @@ public actor Bridge {
             logger.error("cannot read the pairing store: \(error)")
             return
         }
+        invites.replace(with: state)
         for connection in connections.values {
             switch connection.phase {
             case .waiting, .challenged:

@@ -24,8 +24,9 @@ public enum BridgeServer {
                 channel.eventLoop.makeCompletedFuture {
                     let address = channel.remoteAddress?.ipAddress ?? "?"
                     let decision = admissionBox.bridge?.admission.connection(from: address) ?? .refuse("starting up")
+                    let invites = admissionBox.bridge?.invites
                     let session = SecureSession(responderWith: identity, limits: configuration.limits,
-                                                inviteLookup: { id in (try? PairingStore(directory: configuration.stateDirectory).read())?.invitePSK(id: id, now: Date()) })
+                                                inviteLookup: { id in invites?.psk(for: id) })
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
                     try sync.addHandler(IdleCloser(logger: logger))
@@ -42,6 +43,7 @@ public enum BridgeServer {
         let bridge = Bridge(configuration: configuration, identity: identity,
                             listening: ["\(configuration.bind.host):\(port)"], logger: logger)
         admissionBox.bridge = bridge
+        await bridge.storeChanged()  // loads the invite cache
         await bridge.publishRuntime()
         logger.info("lanbridge listening", metadata: [
             "address": "\(configuration.bind.host):\(port)", "name": "\(configuration.name)",

@@ -34,14 +34,6 @@ extension PairingState {
         return secret
     }
 
-    /// The PSK for a live invite ID, for the handshake.
-    public func invitePSK(id: [UInt8], now: Date) -> SecureBytes? {
-        let hex = Hex.encode(id)
-        guard let invite = invites.invites.first(where: { $0.id == hex && $0.expiresAt > now }),
-              let psk = try? Hex.decode(invite.psk) else { return nil }
-        return SecureBytes(copying: psk)
-    }
-
     /// Consumes the invite and pairs the node, if `secret` is the invite's secret. Single use.
     public mutating func redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails, now: Date) throws -> PairedNode {
         let hex = Hex.encode(id)
