@@ -51,9 +51,13 @@ let package = Package(
             ]
         ),
         .target(
+            name: "LanbridgeDiscovery",
+            dependencies: ["CAvahiClient", "LanbridgeProtocol", .product(name: "Logging", package: "swift-log")]
+        ),
+        .target(
             name: "LanbridgeBridge",
             dependencies: [
-                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol",
+                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
@@ -72,7 +76,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "lanbridge-node-sim",
-            dependencies: ["LanbridgeNode", "LanbridgeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             path: "examples/node-sim"
         ),
@@ -82,6 +86,7 @@ let package = Package(
                 "LanbridgeBridge",
                 "LanbridgeState",
                 "LanbridgeProtocol",
+                "LanbridgeDiscovery",
                 "CQRencode",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -316,6 +316,12 @@ public actor Bridge {
         runtimeFile.remove()
     }
 
+    func setAdvertising(_ status: String, name: String?) {
+        runtime.mdns = status
+        runtime.mdnsName = name
+        publishRuntime()
+    }
+
     func publishRuntime() {
         do { try runtimeFile.write(runtime) } catch { logger.warning("cannot write \(runtimeFile.url.path): \(error)") }
     }

@@ -51,6 +51,8 @@ public struct BridgeConfiguration: Sendable {
     public var idleTimeout: TimeInterval = 40
     public var limits = TransportLimits()
     public var pairingTiming = PairingState.Timing.standard
+    /// Advertise `_lanbridge._tcp` through avahi-daemon.
+    public var mdns = true
 
     public init(stateDirectory: StateDirectory, name: String) {
         self.stateDirectory = stateDirectory

@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeCrypto
+import LanbridgeDiscovery
 import LanbridgeNet
 import LanbridgeProtocol
 import LanbridgeState
@@ -51,6 +52,7 @@ public enum BridgeServer {
         ])
         onListening(port)
 
+        let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), bridge: bridge, logger: logger)
         let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
                                        files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
         defer { watcher.stop() }
@@ -89,8 +91,45 @@ public enum BridgeServer {
         } catch where Task.isCancelled {
             // Asked to stop: a clean exit.
         }
+        publisher?.stop()  // withdraw first, so peers see the bridge go at once
         await bridge.shutdown()
         logger.info("lanbridge stopped")
+    }
+
+    /// Starts advertising, unless turned off. A missing avahi-daemon is a warning, never a reason not to serve.
+    private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, bridge: Bridge, logger: Logger) -> AvahiPublisher? {
+        guard configuration.mdns else {
+            Task { await bridge.setAdvertising("off", name: nil) }
+            return nil
+        }
+        var interface: Int32?
+        if case let .address(address) = configuration.bind {
+            interface = AvahiPublisher.interfaceIndex(forAddress: address)
+            if interface == nil { logger.warning("no interface carries \(address); advertising on all of them") }
+        } else if configuration.bind == .loopback {
+            interface = AvahiPublisher.interfaceIndex(forAddress: "127.0.0.1")
+        }
+        do {
+            let publisher = try AvahiPublisher(name: configuration.name, port: port,
+                                               advertisement: BridgeAdvertisement(shortFingerprint: fingerprint.short, name: configuration.name),
+                                               interfaceIndex: interface, logger: logger)
+            publisher.onStatus = { status in
+                Task {
+                    switch status {
+                    case .waitingForDaemon: await bridge.setAdvertising("waiting for avahi-daemon", name: nil)
+                    case let .registering(name): await bridge.setAdvertising("registering", name: name)
+                    case let .published(name): await bridge.setAdvertising("published", name: name)
+                    case let .failed(why): await bridge.setAdvertising("failed: \(why)", name: nil)
+                    }
+                }
+            }
+            try publisher.start()
+            return publisher
+        } catch {
+            logger.warning("mDNS advertising unavailable (\(error)); nodes can still connect by address")
+            Task { await bridge.setAdvertising("failed: \(error)", name: nil) }
+            return nil
+        }
     }
 
     private static func serve(_ connection: NIOAsyncChannel<SecureChannelInbound, [UInt8]>, address: String, bridge: Bridge) async {

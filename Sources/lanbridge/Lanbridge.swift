@@ -23,6 +23,6 @@ struct Lanbridge: AsyncParsableCommand {
           75   the state is locked by another process; try again
         """,
         version: "0.1.0",
-        subcommands: [ServeCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, AuditCommand.self]
+        subcommands: [ServeCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
     )
 }

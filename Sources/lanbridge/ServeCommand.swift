@@ -24,6 +24,7 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: "How long a pairing request waits after the device's last sign of life: 90s, 5m.") var pairingTTL = Duration(argument: "5m")!
     @Option(help: "The longest a connected device's pairing request can wait.") var pairingMaxWait = Duration(argument: "15m")!
+    @Flag(name: .customLong("no-mdns"), help: "Do not advertise on mDNS (nodes then need the address).") var noMDNS = false
     @Option(help: "Ping every connection this often.") var pingInterval = Duration(argument: "15s")!
     @Option(help: "Drop a connection silent for this long (finds half-open connections).") var idleTimeout = Duration(argument: "40s")!
 
@@ -35,6 +36,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.bind = .init(bind)
         configuration.pairingTiming.timeToLive = pairingTTL.seconds
         configuration.pairingTiming.hardCap = max(pairingMaxWait.seconds, pairingTTL.seconds)
+        configuration.mdns = !noMDNS
         configuration.pingInterval = pingInterval.seconds
         configuration.idleTimeout = idleTimeout.seconds
 

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Dispatch
 import Foundation
+import LanbridgeDiscovery
 import LanbridgeNode
 import LanbridgeProtocol
 import Logging
@@ -36,9 +37,8 @@ struct NodeSim: AsyncParsableCommand {
 
     func run() async throws {
         let inviteURI = invite.flatMap(InviteURI.init)
-        guard let (host, port) = endpoint(inviteURI) else {
-            throw ValidationError(discover ? "--discover needs mDNS support, which arrives with the discovery milestone; use --connect" : "bad --connect")
-        }
+        let target = discover && inviteURI == nil ? await discovered() : endpoint(inviteURI)
+        guard let (host, port) = target else { throw ValidationError(discover ? "no bridge found" : "bad --connect") }
         let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "system.info", "device.echo"]
         let details = NodeDetails(displayName: name, platform: platform, osVersion: "sim-1", appVersion: "0.1.0",
                                   deviceModel: "node-sim", caps: ["canvas", "device"], commands: commands,
@@ -84,6 +84,24 @@ struct NodeSim: AsyncParsableCommand {
             say("fatal \(error)")
             throw ExitCode(2)
         }
+    }
+
+    /// Finds bridges with mDNS: connects to the only one, or asks which when there are several.
+    private func discovered() async -> (String, Int)? {
+        let bridges = await AvahiBrowser().bridges(within: 3)
+        for (i, bridge) in bridges.enumerated() {
+            say("found \(i + 1) \(bridge.name) \(bridge.addresses.first ?? "?"):\(bridge.port) id=\(bridge.shortFingerprint ?? "?")")
+        }
+        guard !bridges.isEmpty else { return nil }
+        var choice = 0
+        if bridges.count > 1 {
+            say("which bridge? (1-\(bridges.count))")
+            guard let line = readLine(), let n = Int(line), (1...bridges.count).contains(n) else { return nil }
+            choice = n - 1
+        }
+        guard let address = bridges[choice].addresses.first else { return nil }
+        say("connecting \(bridges[choice].name)")
+        return (address, bridges[choice].port)
     }
 
     private func endpoint(_ invite: InviteURI?) -> (String, Int)? {

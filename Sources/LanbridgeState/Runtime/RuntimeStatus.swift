@@ -24,6 +24,10 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var startedAt: Date
     /// Keyed by node ID.
     public var nodes: [String: Node]
+    /// mDNS advertising: "off", "waiting for avahi-daemon", "registering", "published", "failed: …".
+    public var mdns: String?
+    /// The instance name it is published under (it may differ from the configured name after a collision).
+    public var mdnsName: String?
 
     public init(pid: Int32 = getpid(), bridgeName: String, listening: [String], startedAt: Date, nodes: [String: Node] = [:]) {
         (self.pid, self.bridgeName, self.listening, self.startedAt, self.nodes) = (pid, bridgeName, listening, startedAt, nodes)

@@ -1,0 +1,56 @@
+/// A bridge found on the LAN. Everything here came from the network unauthenticated: use it to
+/// connect, then trust only the key the handshake proves.
+public struct DiscoveredBridge: Equatable, Sendable, Codable {
+    public var name: String
+    public var host: String
+    public var addresses: [String]
+    public var port: Int
+    /// The TXT hints, if they parsed.
+    public var versions: String?
+    public var shortFingerprint: String?
+
+    public init(name: String, host: String, addresses: [String], port: Int, advertisement: BridgeAdvertisement?) {
+        (self.name, self.host, self.addresses, self.port) = (name, host, addresses, port)
+        versions = advertisement.map { "\($0.versions.min)-\($0.versions.max)" }
+        shortFingerprint = advertisement?.shortFingerprint
+    }
+}
+
+public enum DiscoveryEvent: Equatable, Sendable {
+    case found(DiscoveredBridge)
+    case removed(name: String)
+}
+
+/// Finds bridges. Linux uses Avahi (`AvahiBrowser`); an Apple build would wrap `NWBrowser`.
+/// The stream runs until the consumer stops iterating.
+public protocol BridgeDiscovery: Sendable {
+    func events() -> AsyncStream<DiscoveryEvent>
+}
+
+extension BridgeDiscovery {
+    /// Every bridge seen within `seconds`, by name, minus those that went away.
+    public func bridges(within seconds: Double) async -> [DiscoveredBridge] {
+        var found: [String: DiscoveredBridge] = [:]
+        let stream = events()
+        await withTaskGroup(of: Void.self) { group in
+            let collector = Task {
+                var seen: [String: DiscoveredBridge] = [:]
+                for await event in stream {
+                    switch event {
+                    case let .found(bridge): seen[bridge.name] = bridge
+                    case let .removed(name): seen[name] = nil
+                    }
+                    if Task.isCancelled { break }
+                }
+                return seen
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+                collector.cancel()
+            }
+            await group.waitForAll()
+            found = await collector.value
+        }
+        return found.values.sorted { $0.name < $1.name }
+    }
+}

@@ -1,0 +1,69 @@
+import ArgumentParser
+import Foundation
+import LanbridgeDiscovery
+import LanbridgeProtocol
+import LanbridgeState
+
+struct DoctorCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check what nodes need to find and reach this bridge.",
+        discussion: "Checks the state directory's privacy, the identity, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on and the name it is advertised under. Exits 1 if anything needs fixing."
+    )
+
+    @OptionGroup var state: StateOptions
+    @Flag(help: "Print JSON.") var json = false
+
+    struct Check: Encodable {
+        let name: String
+        let ok: Bool
+        let detail: String
+        let fix: String?
+    }
+
+    func run() throws {
+        let directory = state.directory
+        var checks: [Check] = []
+        if !FileManager.default.fileExists(atPath: directory.url.path) {
+            checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) will be created (mode 0700) on first use", fix: nil))
+        } else if let problem = directory.privacyProblem() {
+            checks.append(Check(name: "state directory", ok: false, detail: "\(directory.url.path): \(problem)", fix: "chmod 700 \(directory.url.path)"))
+        } else {
+            checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) is private", fix: nil))
+        }
+        do {
+            if let key = try IdentityStore(directory: directory).load() {
+                checks.append(Check(name: "identity", ok: true, detail: "fingerprint \(Fingerprint(publicKey: key.publicKey))", fix: nil))
+            } else {
+                checks.append(Check(name: "identity", ok: true, detail: "none yet; created on first `lanbridge serve`", fix: nil))
+            }
+        } catch {
+            checks.append(Check(name: "identity", ok: false, detail: "\(error)", fix: nil))
+        }
+        switch AvahiProbe.check() {
+        case let .success(version):
+            checks.append(Check(name: "avahi-daemon", ok: true, detail: "reachable (\(version))", fix: nil))
+        case let .failure(error):
+            checks.append(Check(name: "avahi-daemon", ok: false, detail: "\(error): nodes cannot discover the bridge (they can still connect by address)",
+                                fix: "apt-get install avahi-daemon && systemctl enable --now avahi-daemon"))
+        }
+        if let runtime = RuntimeStatusFile(directory: directory).read() {
+            checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is running (pid \(runtime.pid)), listening on \(runtime.listening.joined(separator: ", "))", fix: nil))
+            let published = runtime.mdns == "published"
+            checks.append(Check(name: "mDNS", ok: published || runtime.mdns == "off",
+                                detail: published ? "advertised as \"\(runtime.mdnsName ?? "?")\" (_lanbridge._tcp)" : "advertising: \(runtime.mdns ?? "unknown")",
+                                fix: published || runtime.mdns == "off" ? nil : "see the avahi-daemon check"))
+        } else {
+            checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is not running (start it: lanbridge serve)", fix: nil))
+        }
+        if json {
+            try Output.json(checks)
+        } else {
+            for check in checks {
+                print("\(check.ok ? "ok  " : "FAIL") \(check.name): \(check.detail)")
+                if let fix = check.fix, !check.ok { print("     fix: \(fix)") }
+            }
+        }
+        if checks.contains(where: { !$0.ok }) { throw ExitCode(1) }
+    }
+}
