@@ -26,7 +26,7 @@ public final class AvahiPublisher: @unchecked Sendable {
     // Poll thread / poll lock only:
     private var group: OpaquePointer?
     private var name: String
-    private var status: Status = .waitingForDaemon
+    private var status: Status?  // nil until the first report, so that one is always announced
     private var warnedAboutDaemon = false
     /// Called on Avahi's thread whenever the status changes.
     public var onStatus: @Sendable (Status) -> Void = { _ in }
@@ -59,7 +59,7 @@ public final class AvahiPublisher: @unchecked Sendable {
         loop.stop()
     }
 
-    public var currentStatus: Status { loop.withLock { status } }
+    public var currentStatus: Status? { loop.withLock { status } }
 
     // MARK: - Poll thread
 

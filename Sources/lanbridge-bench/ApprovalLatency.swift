@@ -15,6 +15,7 @@ func approvalLatencies(count: Int) async throws -> [Double] {
     var configuration = BridgeConfiguration(stateDirectory: StateDirectory(url: state), name: "bench")
     configuration.bind = .loopback
     configuration.port = 0
+    configuration.mdns = false
     let quiet = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
     let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
     let server = Task { try await BridgeServer.run(configuration: configuration, logger: quiet) { portSink.yield($0) } }

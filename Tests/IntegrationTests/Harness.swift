@@ -8,14 +8,19 @@ final class BridgeDaemon: @unchecked Sendable {
     let process: ChildProcess
     let port: Int
 
-    init(state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = []) throws {
+    /// Without `mdns`, the daemon does not advertise: only the discovery tests' isolated LAN should
+    /// ever carry mDNS, and they run their own daemons there.
+    init(state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = [],
+         mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge") throws {
         self.state = state
-        process = try ChildProcess(ChildProcess.product("lanbridge"),
-                                   ["serve", "--state-dir", state.path, "--bind", "loopback", "--port", String(port), "--name", "test-bridge"] + arguments,
-                                   mergeStandardError: true)
+        let serve = ["serve", "--state-dir", state.path, "--bind", bind, "--port", String(port), "--name", name] + (mdns ? [] : ["--no-mdns"]) + arguments
+        process = launcher.isEmpty
+            ? try ChildProcess(ChildProcess.product("lanbridge"), serve, mergeStandardError: true)
+            : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [ChildProcess.product("lanbridge").path] + serve,
+                               mergeStandardError: true)
         let line = try process.waitForLine(timeout: 30) { $0.contains("lanbridge listening") }
         let address = line.split(separator: " ").first { $0.hasPrefix("address=") }!
-        self.port = Int(address.split(separator: ":").last!)!
+        self.port = Int(address.split(separator: ":").last!.prefix { $0.isNumber })!
     }
 
     var store: PairingStore { PairingStore(directory: StateDirectory(url: state.url)) }
@@ -37,11 +42,14 @@ final class SimulatedNode: @unchecked Sendable {
     let state: TemporaryDirectory
     let process: ChildProcess
 
-    init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = []) throws {
+    init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = [], launcher: [String] = []) throws {
         self.state = state
         let connect = port.map { ["--connect", "127.0.0.1:\($0)"] } ?? []
-        process = try ChildProcess(ChildProcess.product("lanbridge-node-sim"), ["--state-dir", state.path] + connect + arguments,
-                                   mergeStandardError: true, standardInput: true)
+        let arguments = ["--state-dir", state.path] + connect + arguments
+        process = launcher.isEmpty
+            ? try ChildProcess(ChildProcess.product("lanbridge-node-sim"), arguments, mergeStandardError: true, standardInput: true)
+            : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [ChildProcess.product("lanbridge-node-sim").path] + arguments,
+                               mergeStandardError: true, standardInput: true)
     }
 
     /// The next line starting with `prefix`, without the prefix.
@@ -68,8 +76,10 @@ final class SimulatedNode: @unchecked Sendable {
 }
 
 enum CLI {
-    static func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = try ChildProcess(ChildProcess.product("lanbridge"), arguments)
+    static func run(_ arguments: [String], launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = launcher.isEmpty
+            ? try ChildProcess(ChildProcess.product("lanbridge"), arguments)
+            : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [ChildProcess.product("lanbridge").path] + arguments)
         var out: [String] = []
         while let line = try child.nextLine() { out.append(line) }
         let status = child.wait()

@@ -1,0 +1,116 @@
+import Foundation
+import TestSupport
+
+/// An isolated test LAN: a "bridge host" and a "phone host" network namespace joined by a veth
+/// pair, with avahi-daemon serving only the bridge host's veth. Nothing multicasts on the
+/// machine's real interfaces. Everything it starts it stops, and the namespaces are deleted.
+final class TestLAN: @unchecked Sendable {
+    static let bridgeAddress = "10.77.0.1"
+    static let phoneAddress = "10.77.0.2"
+
+    let host: String
+    let phone: String
+    private let config: TemporaryDirectory
+    private(set) var avahi: ChildProcess?
+
+    /// Why the test LAN cannot be built here, or nil when it can.
+    static let unavailableReason: String? = {
+        guard geteuid() == 0 else { return "network namespaces need root (CI runs as root)" }
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/avahi-daemon") else { return "avahi-daemon is not installed (scripts/setup installs it)" }
+        guard FileManager.default.fileExists(atPath: "/run/dbus/system_bus_socket") else { return "no D-Bus system bus (scripts/test starts one)" }
+        if let pid = try? String(contentsOfFile: "/run/avahi-daemon/pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
+           let number = Int32(pid), kill(number, 0) == 0 {
+            return "an avahi-daemon already runs on this machine (pid \(number)); only one can, and these tests leave it alone"
+        }
+        guard Python.hasModule("zeroconf") else { return "needs Python's zeroconf (scripts/setup installs it)" }
+        return nil
+    }()
+
+    init() throws {
+        // Unique per run and per LAN: the pid, and a random suffix.
+        let tag = "\(getpid() % 100000)x\(UInt16.random(in: 0...UInt16.max))"
+        host = "lb_h\(tag)"
+        phone = "lb_p\(tag)"
+        config = TemporaryDirectory("avahi")
+        try Self.ip(["netns", "add", host])
+        try Self.ip(["netns", "add", phone])
+        try Self.ip(["link", "add", "vb", "netns", host, "type", "veth", "peer", "name", "vp", "netns", phone])
+        try Self.ip(["-n", host, "addr", "add", "\(Self.bridgeAddress)/24", "dev", "vb"])
+        try Self.ip(["-n", phone, "addr", "add", "\(Self.phoneAddress)/24", "dev", "vp"])
+        for (ns, dev) in [(host, "vb"), (phone, "vp"), (host, "lo"), (phone, "lo")] {
+            try Self.ip(["-n", ns, "link", "set", dev, "up"])
+        }
+        try """
+        [server]
+        allow-interfaces=vb
+        use-ipv4=yes
+        use-ipv6=no
+        enable-dbus=yes
+        [wide-area]
+        enable-wide-area=no
+        [publish]
+        publish-workstation=no
+        publish-hinfo=no
+        """.write(to: config.file("avahi-daemon.conf"), atomically: true, encoding: .utf8)
+    }
+
+    /// `ip netns exec NAMESPACE` as a launcher prefix for `BridgeDaemon` and `SimulatedNode`.
+    func launcher(_ namespace: String) -> [String] { ["/usr/sbin/ip", "netns", "exec", namespace] }
+
+    private(set) var avahiPID: Int32?
+
+    func startAvahi() throws {
+        // avahi-daemon closes every descriptor it inherits, including the socket Foundation's Process
+        // watches to learn that a child exited; Foundation then blocks in wait4() on the live daemon
+        // and stops reaping every other child. A shell in between keeps that socket open. The shell
+        // inherits the test runner's blocked signal mask, so avahi-daemon is signalled directly.
+        let script = "ip netns exec \"$0\" /usr/sbin/avahi-daemon -f \"$1\" --no-drop-root --no-chroot --no-rlimits & "
+            + "echo \"avahi-pid $!\"; wait $!"
+        let daemon = try ChildProcess(URL(fileURLWithPath: "/bin/bash"), ["-c", script, host, config.file("avahi-daemon.conf").path],
+                                      mergeStandardError: true)
+        avahi = daemon
+        avahiPID = Int32(try daemon.waitForLine(timeout: 30) { $0.hasPrefix("avahi-pid ") }.dropFirst("avahi-pid ".count))
+        _ = try daemon.waitForLine(timeout: 30) { $0.contains("Server startup complete") }
+    }
+
+    func stopAvahi() {
+        if let avahiPID { kill(avahiPID, SIGTERM) }
+        avahi?.wait()
+        avahi = nil
+        avahiPID = nil
+    }
+
+    /// A Python zeroconf browser (an independent mDNS stack) on the phone host.
+    func browser() throws -> ChildProcess {
+        try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
+                         ["netns", "exec", phone, Python.executable, Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path,
+                          "browse", Self.phoneAddress], mergeStandardError: true, standardInput: true)
+    }
+
+    /// Registers a service of our type under `name` from the phone host, as another machine would.
+    func competitor(named name: String) throws -> ChildProcess {
+        try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
+                         ["netns", "exec", phone, Python.executable, Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path,
+                          "publish", Self.phoneAddress, name], mergeStandardError: true, standardInput: true)
+    }
+
+    func tearDown() {
+        stopAvahi()
+        try? Self.ip(["netns", "del", host])
+        try? Self.ip(["netns", "del", phone])
+    }
+
+    deinit { tearDown() }
+
+    struct CommandFailed: Error { let command: String }
+
+    private static func ip(_ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
+        process.arguments = arguments
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw CommandFailed(command: "ip " + arguments.joined(separator: " ")) }
+    }
+}
