@@ -60,7 +60,8 @@ struct BridgeDiscoveryTests {
         _ = try competitor.waitForLine { $0 == "published Kitchen" }
         let browser = try lan.browser()
         _ = try browser.waitForLine { $0 == "browsing" }
-        let bridge = try BridgeDaemon(mdns: true, launcher: lan.launcher(lan.host), bind: "lan", name: "Kitchen")
+        // Bound to one address: advertised on that interface only.
+        let bridge = try BridgeDaemon(mdns: true, launcher: lan.launcher(lan.host), bind: TestLAN.bridgeAddress, name: "Kitchen")
         defer { bridge.stop() }
         let renamed = try bridge.waitForLog("advertising as")
         #expect(renamed.contains("Kitchen #2"), "\(renamed)")

@@ -1,4 +1,4 @@
-/// What a bridge says about itself in DNS-SD (PROTOCOL.md §12). Every field is an untrusted hint:
+/// What a bridge says about itself in DNS-SD (PROTOCOL.md §10). Every field is an untrusted hint:
 /// a node decides whom to trust by the key in the Noise handshake, never by these.
 public struct BridgeAdvertisement: Equatable, Sendable {
     /// At most 15 characters (RFC 6335).
