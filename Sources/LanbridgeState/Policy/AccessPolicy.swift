@@ -1,0 +1,59 @@
+import LanbridgeProtocol
+
+/// What the bridge does with a command for a node, decided before anything is sent to it.
+public enum AccessDecision: Equatable, Sendable {
+    case allow
+    case deny(DenyReason)
+    /// The node is in the background and the command needs the foreground: fail now, retry later.
+    case backgroundUnavailable(retryAfterMs: Int)
+
+    public enum DenyReason: Equatable, Sendable, CustomStringConvertible {
+        /// The operator's allowlist for this node has no matching pattern.
+        case notAllowlisted
+        /// The node never said it has this command.
+        case notDeclared
+        /// The node's capability flags rule it out (e.g. input injection).
+        case capability(String)
+
+        public var description: String {
+            switch self {
+            case .notAllowlisted: "command is not in this node's allowlist"
+            case .notDeclared: "the node did not declare this command"
+            case let .capability(why): why
+            }
+        }
+    }
+}
+
+/// Deny by default: a command runs only when the node's allowlist matches it AND the node declared
+/// it, its capability flags do not rule it out, and (for foreground commands) the app is in front.
+/// What a node claims is never enough on its own.
+public struct AccessPolicy: Sendable {
+    /// Commands that need the app in the foreground.
+    public var foregroundCommands: [CommandPattern]
+    /// Commands that inject input, refused to nodes that say they cannot.
+    public var inputCommands: [CommandPattern]
+    public var backgroundRetryAfterMs: Int
+
+    public init(foregroundCommands: [CommandPattern] = Self.defaultForeground,
+                inputCommands: [CommandPattern] = Self.defaultInput, backgroundRetryAfterMs: Int = 5000) {
+        self.foregroundCommands = foregroundCommands
+        self.inputCommands = inputCommands
+        self.backgroundRetryAfterMs = backgroundRetryAfterMs
+    }
+
+    public static let defaultForeground = ["canvas.*", "camera.*", "screen.*"].map { try! CommandPattern($0) }
+    public static let defaultInput = ["input.*", "screen.tap", "screen.type"].map { try! CommandPattern($0) }
+
+    public func decide(_ command: String, allow: [CommandPattern], declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
+        guard allow.contains(where: { $0.matches(command) }) else { return .deny(.notAllowlisted) }
+        guard declared.contains(command) else { return .deny(.notDeclared) }
+        if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
+            return .deny(.capability("the node cannot inject input"))
+        }
+        if !foreground, foregroundCommands.contains(where: { $0.matches(command) }) {
+            return .backgroundUnavailable(retryAfterMs: backgroundRetryAfterMs)
+        }
+        return .allow
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// A token bucket: `capacity` tokens, refilled at `perSecond`. The clock is an argument, so limits
+/// are tested without waiting. Used for per-node forwards, snapshots and the like.
+public struct TokenBucket: Sendable, Equatable {
+    public let capacity: Double
+    public let perSecond: Double
+    private var tokens: Double
+    private var updated: Date
+
+    public init(capacity: Double, perSecond: Double, now: Date) {
+        (self.capacity, self.perSecond, tokens, updated) = (capacity, perSecond, capacity, now)
+    }
+
+    /// Takes one token, or says how long until one is available.
+    public mutating func take(now: Date) -> TakeResult {
+        refill(now)
+        if tokens >= 1 {
+            tokens -= 1
+            return .granted
+        }
+        return .limited(retryAfterMs: Int(((1 - tokens) / perSecond * 1000).rounded(.up)))
+    }
+
+    public enum TakeResult: Equatable, Sendable {
+        case granted
+        case limited(retryAfterMs: Int)
+    }
+
+    private mutating func refill(_ now: Date) {
+        let elapsed = max(0, now.timeIntervalSince(updated))
+        tokens = min(capacity, tokens + elapsed * perSecond)
+        updated = now
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+import Testing
+
+struct CommandPatternTests {
+    @Test func matching() throws {
+        let canvas = try CommandPattern("canvas.*")
+        #expect(canvas.matches("canvas.snapshot") && canvas.matches("canvas.a.b"))
+        #expect(!canvas.matches("canvas") && !canvas.matches("canvasx.snapshot") && !canvas.matches("camera.snap"))
+        #expect(try CommandPattern("*").matches("anything.at.all"))
+        #expect(try CommandPattern("camera.snap").matches("camera.snap") && !(try CommandPattern("camera.snap").matches("camera.snap.x")))
+    }
+
+    @Test(arguments: ["", "canvas.", "*.snap", "canvas.*.x", "Canvas.snap", "canvas snap", "canvas..snap"])
+    func badPatternsAreRefusedByName(_ text: String) {
+        #expect(throws: CommandPattern.Invalid.self) { try CommandPattern(text) }
+        do { _ = try CommandPattern(text) } catch { #expect("\(error)".contains("\"\(text)\"")) }
+    }
+}
+
+struct AccessPolicyTests {
+    let policy = AccessPolicy()
+    let allow = ["canvas.*", "camera.snap", "screen.tap"].map { try! CommandPattern($0) }
+    let declared = ["canvas.snapshot", "camera.snap", "screen.tap", "sms.send"]
+    let noInput = CapabilityFlags(requiresForeground: true, supportsInputInjection: false)
+
+    @Test func bothAllowlistedAndDeclaredIsNeeded() {
+        #expect(policy.decide("canvas.snapshot", allow: allow, declared: declared, flags: noInput, foreground: true) == .allow)
+        #expect(policy.decide("sms.send", allow: allow, declared: declared, flags: noInput, foreground: true) == .deny(.notAllowlisted))
+        #expect(policy.decide("canvas.hide", allow: allow, declared: declared, flags: noInput, foreground: true) == .deny(.notDeclared))
+    }
+
+    @Test func backgroundedNodesFailForegroundCommandsFast() {
+        #expect(policy.decide("camera.snap", allow: allow, declared: declared, flags: noInput, foreground: false)
+            == .backgroundUnavailable(retryAfterMs: 5000))
+    }
+
+    @Test func capabilityFlagsRestrictFurther() {
+        #expect(policy.decide("screen.tap", allow: allow, declared: declared, flags: noInput, foreground: true)
+            == .deny(.capability("the node cannot inject input")))
+        #expect(policy.decide("screen.tap", allow: allow, declared: declared, flags: .init(requiresForeground: true, supportsInputInjection: true), foreground: true) == .allow)
+    }
+}
+
+struct TokenBucketTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func burstThenRefill() {
+        var bucket = TokenBucket(capacity: 3, perSecond: 0.5, now: t0)
+        for _ in 0..<3 { #expect(bucket.take(now: t0) == .granted) }
+        #expect(bucket.take(now: t0) == .limited(retryAfterMs: 2000))
+        #expect(bucket.take(now: t0 + 1) == .limited(retryAfterMs: 1000))
+        #expect(bucket.take(now: t0 + 2) == .granted)
+        #expect(bucket.take(now: t0 + 100) == .granted, "refills up to capacity only")
+        #expect(bucket.take(now: t0 + 100) == .granted)
+        #expect(bucket.take(now: t0 + 100) == .granted)
+        #expect(bucket.take(now: t0 + 100) != .granted)
+    }
+}
