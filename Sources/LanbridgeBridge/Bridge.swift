@@ -153,7 +153,7 @@ public actor Bridge {
         guard case .unpaired = connection.phase, let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else {
             return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected pairing request"))
         }
-        let details = request.details
+        let details = request.details.sanitized()
         do {
             let pending = try store.update(actor: "bridge") { state in
                 try state.requestPairing(key: connection.key, details: details, source: connection.address, now: Date(), timing: configuration.pairingTiming)
@@ -203,7 +203,7 @@ public actor Bridge {
         let secret = SecureBytes(copying: secretBytes)
         do {
             let node = try store.update(actor: "bridge") { state in
-                try state.redeemInvite(id: inviteID, secret: secret, key: connection.key, details: redeem.details, now: Date())
+                try state.redeemInvite(id: inviteID, secret: secret, key: connection.key, details: redeem.details.sanitized(), now: Date())
             }
             logger.info("node paired by invite", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
             await becomePaired(connection, announce: .approved)

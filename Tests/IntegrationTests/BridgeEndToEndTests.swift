@@ -228,3 +228,20 @@ extension BridgeEndToEndTests {
         bridge.stop()
     }
 }
+
+extension BridgeEndToEndTests {
+    /// A device's claims reach the operator's terminal: escape sequences must not.
+    @Test func aHostileDisplayNameCannotDriveTheOperatorsTerminal() throws {
+        let bridge = try BridgeDaemon()
+        let hostile = "Ada\u{1B}[2K\u{1B}[1A\rcode 000000\u{07}"
+        let python = try ChildProcess(URL(fileURLWithPath: Python.executable),
+                                      [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port), hostile])
+        _ = try python.waitForLine { $0.hasPrefix("code ") }
+        let listing = try CLI.run(["nodes", "pending", "--state-dir", bridge.state.path])
+        #expect(listing.status == 0)
+        #expect(!listing.stdout.unicodeScalars.contains { $0 == "\u{1B}" || $0 == "\u{07}" || $0 == "\r" }, "\(listing.stdout)")
+        #expect(listing.stdout.contains("Ada[2K[1Acode 000000"))
+        python.signal(SIGKILL)
+        bridge.stop()
+    }
+}

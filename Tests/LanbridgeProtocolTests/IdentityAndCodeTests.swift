@@ -46,3 +46,20 @@ struct VerificationCodeTests {
         #expect(seen.count > 1990, "2000 draws from 10^6 should almost never collide")
     }
 }
+
+struct NodeDetailsSanitisingTests {
+    @Test func terminalEscapesAndOversizedClaimsAreRemoved() {
+        let hostile = NodeDetails(
+            displayName: "Ada\u{1B}[2K\u{1B}[1A\r  code 000000\u{07}" + String(repeating: "x", count: 500),
+            platform: "iOS\n", deviceModel: "\u{1B}]0;owned\u{07}iPhone",
+            caps: Array(repeating: "canvas", count: 1000), commands: ["canvas.snapshot", "\u{1B}[31m", ""])
+        let safe = hostile.sanitized()
+        #expect(!safe.displayName.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F })
+        #expect(safe.displayName.hasPrefix("Ada[2K[1A") && safe.displayName.count == NodeDetails.Limits.text)
+        #expect(safe.platform == "ios")
+        #expect(safe.deviceModel == "]0;ownediPhone")
+        #expect(safe.caps.count == NodeDetails.Limits.listItems)
+        #expect(safe.commands == ["canvas.snapshot", "[31m"])
+        #expect(NodeDetails(displayName: "\u{1B}", platform: "ios").sanitized().displayName == "unnamed device")
+    }
+}

@@ -1,3 +1,5 @@
+import Foundation
+
 /// What a node says about itself when it asks to pair. Claims, never trust: the bridge decides
 /// what a node may do from the access rules, not from these lists alone.
 public struct NodeDetails: Codable, Equatable, Sendable {
@@ -31,5 +33,34 @@ public struct CapabilityFlags: Codable, Equatable, Sendable {
     public init(requiresForeground: Bool = false, supportsInputInjection: Bool = false) {
         self.requiresForeground = requiresForeground
         self.supportsInputInjection = supportsInputInjection
+    }
+}
+
+extension NodeDetails {
+    public enum Limits {
+        public static let text = 64
+        public static let listItems = 128
+    }
+
+    /// What an unauthenticated device sent, made safe to store and to print in an operator's
+    /// terminal: control characters (ANSI escapes included) removed, text and lists capped.
+    public func sanitized() -> NodeDetails {
+        func clean(_ text: String) -> String {
+            let visible = text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) && !CharacterSet.illegalCharacters.contains($0) }
+            let trimmed = String(String.UnicodeScalarView(visible)).trimmingCharacters(in: .whitespaces)
+            return String(trimmed.prefix(Limits.text))
+        }
+        func cleanList(_ items: [String]) -> [String] {
+            Array(items.prefix(Limits.listItems).map(clean).filter { !$0.isEmpty })
+        }
+        var safe = self
+        safe.displayName = clean(displayName).isEmpty ? "unnamed device" : clean(displayName)
+        safe.platform = clean(platform).lowercased()
+        safe.osVersion = osVersion.map(clean)
+        safe.appVersion = appVersion.map(clean)
+        safe.deviceModel = deviceModel.map(clean)
+        safe.caps = cleanList(caps)
+        safe.commands = cleanList(commands)
+        return safe
     }
 }

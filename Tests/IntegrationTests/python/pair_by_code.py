@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Pairs with a running bridge by code, using only pairing/python (written from PROTOCOL.md).
-Usage: pair_by_code.py PORT — prints "code C request R", then "resolved OUTCOME NODEID"."""
+Usage: pair_by_code.py PORT [DISPLAY_NAME] — prints "code C request R", then "resolved OUTCOME NODEID"."""
 import os
 import socket
 import sys
@@ -12,7 +12,7 @@ sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)
 session = w.connect(sock, os.urandom(32))
 welcome = w.recv_message(session)
 assert welcome["type"] == "welcome" and welcome["paired"] is False, welcome
-details = {"displayName": "python node", "platform": "linux", "caps": [], "commands": ["device.echo"],
+details = {"displayName": sys.argv[2] if len(sys.argv) > 2 else "python node", "platform": "linux", "caps": [], "commands": ["device.echo"],
            "flags": {"requiresForeground": False, "supportsInputInjection": False}}
 resolved = w.pair_by_code(session, details, lambda code, request: print("code %s request %s" % (code, request), flush=True))
 print("resolved %s %s" % (resolved["outcome"], resolved["nodeId"]), flush=True)
