@@ -78,3 +78,46 @@ struct FuzzTests {
         }
     }
 }
+
+extension FuzzTests {
+    @Test func sessionMessageDecodingOnlyEverFailsWithAReason() {
+        var rng = SplitMix(state: 4)
+        let seeds = [SessionMessages.encode(PairRequest(details: NodeDetails(displayName: "a", platform: "ios"), commitment: "00")),
+                     SessionMessages.encode(Invoke(id: "1", command: "canvas.snapshot", params: ["x": [1, "y", true, .null]])),
+                     SessionMessages.encode(Ping(id: 7))]
+        for _ in 0..<2000 {
+            var bytes = seeds[Int.random(in: 0..<seeds.count, using: &rng)]
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+                case 1: bytes.removeSubrange(Int.random(in: 0..<bytes.count, using: &rng)...)
+                default: bytes.insert(UInt8.random(in: 0...255, using: &rng), at: Int.random(in: 0...bytes.count, using: &rng))
+                }
+                if bytes.isEmpty { bytes = [0x7B] }
+            }
+            do {
+                _ = try SessionMessages.decode(bytes)
+            } catch {
+                #expect(error is SessionMessageError)
+            }
+        }
+    }
+
+    @Test func everyKnownMessageRoundTrips() throws {
+        let details = NodeDetails(displayName: "Ada", platform: "ios", caps: ["canvas"], commands: ["canvas.snapshot"])
+        let id = Fingerprint(publicKey: SecureRandom.bytes(32))
+        let messages: [any SessionMessage] = [
+            Welcome(bridgeName: "b", paired: false, nodeId: id), PairRequest(details: details, commitment: "ab"),
+            PairReveal(nonce: "cd"), PairResolved(outcome: .expired, nodeId: id), InviteRedeem(secret: "ef", details: details),
+            ErrorMessage(code: ErrorMessage.notPaired, message: "pair first", retryable: false), Ping(id: 1), Pong(id: 1),
+            AppState(foreground: false), Revoked(nodeId: id), Invoke(id: "9", command: "device.echo", params: ["k": "v"]),
+            InvokeResult(id: "9", error: ErrorMessage(code: "X", message: "y")), NodeEvent(event: "e", payload: [1, 2]),
+        ]
+        #expect(Set(messages.map { type(of: $0).type }).count == SessionMessages.known.count - 2, "all but the two with dates")
+        for message in messages {
+            let decoded = try SessionMessages.decode(SessionMessages.encode(message))
+            #expect(type(of: decoded).type == type(of: message).type)
+            #expect(SessionMessages.encode(decoded) == SessionMessages.encode(message))
+        }
+    }
+}
