@@ -14,10 +14,7 @@ final class BridgeDaemon: @unchecked Sendable {
          mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge") throws {
         self.state = state
         let serve = ["serve", "--state-dir", state.path, "--bind", bind, "--port", String(port), "--name", name] + (mdns ? [] : ["--no-mdns"]) + arguments
-        process = launcher.isEmpty
-            ? try ChildProcess(ChildProcess.product("lanbridge"), serve, mergeStandardError: true)
-            : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [ChildProcess.product("lanbridge").path] + serve,
-                               mergeStandardError: true)
+        process = try launch("lanbridge", serve, launcher: launcher, mergeStandardError: true)
         let line = try process.waitForLine(timeout: 30) { $0.contains("lanbridge listening") }
         let address = line.split(separator: " ").first { $0.hasPrefix("address=") }!
         self.port = Int(address.split(separator: ":").last!.prefix { $0.isNumber })!
@@ -45,11 +42,8 @@ final class SimulatedNode: @unchecked Sendable {
     init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = [], launcher: [String] = []) throws {
         self.state = state
         let connect = port.map { ["--connect", "127.0.0.1:\($0)"] } ?? []
-        let arguments = ["--state-dir", state.path] + connect + arguments
-        process = launcher.isEmpty
-            ? try ChildProcess(ChildProcess.product("lanbridge-node-sim"), arguments, mergeStandardError: true, standardInput: true)
-            : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [ChildProcess.product("lanbridge-node-sim").path] + arguments,
-                               mergeStandardError: true, standardInput: true)
+        process = try launch("lanbridge-node-sim", ["--state-dir", state.path] + connect + arguments, launcher: launcher,
+                             mergeStandardError: true, standardInput: true)
     }
 
     /// The next line starting with `prefix`, without the prefix.
@@ -77,9 +71,7 @@ final class SimulatedNode: @unchecked Sendable {
 
 enum CLI {
     static func run(_ arguments: [String], launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = launcher.isEmpty
-            ? try ChildProcess(ChildProcess.product("lanbridge"), arguments)
-            : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [ChildProcess.product("lanbridge").path] + arguments)
+        let child = try launch("lanbridge", arguments, launcher: launcher)
         var out: [String] = []
         while let line = try child.nextLine() { out.append(line) }
         let status = child.wait()
@@ -92,4 +84,15 @@ enum CLI {
         decoder.dateDecodingStrategy = .iso8601
         return try decoder.decode(T.self, from: Data(result.stdout.utf8))
     }
+}
+
+/// Starts one of this package's executables, optionally behind a launcher such as
+/// `ip netns exec NAMESPACE` (the test LAN).
+func launch(_ product: String, _ arguments: [String], launcher: [String] = [], mergeStandardError: Bool = false,
+            standardInput: Bool = false) throws -> ChildProcess {
+    let executable = ChildProcess.product(product)
+    return launcher.isEmpty
+        ? try ChildProcess(executable, arguments, mergeStandardError: mergeStandardError, standardInput: standardInput)
+        : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [executable.path] + arguments,
+                           mergeStandardError: mergeStandardError, standardInput: standardInput)
 }

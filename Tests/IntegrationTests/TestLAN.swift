@@ -17,7 +17,7 @@ final class TestLAN: @unchecked Sendable {
     static let unavailableReason: String? = {
         guard geteuid() == 0 else { return "network namespaces need root (CI runs as root)" }
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/avahi-daemon") else { return "avahi-daemon is not installed (scripts/setup installs it)" }
-        guard FileManager.default.fileExists(atPath: "/run/dbus/system_bus_socket") else { return "no D-Bus system bus (scripts/test starts one)" }
+        guard systemBusAnswers() else { return "no D-Bus system bus answers (scripts/test starts one)" }
         if let pid = try? String(contentsOfFile: "/run/avahi-daemon/pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
            let number = Int32(pid), kill(number, 0) == 0 {
             return "an avahi-daemon already runs on this machine (pid \(number)); only one can, and these tests leave it alone"
@@ -25,6 +25,17 @@ final class TestLAN: @unchecked Sendable {
         guard Python.hasModule("zeroconf") else { return "needs Python's zeroconf (scripts/setup installs it)" }
         return nil
     }()
+
+    private static func systemBusAnswers() -> Bool {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
+        probe.arguments = ["--system", "--dest=org.freedesktop.DBus", "--type=method_call", "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"]
+        probe.standardOutput = FileHandle.nullDevice
+        probe.standardError = FileHandle.nullDevice
+        guard (try? probe.run()) != nil else { return false }
+        probe.waitUntilExit()
+        return probe.terminationStatus == 0
+    }
 
     init() throws {
         // Unique per run and per LAN: the pid, and a random suffix.
