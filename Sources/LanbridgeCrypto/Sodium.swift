@@ -18,11 +18,6 @@ public enum Sodium {
         sodium_memzero(base, buffer.count)
     }
 
-    /// Wipes the array's storage in place (for scratch buffers that held secrets).
-    public static func wipe(_ bytes: inout [UInt8]) {
-        bytes.withUnsafeMutableBytes { wipe($0) }
-    }
-
     /// Constant-time equality for secrets and MACs.
     public static func constantTimeEqual(_ a: some ContiguousByteStorage, _ b: some ContiguousByteStorage) -> Bool {
         a.withUnsafeBytes { pa in

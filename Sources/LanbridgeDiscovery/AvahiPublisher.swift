@@ -59,8 +59,6 @@ public final class AvahiPublisher: @unchecked Sendable {
         loop.stop()
     }
 
-    public var currentStatus: Status? { loop.withLock { status } }
-
     // MARK: - Poll thread
 
     private func set(_ new: Status) {

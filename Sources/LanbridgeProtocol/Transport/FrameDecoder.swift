@@ -41,8 +41,6 @@ public struct FrameDecoder: Sendable {
         throw TransportError.truncatedFrame(received: available, expected: expected)
     }
 
-    public var bufferedByteCount: Int { buffer.count - readIndex }
-
     private mutating func compactIfWorthIt() {
         if readIndex == buffer.count {
             buffer.removeAll(keepingCapacity: true)

@@ -119,10 +119,6 @@ public struct SecureSession: Sendable {
         if case .established = state { true } else { false }
     }
 
-    public var handshakeResult: HandshakeResult? {
-        if case let .established(_, _, result) = state { result } else { nil }
-    }
-
     /// The largest application message either direction may carry right now.
     public var messageLimit: Int { isAuthorized ? limits.maxMessageSize : TransportLimits.preAuthorization }
 
