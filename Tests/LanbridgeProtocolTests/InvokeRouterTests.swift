@@ -1,0 +1,66 @@
+import Foundation
+import LanbridgeProtocol
+import Testing
+
+struct InvokeRouterTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    func invoke(_ router: inout InvokeRouter, _ request: String, node: String = "N1", timeout: TimeInterval = 5) -> Invoke? {
+        try? router.start(requestID: request, nodeID: node, command: "canvas.snapshot", params: nil, timeout: timeout, now: t0).get()
+    }
+
+    @Test func aResultCompletesItsRequestOnce() throws {
+        var router = InvokeRouter()
+        let sent = try #require(invoke(&router, "r1"))
+        #expect(router.received(InvokeResult(id: sent.id, payload: ["ok": true]), from: "N1", now: t0 + 1)
+            == .complete(requestID: "r1", result: .ok(["ok": true])))
+        guard case .dropped = router.received(InvokeResult(id: sent.id, payload: .null), from: "N1", now: t0 + 1) else {
+            Issue.record("a duplicate result was delivered"); return
+        }
+        #expect(router.inFlight == 0)
+    }
+
+    @Test func aLateResultIsDroppedAfterTheTimeoutAnswered() throws {
+        var router = InvokeRouter()
+        let sent = try #require(invoke(&router, "r1", timeout: 2))
+        #expect(router.expire(now: t0 + 1).isEmpty)
+        let expired = router.expire(now: t0 + 2)
+        guard case let .complete("r1", .failed(error))? = expired.first else { Issue.record("no timeout"); return }
+        #expect(error.code == "TIMEOUT" && error.retryable == true)
+        guard case .dropped = router.received(InvokeResult(id: sent.id, payload: .null), from: "N1", now: t0 + 3) else {
+            Issue.record("late result delivered"); return
+        }
+    }
+
+    @Test func onlyTheNodeAskedMayAnswer() throws {
+        var router = InvokeRouter()
+        let sent = try #require(invoke(&router, "r1", node: "N1"))
+        guard case .dropped = router.received(InvokeResult(id: sent.id, payload: .null), from: "N2", now: t0) else {
+            Issue.record("another node answered"); return
+        }
+        #expect(router.inFlight == 1)
+    }
+
+    @Test func concurrencyIsCappedPerNode() {
+        var router = InvokeRouter(maxConcurrentPerNode: 2)
+        #expect(invoke(&router, "a") != nil && invoke(&router, "b") != nil)
+        guard case let .failure(error) = router.start(requestID: "c", nodeID: "N1", command: "x", params: nil, timeout: 5, now: t0) else {
+            Issue.record("third invoke admitted"); return
+        }
+        #expect(error.code == "RATE_LIMITED" && error.retryable == true)
+        #expect(invoke(&router, "d", node: "N2") != nil, "other nodes are unaffected")
+    }
+
+    @Test func disconnectsFailWhatIsInFlightAtOnce() {
+        var router = InvokeRouter()
+        _ = invoke(&router, "a", node: "N1")
+        _ = invoke(&router, "b", node: "N2")
+        let nodeGone = router.nodeDisconnected("N1")
+        #expect(nodeGone.count == 1)
+        guard case let .complete("a", .failed(error))? = nodeGone.first else { Issue.record("not failed"); return }
+        #expect(error.code == "NODE_NOT_CONNECTED")
+        let gatewayGone = router.gatewayLost()
+        guard case let .complete("b", .failed(unavailable))? = gatewayGone.first else { Issue.record("not failed"); return }
+        #expect(unavailable.code == "UNAVAILABLE" && router.inFlight == 0)
+    }
+}
