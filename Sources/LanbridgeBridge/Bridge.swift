@@ -17,7 +17,7 @@ public actor Bridge {
     let store: PairingStore
     let admission: Admission
     /// Live invites' PSKs, for the handshake, which runs on NIO's threads and must not touch files.
-    let invites = InviteCache()
+    let invites: InviteCache
     private let runtimeFile: RuntimeStatusFile
     private var runtime: RuntimeStatus
     private var logger: Logger
@@ -57,11 +57,14 @@ public actor Bridge {
         var isPaired: Bool { if case .paired = phase { true } else { false } }
     }
 
-    public init(configuration: BridgeConfiguration, identity: X25519.KeyPair, listening: [String], logger: Logger) {
+    /// `admission` and `invites` exist before the listener, which consults them from its first accept.
+    init(configuration: BridgeConfiguration, identity: X25519.KeyPair, listening: [String],
+         admission: Admission, invites: InviteCache, logger: Logger) {
         self.configuration = configuration
         self.identity = identity
         store = PairingStore(directory: configuration.stateDirectory)
-        admission = Admission(limits: configuration.admission)
+        self.admission = admission
+        self.invites = invites
         runtimeFile = RuntimeStatusFile(directory: configuration.stateDirectory)
         runtime = RuntimeStatus(bridgeName: configuration.name, listening: listening, startedAt: Date())
         self.logger = logger

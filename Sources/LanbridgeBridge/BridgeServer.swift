@@ -14,9 +14,15 @@ public enum BridgeServer {
     public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.stateDirectory.prepare()
         let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
-        _ = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
-
-        let admissionBox = AdmissionBox()
+        // Watch before the first read, so no change the CLI makes from here on goes unseen.
+        let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
+                                       files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
+        defer { watcher.stop() }
+        let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
+        // Both are consulted from the first accept on, so they exist before the listener does.
+        let admission = Admission(limits: configuration.admission)
+        let invites = InviteCache()
+        invites.replace(with: initial)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
@@ -24,10 +30,9 @@ public enum BridgeServer {
             .bind(host: configuration.bind.host, port: configuration.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let address = channel.remoteAddress?.ipAddress ?? "?"
-                    let decision = admissionBox.bridge?.admission.connection(from: address) ?? .refuse("starting up")
-                    let invites = admissionBox.bridge?.invites
+                    let decision = admission.connection(from: address)
                     let session = SecureSession(responderWith: identity, limits: configuration.limits,
-                                                inviteLookup: { id in invites?.psk(for: id) })
+                                                inviteLookup: { id in invites.psk(for: id) })
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
                     try sync.addHandler(IdleCloser(logger: logger))
@@ -41,10 +46,8 @@ public enum BridgeServer {
                 }
             }
         let port = server.channel.localAddress?.port ?? configuration.port
-        let bridge = Bridge(configuration: configuration, identity: identity,
-                            listening: ["\(configuration.bind.host):\(port)"], logger: logger)
-        admissionBox.bridge = bridge
-        await bridge.storeChanged()  // loads the invite cache
+        let bridge = Bridge(configuration: configuration, identity: identity, listening: ["\(configuration.bind.host):\(port)"],
+                            admission: admission, invites: invites, logger: logger)
         await bridge.publishRuntime()
         logger.info("lanbridge listening", metadata: [
             "address": "\(configuration.bind.host):\(port)", "name": "\(configuration.name)",
@@ -53,9 +56,6 @@ public enum BridgeServer {
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), bridge: bridge, logger: logger)
-        let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
-                                       files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
-        defer { watcher.stop() }
 
         // Shutdown (cancellation) closes the listener; the accept loop then ends, the timers and the
         // watcher stop, and the bridge closes every connection and removes runtime.json.
@@ -152,8 +152,3 @@ public enum BridgeServer {
     }
 }
 
-/// Lets the accept path, which runs before the `Bridge` exists, reach it once it does.
-private final class AdmissionBox: @unchecked Sendable {
-    // Written once before the first accept is processed, then only read.
-    var bridge: Bridge?
-}
