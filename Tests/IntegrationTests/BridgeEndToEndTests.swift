@@ -250,3 +250,23 @@ extension BridgeEndToEndTests {
         bridge.stop()
     }
 }
+
+extension BridgeEndToEndTests {
+    @Test func nodesListShowsForegroundAndBackgroundAsTheNodeReportsThem() throws {
+        let bridge = try BridgeDaemon()
+        let node = try SimulatedNode(port: bridge.port)
+        let nodeID = try node.pair(with: bridge)
+        func listed() throws -> NodeRow? {
+            try CLI.json([NodeRow].self, ["nodes", "list", "--state-dir", bridge.state.path]).first { $0.nodeId == nodeID }
+        }
+        try bridge.waitForLog("moved to the foreground")
+        #expect(try listed()?.foreground == true)
+        node.process.write(line: "bg")
+        try bridge.waitForLog("moved to the background")
+        #expect(try listed()?.connected == true && listed()?.foreground == false)
+        node.stop()
+        try bridge.waitForLog("node disconnected")
+        #expect(try listed()?.connected == false)
+        bridge.stop()
+    }
+}

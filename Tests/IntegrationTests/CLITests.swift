@@ -6,14 +6,8 @@ import TestSupport
 
 /// The real `lanbridge` binary, run as a subprocess the way an operator runs it.
 struct CLITests {
-    let lanbridge = ChildProcess.product("lanbridge")
-
     func run(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = try ChildProcess(lanbridge, arguments)
-        var out: [String] = []
-        while let line = try child.nextLine() { out.append(line) }
-        let status = child.wait()
-        return (status, out.joined(separator: "\n"), child.standardError)
+        try CLI.run(arguments)
     }
 
     @Test func identityIsCreatedOnceAndNeverPrintsTheSecret() throws {

@@ -27,14 +27,8 @@ final class TestLAN: @unchecked Sendable {
     }()
 
     private static func systemBusAnswers() -> Bool {
-        let probe = Process()
-        probe.executableURL = URL(fileURLWithPath: "/usr/bin/dbus-send")
-        probe.arguments = ["--system", "--dest=org.freedesktop.DBus", "--type=method_call", "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"]
-        probe.standardOutput = FileHandle.nullDevice
-        probe.standardError = FileHandle.nullDevice
-        guard (try? probe.run()) != nil else { return false }
-        probe.waitUntilExit()
-        return probe.terminationStatus == 0
+        ChildProcess.exitStatus("/usr/bin/dbus-send", ["--system", "--dest=org.freedesktop.DBus", "--type=method_call",
+                                                        "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"]) == 0
     }
 
     init() throws {
@@ -116,12 +110,6 @@ final class TestLAN: @unchecked Sendable {
     struct CommandFailed: Error { let command: String }
 
     private static func ip(_ arguments: [String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/ip")
-        process.arguments = arguments
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw CommandFailed(command: "ip " + arguments.joined(separator: " ")) }
+        guard ChildProcess.exitStatus("/usr/sbin/ip", arguments) == 0 else { throw CommandFailed(command: "ip " + arguments.joined(separator: " ")) }
     }
 }

@@ -20,6 +20,18 @@ public final class ChildProcess: @unchecked Sendable {
 
     public static func product(_ name: String) -> URL { productsDirectory.appendingPathComponent(name) }
 
+    /// Runs a command with its output discarded and returns its exit status (nil if it cannot start).
+    public static func exitStatus(_ executable: String, _ arguments: [String]) -> Int32? {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = FileHandle.nullDevice
+        guard (try? process.run()) != nil else { return nil }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
     /// With `mergeStandardError`, stderr lines arrive through `nextLine` too (daemons log there).
     /// With `standardInput`, the test can write to the process (`write(line:)`).
     public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,

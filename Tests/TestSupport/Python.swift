@@ -5,14 +5,7 @@ public enum Python {
     public static let executable: String = which("python3") ?? "/usr/bin/python3"
 
     public static func hasModule(_ name: String) -> Bool {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = ["-c", "import \(name)"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        ChildProcess.exitStatus(executable, ["-c", "import \(name)"]) == 0
     }
 
     private static func which(_ name: String) -> String? {
