@@ -104,10 +104,10 @@ public enum BridgeServer {
         }
         var interface: Int32?
         if case let .address(address) = configuration.bind {
-            interface = AvahiPublisher.interfaceIndex(forAddress: address)
+            interface = NetworkInterfaces.index(of: address)
             if interface == nil { logger.warning("no interface carries \(address); advertising on all of them") }
         } else if configuration.bind == .loopback {
-            interface = AvahiPublisher.interfaceIndex(forAddress: "127.0.0.1")
+            interface = NetworkInterfaces.index(of: "127.0.0.1")
         }
         do {
             let publisher = try AvahiPublisher(name: configuration.name, port: port,

@@ -146,22 +146,3 @@ public final class AvahiPublisher: @unchecked Sendable {
         logger.notice("mDNS name \"\(old)\" is taken on this network; advertising as \"\(name)\"")
     }
 }
-
-extension AvahiPublisher {
-    /// The index of the interface that carries `address`, to advertise only there (`--bind ADDRESS`).
-    public static func interfaceIndex(forAddress address: String) -> Int32? {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return nil }
-        defer { freeifaddrs(list) }
-        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
-            guard let sockaddr = entry.pointee.ifa_addr, sockaddr.pointee.sa_family == UInt8(AF_INET) || sockaddr.pointee.sa_family == UInt8(AF_INET6) else { continue }
-            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            let length = socklen_t(sockaddr.pointee.sa_family == UInt8(AF_INET) ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
-            guard getnameinfo(sockaddr, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0,
-                  String(cString: host) == address else { continue }
-            let index = if_nametoindex(entry.pointee.ifa_name)
-            return index == 0 ? nil : Int32(index)
-        }
-        return nil
-    }
-}

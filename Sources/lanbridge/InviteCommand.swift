@@ -1,13 +1,9 @@
 import ArgumentParser
 import Foundation
 import LanbridgeBridge
+import LanbridgeDiscovery
 import LanbridgeProtocol
 import LanbridgeState
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 struct InviteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -42,7 +38,7 @@ struct InviteCommand: ParsableCommand {
             let identity = try IdentityStore(directory: directory).loadOrCreate()
             let runtime = RuntimeStatusFile(directory: directory).read()
             let listening = runtime?.listening.first?.split(separator: ":")
-            let dialHost = host ?? listening.flatMap { $0.first.map(String.init) }.flatMap { $0 == "0.0.0.0" ? nil : $0 } ?? Self.lanAddress() ?? ProcessInfo.processInfo.hostName
+            let dialHost = host ?? listening.flatMap { $0.first.map(String.init) }.flatMap { $0 == "0.0.0.0" ? nil : $0 } ?? NetworkInterfaces.lanAddress() ?? ProcessInfo.processInfo.hostName
             let dialPort = port ?? listening.flatMap { $0.last.flatMap { Int($0) } } ?? BridgeConfiguration.defaultPort
             let patterns = allow.map { $0.split(separator: ",").map(String.init) }
             let now = Date()
@@ -58,22 +54,5 @@ struct InviteCommand: ParsableCommand {
             print(uri.description)
             print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
         }
-    }
-
-    /// The first up, non-loopback IPv4 address, which is what a device on the LAN can usually reach.
-    static func lanAddress() -> String? {
-        var list: UnsafeMutablePointer<ifaddrs>?
-        guard getifaddrs(&list) == 0, let first = list else { return nil }
-        defer { freeifaddrs(list) }
-        for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
-            let flags = Int32(entry.pointee.ifa_flags)
-            guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == UInt8(AF_INET),
-                  flags & Int32(IFF_UP) != 0, flags & Int32(IFF_LOOPBACK) == 0 else { continue }
-            var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
-            if getnameinfo(address, socklen_t(MemoryLayout<sockaddr_in>.size), &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 {
-                return String(cString: host)
-            }
-        }
-        return nil
     }
 }

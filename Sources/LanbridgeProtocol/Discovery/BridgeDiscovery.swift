@@ -30,27 +30,19 @@ public protocol BridgeDiscovery: Sendable {
 extension BridgeDiscovery {
     /// Every bridge seen within `seconds`, by name, minus those that went away.
     public func bridges(within seconds: Double) async -> [DiscoveredBridge] {
-        var found: [String: DiscoveredBridge] = [:]
         let stream = events()
-        await withTaskGroup(of: Void.self) { group in
-            let collector = Task {
-                var seen: [String: DiscoveredBridge] = [:]
-                for await event in stream {
-                    switch event {
-                    case let .found(bridge): seen[bridge.name] = bridge
-                    case let .removed(name): seen[name] = nil
-                    }
-                    if Task.isCancelled { break }
+        let collector = Task {
+            var seen: [String: DiscoveredBridge] = [:]
+            for await event in stream {  // ends when the task is cancelled
+                switch event {
+                case let .found(bridge): seen[bridge.name] = bridge
+                case let .removed(name): seen[name] = nil
                 }
-                return seen
             }
-            group.addTask {
-                try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
-                collector.cancel()
-            }
-            await group.waitForAll()
-            found = await collector.value
+            return seen
         }
-        return found.values.sorted { $0.name < $1.name }
+        try? await Task.sleep(for: .milliseconds(Int(seconds * 1000)))
+        collector.cancel()
+        return await collector.value.values.sorted { $0.name < $1.name }
     }
 }
