@@ -27,13 +27,17 @@ struct SecureChannelHandlerTests {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let logger = Logger(label: "bridge") { _ in logs }
+                    // A generous handshake deadline: these cases are about bad bytes, and a loaded
+                    // machine must not turn them into timeouts (the timeout has its own test).
                     try channel.pipeline.syncOperations.addHandler(
-                        SecureChannelHandler(responder: SecureSession(responderWith: bridgeKey), logger: logger))
+                        SecureChannelHandler(responder: SecureSession(responderWith: bridgeKey), handshakeTimeout: .seconds(120), logger: logger))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
 
-        let client = try await connectAndWrite(bytes, to: server.localAddress!.port!)
+        let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
+        try await client.writeAndFlush(ByteBuffer(bytes: bytes)).get()
         if label == "truncated frame" {
             try await client.close(mode: .output)  // the peer gives up half way through a frame
         }
@@ -41,23 +45,6 @@ struct SecureChannelHandlerTests {
         let logged = await logs.waitForMessage(containing: reason)
         #expect(logged, "\(label): expected a log containing \"\(reason)\", got \(logs.messages)")
         try await server.close()
-    }
-}
-
-/// Connects and writes `bytes`. Under a fully loaded test run the connection has, rarely, been
-/// closed before the first write (cause not yet found; see the notes); what the tests assert is the
-/// server's logged reason, so a fresh connection is tried up to three times.
-func connectAndWrite(_ bytes: [UInt8], to port: Int) async throws -> any Channel {
-    var attempt = 0
-    while true {
-        attempt += 1
-        let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connect(host: "127.0.0.1", port: port).get()
-        do {
-            try await client.writeAndFlush(ByteBuffer(bytes: bytes)).get()
-            return client
-        } catch ChannelError.ioOnClosedChannel where attempt < 3 {
-            continue
-        }
     }
 }
 

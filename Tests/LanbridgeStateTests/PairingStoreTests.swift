@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
 @testable import LanbridgeState
+import Synchronization
 import Testing
 import TestSupport
 
@@ -119,19 +120,17 @@ struct PairingStoreTests {
         #expect(!FileManager.default.fileExists(atPath: stale.path))
     }
 
-    @Test func threadsInOneProcessSerialiseToo() async throws {
+    /// Real threads, not Swift tasks: this blocks in flock polling and file I/O, and blocking the
+    /// cooperative pool (two threads on this machine) would starve every async test in the run.
+    @Test func threadsInOneProcessSerialiseToo() throws {
         let dir = TemporaryDirectory()
         let store = PairingStore(directory: StateDirectory(url: dir.url))
         let now = self.now
-        await withTaskGroup(of: Void.self) { group in
-            for _ in 0..<8 {
-                group.addTask {
-                    for _ in 0..<10 {
-                        _ = try? store.update { state in
-                            let r = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: now)
-                            return try state.approve(requestId: r.requestId, access: .init(), now: now)
-                        }
-                    }
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            for _ in 0..<10 {
+                _ = try? store.update { state in
+                    let r = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: now)
+                    return try state.approve(requestId: r.requestId, access: .init(), now: now)
                 }
             }
         }
@@ -171,14 +170,16 @@ struct IdentityStoreTests {
         }
     }
 
-    @Test func concurrentFirstUseAgreesOnOneKey() async throws {
+    @Test func concurrentFirstUseAgreesOnOneKey() throws {
         let dir = TemporaryDirectory()
         let store = IdentityStore(directory: StateDirectory(url: dir.url))
-        let keys = await withTaskGroup(of: [UInt8]?.self) { group in
-            for _ in 0..<8 { group.addTask { try? store.loadOrCreate().publicKey } }
-            return await group.reduce(into: Set<[UInt8]?>()) { $0.insert($1) }
+        let keys = Mutex<Set<[UInt8]?>>([])  // real threads, for the same reason as above
+        DispatchQueue.concurrentPerform(iterations: 8) { _ in
+            let key = try? store.loadOrCreate().publicKey
+            keys.withLock { _ = $0.insert(key) }
         }
-        #expect(keys.count == 1 && keys.first! != nil)
+        let seen = keys.withLock { $0 }
+        #expect(seen.count == 1 && seen.first! != nil)
     }
 
     @Test func stateDirectoryResolution() {
