@@ -19,13 +19,28 @@ public actor Bridge {
     /// Live invites' PSKs, for the handshake, which runs on NIO's threads and must not touch files.
     let invites: InviteCache
     private let runtimeFile: RuntimeStatusFile
-    private var runtime: RuntimeStatus
-    private var logger: Logger
-    private var connections: [Int: Connection] = [:]
+    var runtime: RuntimeStatus
+    var logger: Logger
+    var connections: [Int: Connection] = [:]
     private var nextID = 0
     private var pingCounter = 0
 
-    private enum Phase {
+    // Relaying (Bridge+Invoke, Bridge+Gateway)
+    let settings: BridgeSettings
+    /// Paired nodes as last read, and the paired.json version they came from.
+    var paired: [Fingerprint: PairedNode] = [:]
+    var lastState: PairingState
+    var pairedVersion: String
+    var router: InvokeRouter
+    var waiters: [String: CheckedContinuation<InvokeRouter.Result, Never>] = [:]
+    var resultSizes: [String: Int] = [:]
+    var idempotency = IdempotencyCache()
+    var buckets: [String: TokenBucket] = [:]
+    var nextRequest = 0
+    /// The gateway link, when one is configured; events and node calls go through it.
+    var uplink: (any GatewayUplink)?
+
+    enum Phase {
         /// Unpaired, XX: may only ask to pair.
         case unpaired
         /// Sent the challenge; waiting for the node to reveal the nonce it committed to.
@@ -37,7 +52,7 @@ public actor Bridge {
         case paired
     }
 
-    private final class Connection {
+    final class Connection {
         let id: Int
         let key: PublicKey
         let address: String
@@ -58,7 +73,7 @@ public actor Bridge {
     }
 
     /// `admission` and `invites` exist before the listener, which consults them from its first accept.
-    init(configuration: BridgeConfiguration, identity: X25519.KeyPair, listening: [String],
+    init(configuration: BridgeConfiguration, identity: X25519.KeyPair, listening: [String], initial: PairingState,
          admission: Admission, invites: InviteCache, logger: Logger) {
         self.configuration = configuration
         self.identity = identity
@@ -68,7 +83,14 @@ public actor Bridge {
         runtimeFile = RuntimeStatusFile(directory: configuration.stateDirectory)
         runtime = RuntimeStatus(bridgeName: configuration.name, listening: listening, startedAt: Date())
         self.logger = logger
+        settings = configuration.settings
+        router = InvokeRouter(maxConcurrentPerNode: configuration.settings.limits.maxConcurrentInvokes)
+        lastState = initial
+        pairedVersion = store.pairedFileVersion()
+        paired = Dictionary(initial.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
     }
+
+    func attach(_ uplink: any GatewayUplink) { self.uplink = uplink }
 
     // MARK: - Connections
 
@@ -109,6 +131,8 @@ public actor Bridge {
             runtime.nodes[connection.nodeId.description] = nil
             publishRuntime()
             logger.info("node disconnected", metadata: ["node": "\(connection.nodeId)"])
+            complete(router.nodeDisconnected(connection.nodeId.description))
+            emit(.disconnected, node: connection.nodeId)
         }
     }
 
@@ -133,6 +157,13 @@ public actor Bridge {
             runtime.nodes[connection.nodeId.description]?.foreground = state.foreground
             publishRuntime()
             logger.info("node moved to the \(state.foreground ? "foreground" : "background")", metadata: ["node": "\(connection.nodeId)"])
+            emit(state.foreground ? .foreground : .background, node: connection.nodeId)
+        case let result as InvokeResult where connection.isPaired:
+            resultReceived(result, size: bytes.count, from: connection)
+        case let event as NodeEvent where connection.isPaired:
+            emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
+        case let call as GatewayCall where connection.isPaired:
+            nodeCalled(call, on: connection)
         case let request as PairRequest:
             await pairingRequested(request, on: connection)
         case let reveal as PairReveal:
@@ -150,81 +181,20 @@ public actor Bridge {
         }
     }
 
-    // MARK: - Pairing by code
-
-    private func pairingRequested(_ request: PairRequest, on connection: Connection) async {
-        guard case .unpaired = connection.phase, let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else {
-            return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected pairing request"))
-        }
-        let details = request.details.sanitized()
-        do {
-            let pending = try store.update(actor: "bridge") { state in
-                try state.requestPairing(key: connection.key, details: details, source: connection.address, now: Date(), timing: configuration.pairingTiming)
-            }
-            let bridgeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
-            connection.phase = .challenged(requestId: pending.requestId, commitment: commitment, bridgeNonce: bridgeNonce)
-            logger.info("pairing requested", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)", "name": "\(details.displayName)"])
-            await send(PairChallenge(requestId: pending.requestId, nonce: Hex.encode(bridgeNonce), expiresAt: pending.expiresAt), to: connection)
-        } catch let error as PairingError {
-            await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: error.isRetryable))
-        } catch {
-            logger.error("pairing store: \(error)")
-            await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "the bridge cannot record requests right now", retryable: true))
-        }
-    }
-
-    private func nonceRevealed(_ reveal: PairReveal, on connection: Connection) async {
-        guard case let .challenged(requestId, commitment, bridgeNonce) = connection.phase else {
-            return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected reveal"))
-        }
-        let h = connection.handshake.handshakeHash
-        guard let nodeNonce = try? Hex.decode(reveal.nonce), nodeNonce.count == VerificationCode.nonceLength,
-              VerificationCode.verify(commitment: commitment, handshakeHash: h, nodeNonce: nodeNonce) else {
-            logger.warning("pairing commitment did not match: possible man in the middle", metadata: ["node": "\(connection.nodeId)"])
-            return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "the revealed nonce does not match its commitment"))
-        }
-        let code = VerificationCode.code(handshakeHash: h, nodeNonce: nodeNonce, bridgeNonce: bridgeNonce)
-        do {
-            let expiresAt = try store.update(actor: "bridge") { state -> Date in
-                state.setCode(code, requestId: requestId)
-                try state.refresh(requestId: requestId, now: Date(), timing: configuration.pairingTiming)
-                return state.request(requestId)!.expiresAt
-            }
-            connection.phase = .waiting(requestId: requestId)
-            await send(PairPending(requestId: requestId, expiresAt: expiresAt), to: connection)
-        } catch {
-            await resolveWaiting(connection, in: (try? store.read()) ?? PairingState())
-        }
-    }
-
-    // MARK: - Pairing by invite
-
-    private func inviteRedeemed(_ redeem: InviteRedeem, on connection: Connection) async {
-        guard case let .invited(inviteID) = connection.phase, let secretBytes = try? Hex.decode(redeem.secret) else {
-            return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected invite redemption"))
-        }
-        let secret = SecureBytes(copying: secretBytes)
-        do {
-            let node = try store.update(actor: "bridge") { state in
-                try state.redeemInvite(id: inviteID, secret: secret, key: connection.key, details: redeem.details.sanitized(), now: Date())
-            }
-            logger.info("node paired by invite", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
-            await becomePaired(connection, announce: .approved)
-        } catch {
-            logger.notice("invite redemption refused: \(error)", metadata: ["node": "\(connection.nodeId)"])
-            await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)"))
-        }
-    }
-
     // MARK: - Reacting to the store
 
     /// The CLI changed the files: tell waiting nodes the operator's decision, drop revoked ones.
     func storeChanged() async {
         let state: PairingState
+        let version = store.pairedFileVersion()
         do { state = try store.read() } catch {
             logger.error("cannot read the pairing store: \(error)")
             return
         }
+        pairedVersion = version
+        paired = Dictionary(state.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
+        announceChanges(from: lastState, to: state)
+        lastState = state
         invites.replace(with: state)
         for connection in connections.values {
             switch connection.phase {
@@ -232,6 +202,8 @@ public actor Bridge {
                 await resolveWaiting(connection, in: state)
             case .paired where state.node(withKey: connection.key) == nil:
                 logger.info("pairing revoked; dropping the node", metadata: ["node": "\(connection.nodeId)"])
+                complete(router.cancelAll(forNode: connection.nodeId.description, code: ErrorMessage.nodeNotConnected,
+                                          "the node's pairing was revoked"))
                 await send(Revoked(nodeId: connection.nodeId), to: connection)
                 connection.channel.close(promise: nil)
                 connections[connection.id] = nil
@@ -241,48 +213,6 @@ public actor Bridge {
                 break
             }
         }
-    }
-
-    private func resolveWaiting(_ connection: Connection, in state: PairingState) async {
-        let requestId: String
-        switch connection.phase {
-        case let .waiting(id), let .challenged(id, _, _): requestId = id
-        default: return
-        }
-        if state.node(withKey: connection.key) != nil {
-            logger.info("pairing approved", metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)"])
-            await becomePaired(connection, announce: .approved)
-        } else if state.request(requestId) == nil {
-            let expired = state.pending.expired.contains { $0.requestId == requestId }
-            logger.info("pairing \(expired ? "expired" : "rejected")", metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)"])
-            await send(PairResolved(outcome: expired ? .expired : .rejected, nodeId: connection.nodeId), to: connection)
-            await fail(connection, expired
-                ? ErrorMessage(code: ErrorMessage.pairingExpired, message: "the pairing request expired; ask again", retryable: true)
-                : ErrorMessage(code: ErrorMessage.pairingRejected, message: "the operator rejected this device"))
-        }
-    }
-
-    private func becomePaired(_ connection: Connection, announce outcome: PairResolved.Outcome? = nil) async {
-        // One live session per node: a reconnect replaces the old one at once.
-        for other in connections.values where other.id != connection.id && other.nodeId == connection.nodeId && other.isPaired {
-            logger.info("node reconnected; replacing its old session", metadata: ["node": "\(connection.nodeId)"])
-            await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
-        }
-        connection.phase = .paired
-        if connection.countsAsUnauthenticated {
-            connection.countsAsUnauthenticated = false
-            admission.authenticated(from: connection.address)
-        }
-        try? await connection.channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
-        if let outcome {
-            await send(PairResolved(outcome: outcome, nodeId: connection.nodeId), to: connection)
-        } else {
-            await send(Welcome(bridgeName: configuration.name, paired: true, nodeId: connection.nodeId), to: connection)
-        }
-        _ = try? store.update(actor: "bridge") { $0.recordSeen(connection.nodeId, now: Date()) }
-        runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground, connectedAt: connection.connectedAt)
-        publishRuntime()
-        logger.info("node connected", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])
     }
 
     // MARK: - Timers
@@ -314,6 +244,7 @@ public actor Bridge {
     }
 
     func shutdown() {
+        complete(router.cancelAll(forNode: nil, code: ErrorMessage.unavailable, "the bridge is stopping"))
         for connection in connections.values { connection.channel.close(promise: nil) }
         connections.removeAll()
         runtimeFile.remove()
@@ -331,7 +262,7 @@ public actor Bridge {
 
     // MARK: - Sending
 
-    private func send(_ message: some SessionMessage, to connection: Connection) async {
+    func send(_ message: some SessionMessage, to connection: Connection) async {
         do {
             try await connection.outbound.write(SessionMessages.encode(message))
         } catch {
@@ -340,7 +271,7 @@ public actor Bridge {
     }
 
     /// Sends a final error and closes the connection.
-    private func fail(_ connection: Connection, _ error: ErrorMessage) async {
+    func fail(_ connection: Connection, _ error: ErrorMessage) async {
         await send(error, to: connection)
         connection.channel.close(promise: nil)
         close(connection.id)

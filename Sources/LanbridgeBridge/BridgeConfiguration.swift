@@ -53,6 +53,8 @@ public struct BridgeConfiguration: Sendable {
     public var pairingTiming = PairingState.Timing.standard
     /// Advertise `_lanbridge._tcp` through avahi-daemon.
     public var mdns = true
+    /// The config file: gateway link, access-rule defaults, limits.
+    public var settings = BridgeSettings()
 
     public init(stateDirectory: StateDirectory, name: String) {
         self.stateDirectory = stateDirectory

@@ -46,7 +46,7 @@ public enum BridgeServer {
                 }
             }
         let port = server.channel.localAddress?.port ?? configuration.port
-        let bridge = Bridge(configuration: configuration, identity: identity, listening: ["\(configuration.bind.host):\(port)"],
+        let bridge = Bridge(configuration: configuration, identity: identity, listening: ["\(configuration.bind.host):\(port)"], initial: initial,
                             admission: admission, invites: invites, logger: logger)
         await bridge.publishRuntime()
         logger.info("lanbridge listening", metadata: [

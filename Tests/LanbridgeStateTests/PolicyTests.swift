@@ -21,25 +21,39 @@ struct CommandPatternTests {
 
 struct AccessPolicyTests {
     let policy = AccessPolicy()
-    let allow = ["canvas.*", "camera.snap", "screen.tap"].map { try! CommandPattern($0) }
+    let allow = AccessRules(allow: ["canvas.*", "camera.snap", "screen.tap"])
     let declared = ["canvas.snapshot", "camera.snap", "screen.tap", "sms.send"]
     let noInput = CapabilityFlags(requiresForeground: true, supportsInputInjection: false)
 
     @Test func bothAllowlistedAndDeclaredIsNeeded() {
-        #expect(policy.decide("canvas.snapshot", allow: allow, declared: declared, flags: noInput, foreground: true) == .allow)
-        #expect(policy.decide("sms.send", allow: allow, declared: declared, flags: noInput, foreground: true) == .deny(.notAllowlisted))
-        #expect(policy.decide("canvas.hide", allow: allow, declared: declared, flags: noInput, foreground: true) == .deny(.notDeclared))
+        #expect(policy.decide("canvas.snapshot", rules: allow, declared: declared, flags: noInput, foreground: true) == .allow)
+        #expect(policy.decide("sms.send", rules: allow, declared: declared, flags: noInput, foreground: true) == .deny(.notAllowlisted))
+        #expect(policy.decide("canvas.hide", rules: allow, declared: declared, flags: noInput, foreground: true) == .deny(.notDeclared))
+    }
+
+    @Test func denyRulesWinOverWildcards() {
+        let rules = AccessRules(allow: ["canvas.*"], deny: ["canvas.snapshot"])
+        #expect(policy.decide("canvas.snapshot", rules: rules, declared: declared, flags: noInput, foreground: true) == .deny(.notAllowlisted))
+        #expect(policy.decide("canvas.hide", rules: rules, declared: ["canvas.hide"], flags: noInput, foreground: true) == .allow)
+    }
+
+    @Test func brokenRulesFailClosed() {
+        // A hand-edited paired.json with a bad deny pattern must not silently allow anything.
+        let rules = AccessRules(allow: ["canvas.*", "Bad Pattern"], deny: ["also bad"])
+        #expect(policy.decide("canvas.hide", rules: rules, declared: ["canvas.hide"], flags: noInput, foreground: true) == .deny(.notAllowlisted))
+        #expect(policy.decide("canvas.hide", rules: AccessRules(allow: ["Bad"]), declared: ["canvas.hide"], flags: noInput, foreground: true)
+            == .deny(.notAllowlisted))
     }
 
     @Test func backgroundedNodesFailForegroundCommandsFast() {
-        #expect(policy.decide("camera.snap", allow: allow, declared: declared, flags: noInput, foreground: false)
+        #expect(policy.decide("camera.snap", rules: allow, declared: declared, flags: noInput, foreground: false)
             == .backgroundUnavailable(retryAfterMs: 5000))
     }
 
     @Test func capabilityFlagsRestrictFurther() {
-        #expect(policy.decide("screen.tap", allow: allow, declared: declared, flags: noInput, foreground: true)
+        #expect(policy.decide("screen.tap", rules: allow, declared: declared, flags: noInput, foreground: true)
             == .deny(.capability("the node cannot inject input")))
-        #expect(policy.decide("screen.tap", allow: allow, declared: declared, flags: .init(requiresForeground: true, supportsInputInjection: true), foreground: true) == .allow)
+        #expect(policy.decide("screen.tap", rules: allow, declared: declared, flags: .init(requiresForeground: true, supportsInputInjection: true), foreground: true) == .allow)
     }
 }
 

@@ -7,19 +7,26 @@ import Foundation
 /// Rules: at most `maxConcurrentPerNode` invokes per node at once (`RATE_LIMITED` beyond);
 /// a result after its deadline is dropped and reported, never delivered twice; when a node goes
 /// away its invokes fail with `NODE_NOT_CONNECTED`, and when the gateway goes away every invoke
-/// fails with `UNAVAILABLE` at once instead of hanging.
+/// it asked for fails with `UNAVAILABLE` at once instead of hanging.
 public struct InvokeRouter: Sendable {
+    /// Who asked: the gateway link, or an operator through the control socket. Losing the gateway
+    /// fails only the gateway's invokes.
+    public enum Origin: String, Sendable, Equatable {
+        case gateway, `operator`
+    }
+
     public struct Pending: Equatable, Sendable {
         public let invokeID: String
-        /// The gateway's request ID, which the answer must carry.
+        /// The asker's request ID, which the answer must carry.
         public let requestID: String
         public let nodeID: String
         public let command: String
+        public let origin: Origin
         public let deadline: Date
     }
 
     public enum Outcome: Equatable, Sendable {
-        /// Answer the gateway's request.
+        /// Answer the asker's request.
         case complete(requestID: String, result: Result)
         /// A result arrived after its invoke timed out (or for no invoke at all): log it.
         case dropped(invokeID: String, nodeID: String, reason: String)
@@ -40,22 +47,29 @@ public struct InvokeRouter: Sendable {
 
     public var inFlight: Int { pending.count }
 
+    /// The earliest deadline in flight, for the caller's timer.
+    public var nextDeadline: Date? { pending.values.map(\.deadline).min() }
+
     /// Registers an invoke for `nodeID`; returns the message to send to the node, or the error to
     /// answer with at once.
     public mutating func start(requestID: String, nodeID: String, command: String, params: JSONValue?,
-                               timeout: TimeInterval, now: Date) -> Swift.Result<Invoke, ErrorMessage> {
+                               timeout: TimeInterval, origin: Origin = .gateway, now: Date) -> Swift.Result<Invoke, ErrorMessage> {
         let busy = pending.values.filter { $0.nodeID == nodeID }.count
         guard busy < maxConcurrentPerNode else {
-            return .failure(ErrorMessage(code: "RATE_LIMITED", message: "\(busy) invokes already in flight for this node", retryable: true))
+            return .failure(ErrorMessage(code: ErrorMessage.rateLimited, message: "\(busy) invokes already in flight for this node",
+                                         details: ["nodeId": .string(nodeID), "command": .string(command), "limit": "concurrentInvokes"],
+                                         retryable: true, retryAfterMs: 100))
         }
         nextID += 1
         let invokeID = "i\(nextID)"
         pending[invokeID] = Pending(invokeID: invokeID, requestID: requestID, nodeID: nodeID, command: command,
-                                    deadline: now.addingTimeInterval(timeout))
-        return .success(Invoke(id: invokeID, command: command, params: params))
+                                    origin: origin, deadline: now.addingTimeInterval(timeout))
+        return .success(Invoke(id: invokeID, command: command, params: params, timeoutMs: Int(timeout * 1000)))
     }
 
-    /// A node answered. Only the node the invoke went to may answer it.
+    /// A node answered. Only the node the invoke went to may answer it. A node's own failure
+    /// reaches the asker as `COMMAND_FAILED` (or `TIMEOUT`, if the node timed out itself), with
+    /// the node's error in `details.nodeError`.
     public mutating func received(_ result: InvokeResult, from nodeID: String, now: Date) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
@@ -64,8 +78,14 @@ public struct InvokeRouter: Sendable {
         guard entry.deadline > now else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "arrived after the deadline")
         }
-        return .complete(requestID: entry.requestID,
-                         result: result.ok ? .ok(result.payload) : .failed(result.error ?? ErrorMessage(code: "COMMAND_FAILED", message: "failed")))
+        if result.ok { return .complete(requestID: entry.requestID, result: .ok(result.payload)) }
+        let nodeError = result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "the node reported a failure")
+        let timedOut = nodeError.code == ErrorMessage.timeout
+        return .complete(requestID: entry.requestID, result: .failed(ErrorMessage(
+            code: timedOut ? ErrorMessage.timeout : ErrorMessage.commandFailed,
+            message: "\(entry.command) failed on the node: \(nodeError.message)",
+            details: details(entry, ["nodeError": Self.json(nodeError)]), retryable: timedOut || nodeError.retryable == true,
+            retryAfterMs: nodeError.retryAfterMs)))
     }
 
     /// Fails every invoke whose deadline has passed with `TIMEOUT`.
@@ -73,23 +93,41 @@ public struct InvokeRouter: Sendable {
         let due = pending.values.filter { $0.deadline <= now }
         for entry in due { pending[entry.invokeID] = nil }
         return due.sorted { $0.deadline < $1.deadline }.map {
-            .complete(requestID: $0.requestID, result: .failed(ErrorMessage(code: "TIMEOUT", message: "\($0.command) did not answer in time", retryable: true)))
+            .complete(requestID: $0.requestID, result: .failed(ErrorMessage(
+                code: ErrorMessage.timeout, message: "\($0.command) did not answer in time", details: details($0), retryable: true)))
         }
     }
 
     /// The node's connection ended: its invokes cannot complete.
     public mutating func nodeDisconnected(_ nodeID: String) -> [Outcome] {
-        failAll(where: { $0.nodeID == nodeID }, ErrorMessage(code: "NODE_NOT_CONNECTED", message: "the node disconnected", retryable: true))
+        failAll(where: { $0.nodeID == nodeID }, code: ErrorMessage.nodeNotConnected, "the node disconnected before answering")
     }
 
-    /// The gateway link dropped: nobody is waiting for any answer any more.
+    /// The gateway link dropped: nobody is waiting for the gateway's invokes any more.
     public mutating func gatewayLost() -> [Outcome] {
-        failAll(where: { _ in true }, ErrorMessage(code: "UNAVAILABLE", message: "the gateway link dropped", retryable: true))
+        failAll(where: { $0.origin == .gateway }, code: ErrorMessage.unavailable, "the gateway link dropped")
     }
 
-    private mutating func failAll(where predicate: (Pending) -> Bool, _ error: ErrorMessage) -> [Outcome] {
+    /// The node was revoked or the bridge is stopping.
+    public mutating func cancelAll(forNode nodeID: String?, code: String, _ message: String) -> [Outcome] {
+        failAll(where: { nodeID == nil || $0.nodeID == nodeID }, code: code, message)
+    }
+
+    private mutating func failAll(where predicate: (Pending) -> Bool, code: String, _ message: String) -> [Outcome] {
         let gone = pending.values.filter(predicate)
         for entry in gone { pending[entry.invokeID] = nil }
-        return gone.sorted { $0.invokeID < $1.invokeID }.map { .complete(requestID: $0.requestID, result: .failed(error)) }
+        return gone.sorted { $0.invokeID < $1.invokeID }.map {
+            .complete(requestID: $0.requestID, result: .failed(ErrorMessage(code: code, message: message, details: details($0), retryable: true)))
+        }
+    }
+
+    private func details(_ entry: Pending, _ extra: [String: JSONValue] = [:]) -> JSONValue {
+        .object(["nodeId": .string(entry.nodeID), "command": .string(entry.command)].merging(extra) { $1 })
+    }
+
+    private static func json(_ error: ErrorMessage) -> JSONValue {
+        var fields: [String: JSONValue] = ["code": .string(error.code), "message": .string(error.message)]
+        if let details = error.details { fields["details"] = details }
+        return .object(fields)
     }
 }

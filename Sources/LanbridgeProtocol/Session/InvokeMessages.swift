@@ -8,7 +8,11 @@ public struct Invoke: SessionMessage {
     public var id: String
     public var command: String
     public var params: JSONValue?
-    public init(id: String, command: String, params: JSONValue? = nil) { (self.id, self.command, self.params) = (id, command, params) }
+    /// How long the bridge waits for the result; a node may give up on its own after this.
+    public var timeoutMs: Int?
+    public init(id: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil) {
+        (self.id, self.command, self.params, self.timeoutMs) = (id, command, params, timeoutMs)
+    }
 }
 
 /// node → bridge: the outcome of an `Invoke`.
@@ -29,4 +33,33 @@ public struct NodeEvent: SessionMessage {
     public var event: String
     public var payload: JSONValue?
     public init(event: String, payload: JSONValue? = nil) { (self.event, self.payload) = (event, payload) }
+}
+
+/// node → bridge: a call toward the gateway. Only `agent` (which needs `idempotencyKey`) and
+/// `system-event` pass; the bridge answers anything else `FORBIDDEN` itself (PROTOCOL.md §12.5).
+public struct GatewayCall: SessionMessage {
+    public static let type = "gateway.call"
+    public var id: String
+    public var method: String
+    public var params: JSONValue?
+    public var idempotencyKey: String?
+    public init(id: String, method: String, params: JSONValue? = nil, idempotencyKey: String? = nil) {
+        (self.id, self.method, self.params, self.idempotencyKey) = (id, method, params, idempotencyKey)
+    }
+}
+
+/// bridge → node: the answer to a `GatewayCall` of the same `id`.
+public struct GatewayCallResult: SessionMessage {
+    public static let type = "gateway.result"
+    public var id: String
+    public var ok: Bool
+    public var payload: JSONValue?
+    public var error: ErrorMessage?
+    public init(id: String, result: Result<JSONValue?, ErrorMessage>) {
+        self.id = id
+        switch result {
+        case let .success(payload): (ok, self.payload, error) = (true, payload, nil)
+        case let .failure(error): (ok, payload, self.error) = (false, nil, error)
+        }
+    }
 }

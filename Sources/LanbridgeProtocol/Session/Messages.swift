@@ -76,16 +76,20 @@ public struct InviteRedeem: SessionMessage {
 
 // MARK: - Always allowed
 
-/// A structured error: `code` is stable (PROTOCOL.md §9.5), `message` is for people.
+/// A structured error: `code` is stable (PROTOCOL.md §9.5, §12.6), `message` is for people.
+/// The same shape travels to nodes, to the gateway and to `lanbridge nodes invoke`.
 public struct ErrorMessage: SessionMessage, Error {
     public static let type = "error"
     public var code: String
     public var message: String
+    public var details: JSONValue?
     public var retryable: Bool?
-    public init(code: String, message: String, retryable: Bool? = nil) {
-        (self.code, self.message, self.retryable) = (code, message, retryable)
+    public var retryAfterMs: Int?
+    public init(code: String, message: String, details: JSONValue? = nil, retryable: Bool? = nil, retryAfterMs: Int? = nil) {
+        (self.code, self.message, self.details, self.retryable, self.retryAfterMs) = (code, message, details, retryable, retryAfterMs)
     }
 
+    // Session (§9.5)
     public static let notPaired = "NOT_PAIRED"
     public static let pairingExpired = "PAIRING_EXPIRED"
     public static let pairingRejected = "PAIRING_REJECTED"
@@ -93,6 +97,19 @@ public struct ErrorMessage: SessionMessage, Error {
     public static let pairingFailed = "PAIRING_FAILED"
     public static let revoked = "REVOKED"
     public static let replaced = "SESSION_REPLACED"
+
+    // Gateway link and invokes (§12.6)
+    public static let invalidRequest = "INVALID_REQUEST"
+    public static let unknownMethod = "UNKNOWN_METHOD"
+    public static let forbidden = "FORBIDDEN"
+    public static let nodeNotFound = "NODE_NOT_FOUND"
+    public static let nodeNotConnected = "NODE_NOT_CONNECTED"
+    public static let backgroundUnavailable = "NODE_BACKGROUND_UNAVAILABLE"
+    public static let rateLimited = "RATE_LIMITED"
+    public static let payloadTooLarge = "PAYLOAD_TOO_LARGE"
+    public static let timeout = "TIMEOUT"
+    public static let unavailable = "UNAVAILABLE"
+    public static let commandFailed = "COMMAND_FAILED"
 }
 
 /// Keepalive, either direction; the receiver answers with `Pong` of the same `id`.

@@ -1,12 +1,21 @@
 import Foundation
 import LanbridgeProtocol
 
-/// Per-node allowlist of command patterns (`canvas.*`). Empty denies everything.
+/// Per-node access rules: command patterns allowed (`canvas.*`), and patterns denied, which win.
+/// Empty allows nothing.
 public struct AccessRules: Codable, Equatable, Sendable {
     public var allow: [String]
+    /// Carve-outs from `allow` (`nodes deny` on a command a wildcard allows).
+    public var deny: [String]
 
-    public init(allow: [String] = []) {
-        self.allow = allow
+    public init(allow: [String] = [], deny: [String] = []) {
+        (self.allow, self.deny) = (allow, deny)
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        allow = try c.decode([String].self, forKey: .allow)
+        deny = try c.decodeIfPresent([String].self, forKey: .deny) ?? []  // absent before version 0.5
     }
 }
 

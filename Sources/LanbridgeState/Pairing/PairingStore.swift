@@ -27,6 +27,14 @@ public struct PairingStore: Sendable {
     public var pendingURL: URL { directory.file(Self.pendingFileName) }
     public var invitesURL: URL { directory.file(Self.invitesFileName) }
 
+    /// Changes whenever paired.json is replaced (every write is a rename): one `stat`, so the daemon
+    /// can check before each invoke that the rules it holds are the ones on disk.
+    public func pairedFileVersion() -> String {
+        var info = stat()
+        guard stat(pairedURL.path, &info) == 0 else { return "absent" }
+        return "\(info.st_ino):\(info.st_mtim.tv_sec):\(info.st_mtim.tv_nsec):\(info.st_size)"
+    }
+
     /// A consistent snapshot of both files.
     public func read() throws -> PairingState {
         try directory.prepare()

@@ -8,12 +8,21 @@ public enum AccessDecision: Equatable, Sendable {
     case backgroundUnavailable(retryAfterMs: Int)
 
     public enum DenyReason: Equatable, Sendable, CustomStringConvertible {
-        /// The operator's allowlist for this node has no matching pattern.
+        /// The operator's allowlist for this node has no matching pattern, or a deny rule matches.
         case notAllowlisted
         /// The node never said it has this command.
         case notDeclared
         /// The node's capability flags rule it out (e.g. input injection).
         case capability(String)
+
+        /// Stable, for `details.reason` (PROTOCOL.md §12.6).
+        public var code: String {
+            switch self {
+            case .notAllowlisted: "NOT_ALLOWLISTED"
+            case .notDeclared: "NOT_DECLARED"
+            case .capability: "CAPABILITY"
+            }
+        }
 
         public var description: String {
             switch self {
@@ -45,8 +54,13 @@ public struct AccessPolicy: Sendable {
     public static let defaultForeground = ["canvas.*", "camera.*", "screen.*"].map { try! CommandPattern($0) }
     public static let defaultInput = ["input.*", "screen.tap", "screen.type"].map { try! CommandPattern($0) }
 
-    public func decide(_ command: String, allow: [CommandPattern], declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
-        guard allow.contains(where: { $0.matches(command) }) else { return .deny(.notAllowlisted) }
+    public func decide(_ command: String, rules: AccessRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
+        // A pattern that does not parse allows nothing and, in `deny`, denies everything.
+        let allow = rules.allow.compactMap { try? CommandPattern($0) }
+        let deny = rules.deny.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
+        guard allow.contains(where: { $0.matches(command) }), !deny.contains(where: { $0.matches(command) }) else {
+            return .deny(.notAllowlisted)
+        }
         guard declared.contains(command) else { return .deny(.notDeclared) }
         if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
             return .deny(.capability("the node cannot inject input"))

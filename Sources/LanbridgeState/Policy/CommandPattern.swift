@@ -11,7 +11,7 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
         public var description: String { "bad command pattern \"\(pattern)\": \(reason)" }
     }
 
-    public init(_ text: String) throws {
+    public init(_ text: String) throws(Invalid) {
         let segments = text.split(separator: ".", omittingEmptySubsequences: false)
         guard !text.isEmpty else { throw Invalid(pattern: text, reason: "empty") }
         for (index, segment) in segments.enumerated() {
@@ -27,6 +27,8 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
         description = text
         self.segments = segments
     }
+
+    public static let everything = try! CommandPattern("*")
 
     /// Whether `command` (a plain name, no wildcards) matches.
     public func matches(_ command: String) -> Bool {

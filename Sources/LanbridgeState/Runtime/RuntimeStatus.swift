@@ -28,6 +28,10 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var mdns: String?
     /// The instance name it is published under (it may differ from the configured name after a collision).
     public var mdnsName: String?
+    /// The gateway link: "connected", "connecting", "disconnected: …", "off".
+    public var gateway: String?
+    /// The operator's control socket (`nodes invoke`), once it listens.
+    public var controlSocket: String?
 
     public init(pid: Int32 = getpid(), bridgeName: String, listening: [String], startedAt: Date, nodes: [String: Node] = [:]) {
         (self.pid, self.bridgeName, self.listening, self.startedAt, self.nodes) = (pid, bridgeName, listening, startedAt, nodes)

@@ -1,0 +1,191 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+
+/// `node.invoke`, from the gateway or the operator's control socket: the same checks, in the same
+/// order, for both (PROTOCOL.md §12.3): the node exists, the access rules allow it, the node is
+/// connected and (for foreground commands) in front, the rate limits hold. Only then does the
+/// command cross the LAN.
+extension Bridge {
+    public struct InvokeRequest: Sendable {
+        public var node: String
+        public var command: String
+        public var params: JSONValue?
+        public var timeoutMs: Int?
+        public var idempotencyKey: String?
+        public init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil) {
+            (self.node, self.command, self.params, self.timeoutMs, self.idempotencyKey) = (node, command, params, timeoutMs, idempotencyKey)
+        }
+    }
+
+    typealias Answer = Result<JSONValue?, ErrorMessage>
+
+    /// Results bigger than this are relayed but not kept for idempotent retries.
+    static let cacheableResultBytes = 64 * 1024
+
+    func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> Answer {
+        guard let key = request.idempotencyKey else { return await run(request, origin: origin).answer }
+        let slot = "\(origin.rawValue)/\(key)"
+        switch idempotency.start(slot, now: Date()) {
+        case let .answered(answer):
+            return answer
+        case .wait:
+            return await withCheckedContinuation { idempotency.join(slot, $0) }
+        case .run:
+            let (answer, size) = await run(request, origin: origin)
+            idempotency.finish(slot, answer, keep: size <= Self.cacheableResultBytes, now: Date())
+            return answer
+        }
+    }
+
+    /// Runs one invoke; also returns the size of the node's result message (0 for refusals).
+    private func run(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> (answer: Answer, size: Int) {
+        switch await check(request, origin: origin) {
+        case let .failure(error): return (.failure(error), 0)
+        case let .success((node, connection, timeoutMs)):
+            return await relay(request, to: node, on: connection, timeoutMs: timeoutMs, origin: origin)
+        }
+    }
+
+    /// Everything decided before anything crosses the LAN.
+    private func check(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> Result<(PairedNode, Connection, Int), ErrorMessage> {
+        let limits = settings.limits
+        let command = request.command
+        guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
+            return .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "\"\(command)\" is not a command name"))
+        }
+        let timeoutMs = request.timeoutMs ?? limits.defaultTimeoutMs
+        guard (1...limits.maxTimeoutMs).contains(timeoutMs) else {
+            return .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "timeoutMs must be between 1 and \(limits.maxTimeoutMs)"))
+        }
+        // Rules changed by `nodes allow|deny|revoke` a moment ago apply to this invoke, not the next.
+        if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+
+        let node: PairedNode
+        do { node = try lastState.node(matching: request.node) } catch {
+            return .failure(ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(request.node)]))
+        }
+        let details: JSONValue = ["nodeId": .string(node.nodeId.description), "command": .string(command)]
+        let connection = pairedConnection(node.nodeId)
+        switch settings.policy.decide(command, rules: node.access, declared: node.details.commands, flags: node.details.flags,
+                                      foreground: connection?.foreground ?? true) {
+        case let .deny(reason):
+            logger.notice("invoke denied: \(reason)", metadata: ["node": "\(node.nodeId)", "command": "\(command)", "origin": "\(origin.rawValue)"])
+            recordDenial(node: node.nodeId, command: command, reason: reason, origin: origin)
+            return .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
+                                         details: details.merging(["reason": .string(reason.code)]), retryable: false))
+        case .allow, .backgroundUnavailable:
+            break
+        }
+        guard let connection else {
+            return .failure(ErrorMessage(code: ErrorMessage.nodeNotConnected, message: "\(node.details.displayName) is not connected",
+                                         details: details, retryable: true))
+        }
+        if case let .backgroundUnavailable(retryAfterMs) = settings.policy.decide(
+            command, rules: node.access, declared: node.details.commands, flags: node.details.flags, foreground: connection.foreground) {
+            return .failure(ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "\(node.details.displayName) is in the background; \(command) needs the foreground",
+                                         details: details, retryable: true, retryAfterMs: retryAfterMs))
+        }
+        if limits.snapshotCommands.contains(where: { (try? CommandPattern($0))?.matches(command) == true }),
+           case let .limited(retryAfterMs) = take(.snapshot, node: node.nodeId) {
+            return .failure(ErrorMessage(code: ErrorMessage.rateLimited, message: "too many snapshots from this node; at most \(limits.snapshotsPerMinute) a minute",
+                                         details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs))
+        }
+
+        return .success((node, connection, timeoutMs))
+    }
+
+    private func relay(_ request: InvokeRequest, to node: PairedNode, on connection: Connection, timeoutMs: Int,
+                       origin: InvokeRouter.Origin) async -> (answer: Answer, size: Int) {
+        nextRequest += 1
+        let requestID = "r\(nextRequest)"
+        let message: Invoke
+        switch router.start(requestID: requestID, nodeID: node.nodeId.description, command: request.command, params: request.params,
+                            timeout: Double(timeoutMs) / 1000, origin: origin, now: Date()) {
+        case let .failure(error): return (.failure(error), 0)
+        case let .success(invoke): message = invoke
+        }
+        let result = await withCheckedContinuation { continuation in
+            waiters[requestID] = continuation
+            Task { () -> Void in
+                await self.send(message, to: connection)
+                try? await Task.sleep(for: .milliseconds(timeoutMs))
+                await self.expireInvokes()
+            }
+        }
+        let size = resultSizes.removeValue(forKey: requestID) ?? 0
+        switch result {
+        case let .ok(payload): return (.success(payload), size)
+        case let .failed(error): return (.failure(error), size)
+        }
+    }
+
+    /// A node answered an invoke. Oversized results are refused here, whole, before they reach anyone.
+    func resultReceived(_ result: InvokeResult, size: Int, from connection: Connection) {
+        let outcome = router.received(result, from: connection.nodeId.description, now: Date())
+        guard case let .complete(requestID, answer) = outcome else { return complete([outcome]) }
+        let limit = settings.limits.maxResultBytes
+        if size > limit, case .ok = answer {
+            logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: ["node": "\(connection.nodeId)"])
+            return complete([.complete(requestID: requestID, result: .failed(ErrorMessage(
+                code: ErrorMessage.payloadTooLarge, message: "the result is \(size) bytes; the limit is \(limit)",
+                details: ["nodeId": .string(connection.nodeId.description), "bytes": .number(Double(size)), "limit": .number(Double(limit))],
+                retryable: false)))])
+        }
+        resultSizes[requestID] = size
+        complete([outcome])
+    }
+
+    func expireInvokes() {
+        complete(router.expire(now: Date()))
+    }
+
+    /// Hands finished invokes to whoever waits for them; logs results that came too late.
+    func complete(_ outcomes: [InvokeRouter.Outcome]) {
+        for outcome in outcomes {
+            switch outcome {
+            case let .complete(requestID, result):
+                waiters.removeValue(forKey: requestID)?.resume(returning: result)
+            case let .dropped(invokeID, nodeID, reason):
+                logger.notice("dropped a result: \(reason)", metadata: ["node": "\(nodeID)", "invoke": "\(invokeID)"])
+            }
+        }
+    }
+
+    func pairedConnection(_ id: Fingerprint) -> Connection? {
+        connections.values.first { $0.nodeId == id && $0.isPaired }
+    }
+
+    enum Limit: String { case snapshot, agent, systemEvent }
+
+    /// One token from the node's bucket for `limit`.
+    func take(_ limit: Limit, node: Fingerprint) -> TokenBucket.TakeResult {
+        let perMinute = switch limit {
+        case .snapshot: settings.limits.snapshotsPerMinute
+        case .agent: settings.limits.agentPerMinute
+        case .systemEvent: settings.limits.systemEventsPerMinute
+        }
+        let key = "\(limit.rawValue)/\(node)"
+        let now = Date()
+        var bucket = buckets[key] ?? TokenBucket(capacity: max(1, Double(perMinute) / 5), perSecond: Double(perMinute) / 60, now: now)
+        let result = bucket.take(now: now)
+        buckets[key] = bucket
+        return result
+    }
+
+    private func recordDenial(node: Fingerprint, command: String, reason: AccessDecision.DenyReason, origin: InvokeRouter.Origin) {
+        do {
+            try store.record([AuditEntry(time: Date(), event: "invoke.denied", actor: origin.rawValue, nodeId: node.description,
+                                         detail: "\(command): \(reason.code)")])
+        } catch {
+            logger.warning("cannot write the audit log: \(error)")
+        }
+    }
+}
+
+extension JSONValue {
+    func merging(_ other: [String: JSONValue]) -> JSONValue {
+        guard case let .object(fields) = self else { return self }
+        return .object(fields.merging(other) { $1 })
+    }
+}

@@ -1,0 +1,116 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+
+// Pairing, by code (PROTOCOL.md §9.2) and by invite (§9.3), for connections that are not paired yet.
+extension Bridge {
+    // MARK: - Pairing by code
+
+    func pairingRequested(_ request: PairRequest, on connection: Connection) async {
+        guard case .unpaired = connection.phase, let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else {
+            return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected pairing request"))
+        }
+        let details = request.details.sanitized()
+        do {
+            let pending = try store.update(actor: "bridge") { state in
+                try state.requestPairing(key: connection.key, details: details, source: connection.address, now: Date(), timing: configuration.pairingTiming)
+            }
+            let bridgeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
+            connection.phase = .challenged(requestId: pending.requestId, commitment: commitment, bridgeNonce: bridgeNonce)
+            logger.info("pairing requested", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)", "name": "\(details.displayName)"])
+            await send(PairChallenge(requestId: pending.requestId, nonce: Hex.encode(bridgeNonce), expiresAt: pending.expiresAt), to: connection)
+        } catch let error as PairingError {
+            await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: error.isRetryable))
+        } catch {
+            logger.error("pairing store: \(error)")
+            await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "the bridge cannot record requests right now", retryable: true))
+        }
+    }
+
+    func nonceRevealed(_ reveal: PairReveal, on connection: Connection) async {
+        guard case let .challenged(requestId, commitment, bridgeNonce) = connection.phase else {
+            return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected reveal"))
+        }
+        let h = connection.handshake.handshakeHash
+        guard let nodeNonce = try? Hex.decode(reveal.nonce), nodeNonce.count == VerificationCode.nonceLength,
+              VerificationCode.verify(commitment: commitment, handshakeHash: h, nodeNonce: nodeNonce) else {
+            logger.warning("pairing commitment did not match: possible man in the middle", metadata: ["node": "\(connection.nodeId)"])
+            return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "the revealed nonce does not match its commitment"))
+        }
+        let code = VerificationCode.code(handshakeHash: h, nodeNonce: nodeNonce, bridgeNonce: bridgeNonce)
+        do {
+            let expiresAt = try store.update(actor: "bridge") { state -> Date in
+                state.setCode(code, requestId: requestId)
+                try state.refresh(requestId: requestId, now: Date(), timing: configuration.pairingTiming)
+                return state.request(requestId)!.expiresAt
+            }
+            connection.phase = .waiting(requestId: requestId)
+            await send(PairPending(requestId: requestId, expiresAt: expiresAt), to: connection)
+        } catch {
+            await resolveWaiting(connection, in: (try? store.read()) ?? PairingState())
+        }
+    }
+
+    // MARK: - Pairing by invite
+
+    func inviteRedeemed(_ redeem: InviteRedeem, on connection: Connection) async {
+        guard case let .invited(inviteID) = connection.phase, let secretBytes = try? Hex.decode(redeem.secret) else {
+            return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected invite redemption"))
+        }
+        let secret = SecureBytes(copying: secretBytes)
+        do {
+            let node = try store.update(actor: "bridge") { state in
+                try state.redeemInvite(id: inviteID, secret: secret, key: connection.key, details: redeem.details.sanitized(), now: Date())
+            }
+            logger.info("node paired by invite", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
+            await becomePaired(connection, announce: .approved)
+        } catch {
+            logger.notice("invite redemption refused: \(error)", metadata: ["node": "\(connection.nodeId)"])
+            await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)"))
+        }
+    }
+
+    func resolveWaiting(_ connection: Connection, in state: PairingState) async {
+        let requestId: String
+        switch connection.phase {
+        case let .waiting(id), let .challenged(id, _, _): requestId = id
+        default: return
+        }
+        if state.node(withKey: connection.key) != nil {
+            logger.info("pairing approved", metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)"])
+            await becomePaired(connection, announce: .approved)
+        } else if state.request(requestId) == nil {
+            let expired = state.pending.expired.contains { $0.requestId == requestId }
+            logger.info("pairing \(expired ? "expired" : "rejected")", metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)"])
+            await send(PairResolved(outcome: expired ? .expired : .rejected, nodeId: connection.nodeId), to: connection)
+            await fail(connection, expired
+                ? ErrorMessage(code: ErrorMessage.pairingExpired, message: "the pairing request expired; ask again", retryable: true)
+                : ErrorMessage(code: ErrorMessage.pairingRejected, message: "the operator rejected this device"))
+        }
+    }
+
+    func becomePaired(_ connection: Connection, announce outcome: PairResolved.Outcome? = nil) async {
+        // One live session per node: a reconnect replaces the old one at once.
+        for other in connections.values where other.id != connection.id && other.nodeId == connection.nodeId && other.isPaired {
+            logger.info("node reconnected; replacing its old session", metadata: ["node": "\(connection.nodeId)"])
+            await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
+        }
+        connection.phase = .paired
+        if connection.countsAsUnauthenticated {
+            connection.countsAsUnauthenticated = false
+            admission.authenticated(from: connection.address)
+        }
+        try? await connection.channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
+        if let outcome {
+            await send(PairResolved(outcome: outcome, nodeId: connection.nodeId), to: connection)
+        } else {
+            await send(Welcome(bridgeName: configuration.name, paired: true, nodeId: connection.nodeId), to: connection)
+        }
+        _ = try? store.update(actor: "bridge") { $0.recordSeen(connection.nodeId, now: Date()) }
+        runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground, connectedAt: connection.connectedAt)
+        publishRuntime()
+        logger.info("node connected", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+
+/// One JSON frame on the gateway link (PROTOCOL.md §12), in the agent-gateway shape:
+///
+///     {"type":"req",   "id":"1", "method":"node.invoke", "params":{...}}
+///     {"type":"res",   "id":"1", "ok":true,  "payload":{...}}
+///     {"type":"res",   "id":"1", "ok":false, "error":{"code":"TIMEOUT","message":"...","retryable":true}}
+///     {"type":"event", "event":"node.event", "payload":{...}}
+///
+/// The same frames, one per line, are spoken on the operator's control socket.
+public enum GatewayFrame: Equatable, Sendable {
+    case request(id: String, method: String, params: JSONValue?)
+    case response(id: String, result: Result<JSONValue?, ErrorMessage>)
+    case event(name: String, payload: JSONValue?)
+
+    public enum DecodingError: Error, Equatable, CustomStringConvertible {
+        case notJSON
+        case unknownType(String)
+        /// A required field is missing or has the wrong type; `id` is set when the frame had one,
+        /// so a request can still be answered.
+        case invalid(id: String?, reason: String)
+
+        public var description: String {
+            switch self {
+            case .notJSON: "frame is not a JSON object with a string \"type\""
+            case let .unknownType(type): "unknown frame type \"\(type)\" (expected req, res or event)"
+            case let .invalid(_, reason): "invalid frame: \(reason)"
+            }
+        }
+    }
+
+    private struct Tag: Decodable { var type: String; var id: String? }
+
+    private struct Wire: Codable {
+        var type: String
+        var id: String?
+        var method: String?
+        var params: JSONValue?
+        var ok: Bool?
+        var payload: JSONValue?
+        var error: ErrorMessage?
+        var event: String?
+    }
+
+    public func encoded() -> [UInt8] {
+        let wire: Wire = switch self {
+        case let .request(id, method, params): Wire(type: "req", id: id, method: method, params: params)
+        case let .response(id, .success(payload)): Wire(type: "res", id: id, ok: true, payload: payload)
+        case let .response(id, .failure(error)): Wire(type: "res", id: id, ok: false, error: error)
+        case let .event(name, payload): Wire(type: "event", payload: payload, event: name)
+        }
+        return Array(try! Self.encoder.encode(wire))
+    }
+
+    public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> GatewayFrame {
+        let data = Data(bytes)
+        guard let wire = try? decoder.decode(Wire.self, from: data) else {
+            // Tell a frame with a usable type and id apart from garbage, so requests get an answer.
+            guard let tag = try? decoder.decode(Tag.self, from: data) else { throw .notJSON }
+            throw .invalid(id: tag.id, reason: "a field has the wrong type")
+        }
+        switch wire.type {
+        case "req":
+            guard let id = wire.id, !id.isEmpty else { throw .invalid(id: nil, reason: "req needs a non-empty string \"id\"") }
+            guard let method = wire.method else { throw .invalid(id: id, reason: "req needs a string \"method\"") }
+            return .request(id: id, method: method, params: wire.params)
+        case "res":
+            guard let id = wire.id, let ok = wire.ok else { throw .invalid(id: wire.id, reason: "res needs \"id\" and \"ok\"") }
+            if ok { return .response(id: id, result: .success(wire.payload)) }
+            guard let error = wire.error else { throw .invalid(id: id, reason: "res with ok=false needs \"error\"") }
+            return .response(id: id, result: .failure(error))
+        case "event":
+            guard let name = wire.event else { throw .invalid(id: nil, reason: "event needs a string \"event\"") }
+            return .event(name: name, payload: wire.payload)
+        default:
+            throw .unknownType(wire.type)
+        }
+    }
+
+    private static let encoder: JSONEncoder = {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }()
+
+    private static let decoder = JSONDecoder()
+}
+
+/// The methods and events of the gateway link (PROTOCOL.md §12).
+public enum GatewayMethod {
+    // gateway → bridge
+    public static let nodeList = "node.list"
+    public static let nodeDescribe = "node.describe"
+    public static let nodeInvoke = "node.invoke"
+    // bridge → gateway, on behalf of a node
+    public static let agent = "agent"
+    public static let systemEvent = "system-event"
+    /// What a node may call toward the gateway; anything else is FORBIDDEN at the bridge.
+    public static let nodeCallable: Set<String> = [agent, systemEvent]
+
+    // events, bridge → gateway
+    public static let helloEvent = "bridge.hello"
+    public static let nodeEvent = "node.event"
+}

@@ -1,0 +1,197 @@
+import Foundation
+import LanbridgeProtocol
+
+/// The operator's config file (`config.json` in the state directory, or `--config`): gateway link,
+/// access-rule defaults and limits. Every entry is checked when it is loaded; an unknown key, an
+/// unknown command or a bad pattern is an error that names the entry, so a rule can never silently
+/// fail to apply. Both `lanbridge serve` and `nodes approve` read it.
+public struct BridgeSettings: Sendable {
+    public static let fileName = "config.json"
+    public static let platforms = ["ios", "android", "macos", "linux"]
+
+    public struct Gateway: Sendable, Equatable {
+        public var url = "ws://127.0.0.1:18789"
+        /// A file (mode 0600) holding the token; `LANBRIDGE_GATEWAY_TOKEN` wins over it.
+        public var tokenFile: String?
+        public var allowRemote = false
+        public var enabled = true
+    }
+
+    public struct Limits: Sendable, Equatable {
+        /// `agent` calls a node may forward to the gateway per minute.
+        public var agentPerMinute = 30
+        /// `system-event` beacons per node per minute.
+        public var systemEventsPerMinute = 120
+        /// Snapshot commands per node per minute (burst of a fifth of it, at least 1).
+        public var snapshotsPerMinute = 30
+        public var snapshotCommands = ["canvas.snapshot", "screen.snapshot", "camera.snap"]
+        /// The largest invoke result relayed; bigger ones fail with PAYLOAD_TOO_LARGE.
+        public var maxResultBytes = 8 << 20
+        public var maxConcurrentInvokes = 8
+        public var defaultTimeoutMs = 30_000
+        public var maxTimeoutMs = 300_000
+    }
+
+    public var gateway = Gateway()
+    public var limits = Limits()
+    public var extraCommands: [String] = []
+    /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
+    public var defaultsAdd: [String: [String]] = [:]
+    public var defaultsRemove: [String: [String]] = [:]
+    public var policy = AccessPolicy()
+
+    public init() {}
+
+    public var catalog: CommandCatalog { CommandCatalog(extra: extraCommands) }
+
+    /// What a newly paired node may run: the built-in platform defaults, plus the config's
+    /// additions; a removal not in the list becomes a deny rule (removing `canvas.eval` from `canvas.*`).
+    public func defaultRules(forPlatform platform: String) -> AccessRules {
+        var rules = AccessRules.defaults(forPlatform: platform)
+        let key = platform.lowercased()
+        for pattern in (defaultsAdd["*"] ?? []) + (defaultsAdd[key] ?? []) where !rules.allow.contains(pattern) {
+            rules.allow.append(pattern)
+        }
+        for pattern in (defaultsRemove["*"] ?? []) + (defaultsRemove[key] ?? []) {
+            if let index = rules.allow.firstIndex(of: pattern) { rules.allow.remove(at: index) }
+            else if !rules.deny.contains(pattern) { rules.deny.append(pattern) }
+        }
+        return rules
+    }
+
+    // MARK: - Loading
+
+    public struct ConfigError: Error, Equatable, CustomStringConvertible {
+        public let file: String
+        /// The entry at fault, e.g. `access.defaults.ios.add[1]`.
+        public let path: String
+        public let message: String
+        public var description: String { path.isEmpty ? "\(file): \(message)" : "\(file): \(path): \(message)" }
+    }
+
+    /// Loads the config in the state directory; its absence means the defaults.
+    public static func load(directory: StateDirectory) throws(ConfigError) -> BridgeSettings {
+        try load(from: directory.file(fileName), required: false)
+    }
+
+    public static func load(from url: URL, required: Bool = true) throws(ConfigError) -> BridgeSettings {
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            if !required, !FileManager.default.fileExists(atPath: url.path) { return BridgeSettings() }
+            throw ConfigError(file: url.path, path: "", message: "cannot read the file")
+        }
+        return try parse(data, file: url.path)
+    }
+
+    public static func parse(_ data: Data, file: String = fileName) throws(ConfigError) -> BridgeSettings {
+        guard let root = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+            throw ConfigError(file: file, path: "", message: "not valid JSON")
+        }
+        var reader = Reader(file: file)
+        return try reader.settings(root)
+    }
+
+    /// Walks the JSON by hand, so each error carries its exact path.
+    private struct Reader {
+        let file: String
+
+        func fail(_ path: String, _ message: String) -> ConfigError { ConfigError(file: file, path: path, message: message) }
+
+        func object(_ value: JSONValue, _ path: String, keys: Set<String>) throws(ConfigError) -> [String: JSONValue] {
+            guard case let .object(fields) = value else { throw fail(path, "expected an object") }
+            if let unknown = fields.keys.sorted().first(where: { !keys.contains($0) }) {
+                throw fail(path.isEmpty ? unknown : "\(path).\(unknown)", "unknown key (expected one of: \(keys.sorted().joined(separator: ", ")))")
+            }
+            return fields
+        }
+
+        func string(_ value: JSONValue, _ path: String) throws(ConfigError) -> String {
+            guard case let .string(text) = value else { throw fail(path, "expected a string") }
+            return text
+        }
+
+        func bool(_ value: JSONValue, _ path: String) throws(ConfigError) -> Bool {
+            guard case let .bool(flag) = value else { throw fail(path, "expected true or false") }
+            return flag
+        }
+
+        func count(_ value: JSONValue, _ path: String, range: ClosedRange<Int>) throws(ConfigError) -> Int {
+            guard case let .number(n) = value, n == n.rounded(), let int = Int(exactly: n), range.contains(int) else {
+                throw fail(path, "expected a whole number in \(range.lowerBound)...\(range.upperBound)")
+            }
+            return int
+        }
+
+        func strings(_ value: JSONValue, _ path: String) throws(ConfigError) -> [String] {
+            guard case let .array(items) = value else { throw fail(path, "expected a list of strings") }
+            var out: [String] = []
+            for (i, item) in items.enumerated() { out.append(try string(item, "\(path)[\(i)]")) }
+            return out
+        }
+
+        func patterns(_ value: JSONValue, _ path: String, catalog: CommandCatalog) throws(ConfigError) -> [String] {
+            let list = try strings(value, path)
+            for (i, text) in list.enumerated() {
+                do { _ = try catalog.check(text) } catch { throw fail("\(path)[\(i)]", "\(error)") }
+            }
+            return list
+        }
+
+        mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
+            var settings = BridgeSettings()
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits"])
+            if let gateway = top["gateway"] {
+                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled"])
+                if let v = g["url"] { settings.gateway.url = try string(v, "gateway.url") }
+                if let v = g["tokenFile"] { settings.gateway.tokenFile = try string(v, "gateway.tokenFile") }
+                if let v = g["allowRemote"] { settings.gateway.allowRemote = try bool(v, "gateway.allowRemote") }
+                if let v = g["enabled"] { settings.gateway.enabled = try bool(v, "gateway.enabled") }
+            }
+            if let commands = top["commands"] {
+                let c = try object(commands, "commands", keys: ["extra"])
+                if let v = c["extra"] {
+                    settings.extraCommands = try strings(v, "commands.extra")
+                    for (i, name) in settings.extraCommands.enumerated() {
+                        guard let pattern = try? CommandPattern(name), pattern != CommandPattern.everything, !name.hasSuffix("*") else {
+                            throw fail("commands.extra[\(i)]", "\"\(name)\" is not a command name (lowercase words joined by dots, no '*')")
+                        }
+                    }
+                }
+            }
+            let catalog = settings.catalog
+            if let access = top["access"] {
+                let a = try object(access, "access", keys: ["defaults", "foreground", "input", "backgroundRetryAfterMs"])
+                if let defaults = a["defaults"] {
+                    let perPlatform = try object(defaults, "access.defaults", keys: Set(BridgeSettings.platforms + ["*"]))
+                    for (platform, entry) in perPlatform {
+                        let path = "access.defaults.\(platform)"
+                        let e = try object(entry, path, keys: ["add", "remove"])
+                        if let v = e["add"] { settings.defaultsAdd[platform] = try patterns(v, "\(path).add", catalog: catalog) }
+                        if let v = e["remove"] { settings.defaultsRemove[platform] = try patterns(v, "\(path).remove", catalog: catalog) }
+                    }
+                }
+                if let v = a["foreground"] {
+                    settings.policy.foregroundCommands = try patterns(v, "access.foreground", catalog: catalog).map { try! CommandPattern($0) }
+                }
+                if let v = a["input"] {
+                    settings.policy.inputCommands = try patterns(v, "access.input", catalog: catalog).map { try! CommandPattern($0) }
+                }
+                if let v = a["backgroundRetryAfterMs"] {
+                    settings.policy.backgroundRetryAfterMs = try count(v, "access.backgroundRetryAfterMs", range: 0...3_600_000)
+                }
+            }
+            if let limits = top["limits"] {
+                let l = try object(limits, "limits", keys: ["agentPerMinute", "systemEventsPerMinute", "snapshotsPerMinute", "snapshotCommands",
+                                                           "maxResultBytes", "maxConcurrentInvokes", "defaultTimeoutMs", "maxTimeoutMs"])
+                if let v = l["agentPerMinute"] { settings.limits.agentPerMinute = try count(v, "limits.agentPerMinute", range: 1...100_000) }
+                if let v = l["systemEventsPerMinute"] { settings.limits.systemEventsPerMinute = try count(v, "limits.systemEventsPerMinute", range: 1...100_000) }
+                if let v = l["snapshotsPerMinute"] { settings.limits.snapshotsPerMinute = try count(v, "limits.snapshotsPerMinute", range: 1...100_000) }
+                if let v = l["snapshotCommands"] { settings.limits.snapshotCommands = try patterns(v, "limits.snapshotCommands", catalog: catalog) }
+                if let v = l["maxResultBytes"] { settings.limits.maxResultBytes = try count(v, "limits.maxResultBytes", range: 1024...(64 << 20)) }
+                if let v = l["maxConcurrentInvokes"] { settings.limits.maxConcurrentInvokes = try count(v, "limits.maxConcurrentInvokes", range: 1...1024) }
+                if let v = l["defaultTimeoutMs"] { settings.limits.defaultTimeoutMs = try count(v, "limits.defaultTimeoutMs", range: 100...3_600_000) }
+                if let v = l["maxTimeoutMs"] { settings.limits.maxTimeoutMs = try count(v, "limits.maxTimeoutMs", range: 100...3_600_000) }
+            }
+            return settings
+        }
+    }
+}

@@ -1,0 +1,74 @@
+import Foundation
+import LanbridgeProtocol
+
+/// One paired node as `node.list`, `node.describe` and `lanbridge nodes describe` show it: what it
+/// claims, what the operator allows, and what it may therefore run (PROTOCOL.md §12.2).
+public struct NodeDescription: Codable, Equatable, Sendable {
+    public var nodeId: String
+    public var displayName: String
+    public var platform: String
+    public var osVersion: String?
+    public var appVersion: String?
+    public var deviceModel: String?
+    public var caps: [String]
+    /// The commands the node declared when it paired.
+    public var declaredCommands: [String]
+    public var flags: CapabilityFlags
+    public var access: AccessRules
+    /// Declared AND allowed AND not ruled out by its flags: what an invoke may ask for.
+    public var allowedCommands: [String]
+    public var connected: Bool
+    /// Nil while disconnected.
+    public var foreground: Bool?
+    public var address: String?
+    public var connectedAt: Date?
+    public var pairingMethod: PairingMethod
+    public var pairedAt: Date
+    public var lastSeen: Date
+
+    public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy) {
+        nodeId = node.nodeId.description
+        displayName = node.details.displayName
+        platform = node.details.platform
+        osVersion = node.details.osVersion
+        appVersion = node.details.appVersion
+        deviceModel = node.details.deviceModel
+        caps = node.details.caps
+        declaredCommands = node.details.commands
+        flags = node.details.flags
+        access = node.access
+        allowedCommands = node.details.commands.filter {
+            policy.decide($0, rules: node.access, declared: node.details.commands, flags: node.details.flags, foreground: true) == .allow
+        }
+        connected = live != nil
+        foreground = live?.foreground
+        address = live?.address
+        connectedAt = live?.connectedAt
+        pairingMethod = node.pairingMethod
+        pairedAt = node.pairedAt
+        lastSeen = live == nil ? node.lastSeen : Date()
+    }
+}
+
+extension PairingState {
+    public enum NodeLookupError: Error, Equatable, CustomStringConvertible {
+        case unknown(String)
+        case ambiguous(String, [String])
+
+        public var description: String {
+            switch self {
+            case let .unknown(ref): "no paired node \"\(ref)\" (see `lanbridge nodes list`)"
+            case let .ambiguous(ref, ids): "\"\(ref)\" names \(ids.count) nodes (\(ids.joined(separator: ", "))); use a node ID"
+            }
+        }
+    }
+
+    /// Finds a paired node by ID (any case, with or without dashes) or by its unique display name.
+    public func node(matching reference: String) throws(NodeLookupError) -> PairedNode {
+        if let id = Fingerprint(reference), let node = node(id) { return node }
+        let named = paired.nodes.filter { $0.details.displayName == reference }
+        if named.count == 1 { return named[0] }
+        if named.count > 1 { throw .ambiguous(reference, named.map(\.nodeId.description)) }
+        throw .unknown(reference)
+    }
+}
