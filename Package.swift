@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "lanbridge", targets: ["lanbridge"]),
         .executable(name: "lanbridge-bench", targets: ["lanbridge-bench"]),
         .executable(name: "lanbridge-node-sim", targets: ["lanbridge-node-sim"]),
+        .executable(name: "lanbridge-gateway-sim", targets: ["lanbridge-gateway-sim"]),
         .library(name: "LanbridgeNode", targets: ["LanbridgeNode"]),
         .library(name: "LanbridgeProtocol", targets: ["LanbridgeProtocol"]),
     ],
@@ -47,6 +48,9 @@ let package = Package(
                 "LanbridgeProtocol",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -79,6 +83,13 @@ let package = Package(
             dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             path: "examples/node-sim"
+        ),
+        .executableTarget(
+            name: "lanbridge-gateway-sim",
+            dependencies: ["LanbridgeNet", "LanbridgeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            path: "examples/gateway"
         ),
         .executableTarget(
             name: "lanbridge",
@@ -123,7 +134,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "LanbridgeNet", "LanbridgeState", "TestSupport",
-                "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim",
+                "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim", "lanbridge-gateway-sim",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

@@ -18,11 +18,11 @@ extension Bridge {
             switch method {
             case GatewayMethod.nodeList:
                 if store.pairedFileVersion() != pairedVersion { await storeChanged() }
-                return .success(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(describing(node: $0)) })]))
+                return .success(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0)) })]))
             case GatewayMethod.nodeDescribe:
                 if store.pairedFileVersion() != pairedVersion { await storeChanged() }
                 let reference = try string("nodeId")!
-                do { return .success(JSONValue(describing(node: try lastState.node(matching: reference)))) } catch {
+                do { return .success(JSONValue(encoding: describing(node: try lastState.node(matching: reference)))) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(reference)])
                 }
             case GatewayMethod.nodeInvoke:
@@ -140,11 +140,22 @@ extension Bridge {
     }
 }
 
-extension JSONValue {
-    /// Any Encodable value as JSON (dates as ISO 8601).
-    init(_ value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        self = (try? JSONDecoder().decode(JSONValue.self, from: encoder.encode(value))) ?? .null
+extension Bridge {
+    /// The gateway link dropped: its invokes in flight fail now instead of hanging.
+    func gatewayLost() {
+        complete(router.gatewayLost())
+    }
+
+    func setGatewayStatus(_ status: String) {
+        guard runtime.gateway != status else { return }
+        runtime.gateway = status
+        publishRuntime()
+    }
+}
+
+extension Bridge {
+    func setControlSocket(_ path: String) {
+        runtime.controlSocket = path
+        publishRuntime()
     }
 }

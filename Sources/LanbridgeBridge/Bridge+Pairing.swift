@@ -60,9 +60,11 @@ extension Bridge {
             return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected invite redemption"))
         }
         let secret = SecureBytes(copying: secretBytes)
+        let details = redeem.details.sanitized()
         do {
             let node = try store.update(actor: "bridge") { state in
-                try state.redeemInvite(id: inviteID, secret: secret, key: connection.key, details: redeem.details.sanitized(), now: Date())
+                try state.redeemInvite(id: inviteID, secret: secret, key: connection.key, details: details,
+                                       defaultAccess: settings.defaultRules(forPlatform: details.platform), now: Date())
             }
             logger.info("node paired by invite", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
             await becomePaired(connection, announce: .approved)
@@ -112,5 +114,6 @@ extension Bridge {
         runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground, connectedAt: connection.connectedAt)
         publishRuntime()
         logger.info("node connected", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])
+        emit(.connected, node: connection.nodeId, ["address": .string(connection.address)])
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -55,6 +56,16 @@ public struct BridgeConfiguration: Sendable {
     public var mdns = true
     /// The config file: gateway link, access-rule defaults, limits.
     public var settings = BridgeSettings()
+    /// The gateway to dial, with its token; nil runs without a gateway link.
+    public var gateway: Gateway?
+    /// Serve `lanbridge nodes invoke` on `control.sock` in the state directory.
+    public var controlSocket = true
+
+    public struct Gateway: Sendable {
+        public var endpoint: GatewayEndpoint
+        public var token: SecureBytes
+        public init(endpoint: GatewayEndpoint, token: SecureBytes) { (self.endpoint, self.token) = (endpoint, token) }
+    }
 
     public init(stateDirectory: StateDirectory, name: String) {
         self.stateDirectory = stateDirectory

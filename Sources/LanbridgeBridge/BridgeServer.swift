@@ -11,6 +11,8 @@ import NIOPosix
 /// `lanbridge serve`: listens, runs the Noise handshake on each connection, and hands sessions to
 /// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
 public enum BridgeServer {
+    public static let version = "0.5.0"
+
     public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.stateDirectory.prepare()
         let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
@@ -19,6 +21,13 @@ public enum BridgeServer {
                                        files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
         defer { watcher.stop() }
         let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
+        // Room for the largest result the bridge relays, so an oversized one is refused with
+        // PAYLOAD_TOO_LARGE rather than by dropping the node.
+        let configuration = {
+            var c = configuration
+            c.limits.maxMessageSize = max(c.limits.maxMessageSize, c.settings.limits.maxResultBytes * 2)
+            return c
+        }()
         // Both are consulted from the first accept on, so they exist before the listener does.
         let admission = Admission(limits: configuration.admission)
         let invites = InviteCache()
@@ -56,6 +65,16 @@ public enum BridgeServer {
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), bridge: bridge, logger: logger)
+        let link = configuration.gateway.map {
+            GatewayLink(endpoint: $0.endpoint, token: $0.token, bridge: bridge,
+                        maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20), logger: logger)
+        }
+        if let link { await bridge.attach(link) } else { await bridge.setGatewayStatus("off") }
+        let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(Fingerprint(publicKey: identity.publicKey).description),
+                                "protocol": 1, "version": .string(BridgeServer.version)]
+        let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
+        let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, bridge: bridge, logger: logger) : nil
+        if control != nil { await bridge.setControlSocket(controlPath) }
 
         // Shutdown (cancellation) closes the listener; the accept loop then ends, the timers and the
         // watcher stop, and the bridge closes every connection and removes runtime.json.
@@ -64,6 +83,20 @@ public enum BridgeServer {
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask {
                         for await _ in watcher.changes() { await bridge.storeChanged() }
+                    }
+                    if let link {
+                        group.addTask { await link.run(hello: hello) }
+                    }
+                    if let control {
+                        group.addTask {
+                            try? await control.executeThenClose { inbound in
+                                try await withThrowingDiscardingTaskGroup { connections in
+                                    for try await connection in inbound {
+                                        connections.addTask { await ControlSocket.serve(connection, bridge: bridge, logger: logger) }
+                                    }
+                                }
+                            }
+                        }
                     }
                     group.addTask {
                         var lastPing = Date()
@@ -87,11 +120,13 @@ public enum BridgeServer {
                 }
             } onCancel: {
                 server.channel.close(promise: nil)
+                control?.channel.close(promise: nil)
             }
         } catch where Task.isCancelled {
             // Asked to stop: a clean exit.
         }
         publisher?.stop()  // withdraw first, so peers see the bridge go at once
+        if control != nil { unlink(controlPath) }
         await bridge.shutdown()
         logger.info("lanbridge stopped")
     }

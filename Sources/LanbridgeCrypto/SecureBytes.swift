@@ -38,6 +38,18 @@ public final class SecureBytes: ContiguousByteStorage, @unchecked Sendable {
         try body(UnsafeRawBufferPointer(rebasing: storage[0..<count]))
     }
 
+    /// The same bytes without leading and trailing ASCII whitespace (a token file's newline).
+    public func trimmingWhitespace() -> SecureBytes {
+        withUnsafeBytes { bytes in
+            let space: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
+            let start = bytes.firstIndex { !space.contains($0) } ?? bytes.count
+            let end = (bytes.lastIndex { !space.contains($0) } ?? -1) + 1
+            return SecureBytes(count: max(0, end - start)) { out in
+                if end > start { out.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[start..<end])) }
+            }
+        }
+    }
+
     deinit {
         Sodium.wipe(storage)
         storage.deallocate()

@@ -72,6 +72,9 @@ public actor NodeClient {
     private var handlers: [String: Handler] = [:]
     private var foreground: Bool
     private var outbound: NIOAsyncChannelOutboundWriter<[UInt8]>?
+    private var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
+    private var nextCall = 0
+    private var connected = false
     private let logger: Logger
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
@@ -101,6 +104,22 @@ public actor NodeClient {
 
     public func send(event: String, payload: JSONValue? = nil) async {
         await send(NodeEvent(event: event, payload: payload))
+    }
+
+    /// Calls the gateway through the bridge. Only `agent` (give an `idempotencyKey`, so a retry
+    /// is not run twice) and `system-event` are allowed; the bridge refuses anything else with
+    /// `FORBIDDEN`. Fails with `UNAVAILABLE` when not connected.
+    public func call(_ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil) async -> Result<JSONValue?, ErrorMessage> {
+        guard connected else {
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "not connected to the bridge", retryable: true))
+        }
+        nextCall += 1
+        let id = "c\(nextCall)"
+        let message = GatewayCall(id: id, method: method, params: params, idempotencyKey: idempotencyKey)
+        return await withCheckedContinuation { continuation in
+            calls[id] = continuation
+            Task { await self.send(message) }
+        }
     }
 
     /// Connects, pairs if needed, and stays connected, reconnecting with capped exponential backoff,
@@ -148,7 +167,13 @@ public actor NodeClient {
                 }
             }
         var established = false
-        defer { outbound = nil }
+        defer {
+            outbound = nil
+            connected = false
+            let waiting = calls.values
+            calls.removeAll()
+            waiting.forEach { $0.resume(returning: .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true))) }
+        }
         try await channel.executeThenClose { inbound, outbound in
             self.outbound = outbound
             var exchange = PairingProgress()
@@ -231,7 +256,11 @@ public actor NodeClient {
             pin = nil
             throw ClientError.revoked
         case let invoke as Invoke:
-            await run(invoke)
+            Task { await self.run(invoke) }  // long commands must not hold up pings and other invokes
+        case let result as GatewayCallResult:
+            calls.removeValue(forKey: result.id)?.resume(returning: result.ok
+                ? .success(result.payload)
+                : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
         case let error as ErrorMessage:
             emit.yield(.error(code: error.code, message: error.message))
             if error.code == ErrorMessage.pairingExpired { throw ClientError.pairingExpired }
@@ -252,6 +281,7 @@ public actor NodeClient {
             pin = newPin
             emit.yield(.paired(bridgeFingerprint: key.fingerprint.description))
         }
+        connected = true
         await send(AppState(foreground: foreground))
         emit.yield(.connected(bridgeName: exchange.bridgeName))
     }

@@ -11,6 +11,8 @@ struct Lanbridge: AsyncParsableCommand {
           identity.key   the bridge's X25519 key (mode 0600, never printed)
           paired.json    paired nodes and their access rules (public keys only)
           pending.json   pairing requests waiting for approval
+          config.json    optional: access-rule defaults, limits, gateway (see pairing/PROTOCOL.md §12)
+          control.sock   the running daemon's operator socket (`nodes invoke`)
 
         The state directory is --state-dir, else $LANBRIDGE_STATE_DIR, else /var/lib/lanbridge for root, else $XDG_STATE_HOME/lanbridge.
 
@@ -20,9 +22,11 @@ struct Lanbridge: AsyncParsableCommand {
           64   bad usage
           65   a state file is corrupt (it is left untouched)
           74   I/O error
+          69   the daemon is not running (nodes invoke)
           75   the state is locked by another process; try again
+          78   the config file or a setting is wrong; the message names the entry
         """,
-        version: "0.1.0",
+        version: "0.5.0",
         subcommands: [ServeCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
     )
 }

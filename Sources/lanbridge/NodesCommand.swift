@@ -6,7 +6,7 @@ import LanbridgeState
 struct NodesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "nodes",
-        abstract: "List, approve, reject and revoke devices.",
+        abstract: "Approve, list and revoke devices; edit what they may run; invoke commands.",
         discussion: """
         A typical approval, over SSH if need be:
 
@@ -15,7 +15,7 @@ struct NodesCommand: AsyncParsableCommand {
 
         These commands edit the state files directly, under a lock shared with the daemon, so they work whether or not `lanbridge serve` is running; a running daemon acts on the change at once.
         """,
-        subcommands: [Pending.self, Approve.self, Reject.self, List.self, Revoke.self]
+        subcommands: [Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Invoke.self, Revoke.self]
     )
 
     struct Pending: ParsableCommand {
@@ -66,7 +66,11 @@ struct NodesCommand: AsyncParsableCommand {
 
         func run() throws {
             try Output.run {
-                let node = try PairingStore(directory: state.directory).update { try $0.approve(requestId: requestId, code: code, now: Date()) }
+                let settings = try state.settings()
+                let node = try PairingStore(directory: state.directory).update { state in
+                    let platform = state.request(requestId)?.details.platform ?? ""
+                    return try state.approve(requestId: requestId, code: code, access: settings.defaultRules(forPlatform: platform), now: Date())
+                }
                 if json { return try Output.json(node) }
                 print("Approved \(node.details.displayName) (\(node.nodeId)).")
                 print("Allowed commands: \(node.access.allow.isEmpty ? "none" : node.access.allow.joined(separator: ", "))")
@@ -101,6 +105,7 @@ struct NodesCommand: AsyncParsableCommand {
             let address: String?
             let lastSeen: Date
             let allow: [String]
+            let deny: [String]
         }
 
         func run() throws {
@@ -111,7 +116,7 @@ struct NodesCommand: AsyncParsableCommand {
                     let live = runtime?.nodes[node.nodeId.description]
                     return Row(nodeId: node.nodeId.description, displayName: node.details.displayName, platform: node.details.platform,
                                connected: live != nil, foreground: live?.foreground, address: live?.address,
-                               lastSeen: live == nil ? node.lastSeen : Date(), allow: node.access.allow)
+                               lastSeen: live == nil ? node.lastSeen : Date(), allow: node.access.allow, deny: node.access.deny)
                 }
                 if json { return try Output.json(rows) }
                 guard !rows.isEmpty else { return print("No paired nodes. Pair one with `lanbridge nodes pending` or `lanbridge invite`.") }

@@ -1,6 +1,12 @@
 import ArgumentParser
 import Foundation
+import LanbridgeBridge
 import LanbridgeState
+
+/// A startup setting that cannot work as given (exit 78).
+struct ConfigurationProblem: Error, CustomStringConvertible {
+    let description: String
+}
 
 /// What commands print, and how errors become exit codes (sysexits.h numbers).
 enum Output {
@@ -37,6 +43,9 @@ enum Output {
         switch error {
         case is ExitCode, is ValidationError, is CleanExit:
             return error
+        case is BridgeSettings.ConfigError, is GatewayEndpoint.Invalid, is ConfigurationProblem:
+            note("lanbridge: \(error)")
+            return ExitCode(78)  // EX_CONFIG
         case let error as StoreError:
             note("lanbridge: \(error)")
             switch error {

@@ -2,7 +2,9 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import LanbridgeBridge
+import LanbridgeCrypto
 import LanbridgeNet
+import LanbridgeState
 import Logging
 
 struct ServeCommand: AsyncParsableCommand {
@@ -11,6 +13,8 @@ struct ServeCommand: AsyncParsableCommand {
         abstract: "Run the bridge daemon.",
         discussion: """
         Listens for nodes, runs the Noise handshake on every connection, and lets unpaired nodes do nothing but ask to pair. Pairing requests wait for `lanbridge nodes approve`. Stops cleanly on SIGTERM or SIGINT.
+
+        The bridge dials the agent gateway (default ws://127.0.0.1:18789) and keeps that link up; the gateway stays on loopback and nodes never reach it. The token comes from $LANBRIDGE_GATEWAY_TOKEN or a 0600 file (--gateway-token-file, or gateway.tokenFile in the config). Without a token the link stays off, with a warning.
 
         Logs go to stderr: aligned on a terminal, one key=value line per event otherwise (journald).
         """
@@ -28,7 +32,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Ping every connection this often.") var pingInterval = Duration(argument: "15s")!
     @Option(help: "Drop a connection silent for this long (finds half-open connections).") var idleTimeout = Duration(argument: "40s")!
 
+    @Option(help: ArgumentHelp("The gateway's WebSocket URL. Default: the config's gateway.url, else ws://127.0.0.1:18789.", valueName: "url"))
+    var gateway: String?
+    @Option(help: ArgumentHelp("File (mode 0600) holding the gateway token, if $LANBRIDGE_GATEWAY_TOKEN is not set.", valueName: "file"))
+    var gatewayTokenFile: String?
+    @Flag(help: "Allow a gateway that is not on loopback (it must then use wss://).") var allowRemoteGateway = false
+    @Flag(help: "Run without a gateway link.") var noGateway = false
+
     func run() async throws {
+        try await Output.runAsync { try await serve() }
+    }
+
+    private func serve() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
         let logger = Logger(label: "lanbridge") { LineLogHandler(label: $0, level: level) }
         var configuration = BridgeConfiguration(stateDirectory: state.directory, name: name ?? ProcessInfo.processInfo.hostName)
@@ -39,6 +54,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.mdns = !noMDNS
         configuration.pingInterval = pingInterval.seconds
         configuration.idleTimeout = idleTimeout.seconds
+        configuration.settings = try state.settings()
+        configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
 
         let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger) }
         let signals = [SIGTERM, SIGINT].map { number in
@@ -49,6 +66,27 @@ struct ServeCommand: AsyncParsableCommand {
             return source
         }
         defer { signals.forEach { $0.cancel() } }
-        try await Output.runAsync { try await server.value }
+        try await server.value
+    }
+
+    /// The gateway to dial and its token, or nil (with a warning) when no token is configured.
+    private func gatewayLink(_ settings: BridgeSettings, logger: Logger) throws -> BridgeConfiguration.Gateway? {
+        guard !noGateway, settings.gateway.enabled else { return nil }
+        let endpoint = try GatewayEndpoint(gateway ?? settings.gateway.url, allowRemote: allowRemoteGateway || settings.gateway.allowRemote)
+        let token: SecureBytes
+        if let value = ProcessInfo.processInfo.environment["LANBRIDGE_GATEWAY_TOKEN"], !value.isEmpty {
+            token = SecureBytes(copying: Array(value.utf8))
+        } else if let path = gatewayTokenFile ?? settings.gateway.tokenFile {
+            guard let contents = try SecretFile.read(URL(fileURLWithPath: path), maxLength: 4096) else {
+                throw ConfigurationProblem(description: "gateway token file \(path) does not exist")
+            }
+            token = contents.trimmingWhitespace()
+            guard token.count > 0 else { throw ConfigurationProblem(description: "gateway token file \(path) is empty") }
+        } else {
+            if gateway != nil { throw ConfigurationProblem(description: "--gateway needs a token: set LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file") }
+            logger.warning("gateway link off: no token (set LANBRIDGE_GATEWAY_TOKEN, --gateway-token-file or gateway.tokenFile; --no-gateway silences this)")
+            return nil
+        }
+        return BridgeConfiguration.Gateway(endpoint: endpoint, token: token)
     }
 }

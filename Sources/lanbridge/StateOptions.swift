@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LanbridgeState
 
 /// Options every command that touches the state directory shares.
@@ -6,5 +7,16 @@ struct StateOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("State directory.", discussion: "Default: $LANBRIDGE_STATE_DIR, /var/lib/lanbridge (root), or $XDG_STATE_HOME/lanbridge.", valueName: "dir"))
     var stateDir: String?
 
+    @Option(name: .long, help: ArgumentHelp("Config file (access-rule defaults, limits, gateway).", discussion: "Default: $LANBRIDGE_CONFIG, else config.json in the state directory if it exists.", valueName: "file"))
+    var config: String?
+
     var directory: StateDirectory { StateDirectory.resolve(override: stateDir) }
+
+    /// The config file, checked entry by entry; errors name the entry (exit 78).
+    func settings() throws -> BridgeSettings {
+        if let path = config ?? ProcessInfo.processInfo.environment["LANBRIDGE_CONFIG"], !path.isEmpty {
+            return try BridgeSettings.load(from: URL(fileURLWithPath: path))
+        }
+        return try BridgeSettings.load(directory: directory)
+    }
 }

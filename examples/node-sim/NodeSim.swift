@@ -16,7 +16,12 @@ struct NodeSim: AsyncParsableCommand {
         discussion: """
         Commands it answers: canvas.present, canvas.hide, canvas.navigate, canvas.snapshot (a PNG it renders), system.info, device.echo.
 
-        Send SIGUSR1, or type "bg" / "fg" on stdin, to move it to the background or foreground.
+        Send SIGUSR1, or type "bg" / "fg" on stdin, to move it to the background or foreground. Other stdin lines:
+          agent TEXT        call the gateway's agent method (prints "agent ok …" or "agent error CODE …")
+          call METHOD       call any gateway method (the bridge refuses all but agent and system-event)
+          event NAME        send an event to the gateway
+
+        canvas.snapshot takes {"width","height"} (up to 4096); device.echo takes {"delayMs"} to answer late.
         """
     )
 
@@ -56,10 +61,20 @@ struct NodeSim: AsyncParsableCommand {
         usr1.setEventHandler { Task { await move(client, toForeground: foreground.flip()) } }
         usr1.resume()
         Thread.detachNewThread {
+            var calls = 0
             while let line = readLine() {
-                switch line.trimmingCharacters(in: .whitespaces) {
-                case "bg", "background": if foreground.set(false) { Task { await move(client, toForeground: false) } }
-                case "fg", "foreground": if foreground.set(true) { Task { await move(client, toForeground: true) } }
+                let words = line.trimmingCharacters(in: .whitespaces).split(separator: " ", maxSplits: 1).map(String.init)
+                calls += 1
+                let key = "\(client.nodeID)-\(calls)-\(Int(Date().timeIntervalSince1970))"
+                switch (words.first ?? "", words.count > 1 ? words[1] : "") {
+                case ("bg", _), ("background", _): if foreground.set(false) { Task { await move(client, toForeground: false) } }
+                case ("fg", _), ("foreground", _): if foreground.set(true) { Task { await move(client, toForeground: true) } }
+                case let ("agent", text):
+                    Task { report("agent", await client.call("agent", params: ["message": .string(text)], idempotencyKey: key)) }
+                case let ("call", method):
+                    Task { report("call", await client.call(method, params: [:], idempotencyKey: key)) }
+                case let ("event", name):
+                    Task { await client.send(event: name, payload: ["at": .number(Date().timeIntervalSince1970)]); say("event sent \(name)") }
                 default: break
                 }
             }
@@ -127,8 +142,11 @@ struct NodeSim: AsyncParsableCommand {
             canvas.set(visible: true, url: url)
             return ["url": .string(url)]
         }
-        await client.handle("canvas.snapshot") { _ in
-            let (width, height) = (320, 200)
+        await client.handle("canvas.snapshot") { params in
+            func size(_ key: String, _ fallback: Int) -> Int {
+                if case let .number(n)? = params?[key], n >= 1 { return min(Int(n), 4096) } else { return fallback }
+            }
+            let (width, height) = (size("width", 320), size("height", 200))
             let png = canvas.render(width: width, height: height)
             return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),
                     "base64": .string(Data(png).base64EncodedString())]
@@ -138,12 +156,24 @@ struct NodeSim: AsyncParsableCommand {
             ["nodeId": .string(nodeID), "name": .string(details.displayName), "platform": .string(details.platform),
              "os": .string(details.osVersion ?? ""), "app": .string(details.appVersion ?? "")]
         }
-        await client.handle("device.echo") { params in params ?? .null }
+        await client.handle("device.echo") { params in
+            if case let .number(ms)? = params?["delayMs"], ms > 0 { try await Task.sleep(for: .milliseconds(Int(ms))) }
+            return params ?? .null
+        }
     }
 }
 
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+func report(_ what: String, _ result: Result<JSONValue?, ErrorMessage>) {
+    switch result {
+    case let .success(payload):
+        let json = (try? JSONEncoder().encode(payload ?? .null)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+        say("\(what) ok \(json)")
+    case let .failure(error): say("\(what) error \(error.code) \(error.message)")
+    }
 }
 
 func move(_ client: NodeClient, toForeground foreground: Bool) async {

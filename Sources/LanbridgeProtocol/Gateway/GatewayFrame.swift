@@ -20,6 +20,11 @@ public enum GatewayFrame: Equatable, Sendable {
         /// so a request can still be answered.
         case invalid(id: String?, reason: String)
 
+        /// The ID of the request that could not be understood, when it had one: answer it.
+        public var requestID: String? {
+            if case let .invalid(id, _) = self { id } else { nil }
+        }
+
         public var description: String {
             switch self {
             case .notJSON: "frame is not a JSON object with a string \"type\""

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Any JSON value: command parameters, results and event payloads pass through the bridge as-is.
 public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral, ExpressibleByDictionaryLiteral,
     ExpressibleByIntegerLiteral, ExpressibleByBooleanLiteral, ExpressibleByArrayLiteral {
@@ -28,6 +30,13 @@ public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral,
         case let .array(a): try c.encode(a)
         case let .object(o): try c.encode(o)
         }
+    }
+
+    /// Any Encodable value as JSON (dates as ISO 8601).
+    public init(encoding value: some Encodable) {
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        self = (try? JSONDecoder().decode(JSONValue.self, from: encoder.encode(value))) ?? .null
     }
 
     public init(stringLiteral value: String) { self = .string(value) }

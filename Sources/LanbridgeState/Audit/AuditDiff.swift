@@ -37,6 +37,13 @@ extension AuditEntry {
         for node in before.paired.nodes where !newNodes.contains(node.publicKey) {
             add("node.revoked", node: node.nodeId, node.details.displayName)
         }
+        let oldAccess = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.access) }) { $1 }
+        for node in after.paired.nodes {
+            if let access = oldAccess[node.publicKey], access != node.access {
+                add("node.access-changed", node: node.nodeId,
+                    "allow: \(node.access.allow.joined(separator: ","))" + (node.access.deny.isEmpty ? "" : "; deny: \(node.access.deny.joined(separator: ","))"))
+            }
+        }
         let oldBlocked = Set(before.paired.blocked.map(\.publicKey))
         for blocked in after.paired.blocked where !oldBlocked.contains(blocked.publicKey) {
             add("node.blocked", node: blocked.nodeId, blocked.displayName)

@@ -39,27 +39,9 @@ public struct IdentityStore: Sendable {
 
     /// Nil if no identity exists yet.
     public func load() throws -> X25519.KeyPair? {
-        let fd = open(url.path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)
-        if fd < 0 {
-            if errno == ENOENT { return nil }
-            throw StoreError.io(url, posixError("cannot open"))
-        }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw StoreError.io(url, posixError("stat")) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw StoreError.corrupt(url, "not a regular file") }
-        guard info.st_mode & 0o077 == 0 else { throw StoreError.insecurePermissions(url, mode: UInt32(info.st_mode & 0o777)) }
-        guard Int(info.st_size) == Self.fileLength else {
-            throw StoreError.corrupt(url, "expected \(Self.fileLength) bytes, found \(info.st_size)")
-        }
-        let raw = try SecureBytes(count: Self.fileLength) { buffer in
-            var offset = 0
-            while offset < buffer.count {
-                let n = read(fd, buffer.baseAddress! + offset, buffer.count - offset)
-                if n < 0, errno == EINTR { continue }
-                guard n > 0 else { throw StoreError.io(url, posixError("read")) }
-                offset += n
-            }
+        guard let raw = try SecretFile.read(url, maxLength: Self.fileLength) else { return nil }
+        guard raw.count == Self.fileLength else {
+            throw StoreError.corrupt(url, "expected \(Self.fileLength) bytes, found \(raw.count)")
         }
         guard raw.withUnsafeBytes({ Array($0.prefix(4)) }) == Self.magic else {
             throw StoreError.corrupt(url, "not a lanbridge identity (no LBK1 header)")

@@ -35,7 +35,9 @@ extension PairingState {
     }
 
     /// Consumes the invite and pairs the node, if `secret` is the invite's secret. Single use.
-    public mutating func redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails, now: Date) throws -> PairedNode {
+    /// `defaultAccess` applies when the invite names no rules (the config file's platform defaults).
+    public mutating func redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails,
+                                      defaultAccess: AccessRules? = nil, now: Date) throws -> PairedNode {
         let hex = Hex.encode(id)
         guard let index = invites.invites.firstIndex(where: { $0.id == hex }), invites.invites[index].expiresAt > now,
               SecureSession.Invite.id(forSecret: secret) == id,
@@ -49,7 +51,7 @@ extension PairingState {
         if let name = invite.name { details.displayName = name }
         pending.requests.removeAll { $0.publicKey == key }
         let node = PairedNode(publicKey: key, details: details, pairingMethod: .invite, pairedAt: now, firstSeen: now,
-                              access: AccessRules(allow: invite.allow ?? AccessRules.defaults(forPlatform: details.platform).allow))
+                              access: invite.allow.map { AccessRules(allow: $0) } ?? defaultAccess ?? AccessRules.defaults(forPlatform: details.platform))
         paired.nodes.append(node)
         return node
     }

@@ -1,0 +1,88 @@
+import Foundation
+import LanbridgeProtocol
+import Logging
+import NIOCore
+import NIOPosix
+
+/// The operator's way into the running daemon (`lanbridge nodes invoke`): a Unix socket in the
+/// state directory, mode 0600, that accepts only its own user (or root), checked with SO_PEERCRED.
+/// It speaks the gateway's request/response frames, one JSON object per line, and its invokes go
+/// through exactly the same checks as the gateway's (PROTOCOL.md §12.7).
+enum ControlSocket {
+    static let fileName = "control.sock"
+    static let maxLine = 64 << 20
+
+    static func bind(path: String, bridge: Bridge, logger: Logger) async throws -> NIOAsyncChannel<NIOAsyncChannel<[UInt8], [UInt8]>, Never> {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxLength: maxLine)))
+                    try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(LineEncoder()))
+                    return try NIOAsyncChannel<[UInt8], [UInt8]>(wrappingChannelSynchronously: channel)
+                }
+            }
+        // The state directory is 0700 already; the socket itself is owner-only too.
+        chmod(path, 0o600)
+        return server
+    }
+
+    static func serve(_ connection: NIOAsyncChannel<[UInt8], [UInt8]>, bridge: Bridge, logger: Logger) async {
+        guard let uid = await peerUID(connection.channel), uid == getuid() || uid == 0 else {
+            logger.warning("control socket: refused a connection from another user")
+            try? await connection.executeThenClose { _, _ in }
+            return
+        }
+        try? await connection.executeThenClose { inbound, outbound in
+            for try await line in inbound {
+                let frame: GatewayFrame
+                do throws(GatewayFrame.DecodingError) { frame = try GatewayFrame.decode(line) } catch {
+                    let id = error.requestID ?? ""
+                    try await outbound.write(GatewayFrame.response(id: id, result: .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(error)"))).encoded())
+                    continue
+                }
+                guard case let .request(id, method, params) = frame else { continue }
+                let answer = await bridge.respond(method: method, params: params, origin: .operator)
+                try await outbound.write(GatewayFrame.response(id: id, result: answer).encoded())
+            }
+        }
+    }
+
+    private static func peerUID(_ channel: any Channel) async -> uid_t? {
+        guard let provider = channel as? any SocketOptionProvider else { return nil }
+        let credentials: PeerCredentials? = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
+        return credentials?.uid
+    }
+}
+
+/// `struct ucred` from <sys/socket.h> (hidden behind _GNU_SOURCE in Swift's Glibc module): same layout.
+private struct PeerCredentials: Sendable {
+    var pid: Int32 = 0
+    var uid: UInt32 = 0
+    var gid: UInt32 = 0
+}
+
+/// Splits a byte stream at newlines; a line longer than `maxLength` is an error that closes the socket.
+struct LineDecoder: ByteToMessageDecoder {
+    typealias InboundOut = [UInt8]
+    let maxLength: Int
+
+    func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard let newline = buffer.readableBytesView.firstIndex(of: UInt8(ascii: "\n")) else {
+            if buffer.readableBytes > maxLength { throw TransportError.messageTooLarge(size: buffer.readableBytes, limit: maxLength) }
+            return .needMoreData
+        }
+        let length = newline - buffer.readerIndex
+        let line = buffer.readBytes(length: length)!
+        buffer.moveReaderIndex(forwardBy: 1)
+        context.fireChannelRead(wrapInboundOut(line))
+        return .continue
+    }
+}
+
+struct LineEncoder: MessageToByteEncoder {
+    typealias OutboundIn = [UInt8]
+    func encode(data: [UInt8], out: inout ByteBuffer) throws {
+        out.writeBytes(data)
+        out.writeInteger(UInt8(ascii: "\n"))
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+
+/// Where the gateway is, checked before the bridge dials it: loopback `ws://` only, unless the
+/// operator explicitly allows a remote gateway, which must then use `wss://`.
+public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
+    public let host: String
+    public let port: Int
+    public let path: String
+    public let secure: Bool
+
+    public struct Invalid: Error, Equatable, CustomStringConvertible {
+        public let url: String
+        public let reason: String
+        public var description: String { "gateway URL \(url): \(reason)" }
+    }
+
+    public init(_ url: String, allowRemote: Bool) throws(Invalid) {
+        guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+              let host = components.host, !host.isEmpty else {
+            throw Invalid(url: url, reason: "not a URL like ws://127.0.0.1:18789")
+        }
+        guard scheme == "ws" || scheme == "wss" else { throw Invalid(url: url, reason: "the scheme must be ws or wss") }
+        guard components.user == nil, components.password == nil else {
+            throw Invalid(url: url, reason: "put the token in LANBRIDGE_GATEWAY_TOKEN or a token file, not in the URL")
+        }
+        let loopback = Self.isLoopback(host)
+        if !loopback {
+            guard allowRemote else {
+                throw Invalid(url: url, reason: "\(host) is not a loopback address; the gateway must not be reachable from the LAN (pass --allow-remote-gateway, with wss://, if it really is elsewhere)")
+            }
+            guard scheme == "wss" else { throw Invalid(url: url, reason: "a remote gateway needs wss://") }
+        }
+        if scheme == "wss" {
+            throw Invalid(url: url, reason: "this build has no TLS support (swift-nio-ssl is not linked); reach a remote gateway through an SSH or WireGuard tunnel to a loopback ws:// address")
+        }
+        self.host = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        port = components.port ?? (scheme == "wss" ? 443 : 80)
+        path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
+        secure = scheme == "wss"
+    }
+
+    public var description: String { "\(secure ? "wss" : "ws")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)" }
+
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        if bare == "localhost" || bare == "::1" { return true }
+        let parts = bare.split(separator: ".")
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+}

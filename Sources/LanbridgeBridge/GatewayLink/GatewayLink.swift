@@ -1,0 +1,166 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOConcurrencyHelpers
+
+/// The bridge's link to its gateway: dials it as a WebSocket client, answers its requests through
+/// the `Bridge`, posts node events, and carries nodes' calls. When the link drops, the gateway's
+/// invokes in flight fail with `UNAVAILABLE` at once, nodes stay connected, and the link redials
+/// with capped exponential backoff (PROTOCOL.md §12.1).
+final class GatewayLink: GatewayUplink, Sendable {
+    struct Backoff: Sendable {
+        var initial: TimeInterval = 0.25
+        var maximum: TimeInterval = 30
+    }
+
+    private let endpoint: GatewayEndpoint
+    private let token: SecureBytes
+    private let bridge: Bridge
+    private let logger: Logger
+    private let backoff: Backoff
+    private let maxMessageSize: Int
+    private let callTimeout: TimeInterval = 30
+
+    private struct State {
+        var outbox: AsyncStream<[UInt8]>.Continuation?
+        var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
+        var nextCall = 0
+    }
+    private let state = NIOLockedValueBox(State())
+
+    init(endpoint: GatewayEndpoint, token: SecureBytes, bridge: Bridge, maxMessageSize: Int, backoff: Backoff = Backoff(), logger: Logger) {
+        (self.endpoint, self.token, self.bridge, self.maxMessageSize, self.backoff, self.logger) = (endpoint, token, bridge, maxMessageSize, backoff, logger)
+    }
+
+    /// Keeps the link up until the task is cancelled.
+    func run(hello: JSONValue) async {
+        var delay = backoff.initial
+        var failures = 0
+        while !Task.isCancelled {
+            await bridge.setGatewayStatus("connecting to \(endpoint)")
+            let started = Date()
+            let reason: String
+            do {
+                try await connectOnce(hello: hello)
+                reason = "the gateway closed the link"
+            } catch {
+                reason = "\(error)"
+            }
+            lost()
+            if Task.isCancelled { break }
+            if Date().timeIntervalSince(started) > 10 { (delay, failures) = (backoff.initial, 0) }
+            failures += 1
+            let wait = delay * Double.random(in: 0.8...1.2)
+            await bridge.setGatewayStatus("disconnected: \(reason); retrying in \(String(format: "%.1f", wait)) s")
+            // The first failure is news; a gateway that stays down should not flood the journal.
+            logger.log(level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
+                       "gateway link down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["gateway": "\(endpoint)"])
+            try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+            delay = min(delay * 2, backoff.maximum)
+        }
+        await bridge.setGatewayStatus("off")
+    }
+
+    private func connectOnce(hello: JSONValue) async throws {
+        let authorization = token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) }
+        let connection = try await WebSocketClient.connect(host: endpoint.host, port: endpoint.port, path: endpoint.path,
+                                                           headers: [("Authorization", authorization)], maxMessageSize: maxMessageSize)
+        try await connection.run { writer, messages in
+            let (outbox, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(4096))
+            state.withLockedValue { $0.outbox = continuation }
+            defer { continuation.finish() }
+            logger.info("gateway link up", metadata: ["gateway": "\(endpoint)"])
+            await bridge.setGatewayStatus("connected to \(endpoint)")
+            post(.event(name: GatewayMethod.helloEvent, payload: hello))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // One writer task keeps frames in the order they were posted.
+                group.addTask {
+                    for await frame in outbox { try await writer.send(text: frame) }
+                }
+                group.addTask {
+                    for try await message in messages { self.received(message) }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+    }
+
+    private func received(_ bytes: [UInt8]) {
+        let frame: GatewayFrame
+        do throws(GatewayFrame.DecodingError) { frame = try GatewayFrame.decode(bytes) } catch {
+            logger.notice("bad frame from the gateway: \(error)")
+            if let id = error.requestID {
+                post(.response(id: id, result: .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: error.description))))
+            }
+            return
+        }
+        switch frame {
+        case let .request(id, method, params):
+            Task {
+                let answer = await bridge.respond(method: method, params: params, origin: .gateway)
+                self.post(.response(id: id, result: answer))
+            }
+        case let .response(id, result):
+            guard let waiter = state.withLockedValue({ $0.calls.removeValue(forKey: id) }) else {
+                return logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
+            }
+            waiter.resume(returning: result)
+        case let .event(name, _):
+            logger.debug("gateway event \(name)")
+        }
+    }
+
+    /// The link dropped: calls waiting for the gateway fail now, and so do its invokes in flight.
+    private func lost() {
+        let waiting = state.withLockedValue { state in
+            state.outbox?.finish()
+            state.outbox = nil
+            defer { state.calls.removeAll() }
+            return Array(state.calls.values)
+        }
+        let error = ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)
+        waiting.forEach { $0.resume(returning: .failure(error)) }
+        Task { await bridge.gatewayLost() }
+    }
+
+    // MARK: - GatewayUplink
+
+    func post(_ frame: GatewayFrame) {
+        let outbox = state.withLockedValue { $0.outbox }
+        outbox?.yield(frame.encoded())
+    }
+
+    func call(method: String, params: JSONValue?) async -> Result<JSONValue?, ErrorMessage> {
+        let id: String? = state.withLockedValue { state in
+            guard state.outbox != nil else { return nil }
+            state.nextCall += 1
+            return "b\(state.nextCall)"
+        }
+        guard let id else {
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway is not connected", retryable: true))
+        }
+        let timeout = callTimeout
+        let timer = Task {
+            try await Task.sleep(for: .seconds(timeout))
+            let waiter = self.state.withLockedValue { $0.calls.removeValue(forKey: id) }
+            waiter?.resume(returning: .failure(ErrorMessage(code: ErrorMessage.timeout, message: "the gateway did not answer \(method) in time", retryable: true)))
+        }
+        defer { timer.cancel() }
+        return await withCheckedContinuation { continuation in
+            let registered = state.withLockedValue { state -> Bool in
+                guard state.outbox != nil else { return false }
+                state.calls[id] = continuation
+                return true
+            }
+            if registered {
+                post(.request(id: id, method: method, params: params))
+            } else {
+                continuation.resume(returning: .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)))
+            }
+        }
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import LanbridgeProtocol
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Talks to the running daemon over its control socket: one request frame out, one response
+/// frame back (PROTOCOL.md §12.7). Blocking, which is all a one-shot CLI command needs.
+struct ControlClient {
+    struct NotRunning: Error, CustomStringConvertible {
+        let path: String
+        let reason: String
+        var description: String { "the daemon is not running (no control socket at \(path): \(reason)); start `lanbridge serve`" }
+    }
+
+    let path: String
+
+    func request(method: String, params: JSONValue, timeout: TimeInterval) throws -> Result<JSONValue?, ErrorMessage> {
+        let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw NotRunning(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(fd) }
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        let bytes = Array(path.utf8)
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { throw NotRunning(path: path, reason: "path too long") }
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: bytes + [0]) }
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        guard connected == 0 else { throw NotRunning(path: path, reason: String(cString: strerror(errno))) }
+        var wait = timeval(tv_sec: Int(timeout.rounded(.up)), tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+
+        let id = "cli-\(getpid())"
+        let line = GatewayFrame.request(id: id, method: method, params: params).encoded() + [0x0A]
+        var sent = 0
+        while sent < line.count {
+            let n = line[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard n > 0 else { throw NotRunning(path: path, reason: "write failed") }
+            sent += n
+        }
+        var reply: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 1 << 16)
+        while !reply.contains(0x0A) {
+            let n = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if n < 0, errno == EINTR { continue }
+            if n < 0, errno == EAGAIN || errno == EWOULDBLOCK {
+                return .failure(ErrorMessage(code: ErrorMessage.timeout, message: "the daemon did not answer in time", retryable: true))
+            }
+            guard n > 0 else { throw NotRunning(path: path, reason: "the daemon closed the connection") }
+            reply += chunk[..<n]
+        }
+        guard case let .response(_, result) = try GatewayFrame.decode(reply[..<reply.firstIndex(of: 0x0A)!]) else {
+            throw NotRunning(path: path, reason: "unexpected answer")
+        }
+        return result
+    }
+}

@@ -1,0 +1,95 @@
+import ArgumentParser
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+
+/// `nodes allow|deny|describe`: one node's access rules, edited and shown from the files, so they
+/// work with or without the daemon; a running daemon applies a change to the very next invoke.
+extension NodesCommand {
+    struct Allow: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Let a node run a command (or a pattern such as canvas.*).",
+            discussion: """
+            A command runs only when it is allowed here AND the node declared it when it paired. Patterns are checked against the known commands (and the node's declared ones), so a typo is refused instead of never matching.
+
+              $ lanbridge nodes allow Pixel-7 device.echo
+            """)
+        @OptionGroup var state: StateOptions
+        @Argument(help: "Node ID or display name.") var node: String
+        @Argument(help: "Command or pattern: camera.snap, canvas.*.") var pattern: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run { try editRules(state, node: node, pattern: pattern, json: json, verb: "Allowed") { try $0.allow(pattern, node: node) } }
+        }
+    }
+
+    struct Deny: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Stop a node running a command or pattern.",
+            discussion: "Removes an identical allow rule and records a deny rule, which wins over wildcards: `nodes deny <node> canvas.eval` keeps the rest of canvas.* allowed.")
+        @OptionGroup var state: StateOptions
+        @Argument(help: "Node ID or display name.") var node: String
+        @Argument(help: "Command or pattern.") var pattern: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run { try editRules(state, node: node, pattern: pattern, json: json, verb: "Denied") { try $0.deny(pattern, node: node) } }
+        }
+    }
+
+    struct Describe: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Show one node: what it declared, what it may run, and whether it is connected.",
+            discussion: "The same description the gateway gets from node.describe.")
+        @OptionGroup var state: StateOptions
+        @Argument(help: "Node ID or display name.") var node: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run {
+                let settings = try state.settings()
+                let found = try PairingStore(directory: state.directory).read().node(matching: node)
+                let live = RuntimeStatusFile(directory: state.directory).read()?.nodes[found.nodeId.description]
+                let d = NodeDescription(found, live: live, policy: settings.policy)
+                if json { return try Output.json(d) }
+                let state = d.connected ? (d.foreground == false ? "connected, in the background" : "connected, in the foreground") : "offline"
+                print("""
+                \(d.displayName) (\(d.nodeId))
+                  platform:   \(d.platform) \(d.osVersion ?? "")  app \(d.appVersion ?? "?")  model \(d.deviceModel ?? "?")
+                  state:      \(state)\(d.address.map { " from \($0)" } ?? "")
+                  paired:     \(d.pairedAt.formatted(.iso8601)) by \(d.pairingMethod.rawValue)
+                  declared:   \(list(d.declaredCommands))
+                  allow:      \(list(d.access.allow))
+                  deny:       \(list(d.access.deny))
+                  may run:    \(list(d.allowedCommands))
+                  flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
+                """)
+            }
+        }
+    }
+}
+
+private func list(_ items: [String]) -> String { items.isEmpty ? "-" : items.joined(separator: ", ") }
+
+struct RuleRefused: Error, CustomStringConvertible {
+    let description: String
+}
+
+private func editRules(_ state: StateOptions, node: String, pattern: String, json: Bool, verb: String,
+                       _ edit: (inout PairingState) throws -> PairedNode) throws {
+    let settings = try state.settings()
+    let store = PairingStore(directory: state.directory)
+    let target = try store.read().node(matching: node)
+    do { _ = try settings.catalog.check(pattern, also: target.details.commands) } catch {
+        throw RuleRefused(description: "\(error)")
+    }
+    let updated = try store.update { try edit(&$0) }
+    if json { return try Output.json(NodeDescription(updated, live: nil, policy: settings.policy)) }
+    print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
+    print("allow: \(list(updated.access.allow))")
+    if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
+    if verb == "Allowed", !updated.details.commands.contains(where: { (try? CommandPattern(pattern))?.matches($0) == true }) {
+        Output.note("note: the node did not declare \(pattern), so it still cannot run it until it does")
+    }
+}

@@ -1,0 +1,79 @@
+import ArgumentParser
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+import LanbridgeState
+
+extension NodesCommand {
+    struct Invoke: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Run a command on a connected node, through the running daemon.",
+            discussion: """
+            The invoke goes through the daemon's control socket (control.sock in the state directory, owner only) and meets exactly the checks a gateway's would: access rules, declared commands, foreground, rate limits, size limits.
+
+              $ lanbridge nodes invoke --node Pixel-7 --command system.info
+              $ lanbridge nodes invoke --node Pixel-7 --command canvas.navigate --params '{"url":"https://example.com"}'
+              $ lanbridge nodes invoke --node Pixel-7 --command canvas.snapshot --out snap.png
+
+            With --out, a result carrying base64 data (a snapshot) is written to the file, and the printed result says where.
+
+            Exit codes: 0 done; 1 refused or failed (FORBIDDEN, NODE_NOT_FOUND, COMMAND_FAILED, PAYLOAD_TOO_LARGE); 69 the daemon is not running; 75 try again later (NODE_NOT_CONNECTED, NODE_BACKGROUND_UNAVAILABLE, RATE_LIMITED, TIMEOUT, UNAVAILABLE).
+            """)
+        @OptionGroup var state: StateOptions
+        @Option(help: "Node ID or display name.") var node: String
+        @Option(help: "Command, e.g. canvas.snapshot.") var command: String
+        @Option(help: ArgumentHelp("Parameters as a JSON object.", valueName: "json")) var params: String?
+        @Option(help: ArgumentHelp("Give up after this many milliseconds.", valueName: "ms")) var timeout: Int?
+        @Option(help: ArgumentHelp("Write the result's base64 data (a PNG snapshot) to this file.", valueName: "file")) var out: String?
+        @Flag(help: "Print the whole answer as JSON (errors too).") var json = false
+
+        func validate() throws {
+            if let timeout, timeout < 1 { throw ValidationError("--timeout must be a positive number of milliseconds") }
+            if let params, case .object? = try? JSONDecoder().decode(JSONValue.self, from: Data(params.utf8)) {} else if params != nil {
+                throw ValidationError("--params must be a JSON object, e.g. '{\"url\":\"https://example.com\"}'")
+            }
+        }
+
+        func run() throws {
+            try Output.run {
+                let parsed = try params.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+                var request: [String: JSONValue] = ["nodeId": .string(node), "command": .string(command),
+                                                    "idempotencyKey": .string(Hex.encode(SecureRandom.bytes(12)))]
+                if let parsed { request["params"] = parsed }
+                if let timeout { request["timeoutMs"] = .number(Double(timeout)) }
+                let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
+                let answer: Result<JSONValue?, ErrorMessage>
+                do {
+                    answer = try ControlClient(path: path).request(method: GatewayMethod.nodeInvoke, params: .object(request),
+                                                                   timeout: Double(timeout ?? 300_000) / 1000 + 5)
+                } catch let error as ControlClient.NotRunning {
+                    Output.note("lanbridge: \(error)")
+                    throw ExitCode(69)  // EX_UNAVAILABLE
+                }
+                switch answer {
+                case let .success(payload):
+                    let shown = try out.map { try writeData(from: payload, to: $0) } ?? payload
+                    if json { try Output.json(["ok": .bool(true), "payload": shown ?? .null] as JSONValue) } else { try Output.json(shown ?? .null) }
+                case let .failure(error):
+                    if json { try Output.json(["ok": .bool(false), "error": JSONValue(encoding: error)] as JSONValue) }
+                    Output.note("lanbridge: \(error.code): \(error.message)" + (error.retryAfterMs.map { " (retry after \($0) ms)" } ?? ""))
+                    let tryAgain = [ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited,
+                                    ErrorMessage.timeout, ErrorMessage.unavailable]
+                    throw ExitCode(tryAgain.contains(error.code) ? 75 : 1)
+                }
+            }
+        }
+
+        /// Writes `payload.base64` to `path` and returns the payload with the data replaced by where it went.
+        private func writeData(from payload: JSONValue?, to path: String) throws -> JSONValue? {
+            guard case var .object(fields)? = payload, let text = fields["base64"]?.stringValue, let data = Data(base64Encoded: text) else {
+                throw RuleRefused(description: "the result has no base64 data to write to \(path)")
+            }
+            try data.write(to: URL(fileURLWithPath: path))
+            fields["base64"] = nil
+            fields["writtenTo"] = .string(path)
+            fields["bytes"] = .number(Double(data.count))
+            return .object(fields)
+        }
+    }
+}

@@ -1,0 +1,174 @@
+import ArgumentParser
+import Foundation
+import LanbridgeNet
+import LanbridgeProtocol
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+
+/// A small agent gateway for tests, demos and gateway authors: it accepts the bridge's WebSocket
+/// link on loopback (PROTOCOL.md §12), logs what the bridge reports, and lets a shell drive the
+/// bridge over plain HTTP on the same port:
+///
+///     curl -s localhost:18789/nodes
+///     curl -s localhost:18789/nodes/Pixel-7
+///     curl -s localhost:18789/invoke -d '{"nodeId":"Pixel-7","command":"canvas.snapshot"}'
+@main
+struct GatewaySim: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "lanbridge-gateway-sim",
+        abstract: "A reference agent gateway: accepts the bridge's link and exposes list, describe and invoke over HTTP.",
+        discussion: """
+        stdout gets one line per happening: "listening PORT", "bridge connected NAME", "bridge disconnected", "event {json}" for every node.event, "call METHOD {json}" for every node call (agent calls are answered {"accepted":true}).
+
+        HTTP on the same port (loopback only):
+          GET  /nodes           node.list
+          GET  /nodes/ID        node.describe (ID or display name)
+          POST /invoke          node.invoke; body {"nodeId","command","params"?,"timeoutMs"?,"idempotencyKey"?}
+        Each answers with the bridge's response frame: {"ok":true,"payload":…} or {"ok":false,"error":{…}}. 503 when no bridge is connected.
+
+        The token comes from $LANBRIDGE_GATEWAY_TOKEN or --token-file.
+        """
+    )
+
+    @Option(help: "Port on 127.0.0.1.") var port = 18789
+    @Option(help: "File holding the token the bridge must present.") var tokenFile: String?
+
+    func run() async throws {
+        let token: String
+        if let value = ProcessInfo.processInfo.environment["LANBRIDGE_GATEWAY_TOKEN"], !value.isEmpty {
+            token = value
+        } else if let tokenFile, let text = try? String(contentsOfFile: tokenFile, encoding: .utf8) {
+            token = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        } else {
+            throw ValidationError("give the token in LANBRIDGE_GATEWAY_TOKEN or --token-file")
+        }
+        let expected = "Bearer \(token)"
+        let server = try await WebSocketServer.bind(host: "127.0.0.1", port: port, maxMessageSize: 64 << 20) { head in
+            head.headers["Authorization"].first == expected
+        }
+        say("listening \(server.channel.localAddress?.port ?? port)")
+        let link = BridgeLink()
+        try await withThrowingDiscardingTaskGroup { group in
+            try await server.executeThenClose { inbound in
+                for try await accepted in inbound {
+                    group.addTask {
+                        switch try? await accepted.get() {
+                        case let .webSocket(connection, _)?: await link.serve(connection)
+                        case let .http(channel)?:
+                            try? await WebSocketServer.serve(channel) { head, body in await handle(head, body, link: link, expected: expected) }
+                        case nil: break
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Routes the HTTP side: a request that tried to upgrade without the right token gets 401.
+func handle(_ head: HTTPRequestHead, _ body: [UInt8], link: BridgeLink, expected: String) async -> WebSocketServer.HTTPResponse {
+    if head.headers["Upgrade"].first?.lowercased() == "websocket" {
+        say("refused a bridge with a wrong token")
+        return .init(status: .unauthorized, body: Array(#"{"error":"bad token"}"#.utf8))
+    }
+    let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+    let request: (String, JSONValue)
+    switch (head.method, path) {
+    case (.GET, "/nodes"):
+        request = (GatewayMethod.nodeList, [:])
+    case (.GET, _) where path.hasPrefix("/nodes/"):
+        request = (GatewayMethod.nodeDescribe, ["nodeId": .string(String(path.dropFirst("/nodes/".count)).removingPercentEncoding ?? "")])
+    case (.POST, "/invoke"):
+        guard case var .object(params)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
+            return .init(status: .badRequest, body: Array(#"{"error":"body must be a JSON object"}"#.utf8))
+        }
+        if params["idempotencyKey"] == nil { params["idempotencyKey"] = .string(UUID().uuidString) }
+        request = (GatewayMethod.nodeInvoke, .object(params))
+    default:
+        return .init(status: .notFound, body: Array(#"{"error":"GET /nodes, GET /nodes/ID or POST /invoke"}"#.utf8))
+    }
+    guard let answer = await link.request(request.0, params: request.1) else {
+        return .init(status: .serviceUnavailable, body: Array(#"{"ok":false,"error":{"code":"UNAVAILABLE","message":"no bridge is connected"}}"#.utf8))
+    }
+    var object: [String: JSONValue] = [:]
+    switch answer {
+    case let .success(payload): object = ["ok": true, "payload": payload ?? .null]
+    case let .failure(error): object = ["ok": false, "error": JSONValue(encoding: error)]
+    }
+    return .init(status: .ok, body: Array((try? JSONEncoder().encode(JSONValue.object(object))) ?? Data()))
+}
+
+/// The one bridge connected at a time (a newer link replaces an older one), and the requests
+/// waiting for its answers.
+actor BridgeLink {
+    private var writer: WebSocketWriter?
+    private var generation = 0
+    private var waiting: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>?, Never>] = [:]
+    private var nextID = 0
+
+    func serve(_ connection: WebSocketConnection) async {
+        try? await connection.run { writer, messages in
+            generation += 1
+            let mine = generation
+            self.writer = writer
+            for try await message in messages { await received(message, writer: writer) }
+            if generation == mine { dropped() }
+        }
+    }
+
+    private func dropped() {
+        writer = nil
+        say("bridge disconnected")
+        let pending = waiting.values
+        waiting.removeAll()
+        pending.forEach { $0.resume(returning: nil) }
+    }
+
+    private func received(_ bytes: [UInt8], writer: WebSocketWriter) async {
+        guard let frame = try? GatewayFrame.decode(bytes) else { return say("bad frame from the bridge") }
+        switch frame {
+        case let .event(name, payload) where name == GatewayMethod.helloEvent:
+            say("bridge connected \(payload?["bridgeName"]?.stringValue ?? "?")")
+        case let .event(_, payload):
+            say("event \(line(payload))")
+        case let .response(id, result):
+            waiting.removeValue(forKey: id)?.resume(returning: result)
+        case let .request(id, method, params):
+            say("call \(method) \(line(params))")
+            let answer: Result<JSONValue?, ErrorMessage> = method == GatewayMethod.agent
+                ? .success(["accepted": true, "runId": .string(UUID().uuidString)])
+                : .success(nil)
+            try? await writer.send(text: GatewayFrame.response(id: id, result: answer).encoded())
+        }
+    }
+
+    /// Nil when no bridge is connected, or it left before answering.
+    func request(_ method: String, params: JSONValue) async -> Result<JSONValue?, ErrorMessage>? {
+        guard let writer else { return nil }
+        nextID += 1
+        let id = "g\(nextID)"
+        return await withCheckedContinuation { continuation in
+            waiting[id] = continuation
+            Task {
+                do { try await writer.send(text: GatewayFrame.request(id: id, method: method, params: params).encoded()) } catch {
+                    await self.fail(id)
+                }
+            }
+        }
+    }
+
+    private func fail(_ id: String) {
+        waiting.removeValue(forKey: id)?.resume(returning: nil)
+    }
+}
+
+func line(_ value: JSONValue?) -> String {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+    return (try? encoder.encode(value ?? .null)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+}
+
+func say(_ text: String) {
+    FileHandle.standardOutput.write(Data((text + "\n").utf8))
+}
