@@ -129,20 +129,27 @@ struct NodeSim: AsyncParsableCommand {
     }
 
     private func register(_ client: NodeClient, canvas: Canvas, details: NodeDetails) async {
-        await client.handle("canvas.present") { params in
+        // Every command announces itself first, so people and tests see it arrive.
+        func handle(_ command: String, _ body: @escaping NodeClient.Handler) async {
+            await client.handle(command) { params in
+                say("invoke \(command)")
+                return try await body(params)
+            }
+        }
+        await handle("canvas.present") { params in
             canvas.set(visible: true, url: params?["url"]?.stringValue)
             return ["visible": true]
         }
-        await client.handle("canvas.hide") { _ in
+        await handle("canvas.hide") { _ in
             canvas.set(visible: false, url: nil)
             return ["visible": false]
         }
-        await client.handle("canvas.navigate") { params in
+        await handle("canvas.navigate") { params in
             guard let url = params?["url"]?.stringValue else { throw ErrorMessage(code: "INVALID_PARAMS", message: "canvas.navigate needs a url") }
             canvas.set(visible: true, url: url)
             return ["url": .string(url)]
         }
-        await client.handle("canvas.snapshot") { params in
+        await handle("canvas.snapshot") { params in
             func size(_ key: String, _ fallback: Int) -> Int {
                 if case let .number(n)? = params?[key], n >= 1 { return min(Int(n), 4096) } else { return fallback }
             }
@@ -152,11 +159,11 @@ struct NodeSim: AsyncParsableCommand {
                     "base64": .string(Data(png).base64EncodedString())]
         }
         let nodeID = client.nodeID
-        await client.handle("system.info") { _ in
+        await handle("system.info") { _ in
             ["nodeId": .string(nodeID), "name": .string(details.displayName), "platform": .string(details.platform),
              "os": .string(details.osVersion ?? ""), "app": .string(details.appVersion ?? "")]
         }
-        await client.handle("device.echo") { params in
+        await handle("device.echo") { params in
             if case let .number(ms)? = params?["delayMs"], ms > 0 { try await Task.sleep(for: .milliseconds(Int(ms))) }
             return params ?? .null
         }

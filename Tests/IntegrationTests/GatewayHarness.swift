@@ -1,0 +1,104 @@
+import Foundation
+import LanbridgeProtocol
+import TestSupport
+
+/// A real `lanbridge-gateway-sim` on a loopback port, with a token file for the bridge.
+final class SimulatedGateway: @unchecked Sendable {
+    let process: ChildProcess
+    let port: Int
+    let tokenFile: String
+    private let directory: TemporaryDirectory
+
+    init(port: Int = 0, tokenFile: String? = nil, directory: TemporaryDirectory = TemporaryDirectory("gateway")) throws {
+        self.directory = directory
+        let file = tokenFile ?? directory.url.appendingPathComponent("token").path
+        if tokenFile == nil {
+            FileManager.default.createFile(atPath: file, contents: Data("test-token-\(UUID().uuidString)\n".utf8), attributes: [.posixPermissions: 0o600])
+        }
+        self.tokenFile = file
+        process = try launch("lanbridge-gateway-sim", ["--port", String(port), "--token-file", file], mergeStandardError: true)
+        self.port = Int(try process.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count))!
+    }
+
+    /// Bridge arguments that link it to this gateway.
+    var bridgeArguments: [String] { ["--gateway", "ws://127.0.0.1:\(port)", "--gateway-token-file", tokenFile] }
+
+    /// The next stdout line starting with `prefix`.
+    @discardableResult
+    func waitFor(_ prefix: String) throws -> String {
+        try process.waitForLine(timeout: 30) { $0.hasPrefix(prefix) }
+    }
+
+    /// The next node.event of `type`, as JSON.
+    @discardableResult
+    func waitForEvent(_ type: String) throws -> JSONValue {
+        let line = try process.waitForLine(timeout: 30) { $0.hasPrefix("event ") && $0.contains("\"type\":\"\(type)\"") }
+        return try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("event ".count).utf8))
+    }
+
+    struct Answer {
+        let ok: Bool
+        let payload: JSONValue?
+        let error: JSONValue?
+        var code: String? { error?["code"]?.stringValue }
+    }
+
+    func invoke(_ node: String, _ command: String, params: JSONValue? = nil, timeoutMs: Int? = nil) throws -> Answer {
+        var body: [String: JSONValue] = ["nodeId": .string(node), "command": .string(command)]
+        if let params { body["params"] = params }
+        if let timeoutMs { body["timeoutMs"] = .number(Double(timeoutMs)) }
+        return try call("POST", "/invoke", body: .object(body))
+    }
+
+    func call(_ method: String, _ path: String, body: JSONValue? = nil) throws -> Answer {
+        let response = try HTTPClient.request(method, port: port, path: path, body: try body.map { try JSONEncoder().encode($0) })
+        let json = try JSONDecoder().decode(JSONValue.self, from: response.body)
+        return Answer(ok: json["ok"] == .bool(true), payload: json["payload"], error: json["error"])
+    }
+
+    func stop() {
+        process.signal(SIGTERM)
+        process.wait()
+    }
+
+    func kill() {
+        process.signal(SIGKILL)
+        process.wait()
+    }
+}
+
+/// Gateway, bridge and one paired node-sim, all real processes; the link is up when `init` returns.
+final class RelayStack: @unchecked Sendable {
+    let gateway: SimulatedGateway
+    let bridge: BridgeDaemon
+    let node: SimulatedNode
+    let nodeID: String
+
+    init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = []) throws {
+        gateway = try SimulatedGateway()
+        let state = TemporaryDirectory("bridge")
+        var arguments = gateway.bridgeArguments + bridgeArguments
+        if let config {
+            let file = state.url.appendingPathComponent("config.json")
+            try Data(config.utf8).write(to: file)
+            arguments += ["--config", file.path]
+        }
+        bridge = try BridgeDaemon(state: state, arguments: arguments)
+        try gateway.waitFor("bridge connected")
+        node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments)
+        nodeID = try node.pair(with: bridge)
+        try gateway.waitForEvent("connected")
+    }
+
+    /// `lanbridge nodes ARGS --state-dir …`.
+    @discardableResult
+    func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try CLI.run(arguments + ["--state-dir", bridge.state.path])
+    }
+
+    func stop() {
+        node.stop()
+        bridge.stop()
+        gateway.stop()
+    }
+}
