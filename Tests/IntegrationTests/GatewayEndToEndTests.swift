@@ -163,3 +163,127 @@ final class Background<T: Sendable>: @unchecked Sendable {
         return result!
     }
 }
+
+/// The link itself, node calls, revocation under load, and the operator's CLI path.
+@Suite(.serialized)
+struct GatewayLinkTests {
+    @Test func aRestartedGatewayIsRedialedWhileNodesStayConnected() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        try stack.cli(["nodes", "allow", stack.nodeID, "device.echo"])
+        // An invoke in flight when the gateway dies is failed at once by the bridge (the node's
+        // answer then finds nobody waiting).
+        let inFlight = Background { try? stack.gateway.invoke(stack.nodeID, "device.echo", params: ["delayMs": 1000], timeoutMs: 30000) }
+        try stack.node.waitFor("invoke device.echo")
+        stack.gateway.kill()
+        #expect(inFlight.value == nil, "the gateway died before any answer")
+        try stack.bridge.waitForLog("gateway link down")
+        try stack.bridge.waitForLog("dropped a result")
+
+        let again = try SimulatedGateway(port: stack.gateway.port, tokenFile: stack.gateway.tokenFile)
+        defer { again.stop() }
+        try again.waitFor("bridge connected")
+        #expect(try again.invoke(stack.nodeID, "device.echo", params: ["back": true]).payload?["back"] == true)
+        let listed = try again.call("GET", "/nodes")
+        #expect(listed.payload?["nodes"]?.arrayValue?.first?["connected"] == true, "the node never dropped")
+    }
+
+    @Test func aWrongTokenIsRefusedAndLogged() throws {
+        let gateway = try SimulatedGateway()
+        defer { gateway.stop() }
+        let wrong = TemporaryDirectory("token")
+        let file = wrong.url.appendingPathComponent("token").path
+        FileManager.default.createFile(atPath: file, contents: Data("not-the-token".utf8), attributes: [.posixPermissions: 0o600])
+        let bridge = try BridgeDaemon(arguments: ["--gateway", "ws://127.0.0.1:\(gateway.port)", "--gateway-token-file", file])
+        defer { bridge.stop() }
+        try gateway.waitFor("refused a bridge with a wrong token")
+        #expect(try bridge.waitForLog("gateway link down").contains("bad token"))
+    }
+
+    @Test func aNodeMayCallAgentButNothingElse() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "agent hello from the phone")
+        let call = try stack.gateway.waitFor("call agent ")
+        let params = try JSONDecoder().decode(JSONValue.self, from: Data(call.dropFirst("call agent ".count).utf8))
+        #expect(params["message"] == "hello from the phone")
+        #expect(params["nodeId"]?.stringValue == stack.nodeID, "the bridge names the caller")
+        #expect(params["idempotencyKey"]?.stringValue?.isEmpty == false)
+        let answer = try stack.node.waitFor("agent")
+        #expect(answer.hasPrefix("ok ") && answer.contains("\"accepted\":true"), "\(answer)")
+
+        stack.node.process.write(line: "call node.invoke")
+        #expect(try stack.node.waitFor("call").hasPrefix("error FORBIDDEN"))
+        // The node's next message is an event; had the forbidden call reached the gateway, the
+        // gateway would have logged it before the event, which comes later on the same session.
+        stack.node.process.write(line: "event battery.low")
+        var seen: [String] = []
+        let line = try stack.gateway.process.waitForLine(timeout: 30) { seen.append($0); return $0.contains("battery.low") }
+        #expect(!seen.contains { $0.hasPrefix("call ") }, "\(seen)")
+        let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("event ".count).utf8))
+        #expect(event["type"] == "event" && event["event"] == "battery.low" && event["nodeId"]?.stringValue == stack.nodeID)
+    }
+
+    @Test func revokingDuringABurstAnswersEveryInvokeAndDropsTheNode() throws {
+        let stack = try RelayStack(config: #"{"limits": {"maxConcurrentInvokes": 64}}"#)
+        defer { stack.stop() }
+        try stack.cli(["nodes", "allow", stack.nodeID, "device.echo"])
+        let burst = Background {
+            inParallel(24) { i in try? stack.gateway.invoke(stack.nodeID, "device.echo", params: ["i": .number(Double(i)), "delayMs": 400]) }
+        }
+        try stack.node.waitFor("invoke device.echo")
+        #expect(try stack.cli(["nodes", "revoke", stack.nodeID]).status == 0)
+        let answers = burst.value
+        #expect(answers.allSatisfy { $0 != nil }, "every invoke got an answer")
+        let codes = Set(answers.compactMap { $0?.ok == true ? "OK" : $0?.code })
+        #expect(codes.isSubset(of: ["OK", ErrorMessage.nodeNotConnected, ErrorMessage.nodeNotFound]), "\(codes)")
+        #expect(codes.contains(ErrorMessage.nodeNotConnected) || codes.contains(ErrorMessage.nodeNotFound))
+        try stack.gateway.waitForEvent("revoked")
+        #expect(try stack.node.waitFor("fatal").contains("revoked"))
+        #expect(try stack.gateway.invoke(stack.nodeID, "device.echo").code == ErrorMessage.nodeNotFound)
+    }
+
+    @Test func theOperatorInvokesThroughTheControlSocketUnderTheSameRules() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        let socket = stack.bridge.state.url.appendingPathComponent("control.sock").path
+        let mode = try FileManager.default.attributesOfItem(atPath: socket)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let out = stack.bridge.state.url.appendingPathComponent("snap.png").path
+        let snap = try stack.cli(["nodes", "invoke", "--node", "phone", "--command", "canvas.snapshot", "--out", out, "--json"])
+        #expect(snap.status == 0, "\(snap.stderr)")
+        #expect(snap.stdout.contains("\"writtenTo\"") && !snap.stdout.contains("base64"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out)).prefix(4) == Data([0x89, 0x50, 0x4E, 0x47]))
+
+        let denied = try stack.cli(["nodes", "invoke", "--node", stack.nodeID, "--command", "system.info"])
+        #expect(denied.status == 1 && denied.stderr.contains("FORBIDDEN"))
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let background = try stack.cli(["nodes", "invoke", "--node", stack.nodeID, "--command", "canvas.hide", "--json"])
+        #expect(background.status == 75 && background.stdout.contains(ErrorMessage.backgroundUnavailable))
+        let described = try stack.cli(["nodes", "describe", "phone", "--json"])
+        #expect(described.stdout.contains("\"foreground\" : false"))
+
+        stack.bridge.stop()
+        let down = try stack.cli(["nodes", "invoke", "--node", stack.nodeID, "--command", "canvas.hide"])
+        #expect(down.status == 69 && down.stderr.contains("not running"))
+    }
+
+    @Test func aBadConfigStopsTheDaemonAndNamesTheEntry() throws {
+        let state = TemporaryDirectory("bridge")
+        let config = state.url.appendingPathComponent("config.json")
+        try Data(#"{"access": {"defaults": {"ios": {"add": ["canvas.*", "camera.snpa"]}}}}"#.utf8).write(to: config)
+        let run = try CLI.run(["serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0", "--config", config.path])
+        #expect(run.status == 78)
+        #expect(run.stderr.contains("access.defaults.ios.add[1]") && run.stderr.contains("camera.snpa"), "\(run.stderr)")
+        let other = TemporaryDirectory("bridge")
+        let remote = try CLI.run(["serve", "--state-dir", other.path, "--no-mdns", "--gateway", "ws://192.0.2.1:18789"])
+        #expect(remote.status == 78)
+        #expect(remote.stderr.contains("not a loopback address"), "\(remote.stderr)")
+    }
+}
+
+extension JSONValue {
+    var arrayValue: [JSONValue]? { if case let .array(a) = self { a } else { nil } }
+}

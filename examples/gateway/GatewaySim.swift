@@ -44,9 +44,9 @@ struct GatewaySim: AsyncParsableCommand {
             throw ValidationError("give the token in LANBRIDGE_GATEWAY_TOKEN or --token-file")
         }
         let expected = "Bearer \(token)"
-        let server = try await WebSocketServer.bind(host: "127.0.0.1", port: port, maxMessageSize: 64 << 20) { head in
-            head.headers["Authorization"].first == expected
-        }
+        // Every upgrade is accepted, and a bridge with the wrong token is then closed with 1008
+        // (policy violation) and a reason it can log.
+        let server = try await WebSocketServer.bind(host: "127.0.0.1", port: port, maxMessageSize: 64 << 20) { _ in true }
         say("listening \(server.channel.localAddress?.port ?? port)")
         let link = BridgeLink()
         try await withThrowingDiscardingTaskGroup { group in
@@ -54,9 +54,13 @@ struct GatewaySim: AsyncParsableCommand {
                 for try await accepted in inbound {
                     group.addTask {
                         switch try? await accepted.get() {
-                        case let .webSocket(connection, _)?: await link.serve(connection)
+                        case let .webSocket(connection, head)? where head.headers["Authorization"].first == expected:
+                            await link.serve(connection)
+                        case let .webSocket(connection, _)?:
+                            say("refused a bridge with a wrong token")
+                            try? await connection.run { writer, _ in try await writer.close(code: .policyViolation, reason: "bad token") }
                         case let .http(channel)?:
-                            try? await WebSocketServer.serve(channel) { head, body in await handle(head, body, link: link, expected: expected) }
+                            try? await WebSocketServer.serve(channel) { head, body in await handle(head, body, link: link) }
                         case nil: break
                         }
                     }
@@ -66,12 +70,8 @@ struct GatewaySim: AsyncParsableCommand {
     }
 }
 
-/// Routes the HTTP side: a request that tried to upgrade without the right token gets 401.
-func handle(_ head: HTTPRequestHead, _ body: [UInt8], link: BridgeLink, expected: String) async -> WebSocketServer.HTTPResponse {
-    if head.headers["Upgrade"].first?.lowercased() == "websocket" {
-        say("refused a bridge with a wrong token")
-        return .init(status: .unauthorized, body: Array(#"{"error":"bad token"}"#.utf8))
-    }
+/// Routes the HTTP side.
+func handle(_ head: HTTPRequestHead, _ body: [UInt8], link: BridgeLink) async -> WebSocketServer.HTTPResponse {
     let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
     let request: (String, JSONValue)
     switch (head.method, path) {

@@ -6,10 +6,13 @@ import NIOWebSocket
 public enum WebSocketError: Error, Equatable, CustomStringConvertible {
     /// The server answered the upgrade request with something other than 101.
     case refused(status: Int, reason: String)
+    /// The peer closed with a code other than 1000.
+    case closed(code: String, reason: String)
 
     public var description: String {
         switch self {
         case let .refused(status, reason): "the server refused the WebSocket upgrade: HTTP \(status) \(reason)"
+        case let .closed(code, reason): "the peer closed the WebSocket: \(code)\(reason.isEmpty ? "" : " \(reason)")"
         }
     }
 }

@@ -38,7 +38,14 @@ public struct WebSocketConnection: Sendable {
                                 try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
                             case .connectionClose:
                                 try? await writer.close()
-                                continuation.finish()
+                                var data = frame.unmaskedData
+                                let code = data.readWebSocketErrorCode()
+                                let reason = data.readString(length: data.readableBytes) ?? ""
+                                if let code, code != .normalClosure {
+                                    continuation.finish(throwing: WebSocketError.closed(code: "\(code)", reason: reason))
+                                } else {
+                                    continuation.finish()
+                                }
                                 return
                             default:
                                 break
@@ -71,11 +78,12 @@ public final class WebSocketWriter: Sendable {
         try await write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: bytes)))
     }
 
-    /// Sends a close frame (1000, normal) once.
-    public func close() async throws {
+    /// Sends a close frame once: 1000 (normal) unless told otherwise.
+    public func close(code: WebSocketErrorCode = .normalClosure, reason: String = "") async throws {
         guard closed.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
         var data = ByteBuffer()
-        data.write(webSocketErrorCode: .normalClosure)
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
         try await write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
     }
 
