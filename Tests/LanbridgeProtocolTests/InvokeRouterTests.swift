@@ -63,4 +63,24 @@ struct InvokeRouterTests {
         guard case let .complete("b", .failed(unavailable))? = gatewayGone.first else { Issue.record("not failed"); return }
         #expect(unavailable.code == "UNAVAILABLE" && router.inFlight == 0)
     }
+
+    @Test func losingTheGatewayFailsOnlyItsOwnInvokes() throws {
+        var router = InvokeRouter()
+        _ = try router.start(requestID: "g", nodeID: "N1", command: "canvas.hide", params: nil, timeout: 5, origin: .gateway, now: t0).get()
+        _ = try router.start(requestID: "o", nodeID: "N1", command: "canvas.hide", params: nil, timeout: 5, origin: .operator, now: t0).get()
+        let lost = router.gatewayLost()
+        guard case let .complete("g", .failed(error))? = lost.first, lost.count == 1 else { Issue.record("\(lost)"); return }
+        #expect(error.code == ErrorMessage.unavailable && error.retryable == true)
+        #expect(router.inFlight == 1, "the operator's invoke is still waiting for its node")
+    }
+
+    @Test func aNodesOwnFailureIsPassedThroughInDetails() throws {
+        var router = InvokeRouter()
+        let sent = try #require(invoke(&router, "r1"))
+        let outcome = router.received(InvokeResult(id: sent.id, error: ErrorMessage(code: "TIMEOUT", message: "camera busy")), from: "N1", now: t0 + 1)
+        guard case let .complete("r1", .failed(error)) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(error.code == ErrorMessage.timeout)
+        #expect(error.details?["nodeError"]?["message"] == "camera busy")
+        #expect(sent.timeoutMs == 5000, "the node is told the deadline")
+    }
 }

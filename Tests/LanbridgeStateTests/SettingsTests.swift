@@ -1,0 +1,52 @@
+import Foundation
+import LanbridgeState
+import Testing
+
+struct BridgeSettingsTests {
+    func parse(_ text: String) throws -> BridgeSettings { try BridgeSettings.parse(Data(text.utf8), file: "config.json") }
+
+    func error(_ text: String) -> String {
+        do { _ = try parse(text); return "accepted" } catch { return "\(error)" }
+    }
+
+    @Test func defaultsCanBeAddedToAndCarvedOut() throws {
+        let settings = try parse(#"{"access": {"defaults": {"ios": {"add": ["system.info"], "remove": ["camera.snap", "canvas.eval"]}}}}"#)
+        let rules = settings.defaultRules(forPlatform: "ios")
+        #expect(rules.allow.contains("system.info") && !rules.allow.contains("camera.snap"))
+        #expect(rules.deny == ["canvas.eval"], "removing one command from canvas.* becomes a deny rule")
+        #expect(settings.defaultRules(forPlatform: "android").allow.contains("sms.send"))
+    }
+
+    @Test(arguments: [
+        (#"{"acess": {}}"#, "acess: unknown key"),
+        (#"{"access": {"defaults": {"ios": {"add": ["canvas.*", "camera.snpa"]}}}}"#, "access.defaults.ios.add[1]: \"camera.snpa\" matches no known command"),
+        (#"{"access": {"defaults": {"ios": {"add": ["Canvas.*"]}}}}"#, "access.defaults.ios.add[0]: bad command pattern"),
+        (#"{"access": {"defaults": {"windows": {}}}}"#, "access.defaults.windows: unknown key"),
+        (#"{"access": {"foreground": ["screen.*", "scren.*"]}}"#, "access.foreground[1]"),
+        (#"{"limits": {"maxResultBytes": "8MB"}}"#, "limits.maxResultBytes: expected a whole number"),
+        (#"{"limits": {"maxConcurrentInvokes": 0}}"#, "limits.maxConcurrentInvokes: expected a whole number in 1...1024"),
+        (#"{"commands": {"extra": ["custom.*"]}}"#, "commands.extra[0]"),
+        ("[1,", "not valid JSON"),
+    ])
+    func everyBadEntryIsNamed(_ config: String, _ expected: String) {
+        #expect(error(config).contains(expected), "\(error(config))")
+    }
+
+    @Test func customCommandsBecomeKnown() throws {
+        let settings = try parse(#"{"commands": {"extra": ["acme.scan"]}, "access": {"defaults": {"*": {"add": ["acme.*"]}}}}"#)
+        #expect(settings.defaultRules(forPlatform: "linux").allow.contains("acme.*"))
+    }
+}
+
+struct AccessEditingTests {
+    @Test func denyWinsAndAllowLifts() throws {
+        var state = PairingState()
+        let request = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: Date())
+        let node = try state.approve(requestId: request.requestId, now: Date())
+        _ = try state.deny("canvas.snapshot", node: node.details.displayName)
+        #expect(state.paired.nodes[0].access.deny == ["canvas.snapshot"])
+        _ = try state.allow("canvas.snapshot", node: node.nodeId.description)
+        #expect(state.paired.nodes[0].access.deny.isEmpty && state.paired.nodes[0].access.allow.contains("canvas.snapshot"))
+        #expect(throws: PairingState.NodeLookupError.self) { try state.allow("canvas.hide", node: "nobody") }
+    }
+}
