@@ -30,7 +30,7 @@ public enum BridgeServer {
         }()
         // Both are consulted from the first accept on, so they exist before the listener does.
         let admission = Admission(limits: configuration.admission)
-        let invites = InviteCache()
+        let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: initial)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

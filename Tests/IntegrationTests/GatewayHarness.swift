@@ -61,6 +61,8 @@ final class SimulatedGateway: @unchecked Sendable {
         process.wait()
     }
 
+    deinit { process.killIfRunning() }
+
     func kill() {
         process.signal(SIGKILL)
         process.wait()
@@ -74,6 +76,7 @@ final class RelayStack: @unchecked Sendable {
     let node: SimulatedNode
     let nodeID: String
 
+    /// If a later part fails to start, the earlier ones are stopped by their deinit.
     init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = []) throws {
         gateway = try SimulatedGateway()
         let state = TemporaryDirectory("bridge")

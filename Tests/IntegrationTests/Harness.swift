@@ -32,6 +32,9 @@ final class BridgeDaemon: @unchecked Sendable {
         process.signal(SIGTERM)
         process.wait()
     }
+
+    /// A test that fails half-way must not leave its processes behind.
+    deinit { process.killIfRunning() }
 }
 
 /// A real `lanbridge-node-sim`.
@@ -67,6 +70,9 @@ final class SimulatedNode: @unchecked Sendable {
         process.signal(SIGTERM)
         process.wait()
     }
+
+    /// A test that fails half-way must not leave its processes behind.
+    deinit { process.killIfRunning() }
 }
 
 enum CLI {

@@ -115,6 +115,13 @@ public final class ChildProcess: @unchecked Sendable {
         return errorText
     }
 
+    /// SIGKILLs and reaps the process if it still runs (a safety net for failed tests).
+    public func killIfRunning() {
+        guard process.isRunning else { return }
+        signal(SIGKILL)
+        _ = wait()
+    }
+
     public func write(line: String) {
         stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
     }

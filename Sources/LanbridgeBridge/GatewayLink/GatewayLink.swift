@@ -75,16 +75,19 @@ final class GatewayLink: GatewayUplink, Sendable {
             logger.info("gateway link up", metadata: ["gateway": "\(endpoint)"])
             await bridge.setGatewayStatus("connected to \(endpoint)")
             post(.event(name: GatewayMethod.helloEvent, payload: hello))
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                // One writer task keeps frames in the order they were posted.
-                group.addTask {
-                    for await frame in outbox { try await writer.send(text: frame) }
-                }
-                group.addTask {
-                    for try await message in messages { self.received(message) }
-                }
-                try await group.next()
-                group.cancelAll()
+            // The reader says why the link ended (a close code and reason); a write that fails
+            // because the gateway just closed only says "closed channel", so it waits for that.
+            let reader = Task {
+                for try await message in messages { self.received(message) }
+            }
+            let writing = Task {
+                for await frame in outbox { try await writer.send(text: frame) }
+            }
+            defer { writing.cancel() }
+            try await withTaskCancellationHandler {
+                try await reader.value
+            } onCancel: {
+                reader.cancel()
             }
         }
     }

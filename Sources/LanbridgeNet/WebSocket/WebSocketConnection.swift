@@ -42,7 +42,7 @@ public struct WebSocketConnection: Sendable {
                                 let code = data.readWebSocketErrorCode()
                                 let reason = data.readString(length: data.readableBytes) ?? ""
                                 if let code, code != .normalClosure {
-                                    continuation.finish(throwing: WebSocketError.closed(code: "\(code)", reason: reason))
+                                    continuation.finish(throwing: WebSocketError.closed(code: "\(UInt16(webSocketErrorCode: code))", reason: reason))
                                 } else {
                                     continuation.finish()
                                 }

@@ -29,10 +29,20 @@ public struct PairingStore: Sendable {
 
     /// Changes whenever paired.json is replaced (every write is a rename): one `stat`, so the daemon
     /// can check before each invoke that the rules it holds are the ones on disk.
-    public func pairedFileVersion() -> String {
+    public func pairedFileVersion() -> String { Self.version(of: pairedURL) }
+
+    public func invitesFileVersion() -> String { Self.version(of: invitesURL) }
+
+    static func version(of url: URL) -> String {
         var info = stat()
-        guard stat(pairedURL.path, &info) == 0 else { return "absent" }
+        guard stat(url.path, &info) == 0 else { return "absent" }
         return "\(info.st_ino):\(info.st_mtim.tv_sec):\(info.st_mtim.tv_nsec):\(info.st_size)"
+    }
+
+    /// invites.json alone, without the lock: every write is an atomic rename, so a reader always
+    /// sees a whole file. For the handshake path, which must never wait for a lock.
+    public func readInvitesWithoutLock() throws -> InvitesFile {
+        try decode(InvitesFile.self, from: invitesURL) ?? InvitesFile()
     }
 
     /// A consistent snapshot of both files.
