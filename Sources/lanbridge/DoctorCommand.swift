@@ -8,7 +8,7 @@ struct DoctorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Check what nodes need to find and reach this bridge.",
-        discussion: "Checks the state directory's privacy, the identity, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on and the name it is advertised under. Exits 1 if anything needs fixing."
+        discussion: "Checks the state directory's privacy, the identity, the config file, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on, the name it is advertised under and the gateway link. Exits 1 if anything needs fixing."
     )
 
     @OptionGroup var state: StateOptions
@@ -47,12 +47,22 @@ struct DoctorCommand: ParsableCommand {
             checks.append(Check(name: "avahi-daemon", ok: false, detail: "\(error): nodes cannot discover the bridge (they can still connect by address)",
                                 fix: "apt-get install avahi-daemon && systemctl enable --now avahi-daemon"))
         }
+        do {
+            _ = try state.settings()
+            checks.append(Check(name: "config", ok: true, detail: "access rules and limits check out", fix: nil))
+        } catch {
+            checks.append(Check(name: "config", ok: false, detail: "\(error)", fix: "correct the named entry; see pairing/PROTOCOL.md §12.8"))
+        }
         if let runtime = RuntimeStatusFile(directory: directory).read() {
             checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is running (pid \(runtime.pid)), listening on \(runtime.listening.joined(separator: ", "))", fix: nil))
             let published = runtime.mdns == "published"
             checks.append(Check(name: "mDNS", ok: published || runtime.mdns == "off",
                                 detail: published ? "advertised as \"\(runtime.mdnsName ?? "?")\" (_lanbridge._tcp)" : "advertising: \(runtime.mdns ?? "unknown")",
                                 fix: published || runtime.mdns == "off" ? nil : "see the avahi-daemon check"))
+            let link = runtime.gateway ?? "unknown"
+            let linked = link.hasPrefix("connected") || link == "off"
+            checks.append(Check(name: "gateway link", ok: linked, detail: link,
+                                fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
         } else {
             checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is not running (start it: lanbridge serve)", fix: nil))
         }

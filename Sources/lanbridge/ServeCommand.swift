@@ -55,6 +55,12 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.pingInterval = pingInterval.seconds
         configuration.idleTimeout = idleTimeout.seconds
         configuration.settings = try state.settings()
+        let admission = configuration.settings.admission
+        configuration.admission.maxUnauthenticated = admission.maxUnauthenticated
+        configuration.admission.maxUnauthenticatedPerAddress = admission.maxUnauthenticatedPerAddress
+        configuration.admission.attemptsPerWindow = admission.attemptsPerWindow
+        configuration.admission.window = TimeInterval(admission.windowSeconds)
+        configuration.admission.lockout = TimeInterval(admission.lockoutSeconds)
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
 
         let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger) }

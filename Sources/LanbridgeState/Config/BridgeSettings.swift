@@ -32,8 +32,18 @@ public struct BridgeSettings: Sendable {
         public var maxTimeoutMs = 300_000
     }
 
+    /// Connection admission before any cryptography (per source address and overall).
+    public struct Admission: Sendable, Equatable {
+        public var maxUnauthenticated = 64
+        public var maxUnauthenticatedPerAddress = 8
+        public var attemptsPerWindow = 20
+        public var windowSeconds = 10
+        public var lockoutSeconds = 60
+    }
+
     public var gateway = Gateway()
     public var limits = Limits()
+    public var admission = Admission()
     public var extraCommands: [String] = []
     /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
     public var defaultsAdd: [String: [String]] = [:]
@@ -138,7 +148,16 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission"])
+            if let admission = top["admission"] {
+                let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow",
+                                                                  "windowSeconds", "lockoutSeconds"])
+                if let v = a["maxUnauthenticated"] { settings.admission.maxUnauthenticated = try count(v, "admission.maxUnauthenticated", range: 1...100_000) }
+                if let v = a["maxUnauthenticatedPerAddress"] { settings.admission.maxUnauthenticatedPerAddress = try count(v, "admission.maxUnauthenticatedPerAddress", range: 1...100_000) }
+                if let v = a["attemptsPerWindow"] { settings.admission.attemptsPerWindow = try count(v, "admission.attemptsPerWindow", range: 1...1_000_000) }
+                if let v = a["windowSeconds"] { settings.admission.windowSeconds = try count(v, "admission.windowSeconds", range: 1...3600) }
+                if let v = a["lockoutSeconds"] { settings.admission.lockoutSeconds = try count(v, "admission.lockoutSeconds", range: 0...86_400) }
+            }
             if let gateway = top["gateway"] {
                 let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled"])
                 if let v = g["url"] { settings.gateway.url = try string(v, "gateway.url") }
