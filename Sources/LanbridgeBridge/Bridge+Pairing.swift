@@ -110,7 +110,7 @@ extension Bridge {
         } else {
             await send(Welcome(bridgeName: configuration.name, paired: true, nodeId: connection.nodeId), to: connection)
         }
-        _ = try? store.update(actor: "bridge") { $0.recordSeen(connection.nodeId, now: Date()) }
+        seen.insert(connection.nodeId)
         runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground, connectedAt: connection.connectedAt)
         publishRuntime()
         logger.info("node connected", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])

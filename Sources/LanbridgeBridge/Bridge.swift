@@ -34,6 +34,13 @@ public actor Bridge {
     var router: InvokeRouter
     var waiters: [String: CheckedContinuation<InvokeRouter.Result, Never>] = [:]
     var resultSizes: [String: Int] = [:]
+    /// Nodes seen since lastSeen was last written: flushed in one store update by `tick`, so a
+    /// thousand nodes reconnecting cost one write of paired.json, not a thousand.
+    var seen: Set<Fingerprint> = []
+    /// False while the files cannot be read: new connections are refused rather than judged on
+    /// stale rules.
+    var storeReadable = true
+    private var seenFlushed = Date.distantPast
     var idempotency = IdempotencyCache()
     var buckets: [String: TokenBucket] = [:]
     var nextRequest = 0
@@ -98,13 +105,15 @@ public actor Bridge {
     func open(_ handshake: SecureSession.HandshakeResult, address: String, outbound: Outbound, channel: any Channel) async -> Int {
         nextID += 1
         let key = PublicKey(bytes: handshake.remoteStaticKey)!
-        let state: PairingState
-        do { state = try store.read() } catch {
-            logger.error("cannot read the pairing store: \(error)")
+        // Paired keys and blocked keys both live in paired.json: the cache is current once its
+        // version matches (one stat), so a connection costs no parse of a large file.
+        if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+        guard storeReadable else {
             admission.closed(unauthenticatedFrom: address)
             channel.close(promise: nil)
             return nextID
         }
+        let state = lastState
         let phase: Phase = if case let .invite(id) = handshake.handshake { .invited(inviteID: id) }
             else if state.node(withKey: key) != nil { .paired } else { .unpaired }
         let connection = Connection(id: nextID, key: key, address: address, handshake: handshake, outbound: outbound, channel: channel, phase: phase)
@@ -132,6 +141,7 @@ public actor Bridge {
             publishRuntime()
             logger.info("node disconnected", metadata: ["node": "\(connection.nodeId)"])
             complete(router.nodeDisconnected(connection.nodeId.description))
+            seen.insert(connection.nodeId)
             emit(.disconnected, node: connection.nodeId)
         }
     }
@@ -189,8 +199,10 @@ public actor Bridge {
         let version = store.pairedFileVersion()
         do { state = try store.read() } catch {
             logger.error("cannot read the pairing store: \(error)")
+            storeReadable = false
             return
         }
+        storeReadable = true
         pairedVersion = version
         paired = Dictionary(state.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
         announceChanges(from: lastState, to: state)
@@ -220,10 +232,12 @@ public actor Bridge {
     /// Expires stale requests and keeps connected nodes' requests alive (up to the hard cap). Writes
     /// the store only when something is due: an expiry, or a waiting request past half its TTL.
     func tick(now: Date) async {
+        if !seen.isEmpty, now.timeIntervalSince(seenFlushed) >= 30 { flushSeen(now: now) }
         let timing = configuration.pairingTiming
         let waiting = Set(connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } })
-        guard let state = try? store.read() else { return }
-        let due = state.pending.requests.contains { request in
+        // The cached state (kept current by inotify and the version check) is enough to tell
+        // whether anything is due; reading the files every second would cost O(paired nodes).
+        let due = lastState.pending.requests.contains { request in
             request.expiresAt <= now
                 || (waiting.contains(request.requestId) && request.expiresAt.timeIntervalSince(now) < timing.timeToLive / 2
                     && request.expiresAt < request.createdAt.addingTimeInterval(timing.hardCap))
@@ -243,7 +257,16 @@ public actor Bridge {
         }
     }
 
+    func flushSeen(now: Date) {
+        let nodes = seen
+        seen.removeAll()
+        seenFlushed = now
+        _ = try? store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
+    }
+
     func shutdown() {
+        for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
+        if !seen.isEmpty { flushSeen(now: Date()) }
         complete(router.cancelAll(forNode: nil, code: ErrorMessage.unavailable, "the bridge is stopping"))
         for connection in connections.values { connection.channel.close(promise: nil) }
         connections.removeAll()
