@@ -18,11 +18,11 @@ extension Bridge {
             switch method {
             case GatewayMethod.nodeList:
                 if store.pairedFileVersion() != pairedVersion { await storeChanged() }
-                return .success(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0)) })]))
+                return .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0)) })])))
             case GatewayMethod.nodeDescribe:
                 if store.pairedFileVersion() != pairedVersion { await storeChanged() }
                 let reference = try string("nodeId")!
-                do { return .success(JSONValue(encoding: describing(node: try lastState.node(matching: reference)))) } catch {
+                do { return .success(.value(JSONValue(encoding: describing(node: try lastState.node(matching: reference))))) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(reference)])
                 }
             case GatewayMethod.nodeInvoke:
@@ -96,7 +96,7 @@ extension Bridge {
     /// get through, within their rate limits; anything else is refused here and never reaches it.
     func nodeCalled(_ call: GatewayCall, on connection: Connection) {
         let (callID, connectionID) = (call.id, connection.id)
-        let reply = { (result: Answer) -> Void in
+        let reply = { (result: Result<JSONValue?, ErrorMessage>) -> Void in
             Task { await self.answerCall(callID, result, on: connectionID) }
         }
         let details: JSONValue = ["nodeId": .string(connection.nodeId.description), "method": .string(call.method)]
@@ -134,7 +134,7 @@ extension Bridge {
         }
     }
 
-    private func answerCall(_ id: String, _ result: Answer, on connectionID: Int) async {
+    private func answerCall(_ id: String, _ result: Result<JSONValue?, ErrorMessage>, on connectionID: Int) async {
         guard let connection = connections[connectionID] else { return }
         await send(GatewayCallResult(id: id, result: result), to: connection)
     }

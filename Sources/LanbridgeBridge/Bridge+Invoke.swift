@@ -18,7 +18,7 @@ extension Bridge {
         }
     }
 
-    typealias Answer = Result<JSONValue?, ErrorMessage>
+    typealias Answer = Result<InvokePayload, ErrorMessage>
 
     /// Results bigger than this are relayed but not kept for idempotent retries.
     static let cacheableResultBytes = 64 * 1024
@@ -121,7 +121,7 @@ extension Bridge {
     }
 
     /// A node answered an invoke. Oversized results are refused here, whole, before they reach anyone.
-    func resultReceived(_ result: InvokeResult, size: Int, from connection: Connection) {
+    func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection) {
         let outcome = router.received(result, from: connection.nodeId.description, now: Date())
         guard case let .complete(requestID, answer) = outcome else { return complete([outcome]) }
         let limit = settings.limits.maxResultBytes

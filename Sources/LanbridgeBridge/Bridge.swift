@@ -148,6 +148,16 @@ public actor Bridge {
 
     func receive(_ bytes: [UInt8], from id: Int) async {
         guard let connection = connections[id] else { return }
+        // Results take a path of their own: their payload is relayed as bytes, never parsed.
+        if connection.isPaired, SessionMessages.type(of: bytes) == InvokeResult.type {
+            do throws(SessionMessageError) {
+                resultReceived(try InvokeResult.received(from: bytes), size: bytes.count, from: connection)
+            } catch {
+                logger.notice("bad message: \(error)", metadata: ["node": "\(connection.nodeId)"])
+                await send(ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)"), to: connection)
+            }
+            return
+        }
         let message: any SessionMessage
         do {
             message = try SessionMessages.decode(bytes)
@@ -168,8 +178,6 @@ public actor Bridge {
             publishRuntime()
             logger.info("node moved to the \(state.foreground ? "foreground" : "background")", metadata: ["node": "\(connection.nodeId)"])
             emit(state.foreground ? .foreground : .background, node: connection.nodeId)
-        case let result as InvokeResult where connection.isPaired:
-            resultReceived(result, size: bytes.count, from: connection)
         case let event as NodeEvent where connection.isPaired:
             emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
         case let call as GatewayCall where connection.isPaired:

@@ -5,7 +5,7 @@ import LanbridgeProtocol
 /// the same answer, and one shortly after gets the answer again. Large results are not kept
 /// (a retry re-runs them), so the cache stays small.
 struct IdempotencyCache {
-    typealias Answer = Result<JSONValue?, ErrorMessage>
+    typealias Answer = Result<InvokePayload, ErrorMessage>
 
     static let keepFor: TimeInterval = 120
     static let maxEntries = 256

@@ -13,7 +13,7 @@ struct InvokeRouterTests {
         var router = InvokeRouter()
         let sent = try #require(invoke(&router, "r1"))
         #expect(router.received(InvokeResult(id: sent.id, payload: ["ok": true]), from: "N1", now: t0 + 1)
-            == .complete(requestID: "r1", result: .ok(["ok": true])))
+            == .complete(requestID: "r1", result: .ok(.value(["ok": true]))))
         guard case .dropped = router.received(InvokeResult(id: sent.id, payload: .null), from: "N1", now: t0 + 1) else {
             Issue.record("a duplicate result was delivered"); return
         }

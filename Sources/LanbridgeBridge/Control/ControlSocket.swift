@@ -12,13 +12,15 @@ enum ControlSocket {
     static let fileName = "control.sock"
     static let maxLine = 64 << 20
 
-    static func bind(path: String, bridge: Bridge, logger: Logger) async throws -> NIOAsyncChannel<NIOAsyncChannel<[UInt8], [UInt8]>, Never> {
+    typealias Connection = NIOAsyncChannel<[UInt8], [ArraySlice<UInt8>]>
+
+    static func bind(path: String, bridge: Bridge, logger: Logger) async throws -> NIOAsyncChannel<Connection, Never> {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(LineDecoder(maxLength: maxLine)))
                     try channel.pipeline.syncOperations.addHandler(MessageToByteHandler(LineEncoder()))
-                    return try NIOAsyncChannel<[UInt8], [UInt8]>(wrappingChannelSynchronously: channel)
+                    return try Connection(wrappingChannelSynchronously: channel)
                 }
             }
         // The state directory is 0700 already; the socket itself is owner-only too.
@@ -26,7 +28,7 @@ enum ControlSocket {
         return server
     }
 
-    static func serve(_ connection: NIOAsyncChannel<[UInt8], [UInt8]>, bridge: Bridge, logger: Logger) async {
+    static func serve(_ connection: Connection, bridge: Bridge, logger: Logger) async {
         guard let uid = await peerUID(connection.channel), uid == getuid() || uid == 0 else {
             logger.warning("control socket: refused a connection from another user")
             try? await connection.executeThenClose { _, _ in }
@@ -37,12 +39,12 @@ enum ControlSocket {
                 let frame: GatewayFrame
                 do throws(GatewayFrame.DecodingError) { frame = try GatewayFrame.decode(line) } catch {
                     let id = error.requestID ?? ""
-                    try await outbound.write(GatewayFrame.response(id: id, result: .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(error)"))).encoded())
+                    try await outbound.write(GatewayFrame.response(id: id, answer: .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(error)"))))
                     continue
                 }
                 guard case let .request(id, method, params) = frame else { continue }
                 let answer = await bridge.respond(method: method, params: params, origin: .operator)
-                try await outbound.write(GatewayFrame.response(id: id, result: answer).encoded())
+                try await outbound.write(GatewayFrame.response(id: id, answer: answer))
             }
         }
     }
@@ -79,10 +81,11 @@ struct LineDecoder: ByteToMessageDecoder {
     }
 }
 
+/// Writes one message, given as parts, and a newline.
 struct LineEncoder: MessageToByteEncoder {
-    typealias OutboundIn = [UInt8]
-    func encode(data: [UInt8], out: inout ByteBuffer) throws {
-        out.writeBytes(data)
+    typealias OutboundIn = [ArraySlice<UInt8>]
+    func encode(data: [ArraySlice<UInt8>], out: inout ByteBuffer) throws {
+        for part in data { out.writeBytes(part) }
         out.writeInteger(UInt8(ascii: "\n"))
     }
 }

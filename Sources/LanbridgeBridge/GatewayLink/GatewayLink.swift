@@ -25,7 +25,7 @@ final class GatewayLink: GatewayUplink, Sendable {
     private let callTimeout: TimeInterval = 30
 
     private struct State {
-        var outbox: AsyncStream<[UInt8]>.Continuation?
+        var outbox: AsyncStream<[ArraySlice<UInt8>]>.Continuation?
         var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
         var nextCall = 0
     }
@@ -69,7 +69,7 @@ final class GatewayLink: GatewayUplink, Sendable {
         let connection = try await WebSocketClient.connect(host: endpoint.host, port: endpoint.port, path: endpoint.path,
                                                            headers: [("Authorization", authorization)], maxMessageSize: maxMessageSize)
         try await connection.run { writer, messages in
-            let (outbox, continuation) = AsyncStream.makeStream(of: [UInt8].self, bufferingPolicy: .bufferingNewest(4096))
+            let (outbox, continuation) = AsyncStream.makeStream(of: [ArraySlice<UInt8>].self, bufferingPolicy: .bufferingNewest(4096))
             state.withLockedValue { $0.outbox = continuation }
             defer { continuation.finish() }
             logger.info("gateway link up", metadata: ["gateway": "\(endpoint)"])
@@ -105,7 +105,7 @@ final class GatewayLink: GatewayUplink, Sendable {
         case let .request(id, method, params):
             Task {
                 let answer = await bridge.respond(method: method, params: params, origin: .gateway)
-                self.post(.response(id: id, result: answer))
+                self.send(GatewayFrame.response(id: id, answer: answer))
             }
         case let .response(id, result):
             guard let waiter = state.withLockedValue({ $0.calls.removeValue(forKey: id) }) else {
@@ -133,8 +133,12 @@ final class GatewayLink: GatewayUplink, Sendable {
     // MARK: - GatewayUplink
 
     func post(_ frame: GatewayFrame) {
+        send([ArraySlice(frame.encoded())])
+    }
+
+    private func send(_ parts: [ArraySlice<UInt8>]) {
         let outbox = state.withLockedValue { $0.outbox }
-        outbox?.yield(frame.encoded())
+        outbox?.yield(parts)
     }
 
     func call(method: String, params: JSONValue?) async -> Result<JSONValue?, ErrorMessage> {

@@ -78,6 +78,15 @@ public final class WebSocketWriter: Sendable {
         try await write(WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(bytes: bytes)))
     }
 
+    /// One text message from parts written back to back (a large payload spliced between a
+    /// prefix and a suffix is copied once, into the frame).
+    public func send(text parts: [ArraySlice<UInt8>]) async throws {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(parts.reduce(0) { $0 + $1.count })
+        for part in parts { buffer.writeBytes(part) }
+        try await write(WebSocketFrame(fin: true, opcode: .text, data: buffer))
+    }
+
     /// Sends a close frame once: 1000 (normal) unless told otherwise.
     public func close(code: WebSocketErrorCode = .normalClosure, reason: String = "") async throws {
         guard closed.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }

@@ -57,6 +57,19 @@ public enum GatewayFrame: Equatable, Sendable {
         return Array(try! Self.encoder.encode(wire))
     }
 
+    /// A response frame for `answer`, as byte parts to write one after the other: a raw payload is
+    /// spliced in as it is, not parsed and encoded again.
+    public static func response(id: String, answer: Result<InvokePayload, ErrorMessage>) -> [ArraySlice<UInt8>] {
+        switch answer {
+        case let .failure(error):
+            return [ArraySlice(GatewayFrame.response(id: id, result: .failure(error)).encoded())]
+        case let .success(payload):
+            let quotedID = (try? encoder.encode(id)).map(Array.init) ?? Array("\"\"".utf8)
+            return [ArraySlice(Array(#"{"id":"#.utf8) + quotedID + Array(#","ok":true,"payload":"#.utf8)),
+                    payload.bytes, ArraySlice(Array(#","type":"res"}"#.utf8))]
+        }
+    }
+
     public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> GatewayFrame {
         let data = Data(bytes)
         guard let wire = try? decoder.decode(Wire.self, from: data) else {

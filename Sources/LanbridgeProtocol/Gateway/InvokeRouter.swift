@@ -33,7 +33,7 @@ public struct InvokeRouter: Sendable {
     }
 
     public enum Result: Equatable, Sendable {
-        case ok(JSONValue?)
+        case ok(InvokePayload)
         case failed(ErrorMessage)
     }
 
@@ -71,6 +71,10 @@ public struct InvokeRouter: Sendable {
     /// reaches the asker as `COMMAND_FAILED` (or `TIMEOUT`, if the node timed out itself), with
     /// the node's error in `details.nodeError`.
     public mutating func received(_ result: InvokeResult, from nodeID: String, now: Date) -> Outcome {
+        received(result.received, from: nodeID, now: now)
+    }
+
+    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, now: Date) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
         }

@@ -63,3 +63,35 @@ public struct GatewayCallResult: SessionMessage {
         }
     }
 }
+
+extension InvokeResult {
+    /// An `invoke.result` as the bridge takes it in: the small fields parsed, the payload kept as
+    /// the bytes it arrived in (it may be megabytes of base64 that only need passing on).
+    public struct Received: Sendable, Equatable {
+        public let id: String
+        public let ok: Bool
+        public let payload: InvokePayload
+        public let error: ErrorMessage?
+    }
+
+    private struct Header: Decodable {
+        let type: String
+        let id: String
+        let ok: Bool
+        let error: ErrorMessage?
+    }
+
+    /// Parses an `invoke.result` message without materialising its payload. The whole message is
+    /// still checked to be valid JSON.
+    public static func received(from bytes: [UInt8]) throws(SessionMessageError) -> Received {
+        let header: Header
+        do { header = try JSONDecoder().decode(Header.self, from: Data(bytes)) } catch {
+            throw .invalid(type: type, reason: "\(error)")
+        }
+        guard header.type == type else { throw .invalid(type: type, reason: "not an \(type) message") }
+        let payload = JSONScanner.valueRange(ofKey: "payload", in: bytes).map { InvokePayload.raw(bytes[$0]) } ?? .value(nil)
+        return Received(id: header.id, ok: header.ok, payload: payload, error: header.error)
+    }
+
+    public var received: Received { Received(id: id, ok: ok, payload: .value(payload), error: error) }
+}

@@ -47,6 +47,12 @@ public enum SessionMessages {
         return Array(try! encoder.encode(Tagged(message: message)))
     }
 
+    /// The message's `type`, found without parsing the rest (nil if there is no string "type").
+    public static func type(of bytes: [UInt8]) -> String? {
+        guard let range = JSONScanner.valueRange(ofKey: "type", in: bytes) else { return nil }
+        return try? JSONDecoder().decode(String.self, from: Data(bytes[range]))
+    }
+
     public static func decode(_ bytes: [UInt8]) throws -> any SessionMessage {
         let data = Data(bytes)
         let decoder = JSONDecoder()

@@ -1,0 +1,36 @@
+import Foundation
+
+/// What an answer carries to the gateway or the control socket: a value the bridge built
+/// (`node.list`), or a node's result as the exact bytes it arrived in, relayed without being parsed
+/// into values and encoded again. A snapshot's megabytes are copied once on the way through.
+public enum InvokePayload: Sendable, Equatable {
+    case value(JSONValue?)
+    case raw(ArraySlice<UInt8>)
+
+    /// The payload as a value (parses raw bytes; for small payloads and tests).
+    public var value: JSONValue? {
+        switch self {
+        case let .value(value): value
+        case let .raw(bytes): try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        }
+    }
+
+    /// The payload's JSON text.
+    public var bytes: ArraySlice<UInt8> {
+        switch self {
+        case let .raw(bytes): bytes
+        case let .value(value):
+            ArraySlice((try? JSONEncoder.lanbridge.encode(value ?? .null)).map(Array.init) ?? Array("null".utf8))
+        }
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys, slashes as they are: the one output format lanbridge writes.
+    static var lanbridge: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
+    }
+}
