@@ -149,9 +149,10 @@ public actor Bridge {
     func receive(_ bytes: [UInt8], from id: Int) async {
         guard let connection = connections[id] else { return }
         // Results take a path of their own: their payload is relayed as bytes, never parsed.
-        if connection.isPaired, SessionMessages.type(of: bytes) == InvokeResult.type {
+        let peeked = SessionMessages.peek(bytes)
+        if connection.isPaired, peeked.type == InvokeResult.type {
             do throws(SessionMessageError) {
-                resultReceived(try InvokeResult.received(from: bytes), size: bytes.count, from: connection)
+                resultReceived(try InvokeResult.received(from: bytes, payload: peeked.payload), size: bytes.count, from: connection)
             } catch {
                 logger.notice("bad message: \(error)", metadata: ["node": "\(connection.nodeId)"])
                 await send(ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)"), to: connection)

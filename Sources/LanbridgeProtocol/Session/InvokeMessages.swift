@@ -84,12 +84,17 @@ extension InvokeResult {
     /// Parses an `invoke.result` message without materialising its payload. The whole message is
     /// still checked to be valid JSON.
     public static func received(from bytes: [UInt8]) throws(SessionMessageError) -> Received {
+        try received(from: bytes, payload: JSONScanner.valueRange(ofKey: "payload", in: bytes))
+    }
+
+    /// The same, with the payload's range already found (`SessionMessages.peek`).
+    public static func received(from bytes: [UInt8], payload range: Range<Int>?) throws(SessionMessageError) -> Received {
         let header: Header
         do { header = try JSONDecoder().decode(Header.self, from: Data(bytes)) } catch {
             throw .invalid(type: type, reason: "\(error)")
         }
         guard header.type == type else { throw .invalid(type: type, reason: "not an \(type) message") }
-        let payload = JSONScanner.valueRange(ofKey: "payload", in: bytes).map { InvokePayload.raw(bytes[$0]) } ?? .value(nil)
+        let payload = range.map { InvokePayload.raw(bytes[$0]) } ?? .value(nil)
         return Received(id: header.id, ok: header.ok, payload: payload, error: header.error)
     }
 

@@ -47,10 +47,12 @@ public enum SessionMessages {
         return Array(try! encoder.encode(Tagged(message: message)))
     }
 
-    /// The message's `type`, found without parsing the rest (nil if there is no string "type").
-    public static func type(of bytes: [UInt8]) -> String? {
-        guard let range = JSONScanner.valueRange(ofKey: "type", in: bytes) else { return nil }
-        return try? JSONDecoder().decode(String.self, from: Data(bytes[range]))
+    /// The message's `type` and where its `payload` is, found in one pass without parsing the
+    /// rest (type nil if there is no string "type").
+    public static func peek(_ bytes: [UInt8]) -> (type: String?, payload: Range<Int>?) {
+        guard let ranges = JSONScanner.valueRanges(ofKeys: ["type", "payload"], in: bytes) else { return (nil, nil) }
+        let type = ranges["type"].flatMap { try? JSONDecoder().decode(String.self, from: Data(bytes[$0])) }
+        return (type, ranges["payload"])
     }
 
     public static func decode(_ bytes: [UInt8]) throws -> any SessionMessage {
