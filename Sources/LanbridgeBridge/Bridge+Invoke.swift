@@ -105,14 +105,11 @@ extension Bridge {
         case let .failure(error): return (.failure(error), 0)
         case let .success(invoke): message = invoke
         }
-        let result = await withCheckedContinuation { continuation in
-            waiters[requestID] = continuation
-            Task { () -> Void in
-                await self.send(message, to: connection)
-                try? await Task.sleep(for: .milliseconds(timeoutMs))
-                await self.expireInvokes()
-            }
-        }
+        let reply = Reply<InvokeRouter.Result>()
+        waiters[requestID] = reply
+        armTimer()
+        await send(message, to: connection)
+        let result = await reply.value
         let size = resultSizes.removeValue(forKey: requestID) ?? 0
         switch result {
         case let .ok(payload): return (.success(payload), size)
@@ -136,8 +133,25 @@ extension Bridge {
         complete([outcome])
     }
 
-    func expireInvokes() {
+    /// One timer for every invoke in flight, set for the earliest deadline; a new invoke only
+    /// moves it if it is due sooner.
+    func armTimer() {
+        guard let next = router.nextDeadline else { return }
+        if let armed = timerDeadline, armed <= next { return }
+        timer?.cancel()
+        timerDeadline = next
+        timer = Task { [weak self] in
+            try? await Task.sleep(for: .milliseconds(max(0, Int((next.timeIntervalSinceNow * 1000).rounded(.up)))))
+            guard !Task.isCancelled else { return }
+            await self?.timerFired()
+        }
+    }
+
+    private func timerFired() {
+        timerDeadline = nil
+        timer = nil
         complete(router.expire(now: Date()))
+        armTimer()
     }
 
     /// Hands finished invokes to whoever waits for them; logs results that came too late.
@@ -145,7 +159,7 @@ extension Bridge {
         for outcome in outcomes {
             switch outcome {
             case let .complete(requestID, result):
-                waiters.removeValue(forKey: requestID)?.resume(returning: result)
+                waiters.removeValue(forKey: requestID)?.fulfill(result)
             case let .dropped(invokeID, nodeID, reason):
                 logger.notice("dropped a result: \(reason)", metadata: ["node": "\(nodeID)", "invoke": "\(invokeID)"])
             }

@@ -32,7 +32,9 @@ public actor Bridge {
     var lastState: PairingState
     var pairedVersion: String
     var router: InvokeRouter
-    var waiters: [String: CheckedContinuation<InvokeRouter.Result, Never>] = [:]
+    var waiters: [String: Reply<InvokeRouter.Result>] = [:]
+    var timer: Task<Void, Never>?
+    var timerDeadline: Date?
     var resultSizes: [String: Int] = [:]
     /// Nodes seen since lastSeen was last written: flushed in one store update by `tick`, so a
     /// thousand nodes reconnecting cost one write of paired.json, not a thousand.
@@ -277,6 +279,7 @@ public actor Bridge {
         for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
         if !seen.isEmpty { flushSeen(now: Date()) }
         complete(router.cancelAll(forNode: nil, code: ErrorMessage.unavailable, "the bridge is stopping"))
+        timer?.cancel()
         for connection in connections.values { connection.channel.close(promise: nil) }
         connections.removeAll()
         runtimeFile.remove()
