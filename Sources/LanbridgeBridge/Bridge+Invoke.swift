@@ -62,7 +62,7 @@ extension Bridge {
         if store.pairedFileVersion() != pairedVersion { await storeChanged() }
 
         let node: PairedNode
-        do { node = try lastState.node(matching: request.node) } catch {
+        do { node = try lookUp(request.node) } catch {
             return .failure(ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(request.node)]))
         }
         let details: JSONValue = ["nodeId": .string(node.nodeId.description), "command": .string(command)]
@@ -167,7 +167,13 @@ extension Bridge {
     }
 
     func pairedConnection(_ id: Fingerprint) -> Connection? {
-        connections.values.first { $0.nodeId == id && $0.isPaired }
+        sessions[id].flatMap { connections[$0] }.flatMap { $0.isPaired ? $0 : nil }
+    }
+
+    /// By ID through the index, else by display name.
+    func lookUp(_ reference: String) throws -> PairedNode {
+        if let id = Fingerprint(reference), let node = paired[id] { return node }
+        return try lastState.node(matching: reference)
     }
 
     enum Limit: String { case snapshot, agent, systemEvent }

@@ -100,6 +100,7 @@ extension Bridge {
             await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
         }
         connection.phase = .paired
+        sessions[connection.nodeId] = connection.id
         if connection.countsAsUnauthenticated {
             connection.countsAsUnauthenticated = false
             admission.authenticated(from: connection.address)

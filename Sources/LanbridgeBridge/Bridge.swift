@@ -22,6 +22,8 @@ public actor Bridge {
     var runtime: RuntimeStatus
     var logger: Logger
     var connections: [Int: Connection] = [:]
+    /// The live paired session of each node (one at most: a reconnect replaces the old one).
+    var sessions: [Fingerprint: Int] = [:]
     private var nextID = 0
     private var pingCounter = 0
 
@@ -136,6 +138,7 @@ public actor Bridge {
 
     func close(_ id: Int) {
         guard let connection = connections.removeValue(forKey: id) else { return }
+        if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
         if connection.countsAsUnauthenticated { admission.closed(unauthenticatedFrom: connection.address) }
         if connection.isPaired, runtime.nodes[connection.nodeId.description] != nil,
            !connections.values.contains(where: { $0.nodeId == connection.nodeId && $0.isPaired }) {
@@ -230,6 +233,7 @@ public actor Bridge {
                 await send(Revoked(nodeId: connection.nodeId), to: connection)
                 connection.channel.close(promise: nil)
                 connections[connection.id] = nil
+                sessions[connection.nodeId] = nil
                 runtime.nodes[connection.nodeId.description] = nil
                 publishRuntime()
             default:

@@ -39,6 +39,7 @@ public struct InvokeRouter: Sendable {
 
     public let maxConcurrentPerNode: Int
     private var pending: [String: Pending] = [:]
+    private var perNode: [String: Int] = [:]
     private var nextID = 0
 
     public init(maxConcurrentPerNode: Int = 8) {
@@ -54,7 +55,7 @@ public struct InvokeRouter: Sendable {
     /// answer with at once.
     public mutating func start(requestID: String, nodeID: String, command: String, params: JSONValue?,
                                timeout: TimeInterval, origin: Origin = .gateway, now: Date) -> Swift.Result<Invoke, ErrorMessage> {
-        let busy = pending.values.filter { $0.nodeID == nodeID }.count
+        let busy = perNode[nodeID, default: 0]
         guard busy < maxConcurrentPerNode else {
             return .failure(ErrorMessage(code: ErrorMessage.rateLimited, message: "\(busy) invokes already in flight for this node",
                                          details: ["nodeId": .string(nodeID), "command": .string(command), "limit": "concurrentInvokes"],
@@ -64,6 +65,7 @@ public struct InvokeRouter: Sendable {
         let invokeID = "i\(nextID)"
         pending[invokeID] = Pending(invokeID: invokeID, requestID: requestID, nodeID: nodeID, command: command,
                                     origin: origin, deadline: now.addingTimeInterval(timeout))
+        perNode[nodeID] = busy + 1
         return .success(Invoke(id: invokeID, command: command, params: params, timeoutMs: Int(timeout * 1000)))
     }
 
@@ -78,7 +80,7 @@ public struct InvokeRouter: Sendable {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
         }
-        pending[result.id] = nil
+        remove(entry)
         guard entry.deadline > now else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "arrived after the deadline")
         }
@@ -95,7 +97,7 @@ public struct InvokeRouter: Sendable {
     /// Fails every invoke whose deadline has passed with `TIMEOUT`.
     public mutating func expire(now: Date) -> [Outcome] {
         let due = pending.values.filter { $0.deadline <= now }
-        for entry in due { pending[entry.invokeID] = nil }
+        for entry in due { remove(entry) }
         return due.sorted { $0.deadline < $1.deadline }.map {
             .complete(requestID: $0.requestID, result: .failed(ErrorMessage(
                 code: ErrorMessage.timeout, message: "\($0.command) did not answer in time", details: details($0), retryable: true)))
@@ -119,10 +121,16 @@ public struct InvokeRouter: Sendable {
 
     private mutating func failAll(where predicate: (Pending) -> Bool, code: String, _ message: String) -> [Outcome] {
         let gone = pending.values.filter(predicate)
-        for entry in gone { pending[entry.invokeID] = nil }
+        for entry in gone { remove(entry) }
         return gone.sorted { $0.invokeID < $1.invokeID }.map {
             .complete(requestID: $0.requestID, result: .failed(ErrorMessage(code: code, message: message, details: details($0), retryable: true)))
         }
+    }
+
+    private mutating func remove(_ entry: Pending) {
+        pending[entry.invokeID] = nil
+        let left = perNode[entry.nodeID, default: 1] - 1
+        perNode[entry.nodeID] = left > 0 ? left : nil
     }
 
     private func details(_ entry: Pending, _ extra: [String: JSONValue] = [:]) -> JSONValue {
