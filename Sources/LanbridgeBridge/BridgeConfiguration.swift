@@ -64,7 +64,11 @@ public struct BridgeConfiguration: Sendable {
     public struct Gateway: Sendable {
         public var endpoint: GatewayEndpoint
         public var token: SecureBytes
-        public init(endpoint: GatewayEndpoint, token: SecureBytes) { (self.endpoint, self.token) = (endpoint, token) }
+        /// PEM trust roots for a wss:// gateway; nil uses the system's.
+        public var trustRootsFile: String?
+        public init(endpoint: GatewayEndpoint, token: SecureBytes, trustRootsFile: String? = nil) {
+            (self.endpoint, self.token, self.trustRootsFile) = (endpoint, token, trustRootsFile)
+        }
     }
 
     public init(stateDirectory: StateDirectory, name: String) {

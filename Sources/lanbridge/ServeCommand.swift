@@ -37,6 +37,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("File (mode 0600) holding the gateway token, if $LANBRIDGE_GATEWAY_TOKEN is not set.", valueName: "file"))
     var gatewayTokenFile: String?
     @Flag(help: "Allow a gateway that is not on loopback (it must then use wss://).") var allowRemoteGateway = false
+    @Option(help: ArgumentHelp("PEM trust roots for a wss:// gateway. Default: the system's.", valueName: "file"))
+    var gatewayCaFile: String?
     @Flag(help: "Run without a gateway link.") var noGateway = false
 
     func run() async throws {
@@ -93,6 +95,10 @@ struct ServeCommand: AsyncParsableCommand {
             logger.warning("gateway link off: no token (set LANBRIDGE_GATEWAY_TOKEN, --gateway-token-file or gateway.tokenFile; --no-gateway silences this)")
             return nil
         }
-        return BridgeConfiguration.Gateway(endpoint: endpoint, token: token)
+        let roots = gatewayCaFile ?? settings.gateway.caFile
+        if let roots, !FileManager.default.isReadableFile(atPath: roots) {
+            throw ConfigurationProblem(description: "gateway CA file \(roots) cannot be read")
+        }
+        return BridgeConfiguration.Gateway(endpoint: endpoint, token: token, trustRootsFile: roots)
     }
 }

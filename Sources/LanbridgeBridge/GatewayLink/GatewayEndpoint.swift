@@ -30,8 +30,8 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
             }
             guard scheme == "wss" else { throw Invalid(url: url, reason: "a remote gateway needs wss://") }
         }
-        if scheme == "wss" {
-            throw Invalid(url: url, reason: "this build has no TLS support (swift-nio-ssl is not linked); reach a remote gateway through an SSH or WireGuard tunnel to a loopback ws:// address")
+        if scheme == "wss", Self.isIPAddress(host) {
+            throw Invalid(url: url, reason: "wss:// needs a host name that its certificate names, not an IP address")
         }
         self.host = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         port = components.port ?? (scheme == "wss" ? 443 : 80)
@@ -40,6 +40,11 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     public var description: String { "\(secure ? "wss" : "ws")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)" }
+
+    static func isIPAddress(_ host: String) -> Bool {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        return bare.contains(":") || (bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil })
+    }
 
     static func isLoopback(_ host: String) -> Bool {
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()

@@ -18,6 +18,7 @@ final class GatewayLink: GatewayUplink, Sendable {
 
     private let endpoint: GatewayEndpoint
     private let token: SecureBytes
+    private let tls: WebSocketClient.TLS?
     private let bridge: Bridge
     private let logger: Logger
     private let backoff: Backoff
@@ -31,8 +32,9 @@ final class GatewayLink: GatewayUplink, Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
-    init(endpoint: GatewayEndpoint, token: SecureBytes, bridge: Bridge, maxMessageSize: Int, backoff: Backoff = Backoff(), logger: Logger) {
-        (self.endpoint, self.token, self.bridge, self.maxMessageSize, self.backoff, self.logger) = (endpoint, token, bridge, maxMessageSize, backoff, logger)
+    init(endpoint: GatewayEndpoint, token: SecureBytes, tls: WebSocketClient.TLS?, bridge: Bridge, maxMessageSize: Int,
+         backoff: Backoff = Backoff(), logger: Logger) {
+        (self.endpoint, self.token, self.tls, self.bridge, self.maxMessageSize, self.backoff, self.logger) = (endpoint, token, tls, bridge, maxMessageSize, backoff, logger)
     }
 
     /// Keeps the link up until the task is cancelled.
@@ -67,7 +69,7 @@ final class GatewayLink: GatewayUplink, Sendable {
     private func connectOnce(hello: JSONValue) async throws {
         let authorization = token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) }
         let connection = try await WebSocketClient.connect(host: endpoint.host, port: endpoint.port, path: endpoint.path,
-                                                           headers: [("Authorization", authorization)], maxMessageSize: maxMessageSize)
+                                                           headers: [("Authorization", authorization)], tls: tls, maxMessageSize: maxMessageSize)
         try await connection.run { writer, messages in
             let (outbox, continuation) = AsyncStream.makeStream(of: [ArraySlice<UInt8>].self, bufferingPolicy: .bufferingNewest(4096))
             state.withLockedValue { $0.outbox = continuation }

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOSSL
 import NIOWebSocket
 
 public enum WebSocketError: Error, Equatable, CustomStringConvertible {
@@ -17,15 +18,28 @@ public enum WebSocketError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Dials a WebSocket server (plain `ws://`; TLS is not built in).
+/// Dials a WebSocket server, over TLS (`wss://`) when asked.
 public enum WebSocketClient {
+    /// TLS with full certificate and host-name verification, against the system's trust store or
+    /// the PEM roots in `trustRootsFile`.
+    public struct TLS: Sendable, Equatable {
+        public var trustRootsFile: String?
+        public init(trustRootsFile: String? = nil) { self.trustRootsFile = trustRootsFile }
+    }
+
     private enum Upgrade: Sendable {
         case upgraded(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>)
         case refused(NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>)
     }
 
-    public static func connect(host: String, port: Int, path: String, headers: [(String, String)] = [],
+    public static func connect(host: String, port: Int, path: String, headers: [(String, String)] = [], tls: TLS? = nil,
                                maxMessageSize: Int, connectTimeout: TimeAmount = .seconds(5)) async throws -> WebSocketConnection {
+        let sslContext = try tls.map { tls in
+            var configuration = TLSConfiguration.makeClientConfiguration()
+            configuration.minimumTLSVersion = .tlsv12
+            if let file = tls.trustRootsFile { configuration.trustRoots = .file(file) }
+            return try NIOSSLContext(configuration: configuration)
+        }
         var requestHeaders = HTTPHeaders([("Host", "\(host):\(port)"), ("Content-Length", "0")])
         for (name, value) in headers { requestHeaders.add(name: name, value: value) }
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: requestHeaders)
@@ -34,6 +48,9 @@ public enum WebSocketClient {
             .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .connect(host: host, port: port) { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let sslContext {
+                        try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: host))
+                    }
                     let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: maxMessageSize) { channel, _ in
                         channel.eventLoop.makeCompletedFuture {
                             try WebSocketConnection.addAggregator(to: channel, maxMessageSize: maxMessageSize)

@@ -15,6 +15,8 @@ public struct BridgeSettings: Sendable {
         public var tokenFile: String?
         public var allowRemote = false
         public var enabled = true
+        /// PEM trust roots for a wss:// gateway (default: the system's).
+        public var caFile: String?
     }
 
     public struct Limits: Sendable, Equatable {
@@ -159,7 +161,8 @@ public struct BridgeSettings: Sendable {
                 if let v = a["lockoutSeconds"] { settings.admission.lockoutSeconds = try count(v, "admission.lockoutSeconds", range: 0...86_400) }
             }
             if let gateway = top["gateway"] {
-                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled"])
+                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled", "caFile"])
+                if let v = g["caFile"] { settings.gateway.caFile = try string(v, "gateway.caFile") }
                 if let v = g["url"] { settings.gateway.url = try string(v, "gateway.url") }
                 if let v = g["tokenFile"] { settings.gateway.tokenFile = try string(v, "gateway.tokenFile") }
                 if let v = g["allowRemote"] { settings.gateway.allowRemote = try bool(v, "gateway.allowRemote") }

@@ -6,9 +6,9 @@ node.list, node.describe and node.invoke (canvas.snapshot, plus a command the no
 and checks every answer against the document. Prints "listening PORT" first and "PASS" at the end;
 any mismatch exits 1 with the reason.
 
-usage: ws_gateway.py TOKEN
+usage: ws_gateway.py TOKEN [CERT KEY]     (with CERT and KEY it serves wss://, TLS)
 """
-import asyncio, base64, http, json, sys
+import asyncio, base64, http, json, ssl, sys
 from websockets.asyncio.server import serve
 
 TOKEN = sys.argv[1]
@@ -92,7 +92,11 @@ async def session(ws, finished):
 
 async def main():
     finished = asyncio.get_running_loop().create_future()
-    async with serve(lambda ws: session(ws, finished), "127.0.0.1", 0, process_request=check_token, max_size=64 << 20) as server:
+    tls = None
+    if len(sys.argv) > 3:
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(sys.argv[2], sys.argv[3])
+    async with serve(lambda ws: session(ws, finished), "127.0.0.1", 0, process_request=check_token, max_size=64 << 20, ssl=tls) as server:
         print(f"listening {server.sockets[0].getsockname()[1]}", flush=True)
         await asyncio.wait_for(finished, 120)
 
