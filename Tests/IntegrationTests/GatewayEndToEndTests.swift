@@ -201,7 +201,7 @@ struct GatewayLinkTests {
     }
 
     @Test func aNodeMayCallAgentButNothingElse() throws {
-        let stack = try RelayStack()
+        let stack = try RelayStack(config: #"{"limits": {"agentPerMinute": 1}}"#)
         defer { stack.stop() }
         stack.node.process.write(line: "agent hello from the phone")
         let call = try stack.gateway.waitFor("call agent ")
@@ -212,6 +212,8 @@ struct GatewayLinkTests {
         let answer = try stack.node.waitFor("agent")
         #expect(answer.hasPrefix("ok ") && answer.contains("\"accepted\":true"), "\(answer)")
 
+        stack.node.process.write(line: "agent once more")
+        #expect(try stack.node.waitFor("agent").hasPrefix("error RATE_LIMITED"), "one agent call a minute")
         stack.node.process.write(line: "call node.invoke")
         #expect(try stack.node.waitFor("call").hasPrefix("error FORBIDDEN"))
         // The node's next message is an event; had the forbidden call reached the gateway, the
