@@ -17,10 +17,10 @@ extension Bridge {
         do throws(ErrorMessage) {
             switch method {
             case GatewayMethod.nodeList:
-                if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+                await refreshIfChanged()
                 return .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0)) })])))
             case GatewayMethod.nodeDescribe:
-                if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+                await refreshIfChanged()
                 let reference = try string("nodeId")!
                 do { return .success(.value(JSONValue(encoding: describing(node: try lastState.node(matching: reference))))) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(reference)])

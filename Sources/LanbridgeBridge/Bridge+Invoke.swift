@@ -59,7 +59,7 @@ extension Bridge {
             return .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "timeoutMs must be between 1 and \(limits.maxTimeoutMs)"))
         }
         // Rules changed by `nodes allow|deny|revoke` a moment ago apply to this invoke, not the next.
-        if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+        await refreshIfChanged()
 
         let node: PairedNode
         do { node = try lookUp(request.node) } catch {
@@ -67,26 +67,25 @@ extension Bridge {
         }
         let details: JSONValue = ["nodeId": .string(node.nodeId.description), "command": .string(command)]
         let connection = pairedConnection(node.nodeId)
-        switch settings.policy.decide(command, rules: node.access, declared: node.details.commands, flags: node.details.flags,
-                                      foreground: connection?.foreground ?? true) {
-        case let .deny(reason):
+        // An offline node counts as in front: the rules are checked before connectedness, so a
+        // denied command says "forbidden" whether or not the node is there.
+        let decision = settings.policy.decide(command, rules: node.access, declared: node.details.commands, flags: node.details.flags,
+                                              foreground: connection?.foreground ?? true)
+        if case let .deny(reason) = decision {
             logger.notice("invoke denied: \(reason)", metadata: ["node": "\(node.nodeId)", "command": "\(command)", "origin": "\(origin.rawValue)"])
             recordDenial(node: node.nodeId, command: command, reason: reason, origin: origin)
             return .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
                                          details: details.merging(["reason": .string(reason.code)]), retryable: false))
-        case .allow, .backgroundUnavailable:
-            break
         }
         guard let connection else {
             return .failure(ErrorMessage(code: ErrorMessage.nodeNotConnected, message: "\(node.details.displayName) is not connected",
                                          details: details, retryable: true))
         }
-        if case let .backgroundUnavailable(retryAfterMs) = settings.policy.decide(
-            command, rules: node.access, declared: node.details.commands, flags: node.details.flags, foreground: connection.foreground) {
+        if case let .backgroundUnavailable(retryAfterMs) = decision {
             return .failure(ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "\(node.details.displayName) is in the background; \(command) needs the foreground",
                                          details: details, retryable: true, retryAfterMs: retryAfterMs))
         }
-        if limits.snapshotCommands.contains(where: { (try? CommandPattern($0))?.matches(command) == true }),
+        if snapshotCommands.contains(where: { $0.matches(command) }),
            case let .limited(retryAfterMs) = take(.snapshot, node: node.nodeId) {
             return .failure(ErrorMessage(code: ErrorMessage.rateLimited, message: "too many snapshots from this node; at most \(limits.snapshotsPerMinute) a minute",
                                          details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs))

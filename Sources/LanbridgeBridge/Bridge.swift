@@ -29,6 +29,8 @@ public actor Bridge {
 
     // Relaying (Bridge+Invoke, Bridge+Gateway)
     let settings: BridgeSettings
+    /// `settings.limits.snapshotCommands`, parsed once (the config loader has checked them).
+    let snapshotCommands: [CommandPattern]
     /// Paired nodes as last read, and the paired.json version they came from.
     var paired: [Fingerprint: PairedNode] = [:]
     var lastState: PairingState
@@ -95,6 +97,7 @@ public actor Bridge {
         runtime = RuntimeStatus(bridgeName: configuration.name, listening: listening, startedAt: Date())
         self.logger = logger
         settings = configuration.settings
+        snapshotCommands = configuration.settings.limits.snapshotCommands.compactMap { try? CommandPattern($0) }
         router = InvokeRouter(maxConcurrentPerNode: configuration.settings.limits.maxConcurrentInvokes)
         lastState = initial
         pairedVersion = store.pairedFileVersion()
@@ -111,7 +114,7 @@ public actor Bridge {
         let key = PublicKey(bytes: handshake.remoteStaticKey)!
         // Paired keys and blocked keys both live in paired.json: the cache is current once its
         // version matches (one stat), so a connection costs no parse of a large file.
-        if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+        await refreshIfChanged()
         guard storeReadable else {
             admission.closed(unauthenticatedFrom: address)
             channel.close(promise: nil)
@@ -206,6 +209,12 @@ public actor Bridge {
     }
 
     // MARK: - Reacting to the store
+
+    /// Makes sure the cached pairing state is the one on disk (one `stat`): a change the CLI made
+    /// a moment ago applies now, even before inotify reports it.
+    func refreshIfChanged() async {
+        if store.pairedFileVersion() != pairedVersion { await storeChanged() }
+    }
 
     /// The CLI changed the files: tell waiting nodes the operator's decision, drop revoked ones.
     func storeChanged() async {

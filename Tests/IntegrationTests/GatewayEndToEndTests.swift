@@ -66,11 +66,17 @@ struct GatewayEndToEndTests {
         #expect(refused.error?["retryable"] == true && refused.error?["retryAfterMs"] == 7000)
         #expect(refused.error?["details"]?["nodeId"]?.stringValue == stack.nodeID && refused.error?["details"]?["command"] == "canvas.navigate")
         #expect(try stack.gateway.invoke(stack.nodeID, "system.info").ok, "background-safe commands still run")
-        // No round trip happened: back in front, the canvas never navigated.
+        // No round trip happened: everything the node received until it came back to the front
+        // was system.info, never canvas.navigate.
         stack.node.process.write(line: "fg")
+        var received: [String] = []
+        _ = try stack.node.process.waitForLine(timeout: 30) { line in
+            if line.hasPrefix("invoke ") { received.append(line) }
+            return line == "foreground true"
+        }
+        #expect(received == ["invoke system.info"], "\(received)")
         try stack.gateway.waitForEvent("foreground")
-        let info = try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": "https://now.example"])
-        #expect(info.ok)
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": "https://now.example"]).ok)
     }
 
     @Test func rateAndConcurrencyLimitsAnswerRateLimited() throws {
@@ -171,6 +177,8 @@ struct GatewayLinkTests {
         let stack = try RelayStack()
         defer { stack.stop() }
         try stack.cli(["nodes", "allow", stack.nodeID, "device.echo"])
+        let connectedAt = try stack.gateway.call("GET", "/nodes/\(stack.nodeID)").payload?["connectedAt"]
+        #expect(connectedAt != nil)
         // An invoke in flight when the gateway dies is failed at once by the bridge (the node's
         // answer then finds nobody waiting).
         let inFlight = Background { try? stack.gateway.invoke(stack.nodeID, "device.echo", params: ["delayMs": 1000], timeoutMs: 30000) }
@@ -184,8 +192,13 @@ struct GatewayLinkTests {
         defer { again.stop() }
         try again.waitFor("bridge connected")
         #expect(try again.invoke(stack.nodeID, "device.echo", params: ["back": true]).payload?["back"] == true)
-        let listed = try again.call("GET", "/nodes")
-        #expect(listed.payload?["nodes"]?.arrayValue?.first?["connected"] == true, "the node never dropped")
+        let described = try again.call("GET", "/nodes/\(stack.nodeID)")
+        #expect(described.payload?["connected"] == true)
+        #expect(described.payload?["connectedAt"] == connectedAt, "the same session: the node never dropped")
+        stack.node.stop()
+        var nodeSaid: [String] = []
+        while let line = try stack.node.process.nextLine(timeout: 30) { nodeSaid.append(line) }
+        #expect(!nodeSaid.contains { $0.hasPrefix("disconnected") }, "\(nodeSaid)")
     }
 
     @Test func aWrongTokenIsRefusedAndLogged() throws {

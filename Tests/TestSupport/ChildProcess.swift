@@ -126,7 +126,9 @@ public final class ChildProcess: @unchecked Sendable {
         stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
+    /// Signals the process while it runs (never a reaped PID that may belong to someone else now).
     public func signal(_ signal: Int32) {
+        guard process.isRunning else { return }
         kill(process.processIdentifier, signal)
     }
 
