@@ -81,6 +81,8 @@ extension Output {
 /// A duration on the command line: 90, 90s, 10m, 2h.
 struct Duration: ExpressibleByArgument {
     let seconds: TimeInterval
+    /// Shown in --help as the user would type it ("5m"), not as a struct dump.
+    var defaultValueDescription: String { Output.duration(seconds) }
     init?(argument: String) {
         let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
         let unit = argument.last.flatMap { units[$0] }
