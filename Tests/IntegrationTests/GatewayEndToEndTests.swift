@@ -279,6 +279,10 @@ struct GatewayLinkTests {
         #expect(background.status == 75 && background.stdout.contains(ErrorMessage.backgroundUnavailable))
         let described = try stack.cli(["nodes", "describe", "phone", "--json"])
         #expect(described.stdout.contains("\"foreground\" : false"))
+        struct Check: Decodable { let name: String; let ok: Bool; let detail: String }
+        let doctor = try JSONDecoder().decode([Check].self, from: Data(try stack.cli(["doctor", "--json"]).stdout.utf8))
+        let link = try #require(doctor.first { $0.name == "gateway link" })
+        #expect(link.ok && link.detail.hasPrefix("connected to ws://127.0.0.1:\(stack.gateway.port)"), "\(link)")
 
         stack.bridge.stop()
         let down = try stack.cli(["nodes", "invoke", "--node", stack.nodeID, "--command", "canvas.hide"])
