@@ -192,10 +192,22 @@ extension Bridge {
         return result
     }
 
+    /// Writes the denial to the audit log. The same denial repeated within a minute is counted,
+    /// not written each time, so a misbehaving gateway cannot flood the log or the disk; the count
+    /// goes into the next entry.
     private func recordDenial(node: Fingerprint, command: String, reason: AccessDecision.DenyReason, origin: InvokeRouter.Origin) {
+        let key = "\(origin.rawValue)/\(node)/\(command)/\(reason.code)"
+        let now = Date()
+        if let last = recentDenials[key], now.timeIntervalSince(last.written) < 60 {
+            recentDenials[key]?.suppressed += 1
+            return
+        }
+        let repeated = recentDenials[key]?.suppressed ?? 0
+        recentDenials[key] = (now, 0)
+        if recentDenials.count > 4096 { recentDenials = recentDenials.filter { now.timeIntervalSince($0.value.written) < 60 } }
         do {
-            try store.record([AuditEntry(time: Date(), event: "invoke.denied", actor: origin.rawValue, nodeId: node.description,
-                                         detail: "\(command): \(reason.code)")])
+            try store.record([AuditEntry(time: now, event: "invoke.denied", actor: origin.rawValue, nodeId: node.description,
+                                         detail: "\(command): \(reason.code)" + (repeated > 0 ? " (and \(repeated) more in the minute before)" : ""))])
         } catch {
             logger.warning("cannot write the audit log: \(error)")
         }

@@ -46,6 +46,8 @@ public actor Bridge {
     /// False while the files cannot be read: new connections are refused rather than judged on
     /// stale rules.
     var storeReadable = true
+    /// Denials recently audited, by origin, node, command and reason.
+    var recentDenials: [String: (written: Date, suppressed: Int)] = [:]
     private var seenFlushed = Date.distantPast
     var idempotency = IdempotencyCache()
     var buckets: [String: TokenBucket] = [:]
