@@ -138,9 +138,13 @@ final class GatewayLink: GatewayUplink, Sendable {
         send([ArraySlice(frame.encoded())])
     }
 
+    /// Queues a frame for the writer. A gateway that stops reading fills the queue (4096 frames);
+    /// the oldest frame is then dropped, and said so, rather than the bridge's memory growing.
     private func send(_ parts: [ArraySlice<UInt8>]) {
         let outbox = state.withLockedValue { $0.outbox }
-        outbox?.yield(parts)
+        if case .dropped = outbox?.yield(parts) {
+            logger.warning("the gateway is not reading: dropped the oldest queued frame")
+        }
     }
 
     func call(method: String, params: JSONValue?) async -> Result<JSONValue?, ErrorMessage> {
