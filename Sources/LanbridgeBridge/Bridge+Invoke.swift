@@ -69,8 +69,8 @@ extension Bridge {
         let connection = pairedConnection(node.nodeId)
         // An offline node counts as in front: the rules are checked before connectedness, so a
         // denied command says "forbidden" whether or not the node is there.
-        let decision = settings.policy.decide(command, rules: node.access, declared: node.details.commands, flags: node.details.flags,
-                                              foreground: connection?.foreground ?? true)
+        let decision = settings.policy.decide(command, rules: rules[node.nodeId] ?? CompiledRules(node.access), declared: node.details.commands,
+                                              flags: node.details.flags, foreground: connection?.foreground ?? true)
         if case let .deny(reason) = decision {
             logger.notice("invoke denied: \(reason)", metadata: ["node": "\(node.nodeId)", "command": "\(command)", "origin": "\(origin.rawValue)"])
             recordDenial(node: node.nodeId, command: command, reason: reason, origin: origin)

@@ -33,6 +33,8 @@ public actor Bridge {
     let snapshotCommands: [CommandPattern]
     /// Paired nodes as last read, and the paired.json version they came from.
     var paired: [Fingerprint: PairedNode] = [:]
+    /// Their access rules, parsed once per change of paired.json.
+    var rules: [Fingerprint: CompiledRules] = [:]
     var lastState: PairingState
     var pairedVersion: String
     var router: InvokeRouter
@@ -104,6 +106,7 @@ public actor Bridge {
         lastState = initial
         pairedVersion = store.pairedFileVersion()
         paired = Dictionary(initial.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
+        rules = paired.mapValues { CompiledRules($0.access) }
     }
 
     func attach(_ uplink: any GatewayUplink) { self.uplink = uplink }
@@ -230,6 +233,7 @@ public actor Bridge {
         storeReadable = true
         pairedVersion = version
         paired = Dictionary(state.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
+        rules = paired.mapValues { CompiledRules($0.access) }
         announceChanges(from: lastState, to: state)
         lastState = state
         invites.replace(with: state)

@@ -55,10 +55,12 @@ public struct AccessPolicy: Sendable {
     public static let defaultInput = ["input.*", "screen.tap", "screen.type"].map { try! CommandPattern($0) }
 
     public func decide(_ command: String, rules: AccessRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
-        // A pattern that does not parse allows nothing and, in `deny`, denies everything.
-        let allow = rules.allow.compactMap { try? CommandPattern($0) }
-        let deny = rules.deny.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
-        guard allow.contains(where: { $0.matches(command) }), !deny.contains(where: { $0.matches(command) }) else {
+        decide(command, rules: CompiledRules(rules), declared: declared, flags: flags, foreground: foreground)
+    }
+
+    /// The same, with the node's patterns parsed once (the daemon keeps them per node).
+    public func decide(_ command: String, rules: CompiledRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
+        guard rules.allow.contains(where: { $0.matches(command) }), !rules.deny.contains(where: { $0.matches(command) }) else {
             return .deny(.notAllowlisted)
         }
         guard declared.contains(command) else { return .deny(.notDeclared) }
@@ -69,5 +71,17 @@ public struct AccessPolicy: Sendable {
             return .backgroundUnavailable(retryAfterMs: backgroundRetryAfterMs)
         }
         return .allow
+    }
+}
+
+/// A node's access rules, parsed. A pattern that does not parse (a hand-edited paired.json) allows
+/// nothing and, in `deny`, denies everything: broken rules fail closed.
+public struct CompiledRules: Sendable {
+    public let allow: [CommandPattern]
+    public let deny: [CommandPattern]
+
+    public init(_ rules: AccessRules) {
+        allow = rules.allow.compactMap { try? CommandPattern($0) }
+        deny = rules.deny.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
     }
 }
