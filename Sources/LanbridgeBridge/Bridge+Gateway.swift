@@ -22,7 +22,7 @@ extension Bridge {
             case GatewayMethod.nodeDescribe:
                 await refreshIfChanged()
                 let reference = try string("nodeId")!
-                do { return .success(.value(JSONValue(encoding: describing(node: try lastState.node(matching: reference))))) } catch {
+                do { return .success(.value(JSONValue(encoding: describing(node: try lookUp(reference))))) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(reference)])
                 }
             case GatewayMethod.nodeInvoke:

@@ -24,7 +24,7 @@ extension Bridge {
     static let cacheableResultBytes = 64 * 1024
 
     func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> Answer {
-        guard let key = request.idempotencyKey else { return await run(request, origin: origin).answer }
+        guard let key = request.idempotencyKey else { return await run(request, origin: origin) }
         let slot = "\(origin.rawValue)/\(key)"
         switch idempotency.start(slot, now: Date()) {
         case let .answered(answer):
@@ -32,16 +32,17 @@ extension Bridge {
         case .wait:
             return await withCheckedContinuation { idempotency.join(slot, $0) }
         case .run:
-            let (answer, size) = await run(request, origin: origin)
+            let answer = await run(request, origin: origin)
+            // A node's result is raw bytes, so its size is at hand; refusals are small.
+            let size = if case let .success(.raw(bytes)) = answer { bytes.count } else { 0 }
             idempotency.finish(slot, answer, keep: size <= Self.cacheableResultBytes, now: Date())
             return answer
         }
     }
 
-    /// Runs one invoke; also returns the size of the node's result message (0 for refusals).
-    private func run(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> (answer: Answer, size: Int) {
+    private func run(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> Answer {
         switch await check(request, origin: origin) {
-        case let .failure(error): return (.failure(error), 0)
+        case let .failure(error): return .failure(error)
         case let .success((node, connection, timeoutMs)):
             return await relay(request, to: node, on: connection, timeoutMs: timeoutMs, origin: origin)
         }
@@ -95,24 +96,23 @@ extension Bridge {
     }
 
     private func relay(_ request: InvokeRequest, to node: PairedNode, on connection: Connection, timeoutMs: Int,
-                       origin: InvokeRouter.Origin) async -> (answer: Answer, size: Int) {
+                       origin: InvokeRouter.Origin) async -> Answer {
         nextRequest += 1
         let requestID = "r\(nextRequest)"
         let message: Invoke
         switch router.start(requestID: requestID, nodeID: node.nodeId.description, command: request.command, params: request.params,
                             timeout: Double(timeoutMs) / 1000, origin: origin, now: Date()) {
-        case let .failure(error): return (.failure(error), 0)
+        case let .failure(error): return .failure(error)
         case let .success(invoke): message = invoke
         }
         let reply = Reply<InvokeRouter.Result>()
         waiters[requestID] = reply
-        armTimer()
+        armTimer(for: Date().addingTimeInterval(Double(timeoutMs) / 1000))
         await send(message, to: connection)
         let result = await reply.value
-        let size = resultSizes.removeValue(forKey: requestID) ?? 0
         switch result {
-        case let .ok(payload): return (.success(payload), size)
-        case let .failed(error): return (.failure(error), size)
+        case let .ok(payload): return .success(payload)
+        case let .failed(error): return .failure(error)
         }
     }
 
@@ -128,14 +128,12 @@ extension Bridge {
                 details: ["nodeId": .string(connection.nodeId.description), "bytes": .number(Double(size)), "limit": .number(Double(limit))],
                 retryable: false)))])
         }
-        resultSizes[requestID] = size
         complete([outcome])
     }
 
     /// One timer for every invoke in flight, set for the earliest deadline; a new invoke only
     /// moves it if it is due sooner.
-    func armTimer() {
-        guard let next = router.nextDeadline else { return }
+    func armTimer(for next: Date) {
         if let armed = timerDeadline, armed <= next { return }
         timer?.cancel()
         timerDeadline = next
@@ -150,7 +148,7 @@ extension Bridge {
         timerDeadline = nil
         timer = nil
         complete(router.expire(now: Date()))
-        armTimer()
+        if let next = router.nextDeadline { armTimer(for: next) }
     }
 
     /// Hands finished invokes to whoever waits for them; logs results that came too late.

@@ -95,7 +95,7 @@ extension Bridge {
 
     func becomePaired(_ connection: Connection, announce outcome: PairResolved.Outcome? = nil) async {
         // One live session per node: a reconnect replaces the old one at once.
-        for other in connections.values where other.id != connection.id && other.nodeId == connection.nodeId && other.isPaired {
+        if let other = pairedConnection(connection.nodeId), other.id != connection.id {
             logger.info("node reconnected; replacing its old session", metadata: ["node": "\(connection.nodeId)"])
             await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
         }

@@ -41,7 +41,6 @@ public actor Bridge {
     var waiters: [String: Reply<InvokeRouter.Result>] = [:]
     var timer: Task<Void, Never>?
     var timerDeadline: Date?
-    var resultSizes: [String: Int] = [:]
     /// Nodes seen since lastSeen was last written: flushed in one store update by `tick`, so a
     /// thousand nodes reconnecting cost one write of paired.json, not a thousand.
     var seen: Set<Fingerprint> = []
@@ -148,8 +147,8 @@ public actor Bridge {
         guard let connection = connections.removeValue(forKey: id) else { return }
         if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
         if connection.countsAsUnauthenticated { admission.closed(unauthenticatedFrom: connection.address) }
-        if connection.isPaired, runtime.nodes[connection.nodeId.description] != nil,
-           !connections.values.contains(where: { $0.nodeId == connection.nodeId && $0.isPaired }) {
+        // A replaced session closing is not the node going away: the index points at its successor.
+        if connection.isPaired, runtime.nodes[connection.nodeId.description] != nil, sessions[connection.nodeId] == nil {
             runtime.nodes[connection.nodeId.description] = nil
             publishRuntime()
             logger.info("node disconnected", metadata: ["node": "\(connection.nodeId)"])
