@@ -95,11 +95,7 @@ public enum GatewayFrame: Equatable, Sendable {
         }
     }
 
-    private static let encoder: JSONEncoder = {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }()
+    private static var encoder: JSONEncoder { .lanbridge }
 
     private static let decoder = JSONDecoder()
 }

@@ -24,13 +24,3 @@ public enum InvokePayload: Sendable, Equatable {
         }
     }
 }
-
-extension JSONEncoder {
-    /// Sorted keys, slashes as they are: the one output format lanbridge writes.
-    static var lanbridge: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return encoder
-    }
-}

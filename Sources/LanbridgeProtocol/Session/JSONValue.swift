@@ -34,9 +34,7 @@ public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral,
 
     /// Any Encodable value as JSON (dates as ISO 8601).
     public init(encoding value: some Encodable) {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .iso8601
-        self = (try? JSONDecoder().decode(JSONValue.self, from: encoder.encode(value))) ?? .null
+        self = (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder.lanbridge.encode(value))) ?? .null
     }
 
     public init(stringLiteral value: String) { self = .string(value) }

@@ -41,10 +41,7 @@ public enum SessionMessages {
     }
 
     public static func encode(_ message: some SessionMessage) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return Array(try! encoder.encode(Tagged(message: message)))
+        Array(try! JSONEncoder.lanbridge.encode(Tagged(message: message)))
     }
 
     /// The message's `type` and where its `payload` is, found in one pass without parsing the
