@@ -208,8 +208,7 @@ struct GatewayLinkTests {
         let gateway = try SimulatedGateway()
         defer { gateway.stop() }
         let wrong = TemporaryDirectory("token")
-        let file = wrong.url.appendingPathComponent("token").path
-        FileManager.default.createFile(atPath: file, contents: Data("not-the-token".utf8), attributes: [.posixPermissions: 0o600])
+        let file = writeTokenFile("not-the-token", in: wrong)
         let bridge = try BridgeDaemon(arguments: ["--gateway", "ws://127.0.0.1:\(gateway.port)", "--gateway-token-file", file])
         defer { bridge.stop() }
         try gateway.waitFor("refused a bridge with a wrong token")
@@ -304,8 +303,4 @@ struct GatewayLinkTests {
         #expect(remote.status == 78)
         #expect(remote.stderr.contains("not a loopback address"), "\(remote.stderr)")
     }
-}
-
-extension JSONValue {
-    var arrayValue: [JSONValue]? { if case let .array(a) = self { a } else { nil } }
 }

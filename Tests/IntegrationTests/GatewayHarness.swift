@@ -2,6 +2,13 @@ import Foundation
 import LanbridgeProtocol
 import TestSupport
 
+/// A gateway token in a file the bridge accepts (mode 0600); returns its path.
+func writeTokenFile(_ token: String, in directory: TemporaryDirectory) -> String {
+    let file = directory.url.appendingPathComponent("token").path
+    precondition(FileManager.default.createFile(atPath: file, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600]))
+    return file
+}
+
 /// A real `lanbridge-gateway-sim` on a loopback port, with a token file for the bridge.
 final class SimulatedGateway: @unchecked Sendable {
     let process: ChildProcess
@@ -11,10 +18,7 @@ final class SimulatedGateway: @unchecked Sendable {
 
     init(port: Int = 0, tokenFile: String? = nil, directory: TemporaryDirectory = TemporaryDirectory("gateway")) throws {
         self.directory = directory
-        let file = tokenFile ?? directory.url.appendingPathComponent("token").path
-        if tokenFile == nil {
-            FileManager.default.createFile(atPath: file, contents: Data("test-token-\(UUID().uuidString)\n".utf8), attributes: [.posixPermissions: 0o600])
-        }
+        let file = tokenFile ?? writeTokenFile("test-token-\(UUID().uuidString)\n", in: directory)
         self.tokenFile = file
         process = try launch("lanbridge-gateway-sim", ["--port", String(port), "--token-file", file], mergeStandardError: true)
         self.port = Int(try process.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count))!

@@ -22,7 +22,7 @@ struct WebSocketInteropTests {
     func aGatewayWithAnUntrustedCertificateIsRefused() throws {
         let directory = TemporaryDirectory("pygateway")
         let (cert, key) = try Self.selfSignedCertificate(in: directory)
-        let tokenFile = try Self.tokenFile("t", in: directory)
+        let tokenFile = writeTokenFile("t", in: directory)
         let gateway = try ChildProcess(URL(fileURLWithPath: Python.executable),
                                        [Repository.url("Tests/IntegrationTests/python/ws_gateway.py").path, "t", cert, key], mergeStandardError: true)
         defer { gateway.killIfRunning() }
@@ -32,12 +32,6 @@ struct WebSocketInteropTests {
         defer { bridge.stop() }
         let down = try bridge.waitForLog("gateway link down")
         #expect(down.lowercased().contains("certificate") || down.contains("handshake"), "\(down)")
-    }
-
-    static func tokenFile(_ token: String, in directory: TemporaryDirectory) throws -> String {
-        let file = directory.url.appendingPathComponent("token").path
-        FileManager.default.createFile(atPath: file, contents: Data(token.utf8), attributes: [.posixPermissions: 0o600])
-        return file
     }
 
     /// A throwaway certificate for localhost, made with the openssl command.
@@ -53,7 +47,7 @@ struct WebSocketInteropTests {
     private func drive(tls: Bool) throws {
         let token = "py-token-\(UUID().uuidString)"
         let directory = TemporaryDirectory("pygateway")
-        let tokenFile = try Self.tokenFile(token, in: directory)
+        let tokenFile = writeTokenFile(token, in: directory)
         let certificate = tls ? try Self.selfSignedCertificate(in: directory) : nil
         let gateway = try ChildProcess(URL(fileURLWithPath: Python.executable),
                                        [Repository.url("Tests/IntegrationTests/python/ws_gateway.py").path, token]

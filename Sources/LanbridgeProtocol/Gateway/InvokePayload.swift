@@ -7,14 +7,6 @@ public enum InvokePayload: Sendable, Equatable {
     case value(JSONValue?)
     case raw(ArraySlice<UInt8>)
 
-    /// The payload as a value (parses raw bytes; for small payloads and tests).
-    public var value: JSONValue? {
-        switch self {
-        case let .value(value): value
-        case let .raw(bytes): try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
-        }
-    }
-
     /// The payload's JSON text.
     public var bytes: ArraySlice<UInt8> {
         switch self {
