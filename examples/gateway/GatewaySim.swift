@@ -152,7 +152,7 @@ actor BridgeLink {
             waiting[id] = continuation
             Task {
                 do { try await writer.send(text: GatewayFrame.request(id: id, method: method, params: params).encoded()) } catch {
-                    await self.fail(id)
+                    self.fail(id)
                 }
             }
         }
