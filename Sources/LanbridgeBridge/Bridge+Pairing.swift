@@ -12,14 +12,24 @@ extension Bridge {
         guard case .unpaired = connection.phase, let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else {
             return await fail(connection, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected pairing request"))
         }
+        let now = Date()
+        if let refusal = challengeLimits.admit(key: connection.key, address: connection.address, now: now) {
+            logger.notice("pairing challenge refused: \(refusal)", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])
+            return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: refusal, retryable: false))
+        }
         let details = request.details.sanitized()
         do {
             let pending = try store.update(actor: "bridge") { state in
-                try state.requestPairing(key: connection.key, details: details, source: connection.address, now: Date(), timing: configuration.pairingTiming)
+                try state.challenge(key: connection.key, details: details, source: connection.address, now: now, timing: configuration.pairingTiming)
+            }
+            if let lock = pending.locked {
+                logger.warning("pairing request locked: \(lock.explanation)", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)"])
+                return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: PairingError.requestLocked(pending.requestId, lock).description))
             }
             let bridgeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
             connection.phase = .challenged(requestId: pending.requestId, commitment: commitment, bridgeNonce: bridgeNonce)
-            logger.info("pairing requested", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)", "name": "\(details.displayName)"])
+            logger.info("pairing requested", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)", "name": "\(details.displayName)",
+                                                        "challenge": "\(pending.challenges)/\(PairingState.Limits.challengesPerRequest)"])
             await send(PairChallenge(requestId: pending.requestId, nonce: Hex.encode(bridgeNonce), expiresAt: pending.expiresAt), to: connection)
         } catch let error as PairingError {
             await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: error.isRetryable))
@@ -36,17 +46,23 @@ extension Bridge {
         let h = connection.handshake.handshakeHash
         guard let nodeNonce = try? Hex.decode(reveal.nonce), nodeNonce.count == VerificationCode.nonceLength,
               VerificationCode.verify(commitment: commitment, handshakeHash: h, nodeNonce: nodeNonce) else {
-            logger.warning("pairing commitment did not match: possible man in the middle", metadata: ["node": "\(connection.nodeId)"])
+            logger.warning("pairing commitment did not match: possible man in the middle; request locked",
+                           metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)", "peer": "\(connection.address)"])
+            do { try store.update(actor: "bridge") { $0.commitmentFailed(requestId: requestId) } } catch {
+                logger.error("pairing store: \(error)")
+            }
             return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "the revealed nonce does not match its commitment"))
         }
         let code = VerificationCode.code(handshakeHash: h, nodeNonce: nodeNonce, bridgeNonce: bridgeNonce)
         do {
-            let expiresAt = try store.update(actor: "bridge") { state -> Date in
+            let expiresAt = try store.update(actor: "bridge") { state -> Date? in
                 state.setCode(code, requestId: requestId)
                 try state.refresh(requestId: requestId, now: Date(), timing: configuration.pairingTiming)
-                return state.request(requestId)!.expiresAt
+                return state.request(requestId)?.expiresAt
             }
+            guard let expiresAt else { return await resolveWaiting(connection, in: (try? store.read()) ?? PairingState()) }
             connection.phase = .waiting(requestId: requestId)
+            admission.waiting(connection.slot)
             await send(PairPending(requestId: requestId, expiresAt: expiresAt), to: connection)
         } catch {
             await resolveWaiting(connection, in: (try? store.read()) ?? PairingState())
@@ -101,10 +117,8 @@ extension Bridge {
         }
         connection.phase = .paired
         sessions[connection.nodeId] = connection.id
-        if connection.countsAsUnauthenticated {
-            connection.countsAsUnauthenticated = false
-            admission.authenticated(from: connection.address)
-        }
+        admission.release(connection.slot)
+        connection.slot = nil
         try? await connection.channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
         if let outcome {
             await send(PairResolved(outcome: outcome, nodeId: connection.nodeId), to: connection)

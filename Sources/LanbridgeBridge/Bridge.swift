@@ -55,6 +55,8 @@ public actor Bridge {
     var nextRequest = 0
     /// The gateway link, when one is configured; events and node calls go through it.
     var uplink: (any GatewayUplink)?
+    /// Code challenges per key and per address in the last hour.
+    var challengeLimits = ChallengeLimits()
 
     enum Phase {
         /// Unpaired, XX: may only ask to pair.
@@ -78,10 +80,11 @@ public actor Bridge {
         var phase: Phase
         var foreground = true
         let connectedAt = Date()
-        var countsAsUnauthenticated = true
+        /// Its place in the admission limits while it has not proved a paired key.
+        var slot: Admission.Slot?
 
-        init(id: Int, key: PublicKey, address: String, handshake: SecureSession.HandshakeResult, outbound: Outbound, channel: any Channel, phase: Phase) {
-            (self.id, self.key, self.address, self.handshake, self.outbound, self.channel, self.phase) = (id, key, address, handshake, outbound, channel, phase)
+        init(id: Int, key: PublicKey, address: String, slot: Admission.Slot?, handshake: SecureSession.HandshakeResult, outbound: Outbound, channel: any Channel, phase: Phase) {
+            (self.id, self.key, self.address, self.slot, self.handshake, self.outbound, self.channel, self.phase) = (id, key, address, slot, handshake, outbound, channel, phase)
         }
 
         var nodeId: Fingerprint { key.fingerprint }
@@ -113,21 +116,27 @@ public actor Bridge {
     // MARK: - Connections
 
     /// A connection finished its handshake. Returns its ID for `receive` and `close`.
-    func open(_ handshake: SecureSession.HandshakeResult, address: String, outbound: Outbound, channel: any Channel) async -> Int {
+    func open(_ handshake: SecureSession.HandshakeResult, address: String, slot: Admission.Slot?, outbound: Outbound, channel: any Channel) async -> Int {
         nextID += 1
-        let key = PublicKey(bytes: handshake.remoteStaticKey)!
+        let id = nextID  // another open may run while this one awaits
+        // The handshake checked the key's length; a malformed one is refused, never trapped on.
+        guard let key = PublicKey(bytes: handshake.remoteStaticKey) else {
+            admission.release(slot)
+            channel.close(promise: nil)
+            return id
+        }
         // Paired keys and blocked keys both live in paired.json: the cache is current once its
         // version matches (one stat), so a connection costs no parse of a large file.
         await refreshIfChanged()
         guard storeReadable else {
-            admission.closed(unauthenticatedFrom: address)
+            admission.release(slot)
             channel.close(promise: nil)
-            return nextID
+            return id
         }
         let state = lastState
         let phase: Phase = if case let .invite(id) = handshake.handshake { .invited(inviteID: id) }
             else if state.node(withKey: key) != nil { .paired } else { .unpaired }
-        let connection = Connection(id: nextID, key: key, address: address, handshake: handshake, outbound: outbound, channel: channel, phase: phase)
+        let connection = Connection(id: id, key: key, address: address, slot: slot, handshake: handshake, outbound: outbound, channel: channel, phase: phase)
         connections[connection.id] = connection
         if state.isBlocked(key) {
             logger.notice("refused blocked node", metadata: ["node": "\(key.fingerprint)", "peer": "\(address)"])
@@ -146,7 +155,7 @@ public actor Bridge {
     func close(_ id: Int) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
-        if connection.countsAsUnauthenticated { admission.closed(unauthenticatedFrom: connection.address) }
+        admission.release(connection.slot)
         // A replaced session closing is not the node going away: the index points at its successor.
         if connection.isPaired, runtime.nodes[connection.nodeId.description] != nil, sessions[connection.nodeId] == nil {
             runtime.nodes[connection.nodeId.description] = nil
@@ -333,6 +342,6 @@ public actor Bridge {
 
 extension PairingError {
     var isRetryable: Bool {
-        if case .tooManyPending = self { true } else { false }
+        if case .tooManyFromAddress = self { true } else { false }
     }
 }

@@ -29,7 +29,7 @@ public enum BridgeServer {
             return c
         }()
         // Both are consulted from the first accept on, so they exist before the listener does.
-        let admission = Admission(limits: configuration.admission)
+        let admission = Admission(limits: configuration.admission, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: initial)
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -39,19 +39,19 @@ public enum BridgeServer {
             .bind(host: configuration.bind.host, port: configuration.port) { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let address = channel.remoteAddress?.ipAddress ?? "?"
-                    let decision = admission.connection(from: address)
+                    let decision = admission.connection(from: address, close: { channel.close(promise: nil) })
+                    guard case let .admit(slot, _, handshakeTimeout) = decision else {
+                        channel.close(promise: nil)
+                        return (try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel), address, Admission.Slot?.none)
+                    }
                     let session = SecureSession(responderWith: identity, limits: configuration.limits,
                                                 inviteLookup: { id in invites.psk(for: id) })
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
                     try sync.addHandler(IdleCloser(logger: logger))
-                    try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(configuration.handshakeTimeout * 1000)), logger: logger))
-                    let wrapped = try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel)
-                    if case let .refuse(reason) = decision {
-                        logger.notice("refused connection: \(reason)")
-                        channel.close(promise: nil)
-                    }
-                    return (wrapped, address, decision == .admit)
+                    let timeout = min(handshakeTimeout, configuration.handshakeTimeout)
+                    try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
+                    return (try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel), address, Admission.Slot?.some(slot))
                 }
             }
         let port = server.channel.localAddress?.port ?? configuration.port
@@ -103,6 +103,7 @@ public enum BridgeServer {
                         while true {
                             try? await Task.sleep(for: .seconds(1))
                             if Task.isCancelled { return }
+                            admission.tick(now: Date())
                             await bridge.tick(now: Date())
                             if Date().timeIntervalSince(lastPing) >= configuration.pingInterval {
                                 lastPing = Date()
@@ -111,9 +112,9 @@ public enum BridgeServer {
                         }
                     }
                     try await server.executeThenClose { inbound in
-                        for try await (connection, address, admitted) in inbound {
-                            guard admitted else { continue }
-                            group.addTask { await serve(connection, address: address, bridge: bridge) }
+                        for try await (connection, address, slot) in inbound {
+                            guard let slot else { continue }
+                            group.addTask { await serve(connection, address: address, slot: slot, bridge: bridge) }
                         }
                     }
                     group.cancelAll()
@@ -167,14 +168,14 @@ public enum BridgeServer {
         }
     }
 
-    private static func serve(_ connection: NIOAsyncChannel<SecureChannelInbound, [UInt8]>, address: String, bridge: Bridge) async {
+    private static func serve(_ connection: NIOAsyncChannel<SecureChannelInbound, [UInt8]>, address: String, slot: Admission.Slot, bridge: Bridge) async {
         var id: Int?
         do {
             try await connection.executeThenClose { inbound, outbound in
                 for try await event in inbound {
                     switch event {
                     case let .established(result):
-                        id = await bridge.open(result, address: address, outbound: outbound, channel: connection.channel)
+                        id = await bridge.open(result, address: address, slot: slot, outbound: outbound, channel: connection.channel)
                     case let .message(bytes):
                         if let id { await bridge.receive(bytes, from: id) }
                     }
@@ -183,7 +184,7 @@ public enum BridgeServer {
         } catch {
             // The channel handler already logged protocol errors; this is the close.
         }
-        if let id { await bridge.close(id) } else { bridge.admission.closed(unauthenticatedFrom: address) }
+        if let id { await bridge.close(id) } else { bridge.admission.release(slot) }
     }
 }
 

@@ -20,7 +20,13 @@ struct NodesCommand: AsyncParsableCommand {
 
     struct Pending: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show pairing requests waiting for approval.",
-                                                        discussion: "KEY CHANGED marks a request that looks like an already-paired device (same name or model) under a new key: check with the device's owner before approving.")
+                                                        discussion: """
+            CODE is the code the device shows once it has finished the code exchange; until then "(waiting)". TRIES counts the code challenges the device has had (at most \(PairingState.Limits.challengesPerRequest): each new one is a new code), and WRONG the `approve --code` attempts that gave another code.
+
+            LOCKED marks a request that can never be approved: the device asked for new codes too often, or its commitment failed (what a man in the middle looks like). Reject it; the device must start over.
+
+            KEY CHANGED marks a request whose name looks like an already-paired device under a new key; SAME NAME, one whose name another pending request also has. Check with the device's owner before approving.
+            """)
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -32,25 +38,36 @@ struct NodesCommand: AsyncParsableCommand {
             let ageSeconds, secondsLeft: Int
             let keyChanged: Bool
             let keyChangedFrom: String?
+            let sameNameAs: [String]
+            let challenges, codeMismatches: Int
+            let locked: String?
         }
 
         func run() throws {
             try Output.run {
                 let now = Date()
                 let current = try PairingStore(directory: state.directory).read()
-                let rows = current.pending.requests.filter { $0.expiresAt > now }.map { r in
+                let live = current.pending.requests.filter { $0.expiresAt > now }
+                let rows = live.map { r in
                     let previous = current.keyChange(for: r)
                     return Row(requestId: r.requestId, nodeId: r.nodeId.description, displayName: r.details.displayName,
-                               platform: r.details.platform, sourceAddress: r.sourceAddress, code: r.code,
+                               platform: r.details.platform, sourceAddress: r.sourceAddress, code: r.locked == nil ? r.code : nil,
                                createdAt: r.createdAt, expiresAt: r.expiresAt, ageSeconds: Int(now.timeIntervalSince(r.createdAt)),
                                secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
-                               keyChangedFrom: previous?.nodeId.description)
+                               keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
+                               challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue)
                 }
                 if json { return try Output.json(rows) }
+                if live.count >= PairingState.Limits.maxPending * 3 / 4 {
+                    Output.note("warning: \(live.count) of \(PairingState.Limits.maxPending) pending slots in use; new requests now push out the oldest. A flood from one address: `lanbridge nodes reject --from ADDRESS`.")
+                }
                 guard !rows.isEmpty else { return print("No pending pairing requests.") }
-                Output.table(["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CODE", ""], rows.map {
+                Output.table(["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CODE", "TRIES", "WRONG", ""], rows.map {
                     [$0.requestId, $0.nodeId, $0.displayName, $0.platform, $0.sourceAddress ?? "-", Output.duration(Double($0.ageSeconds)),
-                     Output.duration(Double($0.secondsLeft)), $0.code ?? "(waiting)", $0.keyChanged ? "KEY CHANGED" : ""]
+                     Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.code ?? "(waiting)",
+                     "\($0.challenges)/\(PairingState.Limits.challengesPerRequest)", "\($0.codeMismatches)",
+                     [$0.locked.map { "LOCKED: \($0)" }, $0.keyChanged ? "KEY CHANGED" : nil, $0.sameNameAs.isEmpty ? nil : "SAME NAME"]
+                        .compactMap { $0 }.joined(separator: ", ")]
                 })
             }
         }
@@ -58,36 +75,64 @@ struct NodesCommand: AsyncParsableCommand {
 
     struct Approve: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Approve a pairing request.",
-                                                        discussion: "With --code, the approval goes through only if the device shows the same code: this is what defeats a man in the middle. The node is told on its open connection.")
+                                                        discussion: """
+            Pass --code with the code the device shows: the approval goes through only if it matches, and this is what defeats a man in the middle. A wrong code changes nothing but is written to the audit log and counted in `nodes pending`.
+
+            --unverified approves without comparing codes. Anyone on the network who raced the real device would pass; it is recorded as unverified in the audit log. A request whose device has not shown a code yet, or that is LOCKED, cannot be approved at all. The node is told on its open connection.
+            """)
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
         @Option(help: "The 6-digit code the device shows; must match.") var code: String?
+        @Flag(help: "Approve without comparing the code (a man in the middle would pass).") var unverified = false
         @Flag(help: "Print JSON.") var json = false
+
+        func validate() throws {
+            if let code, code.count != 6 || !code.allSatisfy({ $0.isASCII && $0.isNumber }) {
+                throw ValidationError("--code takes the 6 digits the device shows, e.g. --code 048213")
+            }
+            if code != nil && unverified { throw ValidationError("--code and --unverified exclude each other") }
+            if code == nil && !unverified { throw ValidationError("give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)") }
+        }
 
         func run() throws {
             try Output.run {
                 let settings = try state.settings()
+                // A wrong code is written (counted on the request, so audited) before it is refused.
                 let node = try PairingStore(directory: state.directory).update { state in
                     let platform = state.request(requestId)?.details.platform ?? ""
-                    return try state.approve(requestId: requestId, code: code, access: settings.defaultRules(forPlatform: platform), now: Date())
-                }
+                    return Result { try state.approve(requestId: requestId, code: code, unverified: unverified,
+                                                      access: settings.defaultRules(forPlatform: platform), now: Date()) }
+                }.get()
                 if json { return try Output.json(node) }
-                print("Approved \(node.details.displayName) (\(node.nodeId)).")
+                print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")
                 print("Allowed commands: \(node.access.allow.isEmpty ? "none" : node.access.allow.joined(separator: ", "))")
             }
         }
     }
 
     struct Reject: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Reject a pairing request.")
+        static let configuration = CommandConfiguration(abstract: "Reject a pairing request, or every request from one address.",
+                                                        discussion: "`lanbridge nodes reject --from 192.168.1.77 --block` clears a flood of requests from one machine at once.")
         @OptionGroup var state: StateOptions
-        @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
-        @Flag(help: "Also ignore this device's key from now on.") var block = false
+        @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String?
+        @Option(help: "Reject every pending request from this source address instead.") var from: String?
+        @Flag(help: "Also ignore these devices' keys from now on.") var block = false
+
+        func validate() throws {
+            guard (requestId == nil) != (from == nil) else { throw ValidationError("give a request ID or --from ADDRESS (one of them)") }
+        }
 
         func run() throws {
             try Output.run {
-                let request = try PairingStore(directory: state.directory).update { try $0.reject(requestId: requestId, block: block, now: Date()) }
-                print("Rejected \(request.details.displayName) (\(request.nodeId))\(block ? " and blocked its key" : "").")
+                let store = PairingStore(directory: state.directory)
+                if let from {
+                    let rejected = try store.update { $0.reject(from: from, block: block, now: Date()) }
+                    guard !rejected.isEmpty else { throw PairingError.unknownRequest("from \(from)") }
+                    print("Rejected \(rejected.count) request(s) from \(from)\(block ? " and blocked their keys" : "").")
+                } else if let requestId {
+                    let request = try store.update { try $0.reject(requestId: requestId, block: block, now: Date()) }
+                    print("Rejected \(request.details.displayName) (\(request.nodeId))\(block ? " and blocked its key" : "").")
+                }
             }
         }
     }

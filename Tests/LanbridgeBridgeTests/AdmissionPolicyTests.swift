@@ -5,41 +5,109 @@ import Testing
 struct AdmissionPolicyTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
-    func policy(attempts: Int = 5, window: TimeInterval = 10, lockout: TimeInterval = 60, perAddress: Int = 100, total: Int = 100) -> AdmissionPolicy {
+    func policy(attempts: Int = 5, window: TimeInterval = 10, lockout: TimeInterval = 60, perAddress: Int = 100, total: Int = 100,
+                waiting: Int = 32, maxAddresses: Int = 4096) -> AdmissionPolicy {
         var limits = AdmissionPolicy.Limits()
         (limits.attemptsPerWindow, limits.window, limits.lockout) = (attempts, window, lockout)
-        (limits.maxUnauthenticatedPerAddress, limits.maxUnauthenticated) = (perAddress, total)
+        (limits.maxUnauthenticatedPerAddress, limits.maxUnauthenticated, limits.maxWaiting) = (perAddress, total, waiting)
+        limits.maxAddresses = maxAddresses
         return AdmissionPolicy(limits: limits)
+    }
+
+    /// Admits and returns the slot (and what it evicted); records an issue if refused.
+    @discardableResult
+    func admit(_ p: inout AdmissionPolicy, _ address: String, at now: Date, sourceLocation: SourceLocation = #_sourceLocation) -> (slot: Int, evicted: [Int]) {
+        guard case let .admit(slot, evicted, _) = p.connection(from: address, now: now) else {
+            Issue.record("\(address) refused", sourceLocation: sourceLocation)
+            return (-1, [])
+        }
+        return (slot, evicted)
     }
 
     @Test func tooManyAttemptsInTheWindowLockTheAddressOutThenItRecovers() {
         var p = policy()
-        for i in 0..<5 {
-            #expect(p.connection(from: "10.0.0.9", now: t0 + Double(i)) == .admit)
-            p.closed(unauthenticatedFrom: "10.0.0.9")
-        }
-        guard case .refuse = p.connection(from: "10.0.0.9", now: t0 + 5) else { Issue.record("sixth attempt admitted"); return }
-        guard case .refuse = p.connection(from: "10.0.0.9", now: t0 + 64) else { Issue.record("admitted during lockout"); return }
-        #expect(p.connection(from: "10.0.0.7", now: t0 + 5) == .admit, "other addresses are unaffected")
-        #expect(p.connection(from: "10.0.0.9", now: t0 + 66) == .admit, "after the lockout")
+        for i in 0..<5 { p.release(admit(&p, "10.0.0.9", at: t0 + Double(i)).slot) }
+        #expect(!p.connection(from: "10.0.0.9", now: t0 + 5).isAdmitted, "sixth attempt")
+        #expect(!p.connection(from: "10.0.0.9", now: t0 + 64).isAdmitted, "during the lockout")
+        admit(&p, "10.0.0.7", at: t0 + 5)  // other addresses are unaffected
+        admit(&p, "10.0.0.9", at: t0 + 66)  // after the lockout
     }
 
     @Test func theWindowSlides() {
         var p = policy()
-        for i in 0..<5 { _ = p.connection(from: "a", now: t0 + Double(i) * 3); p.closed(unauthenticatedFrom: "a") }
-        // t0+12: the attempts at t0 and t0+3 have left the 10 s window, so there is room again.
-        #expect(p.connection(from: "a", now: t0 + 14) == .admit)
+        for i in 0..<5 { p.release(admit(&p, "a", at: t0 + Double(i) * 3).slot) }
+        // t0+14: the attempts at t0 and t0+3 have left the 10 s window, so there is room again.
+        admit(&p, "a", at: t0 + 14)
     }
 
-    @Test func unauthenticatedConnectionsAreCappedPerAddressAndInTotal() {
-        var p = policy(attempts: 1000, perAddress: 2, total: 3)
-        #expect(p.connection(from: "a", now: t0) == .admit)
-        #expect(p.connection(from: "a", now: t0) == .admit)
-        guard case .refuse = p.connection(from: "a", now: t0) else { Issue.record("third from a admitted"); return }
-        #expect(p.connection(from: "b", now: t0) == .admit)
-        guard case .refuse = p.connection(from: "c", now: t0) else { Issue.record("fourth in total admitted"); return }
-        p.authenticated(from: "a")  // one of a's connections proved a paired key
-        #expect(p.unauthenticatedCount == 2)
-        #expect(p.connection(from: "c", now: t0) == .admit)
+    @Test func thePerAddressCapRefuses() {
+        var p = policy(attempts: 1000, perAddress: 2, total: 100)
+        admit(&p, "a", at: t0)
+        let second = admit(&p, "a", at: t0).slot
+        #expect(p.connection(from: "a", now: t0) == .refuse(.perAddressCap("a", limit: 2)))
+        p.release(second)  // one of a's connections proved a paired key
+        admit(&p, "a", at: t0)
+    }
+
+    /// At the global cap nobody is refused: the oldest connection of the most crowded address goes.
+    @Test func theGlobalCapEvictsTheOldestOfTheMostCrowdedAddress() {
+        var p = policy(attempts: 1000, perAddress: 8, total: 4)
+        let a1 = admit(&p, "a", at: t0).slot
+        let b1 = admit(&p, "b", at: t0 + 1).slot
+        let a2 = admit(&p, "a", at: t0 + 2).slot
+        admit(&p, "c", at: t0 + 3)
+        let d = admit(&p, "d", at: t0 + 4)
+        #expect(d.evicted == [a1], "a holds two, so its oldest goes, though b's is older than a's second")
+        #expect(p.unauthenticatedCount == 4)
+        let e = admit(&p, "e", at: t0 + 5)
+        #expect(e.evicted == [b1], "now every address holds one: the oldest goes")
+        _ = a2
+    }
+
+    /// 200 addresses with 4 silent connections each stay under every per-address limit; the pool
+    /// stays at its cap, and a newcomer (a paired node reconnecting) is still admitted.
+    @Test func aFloodFromManyAddressesNeverLocksOutANewcomer() {
+        var p = policy(attempts: 20, perAddress: 8, total: 64)
+        for round in 0..<4 {
+            for host in 2..<202 { admit(&p, "127.0.\(host / 250).\(host % 250 + 2)", at: t0 + Double(round) * 0.01) }
+        }
+        #expect(p.unauthenticatedCount == 64)
+        let newcomer = admit(&p, "10.0.0.1", at: t0 + 1)
+        #expect(newcomer.slot > 0 && newcomer.evicted.count == 1)
+    }
+
+    @Test func unpairedConnectionsHaveADeadlineShorterUnderPressure() {
+        var p = policy(attempts: 1000, total: 8)
+        guard case let .admit(calm, _, calmTimeout) = p.connection(from: "a", now: t0) else { Issue.record("refused"); return }
+        #expect(calmTimeout == 5)
+        for _ in 0..<6 { admit(&p, "b", at: t0) }
+        guard case let .admit(pressured, _, pressuredTimeout) = p.connection(from: "c", now: t0) else { Issue.record("refused"); return }
+        #expect(pressuredTimeout == 1, "7 of 8 slots in use")
+        #expect(p.overdue(now: t0 + 2.9).isEmpty)
+        #expect(p.overdue(now: t0 + 3).contains(pressured))
+        #expect(!p.overdue(now: t0 + 9.9).contains(calm))
+        #expect(p.overdue(now: t0 + 10).contains(calm))
+    }
+
+    @Test func waitingConnectionsLeaveTheHandshakePoolAndHaveTheirOwnCap() {
+        var p = policy(attempts: 1000, total: 2, waiting: 2)
+        let w1 = admit(&p, "a", at: t0).slot, w2 = admit(&p, "b", at: t0 + 1).slot
+        #expect(p.waiting(w1).isEmpty && p.waiting(w2).isEmpty)
+        #expect(p.unauthenticatedCount == 0 && p.waitingCount == 2)
+        #expect(p.overdue(now: t0 + 3600).isEmpty, "a waiting connection has no deadline here")
+        let w3 = admit(&p, "c", at: t0 + 2)
+        #expect(w3.evicted.isEmpty, "the handshake pool has room")
+        #expect(p.waiting(w3.slot) == [w1], "over the waiting cap: the oldest waiting one goes")
+    }
+
+    @Test func addressesSeenOnceAreForgotten() {
+        var p = policy(attempts: 20, maxAddresses: 4096)
+        for i in 0..<60_000 {
+            let slot = admit(&p, "10.\(i / 65536).\(i / 256 % 256).\(i % 256)", at: t0 + Double(i) / 10_000).slot
+            p.release(slot)
+        }
+        #expect(p.addressesRemembered <= 4096, "bounded while the flood goes on")
+        p.prune(now: t0 + 60)
+        #expect(p.addressesRemembered == 0, "and empty once the window has passed")
     }
 }

@@ -10,6 +10,15 @@ func phone(_ name: String = "Ada's phone") -> NodeDetails {
                 caps: ["canvas", "camera"], commands: ["canvas.present", "camera.snap"], flags: .init(requiresForeground: true))
 }
 
+extension PairingState {
+    /// A request whose node completed the code exchange, approved with that code: what the daemon
+    /// and `nodes approve --code` do between them.
+    mutating func approveRevealed(_ requestId: String, access: AccessRules? = nil, now: Date) throws -> PairedNode {
+        setCode("123456", requestId: requestId)
+        return try approve(requestId: requestId, code: "123456", access: access, now: now)
+    }
+}
+
 struct PairingStateTests {
     let t0 = Date(timeIntervalSince1970: 1_800_000_000)
 
@@ -43,10 +52,10 @@ struct PairingStateTests {
         var state = PairingState()
         let request = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0)
         #expect(throws: PairingError.requestExpired(request.requestId, at: t0 + 300)) {
-            try state.approve(requestId: request.requestId, access: .init(), now: t0 + 301)
+            try state.approveRevealed(request.requestId, access: .init(), now: t0 + 301)
         }
         #expect(throws: PairingError.unknownRequest("zzzzzzzz")) {
-            try state.approve(requestId: "zzzzzzzz", access: .init(), now: t0)
+            try state.approveRevealed("zzzzzzzz", access: .init(), now: t0)
         }
     }
 
@@ -54,7 +63,7 @@ struct PairingStateTests {
         var state = PairingState()
         let key = someKey()
         let request = try state.requestPairing(key: key, details: phone(), source: nil, now: t0)
-        let node = try state.approve(requestId: request.requestId.uppercased(), access: .init(allow: ["canvas.*"]), now: t0 + 10)
+        let node = try state.approveRevealed(request.requestId.uppercased(), access: .init(allow: ["canvas.*"]), now: t0 + 10)
         #expect(node.nodeId == key.fingerprint && node.access.allow == ["canvas.*"])
         #expect(node.firstSeen == t0 && node.pairedAt == t0 + 10)
         #expect(state.pending.requests.isEmpty)
@@ -63,14 +72,14 @@ struct PairingStateTests {
         }
     }
 
-    @Test func atMostThirtyTwoPendingRequests() throws {
+    @Test func atMostThirtyTwoPendingRequestsAndTheOldestMakesRoom() throws {
         var state = PairingState()
-        for _ in 0..<32 { _ = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0) }
-        #expect(throws: PairingError.tooManyPending(limit: 32)) {
-            try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0)
-        }
+        let first = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0)
+        for _ in 0..<31 { _ = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0 + 1) }
+        let newest = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0 + 2)
+        #expect(state.pending.requests.count == 32 && state.request(newest.requestId) != nil && state.request(first.requestId) == nil)
         // Expired ones make room again.
-        _ = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0 + 301)
+        _ = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0 + 302)
         #expect(state.pending.requests.count == 1)
     }
 
@@ -95,7 +104,7 @@ struct PairingStateTests {
         let keys = [someKey(), someKey()]
         for key in keys {
             let r = try state.requestPairing(key: key, details: phone(), source: nil, now: t0)
-            _ = try state.approve(requestId: r.requestId, access: .init(), now: t0)
+            _ = try state.approveRevealed(r.requestId, access: .init(), now: t0)
         }
         let removed = try state.revoke(nodeId: keys[0].fingerprint.description.lowercased())
         #expect(removed.publicKey == keys[0])
@@ -103,29 +112,140 @@ struct PairingStateTests {
         #expect(throws: PairingError.unknownNode("NOPE")) { try state.revoke(nodeId: "NOPE") }
     }
 
-    @Test func aKnownDeviceUnderANewKeyIsFlagged() throws {
+    @Test(arguments: ["Ada's phone", "Ada’s phone", "ADA'S PHONE", "Аda's phone", "Ada's  phone ", "Ada's\u{200D} phone", "Adа's phοne"])
+    func aKnownDeviceUnderANewKeyIsFlaggedHoweverItsNameIsSpelled(_ lookalike: String) throws {
         var state = PairingState()
         let r = try state.requestPairing(key: someKey(), details: phone("Ada's phone"), source: nil, now: t0)
-        let paired = try state.approve(requestId: r.requestId, now: t0)
-        var renamed = phone("Someone else")
-        renamed.deviceModel = "Pixel 9"
-        let stranger = try state.requestPairing(key: someKey(), details: renamed, source: nil, now: t0)
-        #expect(state.keyChange(for: stranger) == nil)
-        let lookalike = try state.requestPairing(key: someKey(), details: phone("Ada's phone"), source: nil, now: t0)
-        #expect(state.keyChange(for: lookalike)?.nodeId == paired.nodeId, "same name and model, new key")
+        let paired = try state.approveRevealed(r.requestId, now: t0)
+        let request = try state.requestPairing(key: someKey(), details: phone(lookalike), source: nil, now: t0)
+        #expect(state.keyChange(for: request)?.nodeId == paired.nodeId)
     }
 
-    @Test func approvalWithACodeMustMatchIt() throws {
+    @Test func onlyTheNameCountsAndDuplicatePendingNamesAreFound() throws {
         var state = PairingState()
-        let r = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0)
-        #expect(throws: PairingError.codeMismatch(expected: nil, given: "123456"), "no code derived yet") {
+        let r = try state.requestPairing(key: someKey(), details: phone("Ada's phone"), source: nil, now: t0)
+        _ = try state.approveRevealed(r.requestId, now: t0)
+        let stranger = try state.requestPairing(key: someKey(), details: phone("Bob's phone"), source: nil, now: t0)  // same model
+        #expect(state.keyChange(for: stranger) == nil, "a shared device model is no sign of a key change")
+        let twin = try state.requestPairing(key: someKey(), details: phone("BOB’S PHONE"), source: nil, now: t0)
+        #expect(state.sameName(as: stranger).map(\.requestId) == [twin.requestId])
+    }
+
+    @Test func approvalNeedsARevealedCodeAndTheRightOneOrAnExplicitUnverified() throws {
+        var state = PairingState()
+        let r = try state.challenge(key: someKey(), details: phone(), source: nil, now: t0)
+        #expect(throws: PairingError.notRevealed(r.requestId), "no code derived yet: never approvable") {
             try state.approve(requestId: r.requestId, code: "123456", now: t0)
         }
+        #expect(throws: PairingError.notRevealed(r.requestId)) { try state.approve(requestId: r.requestId, unverified: true, now: t0) }
         state.setCode("654321", requestId: r.requestId)
+        var attempt = state
         #expect(throws: PairingError.codeMismatch(expected: "654321", given: "123456")) {
-            try state.approve(requestId: r.requestId, code: "123456", now: t0)
+            try attempt.approve(requestId: r.requestId, code: "123456", now: t0)
         }
+        #expect(attempt.request(r.requestId)?.codeMismatches == 1, "the wrong code is counted, for the audit log")
+        #expect(throws: PairingError.verificationRequired(r.requestId)) { try state.approve(requestId: r.requestId, now: t0) }
+        var unverified = state
+        #expect(try unverified.approve(requestId: r.requestId, unverified: true, now: t0).unverified == true)
         let node = try state.approve(requestId: r.requestId, code: "654321", now: t0)
-        #expect(node.access == AccessRules.defaults(forPlatform: "ios"))
+        #expect(node.access == AccessRules.defaults(forPlatform: "ios") && node.unverified == nil)
+    }
+
+    /// Re-asking with the same key re-rolls the bridge's nonce, so the code: each challenge is one
+    /// 10⁻⁶ chance for a man in the middle, and a request gets at most three.
+    @Test func aRequestGetsAtMostThreeCodeChallengesThenIsLockedForGood() throws {
+        var state = PairingState()
+        let key = someKey()
+        var codes = 0
+        for attempt in 1...10 {
+            let r = try state.challenge(key: key, details: phone(), source: "10.0.0.5", now: t0 + Double(attempt))
+            if r.locked == nil {
+                codes += 1
+                #expect(r.code == nil, "a new challenge voids the last code")
+                state.setCode(String(format: "%06d", attempt), requestId: r.requestId)
+            }
+        }
+        #expect(codes == PairingState.Limits.challengesPerRequest)
+        let request = try #require(state.pending.requests.first)
+        #expect(request.locked == .tooManyChallenges && request.challenges == 3)
+        #expect(throws: PairingError.requestLocked(request.requestId, .tooManyChallenges)) {
+            try state.approve(requestId: request.requestId, code: request.code ?? "000003", now: t0 + 20)
+        }
+        #expect(request.expiresAt == t0 + 4 + 300, "the challenge that locked it was the last to keep it alive")
+        // The attacker's chance over the request's whole life, from the limits themselves.
+        let bound = Double(PairingState.Limits.challengesPerRequest) * 1e-6
+        #expect(bound <= 3e-6, "PROTOCOL.md §7 promises at most 3 × 10⁻⁶ per request")
+    }
+
+    @Test func aFailedRevealLocksTheRequest() throws {
+        var state = PairingState()
+        let r = try state.challenge(key: someKey(), details: phone(), source: nil, now: t0)
+        state.commitmentFailed(requestId: r.requestId)
+        state.setCode("111111", requestId: r.requestId)  // too late: a locked request takes no code
+        #expect(state.request(r.requestId)?.code == nil)
+        #expect(throws: PairingError.requestLocked(r.requestId, .commitmentFailed)) {
+            try state.approve(requestId: r.requestId, unverified: true, now: t0)
+        }
+    }
+
+    @Test func pendingRequestsAreCappedPerAddressAndEvictInsteadOfRefusingAtTheOtherCaps() throws {
+        var state = PairingState()
+        for i in 0..<4 { _ = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.9", now: t0 + Double(i)) }
+        #expect(throws: PairingError.tooManyFromAddress("10.0.0.9", limit: 4)) {
+            try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.9", now: t0 + 5)
+        }
+        // The same /24 from other addresses: at 16 the next one evicts the most crowded address's oldest.
+        for i in 0..<12 { _ = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.\(20 + i)", now: t0 + 10 + Double(i)) }
+        #expect(state.pending.requests.count == 16)
+        let newcomer = try state.requestPairing(key: someKey(), details: phone("New phone"), source: "10.0.0.200", now: t0 + 30)
+        #expect(state.pending.requests.count == 16 && state.request(newcomer.requestId) != nil)
+        #expect(state.pending.requests.filter { $0.sourceAddress == "10.0.0.9" }.count == 3, "10.0.0.9 held the most")
+        #expect(state.pending.expired.last?.evicted == true)
+        // Other networks fill the rest; at 32 in all, a locked request is the first to go.
+        for i in 0..<16 { _ = try state.requestPairing(key: someKey(), details: phone(), source: "192.168.\(i).1", now: t0 + 40) }
+        let locked = state.pending.requests[5]
+        state.commitmentFailed(requestId: locked.requestId)
+        _ = try state.requestPairing(key: someKey(), details: phone(), source: "172.16.0.1", now: t0 + 50)
+        #expect(state.pending.requests.count == 32 && state.request(locked.requestId) == nil)
+    }
+
+    @Test func rejectingByAddressTakesAllOfItsRequests() throws {
+        var state = PairingState()
+        for _ in 0..<3 { _ = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.9", now: t0) }
+        let other = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.8", now: t0)
+        #expect(state.reject(from: "10.0.0.9", block: true, now: t0).count == 3)
+        #expect(state.pending.requests.map(\.requestId) == [other.requestId] && state.paired.blocked.count == 3)
+    }
+
+    @Test func everyChallengeLockAndWrongCodeIsAudited() throws {
+        var state = PairingState()
+        let key = someKey()
+        var before = state
+        let r = try state.challenge(key: key, details: phone(), source: "10.0.0.5", now: t0)
+        #expect(AuditEntry.changes(from: before, to: state, actor: "bridge", now: t0).map(\.event) == ["pairing.requested", "pairing.challenged"])
+        state.setCode("123456", requestId: r.requestId)
+        before = state
+        _ = try? state.approve(requestId: r.requestId, code: "000000", now: t0)
+        #expect(AuditEntry.changes(from: before, to: state, actor: "uid:0", now: t0).map(\.event) == ["pairing.code-mismatch"])
+        before = state
+        state.commitmentFailed(requestId: r.requestId)
+        #expect(AuditEntry.changes(from: before, to: state, actor: "bridge", now: t0).map(\.event) == ["pairing.locked"])
+        var approved = PairingState()
+        let second = try approved.challenge(key: someKey(), details: phone(), source: nil, now: t0)
+        approved.setCode("222222", requestId: second.requestId)
+        before = approved
+        _ = try approved.approve(requestId: second.requestId, unverified: true, now: t0)
+        let entry = try #require(AuditEntry.changes(from: before, to: approved, actor: "uid:0", now: t0).first)
+        #expect(entry.event == "pairing.approved" && entry.detail?.hasPrefix("UNVERIFIED") == true)
+    }
+
+    @Test func challengesAreLimitedPerKeyAndPerAddressPerHour() {
+        var limits = ChallengeLimits()
+        let key = someKey()
+        for i in 0..<6 { #expect(limits.admit(key: key, address: "10.0.1.\(i)", now: t0) == nil) }
+        #expect(limits.admit(key: key, address: "10.0.0.99", now: t0) != nil, "seventh for the key")
+        for _ in 0..<10 { #expect(limits.admit(key: someKey(), address: "10.0.0.0", now: t0) == nil) }
+        #expect(limits.admit(key: someKey(), address: "10.0.0.0", now: t0) != nil, "eleventh from the address")
+        #expect(limits.admit(key: key, address: "10.0.0.50", now: t0 + 3600) == nil, "an hour later")
     }
 }

@@ -14,7 +14,7 @@ struct PairingStoreTests {
         let store = PairingStore(directory: StateDirectory(url: dir.url))
         let node = try store.update { state in
             let r = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.5", now: now)
-            return try state.approve(requestId: r.requestId, access: .init(allow: ["canvas.*"]), now: now)
+            return try state.approveRevealed(r.requestId, access: .init(allow: ["canvas.*"]), now: now)
         }
         return (dir, store, node)
     }
@@ -130,7 +130,7 @@ struct PairingStoreTests {
             for _ in 0..<10 {
                 _ = try? store.update { state in
                     let r = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: now)
-                    return try state.approve(requestId: r.requestId, access: .init(), now: now)
+                    return try state.approveRevealed(r.requestId, access: .init(), now: now)
                 }
             }
         }

@@ -42,7 +42,7 @@ struct AccessEditingTests {
     @Test func denyWinsAndAllowLifts() throws {
         var state = PairingState()
         let request = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: Date())
-        let node = try state.approve(requestId: request.requestId, now: Date())
+        let node = try state.approveRevealed(request.requestId, now: Date())
         _ = try state.deny("canvas.snapshot", node: node.details.displayName)
         #expect(state.paired.nodes[0].access.deny == ["canvas.snapshot"])
         _ = try state.allow("canvas.snapshot", node: node.nodeId.description)

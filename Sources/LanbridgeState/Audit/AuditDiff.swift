@@ -22,8 +22,24 @@ extension AuditEntry {
                     "looks like paired node \(previous.nodeId) (\(previous.details.displayName)) with a new key")
             }
         }
+        let oldByID = Dictionary(before.pending.requests.map { ($0.requestId, $0) }) { $1 }
+        for request in after.pending.requests {
+            let old = oldByID[request.requestId]
+            if request.challenges > old?.challenges ?? 0 {
+                add("pairing.challenged", node: request.nodeId, request: request.requestId,
+                    "code challenge \(request.challenges) of \(PairingState.Limits.challengesPerRequest) from \(request.sourceAddress ?? "?")")
+            }
+            if request.codeMismatches > old?.codeMismatches ?? 0 {
+                add("pairing.code-mismatch", node: request.nodeId, request: request.requestId,
+                    "the code given does not match the device's (\(request.codeMismatches) so far)")
+            }
+            if let lock = request.locked, old?.locked == nil {
+                add("pairing.locked", node: request.nodeId, request: request.requestId, "\(lock.rawValue): \(lock.explanation)")
+            }
+        }
         for expired in after.pending.expired where !oldExpired.contains(expired.requestId) {
-            add("pairing.expired", node: expired.nodeId, request: expired.requestId)
+            add(expired.evicted == true ? "pairing.evicted" : "pairing.expired", node: expired.nodeId, request: expired.requestId,
+                expired.evicted == true ? "pushed out by a newer request: the pending list was full" : nil)
         }
         for request in before.pending.requests where !newRequests.contains(request.requestId)
             && !newNodes.contains(request.publicKey) && !after.pending.expired.contains(where: { $0.requestId == request.requestId }) {
@@ -32,7 +48,8 @@ extension AuditEntry {
         for node in after.paired.nodes where !oldNodes.contains(node.publicKey) {
             let request = before.pending.requests.first { $0.publicKey == node.publicKey }
             add(node.pairingMethod == .invite ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
-                request: request?.requestId, "allow: \(node.access.allow.joined(separator: ","))")
+                request: request?.requestId, (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
+                    + "allow: \(node.access.allow.joined(separator: ","))")
         }
         for node in before.paired.nodes where !newNodes.contains(node.publicKey) {
             add("node.revoked", node: node.nodeId, node.details.displayName)

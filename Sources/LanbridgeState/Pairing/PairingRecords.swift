@@ -34,6 +34,8 @@ public struct PairedNode: Codable, Equatable, Sendable {
     public var firstSeen: Date
     public var lastSeen: Date
     public var access: AccessRules
+    /// True when the operator approved a code pairing without comparing the code (`--unverified`).
+    public var unverified: Bool?
 
     public init(publicKey: PublicKey, details: NodeDetails, pairingMethod: PairingMethod, pairedAt: Date, firstSeen: Date, access: AccessRules) {
         nodeId = publicKey.fingerprint
@@ -57,15 +59,36 @@ public struct BlockedKey: Codable, Equatable, Sendable {
 
 /// A pairing request waiting for the operator, as kept in pending.json.
 public struct PendingRequest: Codable, Equatable, Sendable {
+    /// Why a request can never be approved. The operator sees it; the node must start over.
+    public enum Lock: String, Codable, Sendable {
+        /// The node asked for more code challenges than a request allows (re-rolling the code).
+        case tooManyChallenges = "too-many-challenges"
+        /// The revealed nonce did not match the commitment: what a man in the middle looks like.
+        case commitmentFailed = "commitment-failed"
+
+        public var explanation: String {
+            switch self {
+            case .tooManyChallenges: "the device asked for a new code too often (possible code grinding)"
+            case .commitmentFailed: "the device's nonce did not match its commitment (possible man in the middle)"
+            }
+        }
+    }
+
     public var requestId: String
     public var nodeId: Fingerprint
     public var publicKey: PublicKey
     public var details: NodeDetails
     public var sourceAddress: String?
-    /// The verification code, once the node has revealed its nonce.
+    /// The verification code, once the node has revealed its nonce for the latest challenge.
     public var code: String?
     public var createdAt: Date
     public var expiresAt: Date
+    /// Code challenges issued for this request: each one is a fresh chance at a matching code.
+    public var challenges: Int
+    /// `nodes approve --code` attempts that gave another code.
+    public var codeMismatches: Int
+    /// Set once the request may no longer be approved.
+    public var locked: Lock?
 
     public init(requestId: String, publicKey: PublicKey, details: NodeDetails, sourceAddress: String?, createdAt: Date, expiresAt: Date) {
         self.requestId = requestId
@@ -75,6 +98,24 @@ public struct PendingRequest: Codable, Equatable, Sendable {
         self.sourceAddress = sourceAddress
         self.createdAt = createdAt
         self.expiresAt = expiresAt
+        challenges = 0
+        codeMismatches = 0
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        requestId = try c.decode(String.self, forKey: .requestId)
+        nodeId = try c.decode(Fingerprint.self, forKey: .nodeId)
+        publicKey = try c.decode(PublicKey.self, forKey: .publicKey)
+        details = try c.decode(NodeDetails.self, forKey: .details)
+        sourceAddress = try c.decodeIfPresent(String.self, forKey: .sourceAddress)
+        code = try c.decodeIfPresent(String.self, forKey: .code)
+        createdAt = try c.decode(Date.self, forKey: .createdAt)
+        expiresAt = try c.decode(Date.self, forKey: .expiresAt)
+        // Absent before version 0.6.
+        challenges = try c.decodeIfPresent(Int.self, forKey: .challenges) ?? 0
+        codeMismatches = try c.decodeIfPresent(Int.self, forKey: .codeMismatches) ?? 0
+        locked = try c.decodeIfPresent(Lock.self, forKey: .locked)
     }
 }
 
@@ -85,6 +126,12 @@ public struct ExpiredRequest: Codable, Equatable, Sendable {
     public var displayName: String
     public var createdAt: Date
     public var expiredAt: Date
+    /// Pushed out by a newer request when the pending list was full, rather than timed out.
+    public var evicted: Bool?
+
+    public init(requestId: String, nodeId: Fingerprint, displayName: String, createdAt: Date, expiredAt: Date, evicted: Bool? = nil) {
+        (self.requestId, self.nodeId, self.displayName, self.createdAt, self.expiredAt, self.evicted) = (requestId, nodeId, displayName, createdAt, expiredAt, evicted)
+    }
 }
 
 /// paired.json

@@ -5,24 +5,29 @@ import LanbridgeProtocol
 public enum PairingError: Error, Equatable, CustomStringConvertible {
     case alreadyPaired(Fingerprint)
     case blocked(Fingerprint)
-    case tooManyPending(limit: Int)
     case unknownRequest(String)
     case requestExpired(String, at: Date)
     case unknownNode(String)
     case invalidInvite
     case codeMismatch(expected: String?, given: String)
+    case tooManyFromAddress(String, limit: Int)
+    case requestLocked(String, PendingRequest.Lock)
+    case notRevealed(String)
+    case verificationRequired(String)
 
     public var description: String {
         switch self {
         case let .alreadyPaired(id): "node \(id) is already paired"
         case let .blocked(id): "node \(id) is blocked"
-        case let .tooManyPending(limit): "too many pending pairing requests (limit \(limit)); approve or reject some first"
         case let .unknownRequest(id): "no pending request \(id) (see `lanbridge nodes pending`)"
         case let .requestExpired(id, at): "request \(id) expired at \(at.formatted(.iso8601)); the node must ask again"
         case let .unknownNode(id): "no paired node \(id) (see `lanbridge nodes list`)"
         case .invalidInvite: "unknown, used or expired invite"
-        case let .codeMismatch(expected, given):
-            expected == nil ? "the node has not shown a code yet; approve without --code or wait" : "code \(given) does not match the node's code"
+        case let .codeMismatch(_, given): "code \(given) does not match the node's code (recorded in the audit log)"
+        case let .tooManyFromAddress(address, limit): "\(address) already has \(limit) pending requests; approve or reject those first"
+        case let .requestLocked(id, lock): "request \(id) can never be approved: \(lock.explanation); reject it (`lanbridge nodes reject \(id)`) and have the device start over"
+        case let .notRevealed(id): "request \(id) has no code yet: the device has not completed the code exchange; wait for it to show a code"
+        case let .verificationRequired(id): "request \(id) was made by code: pass --code with the code the device shows, or --unverified to approve without comparing (a man in the middle would pass)"
         }
     }
 }
@@ -42,7 +47,17 @@ public struct PairingState: Equatable, Sendable {
     }
 
     public enum Limits {
+        /// Requests waiting at once. At the cap a new request evicts one (see `requestPairing`)
+        /// rather than being refused, so a flood cannot keep a real device from asking.
         public static let maxPending = 32
+        /// Requests waiting at once from one source address: over it, refused.
+        public static let maxPendingPerAddress = 4
+        /// ... and from one /24 (IPv4) or /64 (IPv6): over it, one from that prefix is evicted.
+        public static let maxPendingPerPrefix = 16
+        /// Code challenges (fresh bridge nonces, so fresh codes) one request may have. Each is one
+        /// 10⁻⁶ chance for a man in the middle (PROTOCOL.md §7), so a request's lifetime gives at
+        /// most `challengesPerRequest × 10⁻⁶`.
+        public static let challengesPerRequest = 3
         /// Expired requests remembered for clear errors.
         public static let expiredHistory = 64
     }
@@ -64,20 +79,78 @@ public struct PairingState: Equatable, Sendable {
 
     /// Files a request, or returns the existing one for the same key (refreshed), so a node that
     /// retries keeps its request ID and an approval never races the retry.
+    ///
+    /// Caps: `maxPendingPerAddress` per source address (refused); `maxPendingPerPrefix` per /24 or
+    /// /64 and `maxPending` in all, where the new request evicts one instead: a locked request
+    /// first, else the oldest from the address holding the most requests in that scope. A flood
+    /// from many addresses thus churns through its own requests, and never locks a device out.
     public mutating func requestPairing(key: PublicKey, details: NodeDetails, source: String?, now: Date, timing: Timing = .standard) throws -> PendingRequest {
         if node(withKey: key) != nil { throw PairingError.alreadyPaired(key.fingerprint) }
         if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
         _ = expire(now: now)
         if let index = pending.requests.firstIndex(where: { $0.publicKey == key }) {
+            // A locked request is not kept alive: it runs out, and the node starts over.
+            guard pending.requests[index].locked == nil else { return pending.requests[index] }
             pending.requests[index].expiresAt = Self.expiry(createdAt: pending.requests[index].createdAt, now: now, timing: timing)
             pending.requests[index].sourceAddress = source
             return pending.requests[index]
         }
-        guard pending.requests.count < Limits.maxPending else { throw PairingError.tooManyPending(limit: Limits.maxPending) }
+        if let source {
+            let fromAddress = pending.requests.filter { $0.sourceAddress == source }.count
+            guard fromAddress < Limits.maxPendingPerAddress else { throw PairingError.tooManyFromAddress(source, limit: Limits.maxPendingPerAddress) }
+            let prefix = AddressPrefix(source)
+            let samePrefix = pending.requests.filter { $0.sourceAddress.map(AddressPrefix.init) == prefix }
+            if samePrefix.count >= Limits.maxPendingPerPrefix { evictOne(of: samePrefix, now: now) }
+        }
+        if pending.requests.count >= Limits.maxPending { evictOne(of: pending.requests, now: now) }
         let request = PendingRequest(requestId: newRequestID(), publicKey: key, details: details, sourceAddress: source,
                                      createdAt: now, expiresAt: Self.expiry(createdAt: now, now: now, timing: timing))
         pending.requests.append(request)
         return request
+    }
+
+    /// A node asks for a code challenge (a `pair.request`): files or refreshes its request and
+    /// counts the challenge. The code of an earlier challenge is void from now on. Past
+    /// `challengesPerRequest` the request is locked instead, for good.
+    public mutating func challenge(key: PublicKey, details: NodeDetails, source: String?, now: Date, timing: Timing = .standard) throws -> PendingRequest {
+        var request = try requestPairing(key: key, details: details, source: source, now: now, timing: timing)
+        guard let index = pending.requests.firstIndex(where: { $0.requestId == request.requestId }) else { return request }
+        if request.locked == nil, request.challenges >= Limits.challengesPerRequest { pending.requests[index].locked = .tooManyChallenges }
+        if pending.requests[index].locked == nil {
+            pending.requests[index].challenges += 1
+            pending.requests[index].code = nil
+        }
+        request = pending.requests[index]
+        return request
+    }
+
+    /// The node's revealed nonce did not match its commitment: the request is locked.
+    public mutating func commitmentFailed(requestId: String) {
+        guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId.lowercased() }) else { return }
+        pending.requests[index].locked = .commitmentFailed
+        pending.requests[index].code = nil
+    }
+
+    /// Rejects every request from `address` at once (a flood from one machine).
+    public mutating func reject(from address: String, block: Bool, now: Date) -> [PendingRequest] {
+        _ = expire(now: now)
+        let matching = pending.requests.filter { $0.sourceAddress == address }
+        for request in matching { _ = try? reject(requestId: request.requestId, block: block, now: now) }
+        return matching
+    }
+
+    private mutating func evictOne(of scope: [PendingRequest], now: Date) {
+        let counts = Dictionary(scope.map { ($0.sourceAddress ?? "", 1) }, uniquingKeysWith: +)
+        let victim = scope.first { $0.locked != nil }
+            ?? scope.min { a, b in
+                let (ca, cb) = (counts[a.sourceAddress ?? ""] ?? 0, counts[b.sourceAddress ?? ""] ?? 0)
+                return ca != cb ? ca > cb : a.createdAt < b.createdAt
+            }
+        guard let victim else { return }
+        pending.requests.removeAll { $0.requestId == victim.requestId }
+        pending.expired.append(ExpiredRequest(requestId: victim.requestId, nodeId: victim.nodeId, displayName: victim.details.displayName,
+                                              createdAt: victim.createdAt, expiredAt: now, evicted: true))
+        pending.expired = Array(pending.expired.suffix(Limits.expiredHistory))
     }
 
     /// Keeps a request alive while its node stays connected, up to the hard cap.
@@ -104,16 +177,29 @@ public struct PairingState: Equatable, Sendable {
         return gone
     }
 
-    /// Approves a request. With `code`, the request's verification code must match it.
-    public mutating func approve(requestId: String, code: String? = nil, access: AccessRules? = nil, now: Date) throws -> PairedNode {
+    /// Approves a request. The request must have a code (the device finished the exchange) and
+    /// not be locked. With `code`, the request's code must match it; a mismatch is counted on the
+    /// request (the state changes even though this throws: keep it, so the audit log has it).
+    /// Without `code`, `unverified` must say that the operator knowingly skips the comparison.
+    public mutating func approve(requestId: String, code: String? = nil, unverified: Bool = false, access: AccessRules? = nil, now: Date) throws -> PairedNode {
         _ = expire(now: now)
-        if let code, let request = request(requestId), request.code != code {
-            throw PairingError.codeMismatch(expected: request.code, given: code)
+        guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId.lowercased() }) else { throw missingRequest(requestId) }
+        let request = pending.requests[index]
+        if let lock = request.locked { throw PairingError.requestLocked(request.requestId, lock) }
+        guard let expected = request.code else { throw PairingError.notRevealed(request.requestId) }
+        if let code {
+            guard code == expected else {
+                pending.requests[index].codeMismatches += 1
+                throw PairingError.codeMismatch(expected: expected, given: code)
+            }
+        } else if !unverified {
+            throw PairingError.verificationRequired(request.requestId)
         }
-        let request = try takeRequest(requestId, now: now)
+        pending.requests.remove(at: index)
         let access = access ?? AccessRules.defaults(forPlatform: request.details.platform)
-        let node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .code,
+        var node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .code,
                               pairedAt: now, firstSeen: request.createdAt, access: access)
+        if code == nil { node.unverified = true }
         paired.nodes.append(node)
         return node
     }
@@ -136,18 +222,21 @@ public struct PairingState: Equatable, Sendable {
 
     /// Records the code both screens show, once the node has revealed its nonce.
     public mutating func setCode(_ code: String, requestId: String) {
-        guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId }) else { return }
+        guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId.lowercased() }), pending.requests[index].locked == nil else { return }
         pending.requests[index].code = code
     }
 
-    /// The paired node this request looks like (same display name or device model) under another
-    /// key: the operator should know before approving.
+    /// The paired node whose display name looks like this request's (`NameSkeleton`) under another
+    /// key: the operator should know before approving. A shared device model alone is no sign.
     public func keyChange(for request: PendingRequest) -> PairedNode? {
-        paired.nodes.first { node in
-            node.publicKey != request.publicKey
-                && (node.details.displayName == request.details.displayName
-                    || (node.details.deviceModel != nil && node.details.deviceModel == request.details.deviceModel))
-        }
+        let skeleton = NameSkeleton.of(request.details.displayName)
+        return paired.nodes.first { $0.publicKey != request.publicKey && NameSkeleton.of($0.details.displayName) == skeleton }
+    }
+
+    /// Other pending requests whose names look like this one's.
+    public func sameName(as request: PendingRequest) -> [PendingRequest] {
+        let skeleton = NameSkeleton.of(request.details.displayName)
+        return pending.requests.filter { $0.requestId != request.requestId && NameSkeleton.of($0.details.displayName) == skeleton }
     }
 
     public mutating func recordSeen(_ id: Fingerprint, now: Date) {

@@ -26,7 +26,8 @@ let details = NodeDetails(displayName: "stress \(getpid())", platform: "linux", 
 func pairNewNode(in state: inout PairingState) throws -> PairedNode {
     let key = PublicKey(bytes: SecureRandom.bytes(32))!
     let request = try state.requestPairing(key: key, details: details, source: "127.0.0.1", now: Date())
-    return try state.approve(requestId: request.requestId, access: AccessRules(allow: ["canvas.*"]), now: Date())
+    state.setCode("000000", requestId: request.requestId)
+    return try state.approve(requestId: request.requestId, code: "000000", access: AccessRules(allow: ["canvas.*"]), now: Date())
 }
 
 do {
