@@ -169,22 +169,24 @@ public actor Bridge {
 
     func receive(_ bytes: [UInt8], from id: Int) async {
         guard let connection = connections[id] else { return }
-        // Results take a path of their own: their payload is relayed as bytes, never parsed.
-        let peeked = SessionMessages.peek(bytes)
-        if connection.isPaired, peeked.type == InvokeResult.type {
-            do throws(SessionMessageError) {
-                resultReceived(try InvokeResult.received(from: bytes, payload: peeked.payload), size: bytes.count, from: connection)
-            } catch {
-                logger.notice("bad message: \(error)", metadata: ["node": "\(connection.nodeId)"])
-                await send(ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)"), to: connection)
-            }
-            return
-        }
+        // One reader decides the message: strict JSON, then its type. Results keep their payload
+        // as the validated bytes they arrived in, to be spliced on.
         let message: any SessionMessage
-        do {
-            message = try SessionMessages.decode(bytes)
+        do throws(SessionMessageError) {
+            switch try SessionMessages.read(bytes) {
+            case let .result(result) where connection.isPaired:
+                return resultReceived(result, size: bytes.count, from: connection)
+            case let .result(result):
+                message = InvokeResult(id: result.id, error: ErrorMessage(code: "", message: ""))
+            case let .message(decoded):
+                message = decoded
+            }
         } catch {
             logger.notice("bad message: \(error)", metadata: ["node": "\(connection.nodeId)"])
+            // A malformed answer fails its invoke now rather than leaving it to time out.
+            if connection.isPaired, case let .malformed(invalid, type, id) = error, type == nil || type == InvokeResult.type {
+                complete(router.malformedResult(invokeID: id, from: connection.nodeId.description, reason: invalid.description))
+            }
             let reply = ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)")
             if connection.isPaired { await send(reply, to: connection) } else { await fail(connection, reply) }
             return

@@ -59,7 +59,7 @@ struct BridgeEndToEndTests {
         let node = try SimulatedNode(port: bridge.port)
         let request = String(try node.waitFor("code").split(separator: " ")[2])
         #expect(try node.waitFor("fatal").contains("expired"))
-        let approve = try CLI.run(["nodes", "approve", request, "--state-dir", bridge.state.path])
+        let approve = try CLI.run(["nodes", "approve", request, "--unverified", "--state-dir", bridge.state.path])
         #expect(approve.status == 1 && approve.stderr.contains("expired"), "\(approve.stderr)")
         #expect(try AuditLog(directory: StateDirectory(url: bridge.state.url)).entries().contains { $0.event == "pairing.expired" })
         bridge.stop()

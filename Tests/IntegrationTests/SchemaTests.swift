@@ -17,10 +17,14 @@ struct SchemaTests {
                                deviceModel: "iPhone15,2", caps: ["canvas"], commands: ["canvas.present"],
                                flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
         try store.update { state in
-            for details in [minimal, full] {
-                let r = try state.requestPairing(key: PublicKey(bytes: SecureRandom.bytes(32))!, details: details, source: "10.0.0.2", now: now)
-                _ = try state.approve(requestId: r.requestId, access: AccessRules(allow: ["canvas.*"]), now: now)
+            for (index, details) in [minimal, full].enumerated() {
+                let r = try state.challenge(key: PublicKey(bytes: SecureRandom.bytes(32))!, details: details, source: "10.0.0.2", now: now)
+                state.setCode("123456", requestId: r.requestId)
+                _ = try state.approve(requestId: r.requestId, code: index == 0 ? "123456" : nil, unverified: index == 1,
+                                      access: AccessRules(allow: ["canvas.*"]), now: now)
             }
+            let locked = try state.challenge(key: PublicKey(bytes: SecureRandom.bytes(32))!, details: full, source: "10.0.0.3", now: now)
+            state.commitmentFailed(requestId: locked.requestId)
             let blocked = try state.requestPairing(key: PublicKey(bytes: SecureRandom.bytes(32))!, details: minimal, source: nil, now: now)
             _ = try state.reject(requestId: blocked.requestId, block: true, now: now)
             _ = try state.requestPairing(key: PublicKey(bytes: SecureRandom.bytes(32))!, details: full, source: nil, now: now - 400)

@@ -5,7 +5,7 @@ import Testing
 struct JSONScannerTests {
     func value(_ key: String, _ text: String) -> String? {
         let bytes = Array(text.utf8)
-        return JSONScanner.valueRange(ofKey: key, in: bytes).map { String(decoding: bytes[$0], as: UTF8.self) }
+        return (try? JSONScanner.members([key], in: bytes))?[key].map { String(decoding: bytes[$0], as: UTF8.self) }
     }
 
     @Test func findsTopLevelValuesOnly() {
@@ -15,12 +15,29 @@ struct JSONScannerTests {
         #expect(value("z", doc) == "null")
         #expect(value("missing", doc) == nil)
         #expect(value("n", #"{"n":-1.5e3}"#) == "-1.5e3")
-        #expect(value("k", #"{"k":1,"k":2}"#) == "2", "the last of a repeated key, as Foundation decodes it")
     }
 
-    @Test(arguments: ["", "[]", "{", #"{"a"}"#, #"{"a":}"#, #"{"a":"unterminated}"#, #"{"a":[1,2}"#, "{\"a\":\"\u{1}\"}", #"{"a":1 "b":2}"#])
-    func malformedDocumentsGiveNothing(_ text: String) {
-        #expect(value("a", text) == nil || value("b", text) == nil)
+    /// What the review passed through to the gateway, and what parsers disagree on: all refused.
+    @Test(arguments: [
+        "", "[]", "{", #"{"a"}"#, #"{"a":}"#, #"{"a":"unterminated}"#, #"{"a":[1,2}"#, "{\"a\":\"\u{1}\"}", #"{"a":1 "b":2}"#,
+        #"{"a":01}"#, #"{"a":"\q"}"#, #"{"a":1.2.3}"#, #"{"a":NaN}"#, #"{"a":[tru]}"#, #"{"a":1.}"#, #"{"a":.5}"#, #"{"a":-}"#,
+        #"{"a":[1,]}"#, #"{"a":1,}"#, #"{"k":1,"k":2}"#, #"{"x":{"k":1,"\u006b":2}}"#, #"{"k":1,"\u006b":2}"#, #"{"a":"\ud800"}"#,
+        #"{"a":"\udc00x"}"#, #"{"a":1} x"#, #"{"a":Infinity}"#, #"{"a":+1}"#, "{\"a\":\"tab\there\"}",
+    ])
+    func notStrictJSONIsRefused(_ text: String) {
+        #expect(throws: JSONScanner.Invalid.self) { try JSONScanner.members(["a"], in: Array(text.utf8)) }
+    }
+
+    @Test(arguments: [[0xFF], [0xC0, 0xAF], [0xE0, 0x80, 0xAF], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xC3], [0xE2, 0x82]] as [[UInt8]])
+    func invalidUTF8IsRefused(_ sequence: [UInt8]) {
+        let bytes = Array(#"{"a":""#.utf8) + sequence + Array(#""}"#.utf8)
+        #expect(throws: JSONScanner.Invalid.self) { try JSONScanner.members(["a"], in: bytes) }
+    }
+
+    @Test func validUnicodeAndEscapesPass() throws {
+        let text = #"{"a":"é€😀\u00e9\ud83d\ude00\"\\\/\b\f\n\r\t","b":[0,-0,1e5,1E-5,-1.5e+3,true,false,null,{}]}"#
+        let members = try JSONScanner.members(["a", "b"], in: Array(text.utf8))
+        #expect(JSONScanner.string(Array(text.utf8)[members["a"]!]) == "é€😀é😀\"\\/\u{8}\u{C}\n\r\t")
     }
 
     @Test func agreesWithFoundationOnValidDocuments() throws {
@@ -30,7 +47,7 @@ struct JSONScannerTests {
             case 0: return .null
             case 1: return .bool(Bool.random(using: &rng))
             case 2: return .number(Double(Int.random(in: -1000...1000, using: &rng)))
-            case 3: return .string(String((0..<Int.random(in: 0...12, using: &rng)).map { _ in "ab\"\\{}[],:é\n ".randomElement(using: &rng)! }))
+            case 3: return .string(String((0..<Int.random(in: 0...12, using: &rng)).map { _ in "ab\"\\{}[],:é😀\n\u{1} ".randomElement(using: &rng)! }))
             case 4: return .array((0..<Int.random(in: 0...4, using: &rng)).map { _ in random(depth + 1) })
             default: return .object(Dictionary((0..<Int.random(in: 0...4, using: &rng)).map { ("k\($0)", random(depth + 1)) }) { $1 })
             }
@@ -39,24 +56,60 @@ struct JSONScannerTests {
             let payload = random(0)
             let doc: JSONValue = ["id": "i1", "ok": true, "payload": payload, "type": "invoke.result"]
             let bytes = Array(try JSONEncoder().encode(doc))
-            let range = try #require(JSONScanner.valueRange(ofKey: "payload", in: bytes))
+            let range = try #require(try JSONScanner.members(["payload"], in: bytes)["payload"])
             #expect(try JSONDecoder().decode(JSONValue.self, from: Data(bytes[range])) == payload)
         }
     }
 
-    @Test func randomBytesNeverCrashIt() {
+    /// Whatever random mutations produce, the scanner only accepts what Foundation also reads, and
+    /// reads it the same way.
+    @Test func whatItAcceptsFoundationReadsTheSame() throws {
         var rng = SystemRandomNumberGenerator()
-        for _ in 0..<5000 {
-            var bytes = Array(#"{"id":"i1","ok":true,"payload":{"a":[1,"x\"y",{"b":null}]},"type":"invoke.result"}"#.utf8)
-            for _ in 0..<Int.random(in: 1...5, using: &rng) {
-                bytes[Int.random(in: 0..<bytes.count, using: &rng)] = UInt8.random(in: 0...255, using: &rng)
+        let base = Array(#"{"id":"i1","ok":true,"payload":{"a":[1,"x\"y",{"b":null},2.5e3]},"type":"invoke.result"}"#.utf8)
+        for _ in 0..<20_000 {
+            var bytes = base
+            for _ in 0..<Int.random(in: 1...4, using: &rng) {
+                let at = Int.random(in: 0..<bytes.count, using: &rng)
+                switch Int.random(in: 0..<3, using: &rng) {
+                case 0: bytes[at] = UInt8.random(in: 0...255, using: &rng)
+                case 1: bytes.remove(at: at)
+                default: bytes.insert(Array(",:[]{}\"\\0e.-tn ".utf8).randomElement(using: &rng)!, at: at)
+                }
             }
-            _ = JSONScanner.valueRange(ofKey: "payload", in: bytes)
-            _ = try? InvokeResult.received(from: bytes)
+            guard let members = try? JSONScanner.members(["payload", "type"], in: bytes) else { continue }
+            let whole = try #require(try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), "Foundation refused what the scanner took: \(String(decoding: bytes, as: UTF8.self))")
+            if let range = members["payload"] { #expect(try JSONDecoder().decode(JSONValue.self, from: Data(bytes[range])) == whole["payload"]) }
+            if let range = members["type"] { #expect(JSONScanner.string(bytes[range]).map(JSONValue.string) == whole["type"]) }
         }
-        // Deep nesting is counted, not recursed into.
+    }
+
+    @Test func nestingIsBoundedAndNeverRecursed() {
         let deep = Array(#"{"payload":"#.utf8) + Array(repeating: UInt8(ascii: "["), count: 200_000) + Array(repeating: UInt8(ascii: "]"), count: 200_000) + [UInt8(ascii: "}")]
-        #expect(JSONScanner.valueRange(ofKey: "payload", in: deep)?.count == 400_000)
+        #expect(throws: JSONScanner.Invalid.self) { try JSONScanner.members(["payload"], in: deep) }
+        let fine = Array(#"{"payload":"#.utf8) + Array(repeating: UInt8(ascii: "["), count: 500) + Array(repeating: UInt8(ascii: "]"), count: 500) + [UInt8(ascii: "}")]
+        #expect((try? JSONScanner.members(["payload"], in: fine))?["payload"]?.count == 1000)
+    }
+
+    /// One reader decides a message: a repeated "type" cannot be read as two different messages.
+    @Test func aMessageIsDecidedOnceWithRepeatedKeysRefused() {
+        #expect(throws: SessionMessageError.self) { try SessionMessages.read(Array(#"{"type":"ping","id":1,"type":"pong"}"#.utf8)) }
+        #expect(throws: SessionMessageError.self) { try SessionMessages.read(Array(#"{"type":"ping","id":1,}"#.utf8)) }
+        do {
+            _ = try GatewayFrame.decode(Array(#"{"type":"req","id":"7","method":"node.list","method":"node.invoke"}"#.utf8))
+            Issue.record("accepted")
+        } catch {
+            #expect(error.requestID == "7" && error.description.contains("duplicate key \"method\""), "answered, and says why")
+        }
+    }
+
+    @Test func aMalformedResultStillNamesItsInvokeWhenItCan() {
+        do {
+            _ = try SessionMessages.read(Array(#"{"type":"invoke.result","id":"r4","ok":true,"payload":01}"#.utf8))
+            Issue.record("accepted")
+        } catch {
+            guard case let .malformed(_, type, id) = error else { Issue.record("\(error)"); return }
+            #expect(type == "invoke.result" && id == "r4")
+        }
     }
 
     @Test func aResultKeepsItsPayloadAsBytesAndIsSplicedIntoTheResponse() throws {

@@ -126,6 +126,11 @@ public final class ChildProcess: @unchecked Sendable {
         stdin.fileHandleForWriting.write(Data((line + "\n").utf8))
     }
 
+    /// Ends the process's standard input (EOF).
+    public func closeStandardInput() {
+        try? stdin.fileHandleForWriting.close()
+    }
+
     /// Signals the process while it runs (never a reaped PID that may belong to someone else now).
     public func signal(_ signal: Int32) {
         guard process.isRunning else { return }

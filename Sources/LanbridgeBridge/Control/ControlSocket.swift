@@ -81,11 +81,21 @@ struct LineDecoder: ByteToMessageDecoder {
     }
 }
 
-/// Writes one message, given as parts, and a newline.
+/// Writes one message, given as parts, and a newline: one frame per line, always. The parts are
+/// strict JSON (a node's result passed `JSONScanner`), where a raw CR or LF can only be white space
+/// between tokens, so writing each as a space changes no value and keeps a frame on its line.
 struct LineEncoder: MessageToByteEncoder {
     typealias OutboundIn = [ArraySlice<UInt8>]
     func encode(data: [ArraySlice<UInt8>], out: inout ByteBuffer) throws {
-        for part in data { out.writeBytes(part) }
+        for part in data {
+            let start = out.writerIndex
+            out.writeBytes(part)
+            guard part.contains(where: { $0 == 0x0A || $0 == 0x0D }) else { continue }
+            let offset = start - out.readerIndex
+            out.withUnsafeMutableReadableBytes { buffer in
+                for k in offset..<buffer.count where buffer[k] == 0x0A || buffer[k] == 0x0D { buffer[k] = 0x20 }
+            }
+        }
         out.writeInteger(UInt8(ascii: "\n"))
     }
 }

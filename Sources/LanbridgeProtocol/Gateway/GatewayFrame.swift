@@ -71,7 +71,14 @@ public enum GatewayFrame: Equatable, Sendable {
     }
 
     public static func decode(_ bytes: some Collection<UInt8>) throws(DecodingError) -> GatewayFrame {
-        let data = Data(bytes)
+        let array = Array(bytes)
+        // Strict JSON first (no repeated keys, no bad bytes), so that what the bridge acts on is
+        // what any other reader of the frame would see.
+        do { _ = try JSONScanner.members(["id"], in: array) } catch {
+            let id = error.before["id"].flatMap { JSONScanner.string(array[$0]) }
+            throw id.map { .invalid(id: $0, reason: error.description) } ?? .notJSON
+        }
+        let data = Data(array)
         guard let wire = try? decoder.decode(Wire.self, from: data) else {
             // Tell a frame with a usable type and id apart from garbage, so requests get an answer.
             guard let tag = try? decoder.decode(Tag.self, from: data) else { throw .notJSON }

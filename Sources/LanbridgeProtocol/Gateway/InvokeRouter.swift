@@ -104,6 +104,19 @@ public struct InvokeRouter: Sendable {
         }
     }
 
+    /// The node sent something that is not strict JSON where a result may have been. Its answer to
+    /// `invokeID` fails at once; if the ID could not be read, so do all of the node's invokes in
+    /// flight (a node that sends malformed results is broken; waiting out timeouts helps nobody).
+    public mutating func malformedResult(invokeID: String?, from nodeID: String, reason: String) -> [Outcome] {
+        let message = "the node's result is malformed: \(reason)"
+        if let invokeID, let entry = pending[invokeID], entry.nodeID == nodeID {
+            remove(entry)
+            return [.complete(requestID: entry.requestID, result: .failed(ErrorMessage(
+                code: ErrorMessage.invalidResult, message: message, details: details(entry), retryable: false)))]
+        }
+        return failAll(where: { $0.nodeID == nodeID }, code: ErrorMessage.invalidResult, message, retryable: false)
+    }
+
     /// The node's connection ended: its invokes cannot complete.
     public mutating func nodeDisconnected(_ nodeID: String) -> [Outcome] {
         failAll(where: { $0.nodeID == nodeID }, code: ErrorMessage.nodeNotConnected, "the node disconnected before answering")
@@ -119,11 +132,11 @@ public struct InvokeRouter: Sendable {
         failAll(where: { nodeID == nil || $0.nodeID == nodeID }, code: code, message)
     }
 
-    private mutating func failAll(where predicate: (Pending) -> Bool, code: String, _ message: String) -> [Outcome] {
+    private mutating func failAll(where predicate: (Pending) -> Bool, code: String, _ message: String, retryable: Bool = true) -> [Outcome] {
         let gone = pending.values.filter(predicate)
         for entry in gone { remove(entry) }
         return gone.sorted { $0.invokeID < $1.invokeID }.map {
-            .complete(requestID: $0.requestID, result: .failed(ErrorMessage(code: code, message: message, details: details($0), retryable: true)))
+            .complete(requestID: $0.requestID, result: .failed(ErrorMessage(code: code, message: message, details: details($0), retryable: retryable)))
         }
     }
 

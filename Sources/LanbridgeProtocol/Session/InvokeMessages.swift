@@ -25,6 +25,7 @@ public struct InvokeResult: SessionMessage {
     public var error: ErrorMessage?
     public init(id: String, payload: JSONValue) { (self.id, ok, self.payload, error) = (id, true, payload, nil) }
     public init(id: String, error: ErrorMessage) { (self.id, ok, payload, self.error) = (id, false, nil, error) }
+    init(id: String, ok: Bool, payload: JSONValue?, error: ErrorMessage?) { (self.id, self.ok, self.payload, self.error) = (id, ok, payload, error) }
 }
 
 /// node → bridge: something happened on the node that the gateway should hear about.
@@ -81,19 +82,19 @@ extension InvokeResult {
         let error: ErrorMessage?
     }
 
-    /// Parses an `invoke.result` message without materialising its payload. The whole message is
-    /// still checked to be valid JSON.
+    /// Reads an `invoke.result` without materialising its payload: validated whole (strict JSON,
+    /// as `SessionMessages.read`), then only the small fields decoded.
     public static func received(from bytes: [UInt8]) throws(SessionMessageError) -> Received {
-        try received(from: bytes, payload: JSONScanner.valueRange(ofKey: "payload", in: bytes))
+        guard case let .result(received) = try SessionMessages.read(bytes) else { throw .invalid(type: type, reason: "not an \(type) message") }
+        return received
     }
 
-    /// The same, with the payload's range already found (`SessionMessages.peek`).
-    public static func received(from bytes: [UInt8], payload range: Range<Int>?) throws(SessionMessageError) -> Received {
+    /// `bytes` passed `JSONScanner`; `range` is where its payload is.
+    static func received(validated bytes: [UInt8], payload range: Range<Int>?) throws(SessionMessageError) -> Received {
         let header: Header
         do { header = try JSONDecoder().decode(Header.self, from: Data(bytes)) } catch {
             throw .invalid(type: type, reason: "\(error)")
         }
-        guard header.type == type else { throw .invalid(type: type, reason: "not an \(type) message") }
         let payload = range.map { InvokePayload.raw(bytes[$0]) } ?? .value(nil)
         return Received(id: header.id, ok: header.ok, payload: payload, error: header.error)
     }

@@ -1,100 +1,310 @@
-/// Finds where a top-level member's value lies in a JSON object's bytes, without parsing it, so
-/// the bridge can pass a large invoke result (a snapshot's base64) through as the bytes it arrived
-/// in. It checks structure (strings, nesting) as it skips; callers still parse the rest of the
-/// document with a real decoder, which rejects anything malformed.
+/// Checks that bytes are one strict JSON document and finds where top-level members' values lie,
+/// in one pass, without building anything. The bridge relays a node's result (a snapshot's
+/// megabytes of base64) as the bytes it arrived in, so this pass is what stands between a node and
+/// the gateway: whatever it accepts, every JSON parser must read the same way.
+///
+/// Strict means RFC 8259 and nothing more: UTF-8 only (no overlong forms, surrogates or code points
+/// past U+10FFFF), no control characters in strings, only the escapes the RFC lists and no lone
+/// surrogate escapes, the RFC's number grammar (no `01`, `1.`, `.5`, `NaN`), the three literals,
+/// no trailing commas or garbage, and no key twice in one object at any depth (parsers disagree on
+/// which one wins). Nesting is tracked on a heap stack, never recursed into, up to `maxDepth`.
 public enum JSONScanner {
-    /// The range of the value of `key` in the object `bytes` (the last one, if repeated, as
-    /// Foundation's decoder does), or nil if there is none or the bytes are not an object.
-    public static func valueRange(ofKey key: String, in bytes: [UInt8]) -> Range<Int>? {
-        valueRanges(ofKeys: [key], in: bytes)?[key]
+    public static let maxDepth = 512
+
+    public struct Invalid: Error, Equatable, CustomStringConvertible {
+        public let offset: Int
+        public let reason: String
+        /// The wanted top-level members that had ended before the error (to say which request a
+        /// malformed answer was for; never to act on its content).
+        public var before: [String: Range<Int>] = [:]
+        public var description: String { "not strict JSON at byte \(offset): \(reason)" }
     }
 
-    /// The ranges of several top-level members' values in one pass (nil if the bytes are not an
-    /// object; absent keys are missing from the result).
-    public static func valueRanges(ofKeys keys: [String], in bytes: [UInt8]) -> [String: Range<Int>]? {
-        bytes.withUnsafeBufferPointer { scan(keys, $0) }
-    }
-
-    private static func scan(_ keys: [String], _ bytes: UnsafeBufferPointer<UInt8>) -> [String: Range<Int>]? {
+    /// Validates the whole document and returns the ranges of the named top-level members' values.
+    /// Throws if the document is not strict JSON or not an object.
+    public static func members(_ keys: [String], in bytes: [UInt8]) throws(Invalid) -> [String: Range<Int>] {
         let wanted = keys.map { Array($0.utf8) }
-        var i = skipSpace(bytes, 0)
-        guard i < bytes.count, bytes[i] == UInt8(ascii: "{") else { return nil }
-        i = skipSpace(bytes, i + 1)
-        if i < bytes.count, bytes[i] == UInt8(ascii: "}") { return [:] }
         var found: [String: Range<Int>] = [:]
-        while i < bytes.count {
-            guard bytes[i] == UInt8(ascii: "\""), let keyEnd = skipString(bytes, i) else { return nil }
-            let name = bytes[(i + 1)..<(keyEnd - 1)]
-            i = skipSpace(bytes, keyEnd)
-            guard i < bytes.count, bytes[i] == UInt8(ascii: ":") else { return nil }
-            let start = skipSpace(bytes, i + 1)
-            guard let end = skipValue(bytes, start) else { return nil }
-            if let k = wanted.firstIndex(where: { name.elementsEqual($0) }) { found[keys[k]] = start..<end }
-            i = skipSpace(bytes, end)
-            guard i < bytes.count else { return nil }
-            if bytes[i] == UInt8(ascii: "}") { return found }
-            guard bytes[i] == UInt8(ascii: ",") else { return nil }
-            i = skipSpace(bytes, i + 1)
-        }
-        return nil
-    }
-
-    private static func skipSpace(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int {
-        var i = start
-        while i < b.count, b[i] == 0x20 || b[i] == 0x0A || b[i] == 0x0D || b[i] == 0x09 { i += 1 }
-        return i
-    }
-
-    /// `start` is at a quote; returns the index after the closing quote.
-    private static func skipString(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int? {
-        var i = start + 1
-        while i < b.count {
-            switch b[i] {
-            case UInt8(ascii: "\""): return i + 1
-            case UInt8(ascii: "\\"): i += 2
-            case 0..<0x20: return nil
-            default: i += 1
-            }
-        }
-        return nil
-    }
-
-    /// Returns the index after the value starting at `start`. Nesting is tracked with a counter,
-    /// not recursion, so a deeply nested attack cannot exhaust the stack.
-    private static func skipValue(_ b: UnsafeBufferPointer<UInt8>, _ start: Int) -> Int? {
-        guard start < b.count else { return nil }
-        switch b[start] {
-        case UInt8(ascii: "\""):
-            return skipString(b, start)
-        case UInt8(ascii: "{"), UInt8(ascii: "["):
-            var depth = 0
-            var i = start
-            while i < b.count {
-                switch b[i] {
-                case UInt8(ascii: "\""):
-                    guard let end = skipString(b, i) else { return nil }
-                    i = end
-                    continue
-                case UInt8(ascii: "{"), UInt8(ascii: "["):
-                    depth += 1
-                case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                    depth -= 1
-                    if depth == 0 { return i + 1 }
-                default:
-                    break
+        do {
+            try bytes.withUnsafeBufferPointer { buffer throws(Invalid) in
+                var scanner = Scanner(bytes: buffer)
+                try scanner.document(requireObject: true) { key, range in
+                    if let k = wanted.firstIndex(where: { $0 == key }) { found[keys[k]] = range }
                 }
-                i += 1
             }
-            return nil
-        default:
-            // A number or a literal: up to the next delimiter.
-            var i = start
-            while i < b.count {
-                let c = b[i]
-                if c == UInt8(ascii: ",") || c == UInt8(ascii: "}") || c == UInt8(ascii: "]") || c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 { break }
-                i += 1
+        } catch {
+            var error = error
+            error.before = found
+            throw error
+        }
+        return found
+    }
+
+    /// Validates any JSON value (the whole input).
+    public static func validate(_ bytes: some Collection<UInt8>) throws(Invalid) {
+        let array = Array(bytes)
+        try array.withUnsafeBufferPointer { buffer throws(Invalid) in
+            var scanner = Scanner(bytes: buffer)
+            try scanner.document(requireObject: false) { _, _ in }
+        }
+    }
+
+    /// The value of a JSON string token (quotes included), escapes resolved. The token must have
+    /// passed validation.
+    public static func string(_ token: ArraySlice<UInt8>) -> String? {
+        guard token.first == UInt8(ascii: "\""), token.count >= 2 else { return nil }
+        let array = Array(token)
+        return array.withUnsafeBufferPointer { buffer in
+            var scanner = Scanner(bytes: buffer)
+            return (try? scanner.string()).map { String(decoding: $0, as: UTF8.self) }
+        }
+    }
+
+    private struct Scanner {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var i = 0
+
+        init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
+
+        private enum Container {
+            case object(keys: Set<[UInt8]>)
+            case array
+        }
+
+        private enum Expect { case value, keyOrEnd, key, colon, commaOrEnd, valueOrEnd }
+
+        func fail(_ reason: String) -> Invalid { Invalid(offset: i, reason: reason) }
+
+        mutating func document(requireObject: Bool, member: (_ key: [UInt8], _ value: Range<Int>) -> Void) throws(Invalid) {
+            var stack: [Container] = []
+            var expect = Expect.value
+            var topKey: [UInt8]?
+            var topValueStart = 0
+            skipSpace()
+            if requireObject, i >= bytes.count || bytes[i] != UInt8(ascii: "{") { throw fail("expected an object") }
+            while true {
+                skipSpace()
+                guard i < bytes.count else { throw fail("unexpected end") }
+                let c = bytes[i]
+                var completed = false
+                switch expect {
+                case .value, .valueOrEnd:
+                    if expect == .valueOrEnd, c == UInt8(ascii: "]") {
+                        i += 1
+                        stack.removeLast()
+                        completed = true
+                        break
+                    }
+                    if stack.count == 1, topKey != nil { topValueStart = i }
+                    switch c {
+                    case UInt8(ascii: "{"):
+                        guard stack.count < JSONScanner.maxDepth else { throw fail("nested deeper than \(JSONScanner.maxDepth)") }
+                        stack.append(.object(keys: []))
+                        i += 1
+                        expect = .keyOrEnd
+                    case UInt8(ascii: "["):
+                        guard stack.count < JSONScanner.maxDepth else { throw fail("nested deeper than \(JSONScanner.maxDepth)") }
+                        stack.append(.array)
+                        i += 1
+                        expect = .valueOrEnd
+                    case UInt8(ascii: "\""):
+                        try skipString()
+                        completed = true
+                    case UInt8(ascii: "t"): try literal("true"); completed = true
+                    case UInt8(ascii: "f"): try literal("false"); completed = true
+                    case UInt8(ascii: "n"): try literal("null"); completed = true
+                    case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number(); completed = true
+                    default: throw fail("expected a value")
+                    }
+                case .keyOrEnd, .key:
+                    if expect == .keyOrEnd, c == UInt8(ascii: "}") {
+                        i += 1
+                        stack.removeLast()
+                        completed = true
+                        break
+                    }
+                    guard c == UInt8(ascii: "\"") else { throw fail("expected a string key") }
+                    let start = i
+                    let key = try string()
+                    guard case var .object(keys) = stack[stack.count - 1] else { throw fail("key outside an object") }
+                    guard keys.insert(key).inserted else { i = start; throw fail("duplicate key \"\(String(decoding: key, as: UTF8.self))\"") }
+                    stack[stack.count - 1] = .object(keys: keys)
+                    if stack.count == 1 { topKey = key }
+                    expect = .colon
+                case .colon:
+                    guard c == UInt8(ascii: ":") else { throw fail("expected ':'") }
+                    i += 1
+                    expect = .value
+                case .commaOrEnd:
+                    guard case let .object(keys)? = stack.last else {
+                        // In an array.
+                        if c == UInt8(ascii: ",") { i += 1; expect = .value; continue }
+                        guard c == UInt8(ascii: "]") else { throw fail("expected ',' or ']'") }
+                        i += 1
+                        stack.removeLast()
+                        completed = true
+                        break
+                    }
+                    _ = keys
+                    if c == UInt8(ascii: ",") { i += 1; expect = .key; continue }
+                    guard c == UInt8(ascii: "}") else { throw fail("expected ',' or '}'") }
+                    i += 1
+                    stack.removeLast()
+                    completed = true
+                }
+                guard completed else { continue }
+                // A value ended at i.
+                if stack.isEmpty {
+                    skipSpace()
+                    guard i == bytes.count else { throw fail("garbage after the document") }
+                    return
+                }
+                if stack.count == 1, let key = topKey, case .object = stack[0] {
+                    member(key, topValueStart..<i)
+                    topKey = nil
+                }
+                expect = .commaOrEnd
             }
-            return i > start ? i : nil
+        }
+
+        mutating func skipSpace() {
+            while i < bytes.count, bytes[i] == 0x20 || bytes[i] == 0x0A || bytes[i] == 0x0D || bytes[i] == 0x09 { i += 1 }
+        }
+
+        mutating func literal(_ text: StaticString) throws(Invalid) {
+            let count = text.utf8CodeUnitCount
+            guard i + count <= bytes.count else { throw fail("bad literal") }
+            for k in 0..<count where bytes[i + k] != text.utf8Start[k] { throw fail("bad literal") }
+            i += count
+        }
+
+        /// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+        mutating func number() throws(Invalid) {
+            func digit(_ k: Int) -> Bool { k < bytes.count && bytes[k] >= UInt8(ascii: "0") && bytes[k] <= UInt8(ascii: "9") }
+            if bytes[i] == UInt8(ascii: "-") { i += 1 }
+            guard digit(i) else { throw fail("bad number") }
+            if bytes[i] == UInt8(ascii: "0") { i += 1 } else { while digit(i) { i += 1 } }
+            if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
+                i += 1
+                guard digit(i) else { throw fail("bad number") }
+                while digit(i) { i += 1 }
+            }
+            if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+                i += 1
+                if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
+                guard digit(i) else { throw fail("bad number") }
+                while digit(i) { i += 1 }
+            }
+            // A number must end at a delimiter ("01", "1.2.3" do not).
+            if i < bytes.count {
+                let c = bytes[i]
+                guard c == UInt8(ascii: ",") || c == UInt8(ascii: "}") || c == UInt8(ascii: "]") || c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else {
+                    throw fail("bad number")
+                }
+            }
+        }
+
+        /// Skips a string token, validating it, without building its value.
+        mutating func skipString() throws(Invalid) {
+            i += 1
+            while i < bytes.count {
+                let c = bytes[i]
+                if c == UInt8(ascii: "\"") { i += 1; return }
+                if c == UInt8(ascii: "\\") { _ = try escape(); continue }
+                if c < 0x20 { throw fail("control character in a string") }
+                if c < 0x80 { i += 1; continue }
+                try utf8Sequence()
+            }
+            throw fail("unterminated string")
+        }
+
+        /// A string token's value, as UTF-8.
+        mutating func string() throws(Invalid) -> [UInt8] {
+            var out: [UInt8] = []
+            i += 1
+            while i < bytes.count {
+                let c = bytes[i]
+                if c == UInt8(ascii: "\"") { i += 1; return out }
+                if c == UInt8(ascii: "\\") {
+                    let scalar = try escape()
+                    out.append(contentsOf: String(Character(scalar)).utf8)
+                    continue
+                }
+                if c < 0x20 { throw fail("control character in a string") }
+                let start = i
+                if c < 0x80 { i += 1 } else { try utf8Sequence() }
+                out.append(contentsOf: bytes[start..<i])
+            }
+            throw fail("unterminated string")
+        }
+
+        /// At a backslash: one escape (a surrogate pair counts as one), returned as its scalar.
+        mutating func escape() throws(Invalid) -> Unicode.Scalar {
+            guard i + 1 < bytes.count else { throw fail("unterminated escape") }
+            let e = bytes[i + 1]
+            i += 2
+            switch e {
+            case UInt8(ascii: "\""): return "\""
+            case UInt8(ascii: "\\"): return "\\"
+            case UInt8(ascii: "/"): return "/"
+            case UInt8(ascii: "b"): return "\u{08}"
+            case UInt8(ascii: "f"): return "\u{0C}"
+            case UInt8(ascii: "n"): return "\n"
+            case UInt8(ascii: "r"): return "\r"
+            case UInt8(ascii: "t"): return "\t"
+            case UInt8(ascii: "u"):
+                let high = try hex4()
+                if (0xD800...0xDBFF).contains(high) {
+                    guard i + 1 < bytes.count, bytes[i] == UInt8(ascii: "\\"), bytes[i + 1] == UInt8(ascii: "u") else { throw fail("lone surrogate escape") }
+                    i += 2
+                    let low = try hex4()
+                    guard (0xDC00...0xDFFF).contains(low) else { throw fail("lone surrogate escape") }
+                    return Unicode.Scalar(0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)) ?? "\u{FFFD}"
+                }
+                guard !(0xDC00...0xDFFF).contains(high), let scalar = Unicode.Scalar(high) else { throw fail("lone surrogate escape") }
+                return scalar
+            default:
+                throw fail("unknown escape")
+            }
+        }
+
+        mutating func hex4() throws(Invalid) -> UInt32 {
+            guard i + 4 <= bytes.count else { throw fail("short \\u escape") }
+            var value: UInt32 = 0
+            for k in 0..<4 {
+                let c = bytes[i + k]
+                let digit: UInt8
+                switch c {
+                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = c - UInt8(ascii: "0")
+                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = c - UInt8(ascii: "a") + 10
+                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = c - UInt8(ascii: "A") + 10
+                default: throw fail("bad \\u escape")
+                }
+                value = value << 4 | UInt32(digit)
+            }
+            i += 4
+            return value
+        }
+
+        /// One multi-byte UTF-8 sequence starting at i (the lead byte is ≥ 0x80), per RFC 3629.
+        mutating func utf8Sequence() throws(Invalid) {
+            let lead = bytes[i]
+            func continuation(_ k: Int, _ range: ClosedRange<UInt8> = 0x80...0xBF) -> Bool { k < bytes.count && range.contains(bytes[k]) }
+            switch lead {
+            case 0xC2...0xDF:
+                guard continuation(i + 1) else { throw fail("invalid UTF-8") }
+                i += 2
+            case 0xE0...0xEF:
+                let second: ClosedRange<UInt8> = lead == 0xE0 ? 0xA0...0xBF : lead == 0xED ? 0x80...0x9F : 0x80...0xBF
+                guard continuation(i + 1, second), continuation(i + 2) else { throw fail("invalid UTF-8") }
+                i += 3
+            case 0xF0...0xF4:
+                let second: ClosedRange<UInt8> = lead == 0xF0 ? 0x90...0xBF : lead == 0xF4 ? 0x80...0x8F : 0x80...0xBF
+                guard continuation(i + 1, second), continuation(i + 2), continuation(i + 3) else { throw fail("invalid UTF-8") }
+                i += 4
+            default:
+                throw fail("invalid UTF-8")
+            }
         }
     }
 }

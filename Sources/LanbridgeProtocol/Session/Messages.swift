@@ -110,6 +110,8 @@ public struct ErrorMessage: SessionMessage, Error {
     public static let timeout = "TIMEOUT"
     public static let unavailable = "UNAVAILABLE"
     public static let commandFailed = "COMMAND_FAILED"
+    /// The node's result was not strict JSON (RFC 8259, UTF-8, no repeated keys).
+    public static let invalidResult = "INVALID_RESULT"
 }
 
 /// Keepalive, either direction; the receiver answers with `Pong` of the same `id`.

@@ -8,12 +8,15 @@ public protocol SessionMessage: Codable, Sendable, Equatable {
 
 public enum SessionMessageError: Error, Equatable, CustomStringConvertible {
     case notJSON
+    /// Not strict JSON (`JSONScanner`); `type` and `id` if they could be read before the error.
+    case malformed(JSONScanner.Invalid, type: String?, id: String?)
     case unknownType(String)
     case invalid(type: String, reason: String)
 
     public var description: String {
         switch self {
         case .notJSON: "message is not a JSON object with a string \"type\""
+        case let .malformed(error, _, _): "message is \(error)"
         case let .unknownType(type): "unknown message type \"\(type)\""
         case let .invalid(type, reason): "invalid \"\(type)\" message: \(reason)"
         }
@@ -29,7 +32,7 @@ public enum SessionMessages {
     ]
     private static let byType: [String: any SessionMessage.Type] = Dictionary(uniqueKeysWithValues: known.map { ($0.type, $0) })
 
-    private struct TypeTag: Codable { let type: String }
+    private struct TypeTag: Encodable { let type: String }
 
     /// Writes the tag and the message's fields into one object: {"type": ..., fields...}.
     private struct Tagged<M: SessionMessage>: Encodable {
@@ -44,24 +47,46 @@ public enum SessionMessages {
         Array(try! JSONEncoder.lanbridge.encode(Tagged(message: message)))
     }
 
-    /// The message's `type` and where its `payload` is, found in one pass without parsing the
-    /// rest (type nil if there is no string "type").
-    public static func peek(_ bytes: [UInt8]) -> (type: String?, payload: Range<Int>?) {
-        guard let ranges = JSONScanner.valueRanges(ofKeys: ["type", "payload"], in: bytes) else { return (nil, nil) }
-        let type = ranges["type"].flatMap { try? JSONDecoder().decode(String.self, from: Data(bytes[$0])) }
-        return (type, ranges["payload"])
+    /// A message as the bridge takes it in: decided once, by one reader. An `invoke.result` keeps
+    /// its payload as the bytes it arrived in (validated, to be spliced on); anything else is decoded.
+    public enum Inbound: Sendable {
+        case result(InvokeResult.Received)
+        case message(any SessionMessage)
     }
 
-    public static func decode(_ bytes: [UInt8]) throws -> any SessionMessage {
-        let data = Data(bytes)
+    /// Validates the whole message as strict JSON (`JSONScanner`) and finds its type in the same
+    /// pass; only then is it decoded, so no two parsers can read it differently.
+    public static func read(_ bytes: [UInt8]) throws(SessionMessageError) -> Inbound {
+        let members: [String: Range<Int>]
+        do { members = try JSONScanner.members(["type", "payload", "id"], in: bytes) } catch {
+            func string(_ key: String) -> String? { error.before[key].flatMap { JSONScanner.string(bytes[$0]) } }
+            throw .malformed(error, type: string("type"), id: string("id"))
+        }
+        guard let typeRange = members["type"], let type = JSONScanner.string(bytes[typeRange]) else { throw .notJSON }
+        if type == InvokeResult.type { return .result(try InvokeResult.received(validated: bytes, payload: members["payload"])) }
+        return .message(try decode(validated: bytes, type: type))
+    }
+
+    /// Decodes any message (a node reads the bridge's this way); strict JSON first, as `read`.
+    public static func decode(_ bytes: [UInt8]) throws(SessionMessageError) -> any SessionMessage {
+        switch try read(bytes) {
+        case let .message(message): return message
+        case let .result(received):
+            guard case let .raw(payload) = received.payload, let value = try? JSONDecoder().decode(JSONValue.self, from: Data(payload)) else {
+                return InvokeResult(id: received.id, ok: received.ok, payload: nil, error: received.error)
+            }
+            return InvokeResult(id: received.id, ok: received.ok, payload: value, error: received.error)
+        }
+    }
+
+    private static func decode(validated bytes: [UInt8], type: String) throws(SessionMessageError) -> any SessionMessage {
+        guard let messageType = byType[type] else { throw .unknownType(type) }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
-        guard let tag = try? decoder.decode(TypeTag.self, from: data) else { throw SessionMessageError.notJSON }
-        guard let type = byType[tag.type] else { throw SessionMessageError.unknownType(tag.type) }
         do {
-            return try decoder.decode(type, from: data)
-        } catch let error as DecodingError {
-            throw SessionMessageError.invalid(type: tag.type, reason: "\(error)")
+            return try decoder.decode(messageType, from: Data(bytes))
+        } catch {
+            throw .invalid(type: type, reason: "\(error)")
         }
     }
 }
