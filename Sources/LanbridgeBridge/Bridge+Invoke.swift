@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -16,6 +17,14 @@ extension Bridge {
         public init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil) {
             (self.node, self.command, self.params, self.timeoutMs, self.idempotencyKey) = (node, command, params, timeoutMs, idempotencyKey)
         }
+
+        /// What an idempotency key is bound to: the node as named, the command and the parameters.
+        var digest: [UInt8] {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            let canonical = (try? encoder.encode([JSONValue.string(node), .string(command), params ?? .null])) ?? Data()
+            return SHA256.hash(Array(canonical))
+        }
     }
 
     typealias Answer = Result<InvokePayload, ErrorMessage>
@@ -26,9 +35,12 @@ extension Bridge {
     func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin) async -> Answer {
         guard let key = request.idempotencyKey else { return await run(request, origin: origin) }
         let slot = "\(origin.rawValue)/\(key)"
-        switch idempotency.start(slot, now: Date()) {
+        switch idempotency.start(slot, request: request.digest, now: Date()) {
         case let .answered(answer):
             return answer
+        case .conflict:
+            return .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "idempotencyKey \"\(key)\" was used for a different request",
+                                         details: ["nodeId": .string(request.node), "command": .string(request.command)], retryable: false))
         case .wait:
             return await withCheckedContinuation { idempotency.join(slot, $0) }
         case .run:
@@ -173,19 +185,24 @@ extension Bridge {
         return try lastState.node(matching: reference)
     }
 
-    enum Limit: String { case snapshot, agent, systemEvent }
+    enum Limit: String { case snapshot, agent, systemEvent, event, eventBytes, state }
 
-    /// One token from the node's bucket for `limit`.
-    func take(_ limit: Limit, node: Fingerprint) -> TokenBucket.TakeResult {
+    /// `count` tokens (one by default) from the node's bucket for `limit`; each bucket holds a
+    /// fifth of its minute's allowance.
+    func take(_ limit: Limit, node: Fingerprint, count: Int = 1) -> TokenBucket.TakeResult {
+        let limits = settings.limits
         let perMinute = switch limit {
-        case .snapshot: settings.limits.snapshotsPerMinute
-        case .agent: settings.limits.agentPerMinute
-        case .systemEvent: settings.limits.systemEventsPerMinute
+        case .snapshot: limits.snapshotsPerMinute
+        case .agent: limits.agentPerMinute
+        case .systemEvent: limits.systemEventsPerMinute
+        case .event: limits.eventsPerMinute
+        case .eventBytes: limits.eventBytesPerMinute
+        case .state: limits.statesPerMinute
         }
         let key = "\(limit.rawValue)/\(node)"
         let now = Date()
-        var bucket = buckets[key] ?? TokenBucket(capacity: max(1, Double(perMinute) / 5), perSecond: Double(perMinute) / 60, now: now)
-        let result = bucket.take(now: now)
+        var bucket = buckets[key] ?? TokenBucket(capacity: max(Double(count), Double(perMinute) / 5), perSecond: Double(perMinute) / 60, now: now)
+        let result = bucket.take(Double(count), now: now)
         buckets[key] = bucket
         return result
     }

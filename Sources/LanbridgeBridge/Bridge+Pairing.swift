@@ -116,6 +116,7 @@ extension Bridge {
             await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
         }
         connection.phase = .paired
+        connection.announcedForeground = connection.foreground
         sessions[connection.nodeId] = connection.id
         admission.release(connection.slot)
         connection.slot = nil

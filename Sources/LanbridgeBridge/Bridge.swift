@@ -79,6 +79,12 @@ public actor Bridge {
         let channel: any Channel
         var phase: Phase
         var foreground = true
+        /// The foreground state last announced, and state changes since held back by the rate limit.
+        var announcedForeground: Bool?
+        var coalescedStates = 0
+        /// Events dropped since the last summary (over the node's event limits).
+        var droppedEvents = 0
+        var eventsSummarised = Date.distantPast
         let connectedAt = Date()
         /// Its place in the admission limits while it has not proved a paired key.
         var slot: Admission.Slot?
@@ -197,13 +203,16 @@ public actor Bridge {
         case is Pong:
             break
         case let state as AppState where connection.isPaired:
+            // The fast-fail always sees the latest state; what is announced (log, runtime.json,
+            // gateway event) is rate-limited per node, and the rest coalesced into the next tick.
             connection.foreground = state.foreground
-            runtime.nodes[connection.nodeId.description]?.foreground = state.foreground
-            publishRuntime()
-            logger.info("node moved to the \(state.foreground ? "foreground" : "background")", metadata: ["node": "\(connection.nodeId)"])
-            emit(state.foreground ? .foreground : .background, node: connection.nodeId)
+            if case .granted = take(.state, node: connection.nodeId) {
+                announceState(of: connection)
+            } else {
+                connection.coalescedStates += 1
+            }
         case let event as NodeEvent where connection.isPaired:
-            emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
+            nodeEvent(event, size: bytes.count, from: connection)
         case let call as GatewayCall where connection.isPaired:
             nodeCalled(call, on: connection)
         case let request as PairRequest:
@@ -221,6 +230,29 @@ public actor Bridge {
                 await send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: connection)
             }
         }
+    }
+
+    func announceState(of connection: Connection) {
+        connection.announcedForeground = connection.foreground
+        runtime.nodes[connection.nodeId.description]?.foreground = connection.foreground
+        publishRuntime()
+        logger.info("node moved to the \(connection.foreground ? "foreground" : "background")", metadata: ["node": "\(connection.nodeId)"])
+        emit(connection.foreground ? .foreground : .background, node: connection.nodeId)
+    }
+
+    /// A node's own event, relayed within its limits: size, count and bytes a minute.
+    func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection) {
+        let limits = settings.limits
+        let refusal: String? = if size > limits.maxEventBytes { "larger than \(limits.maxEventBytes) bytes" }
+            else if case .limited = take(.event, node: connection.nodeId) { "over \(limits.eventsPerMinute) events a minute" }
+            else if case .limited = take(.eventBytes, node: connection.nodeId, count: size) { "over \(limits.eventBytesPerMinute) event bytes a minute" }
+            else { nil }
+        if let refusal {
+            if connection.droppedEvents == 0 { logger.notice("dropped an event from this node: \(refusal)", metadata: ["node": "\(connection.nodeId)"]) }
+            connection.droppedEvents += 1
+            return
+        }
+        emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
     }
 
     // MARK: - Reacting to the store
@@ -272,6 +304,19 @@ public actor Bridge {
     /// Expires stale requests and keeps connected nodes' requests alive (up to the hard cap). Writes
     /// the store only when something is due: an expiry, or a waiting request past half its TTL.
     func tick(now: Date) async {
+        for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 {
+            if connection.coalescedStates > 0 {
+                logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits.statesPerMinute) a minute)",
+                              metadata: ["node": "\(connection.nodeId)"])
+                connection.coalescedStates = 0
+                if connection.announcedForeground != connection.foreground { announceState(of: connection) }
+            }
+            if connection.droppedEvents > 0, now.timeIntervalSince(connection.eventsSummarised) >= 60 {
+                logger.notice("dropped \(connection.droppedEvents) events from this node in the last minute (over its event limits)",
+                              metadata: ["node": "\(connection.nodeId)"])
+                (connection.droppedEvents, connection.eventsSummarised) = (0, now)
+            }
+        }
         if !seen.isEmpty, now.timeIntervalSince(seenFlushed) >= 30 { flushSeen(now: now) }
         let timing = configuration.pairingTiming
         let waiting = Set(connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } })

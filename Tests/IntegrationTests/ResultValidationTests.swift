@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeProtocol
+import LanbridgeState
 import Testing
 import TestSupport
 
@@ -18,7 +19,7 @@ struct ResultValidationTests {
     ]
 
     /// The gateway, the bridge and a hostile node paired by invite; returns its node ID.
-    func stack() throws -> (SimulatedGateway, BridgeDaemon, ChildProcess, String) {
+    func stack(_ extra: [String] = []) throws -> (SimulatedGateway, BridgeDaemon, ChildProcess, String) {
         let gateway = try SimulatedGateway()
         let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
         try gateway.waitFor("bridge connected")
@@ -26,7 +27,7 @@ struct ResultValidationTests {
         let uri = try CLI.json(Invite.self, ["invite", "--host", "127.0.0.1", "--port", String(bridge.port), "--allow", allow,
                                              "--state-dir", bridge.state.path]).uri
         let node = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                    [Repository.url("Tests/IntegrationTests/python/hostile_node.py").path, uri] + Self.templates)
+                                    [Repository.url("Tests/IntegrationTests/python/hostile_node.py").path, uri] + extra + Self.templates)
         let id = String(try node.waitForLine { $0.hasPrefix("paired ") }.dropFirst("paired ".count))
         try gateway.waitForEvent("connected")
         return (gateway, bridge, node, id)
@@ -67,5 +68,54 @@ struct ResultValidationTests {
         #expect(answers.map { $0["id"] } == ["1", "2"], "\(first)\n\(second)")
         #expect(answers[0]["payload"]?["b"]?["id"] == "2", "the lookalike frame is data inside the first answer")
         #expect(answers[1]["payload"]?["nodes"] != nil)
+    }
+
+    /// State and event floods are limited per node: 400 state flips and 3000 events do not all
+    /// reach the gateway, the latest state does, and oversized events never do.
+    @Test func stateAndEventFloodsAreLimitedAndTheLatestStateWins() throws {
+        let (gateway, bridge, node, id) = try stack(["flood=400,3000,100"])
+        defer { node.signal(SIGKILL); bridge.stop(); gateway.stop() }
+        _ = try node.waitForLine { $0 == "flooded" }
+        try bridge.waitForLog("dropped an event from this node")  // at once
+        try bridge.waitForLog("state changes from this node coalesced")  // at the next tick
+        // The echo's answer comes after every event the bridge relayed (one ordered link).
+        #expect(try gateway.invoke(id, "device.echo", params: ["x": 2]).ok)
+        let described = try gateway.call("GET", "/nodes/\(id)")
+        #expect(described.payload?["foreground"] == false, "the last state the node sent")
+        // Every event relayed before the node leaves is printed before its "disconnected".
+        node.signal(SIGKILL)
+        var states = 0, events = 0, huge = 0
+        while let line = try gateway.process.nextLine() {
+            guard line.hasPrefix("event ") else { continue }
+            if line.contains("\"type\":\"disconnected\"") { break }
+            if line.contains("\"type\":\"background\"") || line.contains("\"type\":\"foreground\"") { states += 1 }
+            if line.contains("\"event\":\"flood\"") { events += 1 }
+            if line.contains("\"event\":\"huge\"") { huge += 1 }
+        }
+        #expect(states < 100, "\(states) state events for 400 changes")
+        #expect(events > 0 && events < 1000, "\(events) of 3000 events relayed")
+        #expect(huge == 0, "an event over maxEventBytes is dropped")
+    }
+
+    /// An idempotency key answers only the request it was made for; command names are short ASCII.
+    @Test func idempotencyKeysAreBoundAndCommandNamesChecked() throws {
+        let (gateway, bridge, node, id) = try stack()
+        defer { node.signal(SIGKILL); bridge.stop(); gateway.stop() }
+        func invoke(_ node: String, _ command: String, key: String, params: JSONValue = [:]) throws -> SimulatedGateway.Answer {
+            try gateway.call("POST", "/invoke", body: ["nodeId": .string(node), "command": .string(command), "params": params, "idempotencyKey": .string(key)])
+        }
+        let first = try invoke(id, "device.echo", key: "k1", params: ["n": 1])
+        #expect(first.ok)
+        #expect(try invoke(id, "device.echo", key: "k1", params: ["n": 1]).payload == first.payload, "a true retry gets the same answer")
+        for (node, command, params) in [(id, "device.echo", ["n": 2] as JSONValue), (id, "system.info", [:]), ("NOBODY", "device.echo", ["n": 1])] {
+            let reuse = try invoke(node, command, key: "k1", params: params)
+            #expect(reuse.code == ErrorMessage.invalidRequest && reuse.error?["message"]?.stringValue?.contains("different request") == true,
+                    "\(command) \(params)")
+        }
+        let long = try gateway.invoke(id, "device." + String(repeating: "x", count: 200_000))
+        #expect(long.code == ErrorMessage.invalidRequest)
+        let joiner = try gateway.invoke(id, "device.ec\u{200D}ho")
+        #expect(joiner.code == ErrorMessage.invalidRequest)
+        #expect(try AuditLog(directory: StateDirectory(url: bridge.state.url)).entries().allSatisfy { ($0.detail?.utf8.count ?? 0) < 1000 })
     }
 }

@@ -32,6 +32,13 @@ public struct BridgeSettings: Sendable {
         public var maxConcurrentInvokes = 8
         public var defaultTimeoutMs = 30_000
         public var maxTimeoutMs = 300_000
+        /// A node's own `event` messages: how many a minute, how many bytes a minute, how large
+        /// one may be. Past them, events are dropped and counted (PROTOCOL.md §9.4).
+        public var eventsPerMinute = 120
+        public var eventBytesPerMinute = 1 << 20
+        public var maxEventBytes = 64 << 10
+        /// `state` changes a minute announced at once; past it they are coalesced (the latest wins).
+        public var statesPerMinute = 60
     }
 
     /// Connection admission before any cryptography (per source address and overall).
@@ -203,7 +210,8 @@ public struct BridgeSettings: Sendable {
             }
             if let limits = top["limits"] {
                 let l = try object(limits, "limits", keys: ["agentPerMinute", "systemEventsPerMinute", "snapshotsPerMinute", "snapshotCommands",
-                                                           "maxResultBytes", "maxConcurrentInvokes", "defaultTimeoutMs", "maxTimeoutMs"])
+                                                           "maxResultBytes", "maxConcurrentInvokes", "defaultTimeoutMs", "maxTimeoutMs",
+                                                           "eventsPerMinute", "eventBytesPerMinute", "maxEventBytes", "statesPerMinute"])
                 if let v = l["agentPerMinute"] { settings.limits.agentPerMinute = try count(v, "limits.agentPerMinute", range: 1...100_000) }
                 if let v = l["systemEventsPerMinute"] { settings.limits.systemEventsPerMinute = try count(v, "limits.systemEventsPerMinute", range: 1...100_000) }
                 if let v = l["snapshotsPerMinute"] { settings.limits.snapshotsPerMinute = try count(v, "limits.snapshotsPerMinute", range: 1...100_000) }
@@ -212,6 +220,10 @@ public struct BridgeSettings: Sendable {
                 if let v = l["maxConcurrentInvokes"] { settings.limits.maxConcurrentInvokes = try count(v, "limits.maxConcurrentInvokes", range: 1...1024) }
                 if let v = l["defaultTimeoutMs"] { settings.limits.defaultTimeoutMs = try count(v, "limits.defaultTimeoutMs", range: 100...3_600_000) }
                 if let v = l["maxTimeoutMs"] { settings.limits.maxTimeoutMs = try count(v, "limits.maxTimeoutMs", range: 100...3_600_000) }
+                if let v = l["eventsPerMinute"] { settings.limits.eventsPerMinute = try count(v, "limits.eventsPerMinute", range: 1...100_000) }
+                if let v = l["eventBytesPerMinute"] { settings.limits.eventBytesPerMinute = try count(v, "limits.eventBytesPerMinute", range: 1024...(64 << 20)) }
+                if let v = l["maxEventBytes"] { settings.limits.maxEventBytes = try count(v, "limits.maxEventBytes", range: 256...(1 << 20)) }
+                if let v = l["statesPerMinute"] { settings.limits.statesPerMinute = try count(v, "limits.statesPerMinute", range: 1...100_000) }
             }
             return settings
         }

@@ -11,14 +11,16 @@ import Darwin
 public enum AtomicFile {
     static let temporaryMarker = ".tmp."
 
-    public static func write(_ bytes: some ContiguousByteStorage, to url: URL, mode: mode_t = 0o600) throws {
-        let temporary = try writeSyncedTemporary(bytes, for: url, mode: mode)
+    /// With `durable: false` nothing is fsynced: readers still see the old or the new file whole,
+    /// but a power cut may lose the change (for files that describe only the running process).
+    public static func write(_ bytes: some ContiguousByteStorage, to url: URL, mode: mode_t = 0o600, durable: Bool = true) throws {
+        let temporary = try writeSyncedTemporary(bytes, for: url, mode: mode, sync: durable)
         guard rename(temporary.path, url.path) == 0 else {
             let reason = posixError("rename")
             unlink(temporary.path)
             throw StoreError.io(url, reason)
         }
-        try syncDirectory(url.deletingLastPathComponent())
+        if durable { try syncDirectory(url.deletingLastPathComponent()) }
     }
 
     /// Creates `url` only if it does not exist yet; returns false if someone else created it first.
@@ -35,7 +37,7 @@ public enum AtomicFile {
     }
 
     /// A new file beside `url` holding `bytes`, already fsynced; removed again on failure.
-    private static func writeSyncedTemporary(_ bytes: some ContiguousByteStorage, for url: URL, mode: mode_t) throws -> URL {
+    private static func writeSyncedTemporary(_ bytes: some ContiguousByteStorage, for url: URL, mode: mode_t, sync: Bool = true) throws -> URL {
         let temporary = url.deletingLastPathComponent().appendingPathComponent(
             "." + url.lastPathComponent + temporaryMarker + "\(getpid()).\(UInt32.random(in: 0...UInt32.max))")
         let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
@@ -44,7 +46,7 @@ public enum AtomicFile {
         do {
             try bytes.withUnsafeBytes { try writeAll(fd, $0, url: temporary) }
             // fchmod because the umask may have narrowed `mode`.
-            guard fchmod(fd, mode) == 0, fsync(fd) == 0 else { throw StoreError.io(temporary, posixError("sync")) }
+            guard fchmod(fd, mode) == 0, !sync || fsync(fd) == 0 else { throw StoreError.io(temporary, posixError("sync")) }
         } catch {
             unlink(temporary.path)
             throw error

@@ -1,7 +1,10 @@
 /// A command name pattern in an access rule: `canvas.snapshot`, `canvas.*` or `*`.
-/// Segments are lowercase letters, digits, `_` and `-`, joined by dots; `*` may stand only as the
-/// last segment (or alone), and matches one or more remaining segments.
+/// Segments are lowercase ASCII letters, digits, `_` and `-`, joined by dots, at most
+/// `maxLength` bytes in all; `*` may stand only as the last segment (or alone), and matches one or
+/// more remaining segments. Every command name the bridge meets is checked here, and only here.
 public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
+    public static let maxLength = 128
+
     public let description: String
     private let segments: [Substring]
 
@@ -12,22 +15,29 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
     }
 
     public init(_ text: String) throws(Invalid) {
-        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
         guard !text.isEmpty else { throw Invalid(pattern: text, reason: "empty") }
+        guard text.utf8.count <= Self.maxLength else {
+            throw Invalid(pattern: String(text.prefix(32)) + "…", reason: "longer than \(Self.maxLength) bytes")
+        }
+        // Checked byte by byte: a Character such as "a" + zero-width joiner would pass a range test.
+        guard text.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E || $0 == 0x2A }) else {
+            throw Invalid(pattern: String(text.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x20 ? Character($0) : "?" }),
+                          reason: "use lowercase letters, digits, '_' and '-' between dots")
+        }
+        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
         for (index, segment) in segments.enumerated() {
             if segment == "*" {
                 guard index == segments.count - 1 else { throw Invalid(pattern: text, reason: "'*' must be the last segment") }
                 continue
             }
             guard !segment.isEmpty else { throw Invalid(pattern: text, reason: "empty segment") }
-            guard segment.allSatisfy({ ("a"..."z").contains($0) || ("0"..."9").contains($0) || $0 == "_" || $0 == "-" }) else {
-                throw Invalid(pattern: text, reason: "use lowercase letters, digits, '_' and '-' between dots")
-            }
+            guard !segment.contains("*") else { throw Invalid(pattern: text, reason: "'*' must be a whole segment") }
         }
         description = text
         self.segments = segments
     }
 
+    /// `*`: a valid pattern by construction.
     public static let everything = try! CommandPattern("*")
 
     /// Whether `command` (a plain name, no wildcards) matches.

@@ -12,14 +12,14 @@ public struct TokenBucket: Sendable, Equatable {
         (self.capacity, self.perSecond, tokens, updated) = (capacity, perSecond, capacity, now)
     }
 
-    /// Takes one token, or says how long until one is available.
-    public mutating func take(now: Date) -> TakeResult {
+    /// Takes `count` tokens (one by default), or says how long until they are available.
+    public mutating func take(_ count: Double = 1, now: Date) -> TakeResult {
         refill(now)
-        if tokens >= 1 {
-            tokens -= 1
+        if tokens >= count {
+            tokens -= count
             return .granted
         }
-        return .limited(retryAfterMs: Int(((1 - tokens) / perSecond * 1000).rounded(.up)))
+        return .limited(retryAfterMs: Int(((count - tokens) / perSecond * 1000).rounded(.up)))
     }
 
     public enum TakeResult: Equatable, Sendable {

@@ -46,8 +46,10 @@ public struct RuntimeStatusFile: Sendable {
         url = directory.file(Self.fileName)
     }
 
+    /// Replaced atomically but not synced: it describes a running process, and after a crash the
+    /// process it names is gone anyway (`read` checks).
     public func write(_ status: RuntimeStatus) throws {
-        try AtomicFile.write(PairingStore.encode(status), to: url)
+        try AtomicFile.write(PairingStore.encode(status), to: url, durable: false)
     }
 
     /// The daemon's status, or nil when no daemon is running.
