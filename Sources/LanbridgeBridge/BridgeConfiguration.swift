@@ -66,9 +66,19 @@ public struct BridgeConfiguration: Sendable {
         public var token: SecureBytes
         /// PEM trust roots for a wss:// gateway; nil uses the system's.
         public var trustRootsFile: String?
+        /// How the token is shown: proved without sending it (PROTOCOL.md §12.1), or sent as a
+        /// bearer token to a gateway that cannot do the proof.
+        public var auth: GatewayAuth = .proof
+        /// Who may own the gateway's listening socket (loopback TCP or Unix): root and the daemon's
+        /// own user unless configured.
+        public var owners: Set<UInt32> = [0, getuid()]
         public init(endpoint: GatewayEndpoint, token: SecureBytes, trustRootsFile: String? = nil) {
             (self.endpoint, self.token, self.trustRootsFile) = (endpoint, token, trustRootsFile)
         }
+    }
+
+    public enum GatewayAuth: String, Sendable {
+        case proof, bearer
     }
 
     public init(stateDirectory: StateDirectory, name: String) {

@@ -66,8 +66,7 @@ public enum BridgeServer {
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), bridge: bridge, logger: logger)
         let link = configuration.gateway.map {
-            GatewayLink(endpoint: $0.endpoint, token: $0.token, tls: $0.endpoint.secure ? .init(trustRootsFile: $0.trustRootsFile) : nil, bridge: bridge,
-                        maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20), logger: logger)
+            GatewayLink($0, bridge: bridge, maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20), logger: logger)
         }
         if let link { await bridge.attach(link) } else { await bridge.setGatewayStatus("off") }
         let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(Fingerprint(publicKey: identity.publicKey).description),

@@ -14,7 +14,9 @@ struct ServeCommand: AsyncParsableCommand {
         discussion: """
         Listens for nodes, runs the Noise handshake on every connection, and lets unpaired nodes do nothing but ask to pair. Pairing requests wait for `lanbridge nodes approve`. Stops cleanly on SIGTERM or SIGINT.
 
-        The bridge dials the agent gateway (default ws://127.0.0.1:18789) and keeps that link up; the gateway stays on loopback and nodes never reach it. The token comes from $LANBRIDGE_GATEWAY_TOKEN or a 0600 file (--gateway-token-file, or gateway.tokenFile in the config). Without a token the link stays off, with a warning.
+        The bridge dials the agent gateway (default ws://127.0.0.1:18789, or a Unix socket: --gateway unix:/run/gateway/gateway.sock) and keeps that link up; the gateway stays on loopback and nodes never reach it. The token comes from $LANBRIDGE_GATEWAY_TOKEN or a 0600 file (--gateway-token-file, or gateway.tokenFile in the config). Without a token the link stays off, with a warning.
+
+        Before a byte is sent, the owner of the gateway's listening socket must be root or lanbridge's own user (--gateway-owner to name others), so a local user who binds the port while the gateway is down hears nothing. The token is then proved, never sent (--gateway-auth bearer sends it, for gateways that cannot do the proof).
 
         Logs go to stderr: aligned on a terminal, one key=value line per event otherwise (journald).
         """
@@ -40,6 +42,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("PEM trust roots for a wss:// gateway. Default: the system's.", valueName: "file"))
     var gatewayCaFile: String?
     @Flag(help: "Run without a gateway link.") var noGateway = false
+    @Option(help: ArgumentHelp("How the bridge shows the token: proof (never sends it; the gateway proves it first) or bearer (sends it, for a gateway that cannot do the proof). Default: the config's gateway.auth, else proof.", valueName: "proof|bearer"))
+    var gatewayAuth: String?
+    @Option(help: ArgumentHelp("A user (name or uid) who may own the gateway's listening socket; repeat for more. Default: root and the user lanbridge runs as.", valueName: "user"))
+    var gatewayOwner: [String] = []
 
     func run() async throws {
         try await Output.runAsync { try await serve() }
@@ -99,6 +105,21 @@ struct ServeCommand: AsyncParsableCommand {
         if let roots, !FileManager.default.isReadableFile(atPath: roots) {
             throw ConfigurationProblem(description: "gateway CA file \(roots) cannot be read")
         }
-        return BridgeConfiguration.Gateway(endpoint: endpoint, token: token, trustRootsFile: roots)
+        var link = BridgeConfiguration.Gateway(endpoint: endpoint, token: token, trustRootsFile: roots)
+        let auth = gatewayAuth ?? settings.gateway.auth
+        guard let mode = BridgeConfiguration.GatewayAuth(rawValue: auth) else { throw ValidationError("--gateway-auth takes proof or bearer") }
+        link.auth = mode
+        if mode == .bearer {
+            logger.warning("gateway.auth is bearer: the token is sent to the gateway as it is (only after its socket's owner is checked)")
+        }
+        let owners = gatewayOwner.isEmpty ? settings.gateway.owners : gatewayOwner
+        if !owners.isEmpty {
+            link.owners = Set(try owners.map { name throws in
+                if let uid = UInt32(name) { return uid }
+                guard let entry = getpwnam(name) else { throw ConfigurationProblem(description: "gateway owner \(name): no such user") }
+                return entry.pointee.pw_uid
+            })
+        }
+        return link
     }
 }

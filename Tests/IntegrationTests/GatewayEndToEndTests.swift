@@ -204,6 +204,8 @@ struct GatewayLinkTests {
         #expect(!nodeSaid.contains { $0.hasPrefix("disconnected") }, "\(nodeSaid)")
     }
 
+    /// With the proof (the default) the gateway proves the token first: a bridge with another
+    /// token hangs up on it, and neither side ever sent a token.
     @Test func aWrongTokenIsRefusedAndLogged() throws {
         let gateway = try SimulatedGateway()
         defer { gateway.stop() }
@@ -211,8 +213,26 @@ struct GatewayLinkTests {
         let file = writeTokenFile("not-the-token", in: wrong)
         let bridge = try BridgeDaemon(arguments: ["--gateway", "ws://127.0.0.1:\(gateway.port)", "--gateway-token-file", file])
         defer { bridge.stop() }
+        #expect(try bridge.waitForLog("gateway link down").contains("proof of the token is wrong"))
+    }
+
+    /// A gateway that can only take a bearer token, by explicit choice on both sides.
+    @Test func bearerTokensStillWorkWhenChosenAndAWrongOneIsRefused() throws {
+        let gateway = try SimulatedGateway(arguments: ["--auth", "bearer"])
+        defer { gateway.stop() }
+        let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + ["--gateway-auth", "bearer"])
+        defer { bridge.stop() }
+        try gateway.waitFor("bridge connected")
+        let directory = TemporaryDirectory("token")
+        let wrong = try BridgeDaemon(arguments: ["--gateway", "ws://127.0.0.1:\(gateway.port)", "--gateway-token-file",
+                                                 writeTokenFile("not-the-token", in: directory), "--gateway-auth", "bearer"])
+        defer { wrong.stop() }
         try gateway.waitFor("refused a bridge with a wrong token")
-        #expect(try bridge.waitForLog("gateway link down").contains("bad token"))
+        #expect(try wrong.waitForLog("gateway link down").contains("bad token"))
+        let proofBridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
+        defer { proofBridge.stop() }
+        #expect(try proofBridge.waitForLog("gateway link down").contains("did not answer the token challenge"),
+                "a proof bridge does not fall back to sending the token")
     }
 
     @Test func aNodeMayCallAgentButNothingElse() throws {

@@ -16,12 +16,13 @@ final class SimulatedGateway: @unchecked Sendable {
     let tokenFile: String
     private let directory: TemporaryDirectory
 
-    init(port: Int = 0, tokenFile: String? = nil, directory: TemporaryDirectory = TemporaryDirectory("gateway")) throws {
+    init(port: Int = 0, tokenFile: String? = nil, directory: TemporaryDirectory = TemporaryDirectory("gateway"), arguments: [String] = []) throws {
         self.directory = directory
         let file = tokenFile ?? writeTokenFile("test-token-\(UUID().uuidString)\n", in: directory)
         self.tokenFile = file
-        process = try launch("lanbridge-gateway-sim", ["--port", String(port), "--token-file", file], mergeStandardError: true)
-        self.port = Int(try process.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count))!
+        process = try launch("lanbridge-gateway-sim", ["--port", String(port), "--token-file", file] + arguments, mergeStandardError: true)
+        // "listening PORT", or "listening PATH" on a Unix socket (port 0 then).
+        self.port = Int(try process.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count)) ?? 0
     }
 
     /// Bridge arguments that link it to this gateway.

@@ -27,12 +27,14 @@ struct GatewaySim: AsyncParsableCommand {
           POST /invoke          node.invoke; body {"nodeId","command","params"?,"timeoutMs"?,"idempotencyKey"?}
         Each answers with the bridge's response frame: {"ok":true,"payload":…} or {"ok":false,"error":{…}}. 503 when no bridge is connected.
 
-        The token comes from $LANBRIDGE_GATEWAY_TOKEN or --token-file.
+        The token comes from $LANBRIDGE_GATEWAY_TOKEN or --token-file. By default the bridge must prove it (PROTOCOL.md §12.1: the gateway answers the bridge's challenge with its own proof, and checks the bridge's in bridge.hello); --auth bearer expects it in an Authorization header instead.
         """
     )
 
     @Option(help: "Port on 127.0.0.1.") var port = 18789
+    @Option(help: "Listen on this Unix socket instead of a port (mode 0660; HTTP works there too).") var unix: String?
     @Option(help: "File holding the token the bridge must present.") var tokenFile: String?
+    @Option(help: "proof (default) or bearer.") var auth = "proof"
 
     func run() async throws {
         let token: String
@@ -44,19 +46,30 @@ struct GatewaySim: AsyncParsableCommand {
             throw ValidationError("give the token in LANBRIDGE_GATEWAY_TOKEN or --token-file")
         }
         let expected = "Bearer \(token)"
-        // Every upgrade is accepted, and a bridge with the wrong token is then closed with 1008
-        // (policy violation) and a reason it can log.
-        let server = try await WebSocketServer.bind(host: "127.0.0.1", port: port, maxMessageSize: 64 << 20) { _ in true }
-        say("listening \(server.channel.localAddress?.port ?? port)")
+        let tokenBytes = Array(token.utf8)
+        let proof = auth == "proof"
+        // Every upgrade is accepted (answering the bridge's challenge with our proof), and a bridge
+        // with the wrong token is then closed with 1008 (policy violation) and a reason it can log.
+        let server = try await WebSocketServer.bind(unix.map { .unix(path: $0) } ?? .tcp(host: "127.0.0.1", port: port), maxMessageSize: 64 << 20) { head in
+            guard proof, let answer = GatewayProof.answer(challenge: head.headers[GatewayProof.challengeHeader].first, token: tokenBytes) else { return HTTPHeaders() }
+            return HTTPHeaders([(GatewayProof.proofHeader, answer.header)])
+        }
+        if let unix { chmod(unix, 0o660) }
+        say("listening \(unix ?? String(server.channel.localAddress?.port ?? port))")
         let link = BridgeLink()
         try await withThrowingDiscardingTaskGroup { group in
             try await server.executeThenClose { inbound in
                 for try await accepted in inbound {
                     group.addTask {
                         switch try? await accepted.get() {
-                        case let .webSocket(connection, head)? where head.headers["Authorization"].first == expected:
-                            await link.serve(connection)
-                        case let .webSocket(connection, _)?:
+                        case let .webSocket(connection, head, answered)? where proof:
+                            // The bridge's proof in bridge.hello must match what our answer implies.
+                            let expectedProof = GatewayProof.expectedBridgeProof(challenge: head.headers[GatewayProof.challengeHeader].first,
+                                                                                 answer: answered[GatewayProof.proofHeader].first, token: tokenBytes)
+                            await link.serve(connection, expectedProof: expectedProof)
+                        case let .webSocket(connection, head, _)? where head.headers["Authorization"].first == expected:
+                            await link.serve(connection, expectedProof: nil)
+                        case let .webSocket(connection, _, _)?:
                             say("refused a bridge with a wrong token")
                             try? await connection.run { writer, _ in try await writer.close(code: .policyViolation, reason: "bad token") }
                         case let .http(channel)?:
@@ -107,12 +120,27 @@ actor BridgeLink {
     private var waiting: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>?, Never>] = [:]
     private var nextID = 0
 
-    func serve(_ connection: WebSocketConnection) async {
+    /// With `expectedProof`, nothing is served until the bridge's hello carries it (nil proof and
+    /// an expectation: refuse, as for a bearer bridge that sent the wrong token).
+    func serve(_ connection: WebSocketConnection, expectedProof: [UInt8]??) async {
         try? await connection.run { writer, messages in
+            var verified = expectedProof == nil
             generation += 1
             let mine = generation
-            self.writer = writer
-            for try await message in messages { await received(message, writer: writer) }
+            for try await message in messages {
+                if !verified {
+                    guard case let .event(name, payload)? = try? GatewayFrame.decode(message), name == GatewayMethod.helloEvent,
+                          let expected = expectedProof ?? nil, let given = payload?["proof"]?.stringValue.flatMap({ try? Hex.decode($0) }),
+                          given == expected else {
+                        say("refused a bridge with a wrong token")
+                        try await writer.close(code: .policyViolation, reason: "bad token")
+                        return
+                    }
+                    verified = true
+                }
+                self.writer = writer
+                await received(message, writer: writer)
+            }
             if generation == mine { dropped() }
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeProtocol
+import LanbridgeNet
 import Logging
 import NIOCore
 import NIOPosix
@@ -50,17 +51,8 @@ enum ControlSocket {
     }
 
     private static func peerUID(_ channel: any Channel) async -> uid_t? {
-        guard let provider = channel as? any SocketOptionProvider else { return nil }
-        let credentials: PeerCredentials? = try? await provider.unsafeGetSocketOption(level: SocketOptionLevel(SOL_SOCKET), name: SocketOptionName(SO_PEERCRED)).get()
-        return credentials?.uid
+        try? await PeerCredentials.of(channel).get()?.uid
     }
-}
-
-/// `struct ucred` from <sys/socket.h> (hidden behind _GNU_SOURCE in Swift's Glibc module): same layout.
-private struct PeerCredentials: Sendable {
-    var pid: Int32 = 0
-    var uid: UInt32 = 0
-    var gid: UInt32 = 0
 }
 
 /// Splits a byte stream at newlines; a line longer than `maxLength` is an error that closes the socket.

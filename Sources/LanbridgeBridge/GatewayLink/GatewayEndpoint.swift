@@ -1,12 +1,21 @@
 import Foundation
+import LanbridgeNet
 
-/// Where the gateway is, checked before the bridge dials it: loopback `ws://` only, unless the
-/// operator explicitly allows a remote gateway, which must then use `wss://`.
+/// Where the gateway is, checked before the bridge dials it: a Unix socket (`unix:/run/…/gw.sock`,
+/// the recommended setup: its owner is checked), or loopback `ws://`, unless the operator
+/// explicitly allows a remote gateway, which must then use `wss://`.
 public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
+    /// Empty for a Unix socket.
     public let host: String
     public let port: Int
     public let path: String
     public let secure: Bool
+    /// The socket's path, for `unix:`.
+    public let socketPath: String?
+
+    public var target: WebSocketClient.Target {
+        socketPath.map { .unix(path: $0) } ?? .tcp(host: host, port: port)
+    }
 
     public struct Invalid: Error, Equatable, CustomStringConvertible {
         public let url: String
@@ -15,6 +24,15 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
     }
 
     public init(_ url: String, allowRemote: Bool) throws(Invalid) {
+        if url.hasPrefix("unix:") {
+            let path = String(url.dropFirst("unix:".count))
+            guard path.hasPrefix("/"), !path.contains("\0"), path.utf8.count < 108 else {
+                throw Invalid(url: url, reason: "a Unix socket needs an absolute path shorter than 108 bytes, like unix:/run/gateway/gateway.sock")
+            }
+            (host, port, self.path, secure, socketPath) = ("", 0, "/", false, path)
+            return
+        }
+        socketPath = nil
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
               let host = components.host, !host.isEmpty else {
             throw Invalid(url: url, reason: "not a URL like ws://127.0.0.1:18789")
@@ -39,7 +57,10 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         secure = scheme == "wss"
     }
 
-    public var description: String { "\(secure ? "wss" : "ws")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)" }
+    public var description: String {
+        if let socketPath { return "unix:\(socketPath)" }
+        return "\(secure ? "wss" : "ws")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)"
+    }
 
     static func isIPAddress(_ host: String) -> Bool {
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))

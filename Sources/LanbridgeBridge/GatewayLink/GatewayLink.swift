@@ -5,6 +5,8 @@ import LanbridgeProtocol
 import LanbridgeState
 import Logging
 import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
 
 /// The bridge's link to its gateway: dials it as a WebSocket client, answers its requests through
 /// the `Bridge`, posts node events, and carries nodes' calls. When the link drops, the gateway's
@@ -18,6 +20,8 @@ final class GatewayLink: GatewayUplink, Sendable {
 
     private let endpoint: GatewayEndpoint
     private let token: SecureBytes
+    private let auth: BridgeConfiguration.GatewayAuth
+    private let owners: Set<UInt32>
     private let tls: WebSocketClient.TLS?
     private let bridge: Bridge
     private let logger: Logger
@@ -32,9 +36,10 @@ final class GatewayLink: GatewayUplink, Sendable {
     }
     private let state = NIOLockedValueBox(State())
 
-    init(endpoint: GatewayEndpoint, token: SecureBytes, tls: WebSocketClient.TLS?, bridge: Bridge, maxMessageSize: Int,
-         backoff: Backoff = Backoff(), logger: Logger) {
-        (self.endpoint, self.token, self.tls, self.bridge, self.maxMessageSize, self.backoff, self.logger) = (endpoint, token, tls, bridge, maxMessageSize, backoff, logger)
+    init(_ gateway: BridgeConfiguration.Gateway, bridge: Bridge, maxMessageSize: Int, backoff: Backoff = Backoff(), logger: Logger) {
+        (endpoint, token, auth, owners) = (gateway.endpoint, gateway.token, gateway.auth, gateway.owners)
+        tls = gateway.endpoint.secure ? .init(trustRootsFile: gateway.trustRootsFile) : nil
+        (self.bridge, self.maxMessageSize, self.backoff, self.logger) = (bridge, maxMessageSize, backoff, logger)
     }
 
     /// Keeps the link up until the task is cancelled.
@@ -66,10 +71,30 @@ final class GatewayLink: GatewayUplink, Sendable {
         await bridge.setGatewayStatus("off")
     }
 
+    /// Nothing, not even the upgrade request, goes to a listener whose owner is not allowed; with
+    /// the proof, the token itself never goes at all, and nothing else does until the gateway has
+    /// proved it knows the token.
     private func connectOnce(hello: JSONValue) async throws {
-        let authorization = token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) }
-        let connection = try await WebSocketClient.connect(host: endpoint.host, port: endpoint.port, path: endpoint.path,
-                                                           headers: [("Authorization", authorization)], tls: tls, maxMessageSize: maxMessageSize)
+        let bridgeNonce = SecureRandom.bytes(GatewayProof.nonceLength)
+        let headers: [(String, String)] = switch auth {
+        case .proof: [(GatewayProof.challengeHeader, Hex.encode(bridgeNonce))]
+        case .bearer: [("Authorization", token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) })]
+        }
+        let gatewayNonce = NIOLockedValueBox<[UInt8]>([])
+        let (token, owners) = (token, owners)
+        let checkOwner: @Sendable (any Channel) -> EventLoopFuture<String?> = { channel in GatewayOwner.check(channel, allowed: owners) }
+        let checkProof: @Sendable (HTTPResponseHead) throws -> Void = { response in
+            let nonce = try GatewayProof.verify(header: response.headers[GatewayProof.proofHeader].first, token: token, bridgeNonce: bridgeNonce)
+            gatewayNonce.withLockedValue { $0 = nonce }
+        }
+        let connection = try await WebSocketClient.connect(
+            to: endpoint.target, path: endpoint.path, headers: headers, tls: tls, maxMessageSize: maxMessageSize,
+            verifyPeer: endpoint.secure ? nil : checkOwner, verifyResponse: auth == .bearer ? nil : checkProof)
+        var hello = hello
+        if auth == .proof {
+            let proof = GatewayProof.bridgeProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce.withLockedValue { $0 })
+            hello = hello.merging(["proof": .string(Hex.encode(proof))])
+        }
         try await connection.run { writer, messages in
             let (outbox, continuation) = AsyncStream.makeStream(of: [ArraySlice<UInt8>].self, bufferingPolicy: .bufferingNewest(4096))
             state.withLockedValue { $0.outbox = continuation }

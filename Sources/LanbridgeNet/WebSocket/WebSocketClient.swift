@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -9,9 +10,15 @@ public enum WebSocketError: Error, Equatable, CustomStringConvertible {
     case refused(status: Int, reason: String)
     /// The peer closed with a code other than 1000.
     case closed(code: String, reason: String)
+    /// The connection was dropped before anything was sent: the peer is not one to talk to.
+    case peerRefused(String)
+    /// The server's upgrade response did not pass the caller's check.
+    case responseRefused(String)
 
     public var description: String {
         switch self {
+        case let .peerRefused(reason): "refused to talk to the listener: \(reason)"
+        case let .responseRefused(reason): "refused the server's answer: \(reason)"
         case let .refused(status, reason): "the server refused the WebSocket upgrade: HTTP \(status) \(reason)"
         case let .closed(code, reason): "the peer closed the WebSocket: \(code)\(reason.isEmpty ? "" : " \(reason)")"
         }
@@ -32,27 +39,57 @@ public enum WebSocketClient {
         case refused(NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>)
     }
 
-    public static func connect(host: String, port: Int, path: String, headers: [(String, String)] = [], tls: TLS? = nil,
-                               maxMessageSize: Int, connectTimeout: TimeAmount = .seconds(5)) async throws -> WebSocketConnection {
+    /// Where to dial.
+    public enum Target: Sendable, Equatable {
+        case tcp(host: String, port: Int)
+        case unix(path: String)
+    }
+
+    /// Dials `target` and upgrades to WebSocket. `verifyPeer` judges the listener once connected,
+    /// before a byte is written (nil: go on; a reason: close). `verifyResponse` judges the server's
+    /// 101 answer (headers) before the connection is handed out.
+    public static func connect(to target: Target, path: String, headers: [(String, String)] = [], tls: TLS? = nil,
+                               maxMessageSize: Int, connectTimeout: TimeAmount = .seconds(5), upgradeTimeout: TimeAmount = .seconds(10),
+                               verifyPeer: (@Sendable (any Channel) -> EventLoopFuture<String?>)? = nil,
+                               verifyResponse: (@Sendable (HTTPResponseHead) throws -> Void)? = nil) async throws -> WebSocketConnection {
+        let host: String = if case let .tcp(host, _) = target { host } else { "localhost" }
+        let refusal = NIOLockedValueBox<(any Error)?>(nil)
+        let opened = NIOLockedValueBox<(any Channel)?>(nil)
         let sslContext = try tls.map { tls in
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.minimumTLSVersion = .tlsv12
             if let file = tls.trustRootsFile { configuration.trustRoots = .file(file) }
             return try NIOSSLContext(configuration: configuration)
         }
-        var requestHeaders = HTTPHeaders([("Host", "\(host):\(port)"), ("Content-Length", "0")])
+        let hostHeader: String = switch target {
+        case let .tcp(host, port): "\(host.contains(":") ? "[\(host)]" : host):\(port)"
+        case .unix: "localhost"
+        }
+        var requestHeaders = HTTPHeaders([("Host", hostHeader), ("Content-Length", "0")])
         for (name, value) in headers { requestHeaders.add(name: name, value: value) }
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: requestHeaders)
-        let upgrade: EventLoopFuture<Upgrade> = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(connectTimeout)
-            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .connect(host: host, port: port) { channel in
+        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(connectTimeout)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<Upgrade>> = { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    opened.withLockedValue { $0 = channel }
+                    if let verifyPeer {
+                        try channel.pipeline.syncOperations.addHandler(PeerCheckHandler { channel in
+                            verifyPeer(channel).map { reason in
+                                if let reason { refusal.withLockedValue { $0 = WebSocketError.peerRefused(reason) } }
+                                return reason
+                            }
+                        })
+                    }
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: host))
                     }
-                    let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: maxMessageSize) { channel, _ in
+                    let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: maxMessageSize) { channel, response in
                         channel.eventLoop.makeCompletedFuture {
+                            do { try verifyResponse?(response) } catch {
+                                refusal.withLockedValue { $0 = WebSocketError.responseRefused("\(error)") }
+                                channel.close(promise: nil)
+                                throw error
+                            }
                             try WebSocketConnection.addAggregator(to: channel, maxMessageSize: maxMessageSize)
                             return .upgraded(try NIOAsyncChannel(wrappingChannelSynchronously: channel))
                         }
@@ -62,11 +99,34 @@ public enum WebSocketClient {
                         notUpgradingCompletionHandler: { channel in
                             channel.eventLoop.makeCompletedFuture { .refused(try NIOAsyncChannel(wrappingChannelSynchronously: channel)) }
                         })
-                    return try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
+                    let upgraded = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
                         configuration: .init(upgradeConfiguration: configuration))
+                    // A listener that accepts and never answers must not wedge the caller.
+                    let deadline = channel.eventLoop.scheduleTask(in: upgradeTimeout) {
+                        refusal.withLockedValue { $0 = $0 ?? WebSocketError.responseRefused("no answer to the upgrade within \(upgradeTimeout)") }
+                        channel.close(promise: nil)
+                    }
+                    upgraded.whenComplete { _ in deadline.cancel() }
+                    return upgraded
                 }
+        }
+        let result: Upgrade
+        do {
+            let upgrade: EventLoopFuture<Upgrade> = switch target {
+            case let .tcp(host, port):
+                try await bootstrap.channelOption(.tcpOption(.tcp_nodelay), value: 1).connect(host: host, port: port, channelInitializer: initializer)
+            case let .unix(path):
+                try await bootstrap.connect(unixDomainSocketPath: path, channelInitializer: initializer)
             }
-        switch try await upgrade.get() {
+            result = try await upgrade.get()
+        } catch {
+            // A failed upgrade leaves nothing open behind it.
+            opened.withLockedValue { $0 }?.close(promise: nil)
+            // Say why we hung up, not how the closed channel looked.
+            if let refused = refusal.withLockedValue({ $0 }) { throw refused }
+            throw error
+        }
+        switch result {
         case let .upgraded(channel):
             return WebSocketConnection(channel: channel, isClient: true)
         case let .refused(channel):

@@ -1,15 +1,18 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOWebSocket
 
-/// A small HTTP/1.1 server that upgrades to WebSocket when `shouldUpgrade` agrees and answers
-/// everything else through `respond`. The reference gateway is built on it.
+/// A small HTTP/1.1 server that upgrades to WebSocket when `shouldUpgrade` agrees (with the extra
+/// headers it returns for the 101 answer) and answers everything else through `respond`. It
+/// listens on a TCP port or a Unix socket. The reference gateway is built on it.
 public enum WebSocketServer {
     public typealias HTTPChannel = NIOAsyncChannel<HTTPServerRequestPart, HTTPPart<HTTPResponseHead, ByteBuffer>>
 
     public enum Accepted: Sendable {
-        case webSocket(WebSocketConnection, HTTPRequestHead)
+        /// The request, and the extra headers the 101 answer carried.
+        case webSocket(WebSocketConnection, HTTPRequestHead, HTTPHeaders)
         case http(HTTPChannel)
     }
 
@@ -22,20 +25,29 @@ public enum WebSocketServer {
         }
     }
 
-    public static func bind(host: String, port: Int, maxMessageSize: Int,
-                            shouldUpgrade: @escaping @Sendable (HTTPRequestHead) -> Bool) async throws -> NIOAsyncChannel<EventLoopFuture<Accepted>, Never> {
-        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .bind(host: host, port: port) { channel in
+    public enum Address: Sendable {
+        case tcp(host: String, port: Int)
+        case unix(path: String)
+    }
+
+    /// `shouldUpgrade` returns the extra headers of the 101 answer, or nil to answer as plain HTTP.
+    public static func bind(_ address: Address, maxMessageSize: Int,
+                            shouldUpgrade: @escaping @Sendable (HTTPRequestHead) -> HTTPHeaders?) async throws -> NIOAsyncChannel<EventLoopFuture<Accepted>, Never> {
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<Accepted>> = { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    let answered = NIOLockedValueBox(HTTPHeaders())  // one connection's
                     let upgrader = NIOTypedWebSocketServerUpgrader<Accepted>(
                         maxFrameSize: maxMessageSize,
-                        shouldUpgrade: { channel, head in channel.eventLoop.makeSucceededFuture(shouldUpgrade(head) ? HTTPHeaders() : nil) },
+                        shouldUpgrade: { channel, head in
+                            let headers = shouldUpgrade(head)
+                            answered.withLockedValue { $0 = headers ?? HTTPHeaders() }
+                            return channel.eventLoop.makeSucceededFuture(headers)
+                        },
                         upgradePipelineHandler: { channel, head in
                             channel.eventLoop.makeCompletedFuture {
                                 try WebSocketConnection.addAggregator(to: channel, maxMessageSize: maxMessageSize)
-                                return .webSocket(WebSocketConnection(channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), isClient: false), head)
+                                return .webSocket(WebSocketConnection(channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), isClient: false),
+                                                  head, answered.withLockedValue { $0 })
                             }
                         })
                     let configuration = NIOTypedHTTPServerUpgradeConfiguration<Accepted>(
@@ -49,7 +61,16 @@ public enum WebSocketServer {
                     return try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
                         configuration: .init(upgradeConfiguration: configuration))
                 }
-            }
+        }
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        switch address {
+        case let .tcp(host, port):
+            return try await bootstrap.serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .bind(host: host, port: port, childChannelInitializer: initializer)
+        case let .unix(path):
+            return try await bootstrap.bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true, childChannelInitializer: initializer)
+        }
     }
 
     /// Answers plain HTTP requests on one connection, one at a time, until the client closes.

@@ -17,6 +17,10 @@ public struct BridgeSettings: Sendable {
         public var enabled = true
         /// PEM trust roots for a wss:// gateway (default: the system's).
         public var caFile: String?
+        /// "proof" (the token is proved, never sent) or "bearer" (sent, for gateways that cannot).
+        public var auth = "proof"
+        /// Users (names or uids) who may own the gateway's socket; empty: root and the daemon's user.
+        public var owners: [String] = []
     }
 
     public struct Limits: Sendable, Equatable {
@@ -168,7 +172,20 @@ public struct BridgeSettings: Sendable {
                 if let v = a["lockoutSeconds"] { settings.admission.lockoutSeconds = try count(v, "admission.lockoutSeconds", range: 0...86_400) }
             }
             if let gateway = top["gateway"] {
-                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled", "caFile"])
+                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled", "caFile", "auth", "owner"])
+                if let v = g["auth"] {
+                    settings.gateway.auth = try string(v, "gateway.auth")
+                    guard ["proof", "bearer"].contains(settings.gateway.auth) else { throw fail("gateway.auth", "expected \"proof\" or \"bearer\"") }
+                }
+                if let v = g["owner"] {
+                    if case let .array(items) = v {
+                        var owners: [String] = []
+                        for (index, item) in items.enumerated() { owners.append(try string(item, "gateway.owner[\(index)]")) }
+                        settings.gateway.owners = owners
+                    } else {
+                        settings.gateway.owners = [try string(v, "gateway.owner")]
+                    }
+                }
                 if let v = g["caFile"] { settings.gateway.caFile = try string(v, "gateway.caFile") }
                 if let v = g["url"] { settings.gateway.url = try string(v, "gateway.url") }
                 if let v = g["tokenFile"] { settings.gateway.tokenFile = try string(v, "gateway.tokenFile") }

@@ -1,17 +1,23 @@
 #!/usr/bin/env python3
 """An agent gateway written only from pairing/PROTOCOL.md §12, on Python's `websockets`.
 
-It accepts the bridge's link (checking the bearer token), waits until a node connects, then drives
+It accepts the bridge's link (the mutual token proof of §12.1: it answers the bridge's challenge
+with its own proof, and checks the bridge's proof in bridge.hello before anything else), waits until a node connects, then drives
 node.list, node.describe and node.invoke (canvas.snapshot, plus a command the node may not run)
 and checks every answer against the document. Prints "listening PORT" first and "PASS" at the end;
 any mismatch exits 1 with the reason.
 
 usage: ws_gateway.py TOKEN [CERT KEY]     (with CERT and KEY it serves wss://, TLS)
 """
-import asyncio, base64, http, json, ssl, sys
+import asyncio, base64, hashlib, hmac, http, json, os, ssl, sys
 from websockets.asyncio.server import serve
 
 TOKEN = sys.argv[1]
+NONCES = {}  # connection -> (bridge nonce, gateway nonce)
+
+
+def mac(label, bridge_nonce, gateway_nonce):
+    return hmac.new(TOKEN.encode(), label + bridge_nonce + gateway_nonce, hashlib.sha256).digest()
 
 
 def fail(why):
@@ -19,10 +25,21 @@ def fail(why):
     sys.exit(1)
 
 
-def check_token(connection, request):
-    if request.headers.get("Authorization") != f"Bearer {TOKEN}":
-        return connection.respond(http.HTTPStatus.UNAUTHORIZED, "bad token\n")
+def check_challenge(connection, request):
+    try:
+        bridge_nonce = bytes.fromhex(request.headers.get("Lanbridge-Challenge", ""))
+    except ValueError:
+        bridge_nonce = b""
+    if len(bridge_nonce) != 32:
+        return connection.respond(http.HTTPStatus.UNAUTHORIZED, "no token challenge\n")
+    NONCES[connection] = (bridge_nonce, os.urandom(32))
     return None
+
+
+def answer_challenge(connection, request, response):
+    bridge_nonce, gateway_nonce = NONCES[connection]
+    proof = mac(b"lanbridge-gateway-proof-v1", bridge_nonce, gateway_nonce)
+    response.headers["Lanbridge-Proof"] = f"{gateway_nonce.hex()} {proof.hex()}"
 
 
 async def session(ws, finished):
@@ -50,10 +67,14 @@ async def session(ws, finished):
                 fail(f"response without {key}: {frame}")
         return frame
 
-    task = asyncio.create_task(reader())
-    hello = await asyncio.wait_for(events.get(), 30)
-    if hello["event"] != "bridge.hello" or hello["payload"].get("protocol") != 1:
+    hello = json.loads(await asyncio.wait_for(ws.recv(), 30))
+    if hello.get("event") != "bridge.hello" or hello["payload"].get("protocol") != 1:
         fail(f"first frame is not bridge.hello: {hello}")
+    expected = mac(b"lanbridge-bridge-proof-v1", *NONCES[ws])
+    if not hmac.compare_digest(bytes.fromhex(hello["payload"].get("proof", "")), expected):
+        await ws.close(1008, "bad token")
+        fail("the bridge's proof of the token is wrong")
+    task = asyncio.create_task(reader())
     print(f"hello {hello['payload']['bridgeName']}", flush=True)
     while True:
         event = await asyncio.wait_for(events.get(), 60)
@@ -96,7 +117,7 @@ async def main():
     if len(sys.argv) > 3:
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(sys.argv[2], sys.argv[3])
-    async with serve(lambda ws: session(ws, finished), "127.0.0.1", 0, process_request=check_token, max_size=64 << 20, ssl=tls) as server:
+    async with serve(lambda ws: session(ws, finished), "127.0.0.1", 0, process_request=check_challenge, process_response=answer_challenge, max_size=64 << 20, ssl=tls) as server:
         print(f"listening {server.sockets[0].getsockname()[1]}", flush=True)
         await asyncio.wait_for(finished, 120)
 
