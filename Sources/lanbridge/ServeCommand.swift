@@ -69,6 +69,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.admission.attemptsPerWindow = admission.attemptsPerWindow
         configuration.admission.window = TimeInterval(admission.windowSeconds)
         configuration.admission.lockout = TimeInterval(admission.lockoutSeconds)
+        configuration.admission.unpairedDeadline = TimeInterval(admission.unpairedDeadlineSeconds)
+        configuration.admission.pressuredDeadline = min(configuration.admission.pressuredDeadline, configuration.admission.unpairedDeadline)
+        configuration.admission.maxWaiting = admission.maxWaiting
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
 
         let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger) }

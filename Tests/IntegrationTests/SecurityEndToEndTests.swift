@@ -91,4 +91,59 @@ struct SecurityEndToEndTests {
         node.stop()
         bridge.stop()
     }
+
+    func bridge(config: String) throws -> BridgeDaemon {
+        let state = TemporaryDirectory("bridge")
+        let file = state.file("config.json")
+        try Data(config.utf8).write(to: file)
+        return try BridgeDaemon(state: state, arguments: ["--config", file.path])
+    }
+
+    /// An unpaired key may hold a session only to pair: one that never asks is closed, pings or not.
+    @Test func anUnpairedSessionThatNeverAsksToPairIsClosed() throws {
+        let bridge = try bridge(config: #"{"admission": {"unpairedDeadlineSeconds": 1}}"#)
+        let idle = try python("idle_unpaired.py", [String(bridge.port)])
+        #expect(try idle.nextLine() == "welcome")
+        #expect(try idle.waitForLine { $0.hasPrefix("closed after") }.isEmpty == false)
+        try bridge.waitForLog("neither paired nor asked to in time")
+        bridge.stop()
+    }
+
+    /// 200 loopback addresses with 4 slow, silent connections each stay under every per-address
+    /// limit. A paired node still reconnects and a new node still pairs; how long each took, with
+    /// and without the flood, is printed (timings are reported, not asserted).
+    @Test func aFloodFromHundredsOfAddressesLocksNobodyOut() throws {
+        let bridge = try BridgeDaemon()
+        let paired = try SimulatedNode(port: bridge.port, arguments: ["--name", "paired"])
+        try paired.pair(with: bridge)
+        paired.stop()
+        func reconnect() throws -> Double {
+            let start = Date()
+            let again = try SimulatedNode(state: paired.state, port: bridge.port)
+            try again.waitFor("connected")
+            defer { again.stop() }
+            return Date().timeIntervalSince(start) * 1000
+        }
+        func pairNew() throws -> Double {
+            let start = Date()
+            let node = try SimulatedNode(port: bridge.port)
+            try node.pair(with: bridge)
+            defer { node.stop() }
+            return Date().timeIntervalSince(start) * 1000
+        }
+        let calm = (try reconnect(), try pairNew())
+        let flood = try ChildProcess(URL(fileURLWithPath: Python.executable),
+                                     [Repository.url("Tests/IntegrationTests/python/flood_many.py").path, String(bridge.port), "200", "4", "120"],
+                                     standardInput: true)
+        defer { flood.killIfRunning() }
+        #expect(try flood.nextLine() == "flooding")
+        let flooded = (try reconnect(), try pairNew())
+        flood.closeStandardInput()
+        let summary = try flood.waitForLine { $0.hasPrefix("opened ") }.split(separator: " ")
+        #expect(Int(summary[1]) ?? 0 >= 800, "the flood ran: \(summary)")
+        print(String(format: "admission flood (200 addresses x 4 slow connections, %@ opened, %@ closed by the bridge): "
+                        + "paired node reconnects in %.0f ms (%.0f ms calm, %.1fx), a new node pairs in %.0f ms (%.0f ms calm, %.1fx)",
+                     String(summary[1]), String(summary[3]), flooded.0, calm.0, flooded.0 / calm.0, flooded.1, calm.1, flooded.1 / calm.1))
+        bridge.stop()
+    }
 }

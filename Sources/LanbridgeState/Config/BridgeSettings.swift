@@ -52,6 +52,10 @@ public struct BridgeSettings: Sendable {
         public var attemptsPerWindow = 20
         public var windowSeconds = 10
         public var lockoutSeconds = 60
+        /// From accept to a paired session or a request waiting for the operator.
+        public var unpairedDeadlineSeconds = 10
+        /// Connections waiting for the operator's decision at once.
+        public var maxWaiting = 32
     }
 
     public var gateway = Gateway()
@@ -163,12 +167,14 @@ public struct BridgeSettings: Sendable {
             var settings = BridgeSettings()
             let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission"])
             if let admission = top["admission"] {
-                let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow",
+                let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow", "unpairedDeadlineSeconds", "maxWaiting",
                                                                   "windowSeconds", "lockoutSeconds"])
                 if let v = a["maxUnauthenticated"] { settings.admission.maxUnauthenticated = try count(v, "admission.maxUnauthenticated", range: 1...100_000) }
                 if let v = a["maxUnauthenticatedPerAddress"] { settings.admission.maxUnauthenticatedPerAddress = try count(v, "admission.maxUnauthenticatedPerAddress", range: 1...100_000) }
                 if let v = a["attemptsPerWindow"] { settings.admission.attemptsPerWindow = try count(v, "admission.attemptsPerWindow", range: 1...1_000_000) }
                 if let v = a["windowSeconds"] { settings.admission.windowSeconds = try count(v, "admission.windowSeconds", range: 1...3600) }
+                if let v = a["unpairedDeadlineSeconds"] { settings.admission.unpairedDeadlineSeconds = try count(v, "admission.unpairedDeadlineSeconds", range: 1...600) }
+                if let v = a["maxWaiting"] { settings.admission.maxWaiting = try count(v, "admission.maxWaiting", range: 1...10_000) }
                 if let v = a["lockoutSeconds"] { settings.admission.lockoutSeconds = try count(v, "admission.lockoutSeconds", range: 0...86_400) }
             }
             if let gateway = top["gateway"] {
