@@ -23,7 +23,7 @@ extension Bridge {
                 await refreshIfChanged()
                 let reference = try string("nodeId")!
                 do { return .success(.value(JSONValue(encoding: describing(node: try lookUp(reference))))) } catch {
-                    throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(reference)])
+                    throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["nodeId": .string(reference)])
                 }
             case GatewayMethod.nodeInvoke:
                 let timeout: Int?

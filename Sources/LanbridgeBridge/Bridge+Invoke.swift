@@ -76,7 +76,8 @@ extension Bridge {
 
         let node: PairedNode
         do { node = try lookUp(request.node) } catch {
-            return .failure(ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["node": .string(request.node)]))
+            return .failure(ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)",
+                                         details: ["nodeId": .string(request.node), "command": .string(command)]))
         }
         let details: JSONValue = ["nodeId": .string(node.nodeId.description), "command": .string(command)]
         let connection = pairedConnection(node.nodeId)
@@ -128,17 +129,12 @@ extension Bridge {
         }
     }
 
-    /// A node answered an invoke. Oversized results are refused here, whole, before they reach anyone.
+    /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
     func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection) {
-        let outcome = router.received(result, from: connection.nodeId.description, now: Date())
-        guard case let .complete(requestID, answer) = outcome else { return complete([outcome]) }
         let limit = settings.limits.maxResultBytes
-        if size > limit, case .ok = answer {
+        let outcome = router.received(result, from: connection.nodeId.description, now: Date(), size: size, limit: limit)
+        if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {
             logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: ["node": "\(connection.nodeId)"])
-            return complete([.complete(requestID: requestID, result: .failed(ErrorMessage(
-                code: ErrorMessage.payloadTooLarge, message: "the result is \(size) bytes; the limit is \(limit)",
-                details: ["nodeId": .string(connection.nodeId.description), "bytes": .number(Double(size)), "limit": .number(Double(limit))],
-                retryable: false)))])
         }
         complete([outcome])
     }

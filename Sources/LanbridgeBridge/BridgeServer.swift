@@ -15,6 +15,8 @@ public enum BridgeServer {
 
     public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.stateDirectory.prepare()
+        try configuration.stateDirectory.checkNotWritableByOthers()
+        if let problem = configuration.stateDirectory.privacyProblem() { logger.warning("state directory \(configuration.stateDirectory.url.path): \(problem)") }
         let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
         // Watch before the first read, so no change the CLI makes from here on goes unseen.
         let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,

@@ -13,28 +13,48 @@ extension NodesCommand {
             A command runs only when it is allowed here AND the node declared it when it paired. Patterns are checked against the known commands (and the node's declared ones), so a typo is refused instead of never matching.
 
               $ lanbridge nodes allow Pixel-7 device.echo
+              $ lanbridge nodes allow Pixel-7 device.echo --remove     # take the rule out again
+
+            `*` allows every command the node declared, present and future: it needs --allow-everything.
             """)
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name.") var node: String
         @Argument(help: "Command or pattern: camera.snap, canvas.*.") var pattern: String
+        @Flag(help: "Remove this allow rule instead of adding it.") var remove = false
+        @Flag(help: "Confirm that `*` (every command) is meant.") var allowEverything = false
         @Flag(help: "Print JSON.") var json = false
 
+        func validate() throws {
+            if pattern == "*", !remove, !allowEverything {
+                throw ValidationError("`*` lets the node run every command it declares, now and later; pass --allow-everything if that is meant")
+            }
+        }
+
         func run() throws {
-            try Output.run { try editRules(state, node: node, pattern: pattern, json: json, verb: "Allowed") { try $0.allow(pattern, node: node) } }
+            try Output.run {
+                if remove {
+                    return try removeRule(state, node: node, pattern: pattern, denying: false, json: json)
+                }
+                try editRules(state, node: node, pattern: pattern, json: json, verb: "Allowed") { try $0.allow(pattern, node: node) }
+            }
         }
     }
 
     struct Deny: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop a node running a command or pattern.",
-            discussion: "Removes an identical allow rule and records a deny rule, which wins over wildcards: `nodes deny <node> canvas.eval` keeps the rest of canvas.* allowed.")
+            discussion: "Removes an identical allow rule and records a deny rule, which wins over wildcards: `nodes deny <node> canvas.eval` keeps the rest of canvas.* allowed. `--remove` takes a deny rule out again.")
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name.") var node: String
         @Argument(help: "Command or pattern.") var pattern: String
+        @Flag(help: "Remove this deny rule instead of adding it.") var remove = false
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
-            try Output.run { try editRules(state, node: node, pattern: pattern, json: json, verb: "Denied") { try $0.deny(pattern, node: node) } }
+            try Output.run {
+                if remove { return try removeRule(state, node: node, pattern: pattern, denying: true, json: json) }
+                try editRules(state, node: node, pattern: pattern, json: json, verb: "Denied") { try $0.deny(pattern, node: node) }
+            }
         }
     }
 
@@ -74,6 +94,15 @@ private func list(_ items: [String]) -> String { items.isEmpty ? "-" : items.joi
 
 struct RuleRefused: Error, CustomStringConvertible {
     let description: String
+}
+
+private func removeRule(_ state: StateOptions, node: String, pattern: String, denying: Bool, json: Bool) throws {
+    let settings = try state.settings()
+    let updated = try PairingStore(directory: state.directory).update { try $0.removeRule(pattern, denying: denying, node: node) }
+    if json { return try Output.json(NodeDescription(updated, live: nil, policy: settings.policy)) }
+    print("Removed the \(denying ? "deny" : "allow") rule \(pattern) from \(updated.details.displayName) (\(updated.nodeId)).")
+    print("allow: \(list(updated.access.allow))")
+    if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
 }
 
 private func editRules(_ state: StateOptions, node: String, pattern: String, json: Bool, verb: String,

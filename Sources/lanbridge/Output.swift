@@ -50,6 +50,7 @@ enum Output {
             note("lanbridge: \(error)")
             switch error {
             case .corrupt, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
+            case .insecureDirectory: return ExitCode(78)  // EX_CONFIG
             case .io: return ExitCode(74)  // EX_IOERR
             case .lockTimeout: return ExitCode(75)  // EX_TEMPFAIL
             }

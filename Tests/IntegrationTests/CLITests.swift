@@ -54,4 +54,48 @@ struct CLITests {
         }
         #expect(try run(["no-such-command"]).status == 64)
     }
+
+    /// A state directory with one paired node, written the way the daemon and the CLI do.
+    func pairedState() throws -> (TemporaryDirectory, String) {
+        let dir = TemporaryDirectory()
+        let node = try PairingStore(directory: StateDirectory(url: dir.url)).update { state in
+            let request = try state.challenge(key: PublicKey(bytes: Array(repeating: 7, count: 32))!, details: NodeDetails(
+                displayName: "Tablet", platform: "linux", commands: ["system.info", "device.echo"]), source: nil, now: Date())
+            state.setCode("123456", requestId: request.requestId)
+            return try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: ["system.info"]), now: Date())
+        }
+        return (dir, node.nodeId.description)
+    }
+
+    @Test func allowingEverythingMustBeSaidAndRulesCanBeRemoved() throws {
+        let (dir, id) = try pairedState()
+        let paired = dir.file("paired.json")
+        let before = try Data(contentsOf: paired)
+        let star = try run(["nodes", "allow", "Tablet", "*", "--state-dir", dir.path])
+        #expect(star.status == 64 && star.stderr.contains("--allow-everything"))
+        #expect(try Data(contentsOf: paired) == before, "a refused command changes nothing")
+        #expect(try run(["nodes", "allow", "Tablet", "*", "--allow-everything", "--state-dir", dir.path]).status == 0)
+        let removed = try run(["nodes", "allow", id, "*", "--remove", "--state-dir", dir.path])
+        #expect(removed.status == 0 && removed.stdout.contains("Removed the allow rule *"))
+        #expect(try run(["nodes", "deny", "Tablet", "system.info", "--state-dir", dir.path]).status == 0)
+        #expect(try run(["nodes", "deny", "Tablet", "system.info", "--remove", "--state-dir", dir.path]).status == 0)
+        let missing = try run(["nodes", "deny", "Tablet", "system.info", "--remove", "--state-dir", dir.path])
+        #expect(missing.status == 1 && missing.stderr.contains("no deny rule"))
+        let rules = try PairingStore(directory: StateDirectory(url: dir.url)).read().paired.nodes.first?.access
+        #expect(rules == AccessRules(allow: [], deny: []))
+    }
+
+    @Test func serveRefusesAStateDirectoryOthersCanWriteAndWarnsOnOneTheyCanRead() throws {
+        let dir = TemporaryDirectory()
+        chmod(dir.path, 0o777)
+        let writable = try run(["serve", "--state-dir", dir.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"])
+        #expect(writable.status == 78 && writable.stderr.contains("other users could replace the pairing files"), "\(writable.stderr)")
+        chmod(dir.path, 0o755)
+        let readable = try launch("lanbridge", ["serve", "--state-dir", dir.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"],
+                                  mergeStandardError: true)
+        _ = try readable.waitForLine { $0.contains("lets other users in") }
+        _ = try readable.waitForLine { $0.contains("lanbridge listening") }  // a warning: it serves
+        readable.signal(SIGTERM)
+        #expect(readable.wait() == 0)
+    }
 }

@@ -102,6 +102,10 @@ struct GatewayEndToEndTests {
         let big = try stack.gateway.invoke(stack.nodeID, "canvas.snapshot")  // ~256 KiB of base64
         #expect(big.code == ErrorMessage.payloadTooLarge)
         #expect(big.error?["details"]?["limit"] == 65536)
+        #expect(big.error?["details"]?["nodeId"]?.stringValue == stack.nodeID && big.error?["details"]?["command"] == "canvas.snapshot",
+                "every invoke error names the node and the command (§12.3)")
+        let nobody = try stack.gateway.invoke("nobody", "canvas.snapshot")
+        #expect(nobody.code == ErrorMessage.nodeNotFound && nobody.error?["details"]?["command"] == "canvas.snapshot")
         let small = try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: ["width": 16, "height": 16])
         #expect(small.ok, "the same connection carries the next result")
     }

@@ -76,13 +76,20 @@ public struct InvokeRouter: Sendable {
         received(result.received, from: nodeID, now: now)
     }
 
-    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, now: Date) -> Outcome {
+    /// A node's answer. `size` is the whole message's; over `limit`, a successful result is refused
+    /// with PAYLOAD_TOO_LARGE (the node stays connected).
+    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, now: Date, size: Int = 0, limit: Int = .max) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
         }
         remove(entry)
         guard entry.deadline > now else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "arrived after the deadline")
+        }
+        if result.ok, size > limit {
+            return .complete(requestID: entry.requestID, result: .failed(ErrorMessage(
+                code: ErrorMessage.payloadTooLarge, message: "the result is \(size) bytes; the limit is \(limit)",
+                details: details(entry, ["bytes": .number(Double(size)), "limit": .number(Double(limit))]), retryable: false)))
         }
         if result.ok { return .complete(requestID: entry.requestID, result: .ok(result.payload)) }
         let nodeError = result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "the node reported a failure")

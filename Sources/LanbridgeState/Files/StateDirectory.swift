@@ -42,6 +42,14 @@ public struct StateDirectory: Sendable, Equatable {
         }
     }
 
+    /// The daemon must not run on a directory other users can write to (they could swap the
+    /// pairing files or the identity).
+    public func checkNotWritableByOthers() throws {
+        var info = stat()
+        guard stat(url.path, &info) == 0, info.st_mode & 0o022 != 0 else { return }
+        throw StoreError.insecureDirectory(url, mode: UInt32(info.st_mode & 0o777))
+    }
+
     /// Nil when only the owner can read or enter the directory; otherwise what is wrong.
     public func privacyProblem() -> String? {
         var info = stat()

@@ -19,9 +19,20 @@ extension PairingState {
         }
     }
 
+    /// `nodes allow|deny --remove`: takes one rule out, as written; no such rule is an error.
+    public mutating func removeRule(_ pattern: String, denying: Bool, node reference: String) throws -> PairedNode {
+        let current = try node(matching: reference)
+        guard (denying ? current.access.deny : current.access.allow).contains(pattern) else {
+            throw PairingError.noSuchRule(pattern, denying ? "deny" : "allow", current.nodeId)
+        }
+        return try editAccess(of: reference) { rules in
+            if denying { rules.deny.removeAll { $0 == pattern } } else { rules.allow.removeAll { $0 == pattern } }
+        }
+    }
+
     private mutating func editAccess(of reference: String, _ edit: (inout AccessRules) -> Void) throws -> PairedNode {
         let id = try node(matching: reference).nodeId
-        let index = paired.nodes.firstIndex { $0.nodeId == id }!
+        guard let index = paired.nodes.firstIndex(where: { $0.nodeId == id }) else { throw PairingError.unknownNode(reference) }
         edit(&paired.nodes[index].access)
         return paired.nodes[index]
     }

@@ -14,6 +14,7 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
     case requestLocked(String, PendingRequest.Lock)
     case notRevealed(String)
     case verificationRequired(String)
+    case noSuchRule(String, String, Fingerprint)
 
     public var description: String {
         switch self {
@@ -27,6 +28,7 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .tooManyFromAddress(address, limit): "\(address) already has \(limit) pending requests; approve or reject those first"
         case let .requestLocked(id, lock): "request \(id) can never be approved: \(lock.explanation); reject it (`lanbridge nodes reject \(id)`) and have the device start over"
         case let .notRevealed(id): "request \(id) has no code yet: the device has not completed the code exchange; wait for it to show a code"
+        case let .noSuchRule(pattern, list, id): "node \(id) has no \(list) rule \(pattern) (see `lanbridge nodes describe \(id)`)"
         case let .verificationRequired(id): "request \(id) was made by code: pass --code with the code the device shows, or --unverified to approve without comparing (a man in the middle would pass)"
         }
     }
