@@ -19,7 +19,7 @@ public struct BridgeAdvertisement: Equatable, Sendable {
         // Each string costs its length plus one length byte.
         let budget = Self.maxTXTLength - entries.reduce(0) { $0 + $1.utf8.count + 1 } - "name=".count - 1
         var shortened = name
-        while shortened.utf8.count > budget { shortened.removeLast() }
+        while !shortened.isEmpty, shortened.utf8.count > max(0, budget) { shortened.removeLast() }
         entries.append("name=\(shortened)")
         return entries
     }

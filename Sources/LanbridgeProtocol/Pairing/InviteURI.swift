@@ -16,7 +16,8 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
 
     public init?(_ text: String) {
         guard let components = URLComponents(string: text), components.scheme == "lanbridge", components.path == "/invite",
-              let host = components.host, let port = components.port,
+              let rawHost = components.host, let port = components.port, (1...65535).contains(port),
+              let host = Self.validHost(rawHost),
               let items = components.queryItems,
               let fp = items.first(where: { $0.name == "fp" })?.value.flatMap(Fingerprint.init),
               let secretHex = items.first(where: { $0.name == "s" })?.value, let secret = try? Hex.decode(secretHex),
@@ -25,14 +26,25 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
         self.init(host: host, port: port, bridgeFingerprint: fp, secret: secret, name: items.first(where: { $0.name == "name" })?.value)
     }
 
+    /// Written by hand, so no host or name can make it fail: an IPv6 host gets its brackets, the
+    /// name is percent-encoded.
     public var description: String {
-        var components = URLComponents()
-        components.scheme = "lanbridge"
-        components.host = host
-        components.port = port
-        components.path = "/invite"
-        components.queryItems = [URLQueryItem(name: "fp", value: bridgeFingerprint.description), URLQueryItem(name: "s", value: Hex.encode(secret))]
-            + (name.map { [URLQueryItem(name: "name", value: $0)] } ?? [])
-        return components.string!
+        let hostPart = host.contains(":") ? "[\(host)]" : host
+        var text = "lanbridge://\(hostPart):\(port)/invite?fp=\(bridgeFingerprint)&s=\(Hex.encode(secret))"
+        if let name { text += "&name=" + (name.addingPercentEncoding(withAllowedCharacters: Self.queryValue) ?? "") }
+        return text
+    }
+
+    private static let queryValue = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~")).intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
+
+    /// A host name (letters, digits, dots, hyphens) or an IP address, brackets taken off; nil else.
+    public static func validHost(_ host: String) -> String? {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard !bare.isEmpty, bare.utf8.count <= 253 else { return nil }
+        let allowed: Set<UInt8> = Set(Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-".utf8))
+        if bare.utf8.allSatisfy(allowed.contains), !bare.hasPrefix("-"), !bare.hasPrefix(".") { return bare }
+        let ipv6: Set<UInt8> = Set(Array("0123456789abcdefABCDEF:.".utf8))
+        if bare.contains(":"), bare.utf8.allSatisfy(ipv6.contains) { return bare }
+        return nil
     }
 }

@@ -1,0 +1,164 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+
+// libFuzzer's entry point. Each target feeds the input to one decoder that reads bytes from the
+// network, and checks an invariant on what it accepts; a violated invariant traps, which libFuzzer
+// reports as a crash with the input that caused it.
+
+enum Target: String, CaseIterable {
+    case frame, preamble, transport, session, gateway, json, txt, invite
+}
+
+let target: Target = {
+    let name = ProcessInfo.processInfo.environment["LANBRIDGE_FUZZ_TARGET"] ?? ""
+    guard let target = Target(rawValue: name) else {
+        FileHandle.standardError.write(Data("set LANBRIDGE_FUZZ_TARGET to one of: \(Target.allCases.map(\.rawValue).joined(separator: ", "))\n".utf8))
+        exit(2)
+    }
+    return target
+}()
+
+func invariant(_ condition: @autoclosure () -> Bool, _ what: String) {
+    if !condition() {
+        FileHandle.standardError.write(Data("invariant failed: \(what)\n".utf8))
+        abort()
+    }
+}
+
+@_cdecl("LLVMFuzzerTestOneInput")
+public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
+    let bytes = Array(UnsafeBufferPointer(start: data, count: count))
+    switch target {
+    case .frame: frame(bytes)
+    case .preamble: preamble(bytes)
+    case .transport: transport(bytes)
+    case .session: session(bytes)
+    case .gateway: gateway(bytes)
+    case .json: json(bytes)
+    case .txt: txt(bytes)
+    case .invite: invite(bytes)
+    }
+    return 0
+}
+
+/// Frames out never exceed the limit, and re-framing them gives back the bytes consumed.
+func frame(_ bytes: [UInt8]) {
+    var decoder = FrameDecoder(limit: 8192)
+    let split = bytes.isEmpty ? 0 : Int(bytes[0]) % (bytes.count + 1)
+    decoder.append(Array(bytes[..<split]))
+    decoder.append(Array(bytes[split...]))
+    var consumed = 0
+    while let frame = try? decoder.next() {
+        invariant(!frame.isEmpty && frame.count <= 8192, "frame within the limit")
+        invariant(Array(bytes[consumed..<consumed + frame.count + 2]) == FrameDecoder.frame(frame), "frame is what was sent")
+        consumed += frame.count + 2
+    }
+    _ = try? decoder.finish()
+}
+
+/// A preamble that parses writes back to the same bytes.
+func preamble(_ bytes: [UInt8]) {
+    guard let parsed = try? Preamble(parsing: bytes) else { return }
+    invariant(parsed.bytes == bytes, "preamble round trip")
+}
+
+let bridgeKey = X25519.KeyPair.generate()
+let nodeKey = X25519.KeyPair.generate()
+/// A bridge and a node past the handshake, both authorised: copied for each input.
+let established: (node: SecureSession, bridge: SecureSession) = {
+    do {
+        var (node, opening) = try SecureSession.initiate(with: nodeKey)
+        var bridge = SecureSession(responderWith: bridgeKey)
+        var message3: [UInt8] = []
+        for case let .send(w2) in try bridge.receive(opening) { for case let .send(w3) in try node.receive(w2) { message3 = w3 } }
+        _ = try bridge.receive(message3)
+        node.authorize()
+        bridge.authorize()
+        return (node, bridge)
+    } catch {
+        fatalError("handshake: \(error)")
+    }
+}()
+
+/// Mode 0: raw bytes at a fresh bridge never complete a handshake or deliver a message.
+/// Mode 1: raw bytes on an established session never deliver a message (they cannot be sealed).
+/// Mode 2: the rest, sealed by the node, arrives as exactly that one message.
+func transport(_ bytes: [UInt8]) {
+    guard let mode = bytes.first else { return }
+    let rest = Array(bytes.dropFirst())
+    switch mode % 3 {
+    case 0:
+        var bridge = SecureSession(responderWith: bridgeKey)
+        let outputs = (try? bridge.receive(rest)) ?? []
+        invariant(!outputs.contains { if case .established = $0 { true } else { false } }, "no handshake from noise")
+    case 1:
+        var bridge = established.bridge
+        let outputs = (try? bridge.receive(rest)) ?? []
+        invariant(!outputs.contains { if case .message = $0 { true } else { false } }, "no message from noise")
+    default:
+        var (node, bridge) = established
+        guard let wire = try? node.seal(rest) else { return }
+        let delivered = ((try? bridge.receive(wire)) ?? []).compactMap { if case let .message(m) = $0 { m } else { nil } }
+        invariant(delivered == [rest], "a sealed message arrives whole and alone")
+    }
+}
+
+/// What the bridge accepts from a node, any JSON reader reads the same way.
+func session(_ bytes: [UInt8]) {
+    guard let inbound = try? SessionMessages.read(bytes) else { return }
+    invariant((try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) != nil, "accepted message is JSON to Foundation")
+    if case let .result(result) = inbound, case let .raw(payload) = result.payload {
+        invariant((try? JSONDecoder().decode(JSONValue.self, from: Data(payload))) != nil, "a relayed payload is JSON to Foundation")
+    }
+}
+
+/// A frame that decodes encodes to a frame that decodes to the same thing.
+func gateway(_ bytes: [UInt8]) {
+    guard let frame = try? GatewayFrame.decode(bytes) else { return }
+    invariant((try? GatewayFrame.decode(frame.encoded())) == frame, "gateway frame round trip")
+}
+
+/// The scanner accepts only what Foundation reads, and finds the same members.
+func json(_ bytes: [UInt8]) {
+    guard let members = try? JSONScanner.members(["type", "payload"], in: bytes) else { return }
+    guard let whole = try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)) else {
+        return invariant(false, "accepted document is JSON to Foundation")
+    }
+    if let range = members["payload"] {
+        invariant((try? JSONDecoder().decode(JSONValue.self, from: Data(bytes[range]))) == whole["payload"], "payload member")
+    }
+    if let range = members["type"], case let .string(type)? = whole["type"] {
+        invariant(JSONScanner.string(bytes[range]) == type, "type member")
+    }
+}
+
+/// TXT strings (split at NUL) that parse give an advertisement whose own TXT record fits and
+/// parses back to it.
+func txt(_ bytes: [UInt8]) {
+    let strings = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    guard let advertisement = BridgeAdvertisement(txt: strings) else { return }
+    let record = advertisement.txt
+    invariant(record.reduce(0) { $0 + $1.utf8.count + 1 } <= BridgeAdvertisement.maxTXTLength || advertisement.shortFingerprint.utf8.count > 150,
+              "TXT record fits")
+    guard let again = BridgeAdvertisement(txt: record) else { return invariant(false, "TXT record parses back") }
+    invariant(again.versions == advertisement.versions && again.shortFingerprint == advertisement.shortFingerprint, "TXT round trip")
+}
+
+/// An invite URI that parses prints as one that parses to the same invite.
+func invite(_ bytes: [UInt8]) {
+    guard let text = String(validating: bytes, as: UTF8.self), let invite = InviteURI(text) else { return }
+    invariant(InviteURI(invite.description) == invite, "invite URI round trip")
+}
+
+// SwiftPM links an executable's entry point as `<module>_main`; hand over to libFuzzer's driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+                         _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt) -> CInt
+
+@_cdecl("lanbridge_fuzz_main")
+public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
+    var argc = argc
+    var argv = argv
+    return LLVMFuzzerRunDriver(&argc, &argv) { data, count in fuzz(data, count) }
+}
