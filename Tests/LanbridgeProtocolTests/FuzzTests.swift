@@ -1,3 +1,4 @@
+import Foundation
 import LanbridgeCrypto
 @testable import LanbridgeProtocol
 import Testing
@@ -95,11 +96,10 @@ extension FuzzTests {
                 }
                 if bytes.isEmpty { bytes = [0x7B] }
             }
-            do {
-                _ = try SessionMessages.decode(bytes)
-            } catch {
-                #expect(error is SessionMessageError)
-            }
+            // Errors are typed (SessionMessageError); what decodes, Foundation reads as the same type.
+            guard let message = try? SessionMessages.decode(bytes) else { continue }
+            let tag = (try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])?["type"] as? String
+            #expect(tag == type(of: message).type, "\(String(decoding: bytes, as: UTF8.self))")
         }
     }
 

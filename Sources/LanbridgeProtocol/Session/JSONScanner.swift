@@ -136,18 +136,13 @@ public enum JSONScanner {
                     i += 1
                     expect = .value
                 case .commaOrEnd:
-                    guard case let .object(keys)? = stack.last else {
-                        // In an array.
-                        if c == UInt8(ascii: ",") { i += 1; expect = .value; continue }
-                        guard c == UInt8(ascii: "]") else { throw fail("expected ',' or ']'") }
+                    let inObject = if case .object = stack[stack.count - 1] { true } else { false }
+                    if c == UInt8(ascii: ",") {
                         i += 1
-                        stack.removeLast()
-                        completed = true
-                        break
+                        expect = inObject ? .key : .value
+                        continue
                     }
-                    _ = keys
-                    if c == UInt8(ascii: ",") { i += 1; expect = .key; continue }
-                    guard c == UInt8(ascii: "}") else { throw fail("expected ',' or '}'") }
+                    guard c == UInt8(ascii: inObject ? "}" : "]") else { throw fail(inObject ? "expected ',' or '}'" : "expected ',' or ']'") }
                     i += 1
                     stack.removeLast()
                     completed = true
@@ -181,15 +176,22 @@ public enum JSONScanner {
         /// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
         mutating func number() throws(Invalid) {
             func digit(_ k: Int) -> Bool { k < bytes.count && bytes[k] >= UInt8(ascii: "0") && bytes[k] <= UInt8(ascii: "9") }
+            let start = i
             if bytes[i] == UInt8(ascii: "-") { i += 1 }
             guard digit(i) else { throw fail("bad number") }
             if bytes[i] == UInt8(ascii: "0") { i += 1 } else { while digit(i) { i += 1 } }
+            let bareZero = i == start + 1 && bytes[start] == UInt8(ascii: "0")
+            var exponent = false
             if i < bytes.count, bytes[i] == UInt8(ascii: ".") {
                 i += 1
                 guard digit(i) else { throw fail("bad number") }
                 while digit(i) { i += 1 }
             }
             if i < bytes.count, bytes[i] == UInt8(ascii: "e") || bytes[i] == UInt8(ascii: "E") {
+                // Foundation's JSONDecoder (Swift 6.3) refuses `0e3` though RFC 8259 allows it (it
+                // takes `-0e3` and `0e+3`): refused here too, so the two readers never disagree.
+                if bareZero, digit(i + 1) { throw fail("0e<digits> is not read the same by every parser; write 0") }
+                exponent = true
                 i += 1
                 if i < bytes.count, bytes[i] == UInt8(ascii: "+") || bytes[i] == UInt8(ascii: "-") { i += 1 }
                 guard digit(i) else { throw fail("bad number") }
@@ -201,6 +203,11 @@ public enum JSONScanner {
                 guard c == UInt8(ascii: ",") || c == UInt8(ascii: "}") || c == UInt8(ascii: "]") || c == 0x20 || c == 0x0A || c == 0x0D || c == 0x09 else {
                     throw fail("bad number")
                 }
+            }
+            // Beyond a double's range (1e400) decoders disagree (infinity, or an error): refused.
+            // Only long tokens or exponents can get there, so plain ones cost nothing more.
+            if exponent || i - start > 15, let value = Double(String(decoding: bytes[start..<i], as: UTF8.self)), !value.isFinite {
+                throw fail("number out of range")
             }
         }
 
