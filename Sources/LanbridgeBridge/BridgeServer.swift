@@ -16,6 +16,9 @@ public enum BridgeServer {
     public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.stateDirectory.prepare()
         try configuration.stateDirectory.checkNotWritableByOthers()
+        // Before anything else is touched: a second daemon must not disturb the first one's files.
+        let daemonLock = try DaemonLock(directory: configuration.stateDirectory)
+        defer { withExtendedLifetime(daemonLock) {} }
         if let problem = configuration.stateDirectory.privacyProblem() { logger.warning("state directory \(configuration.stateDirectory.url.path): \(problem)") }
         let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
         // Watch before the first read, so no change the CLI makes from here on goes unseen.
@@ -34,7 +37,7 @@ public enum BridgeServer {
         let admission = Admission(limits: configuration.admission, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: initial)
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) { try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.socketOption(.so_keepalive), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
@@ -55,13 +58,15 @@ public enum BridgeServer {
                     try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
                     return (try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel), address, Admission.Slot?.some(slot))
                 }
-            }
+            } }
         let port = server.channel.localAddress?.port ?? configuration.port
-        let bridge = Bridge(configuration: configuration, identity: identity, listening: ["\(configuration.bind.host):\(port)"], initial: initial,
+        // An IPv6 address in brackets, so "host:port" splits at the right colon.
+        let listening = configuration.bind.host.contains(":") ? "[\(configuration.bind.host)]:\(port)" : "\(configuration.bind.host):\(port)"
+        let bridge = Bridge(configuration: configuration, identity: identity, listening: [listening], initial: initial,
                             admission: admission, invites: invites, logger: logger)
         await bridge.publishRuntime()
         logger.info("lanbridge listening", metadata: [
-            "address": "\(configuration.bind.host):\(port)", "name": "\(configuration.name)",
+            "address": "\(listening)", "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
         onListening(port)

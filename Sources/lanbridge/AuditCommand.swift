@@ -17,6 +17,7 @@ struct AuditCommand: ParsableCommand {
 
         func run() throws {
             try Output.run {
+                try state.directory.requireExisting()
                 let entries = try AuditLog(directory: state.directory).entries()
                 if json { return try Output.json(entries) }
                 guard !entries.isEmpty else { return print("The audit log is empty.") }
@@ -34,6 +35,7 @@ struct AuditCommand: ParsableCommand {
 
         func run() throws {
             try Output.run {
+                try state.directory.requireExisting()
                 let result = try AuditLog(directory: state.directory).verify()
                 if json {
                     struct Report: Encodable { let lines: Int; let intact: Bool; let brokenAt: [Int] }

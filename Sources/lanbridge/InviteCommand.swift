@@ -19,28 +19,31 @@ struct InviteCommand: ParsableCommand {
     @Option(help: "Display name to give the device.") var name: String?
     @Option(help: ArgumentHelp("Commands the device may run, comma-separated patterns such as canvas.*. Default: its platform's defaults.", valueName: "cmd,..."))
     var allow: String?
-    @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: String?
-    @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Int?
+    @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: DialHost?
+    @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Port?
     @Flag(help: "Do not draw the QR code.") var noQR = false
     @Flag(help: "Print JSON.") var json = false
 
     func validate() throws {
-        if let allow {
-            for pattern in allow.split(separator: ",") where !pattern.allSatisfy({ $0.isLetter || $0.isNumber || "._-*".contains($0) }) {
-                throw ValidationError("bad command pattern \"\(pattern)\": use letters, digits, '.', '_', '-' and '*'")
-            }
-        }
+        if port?.value == 0 { throw ValidationError("--port must be between 1 and 65535") }
     }
 
     func run() throws {
         try Output.run {
+            // Everything is checked before anything is written: the patterns as `nodes allow` checks them.
+            let settings = try state.settings()
+            let patterns = try allow.map { list in
+                try list.split(separator: ",", omittingEmptySubsequences: false).map { item in
+                    do { return try settings.catalog.check(String(item)).description } catch { throw ValidationError("--allow: \(error)") }
+                }
+            }
             let directory = state.directory
-            let identity = try IdentityStore(directory: directory).loadOrCreate()
             let runtime = RuntimeStatusFile(directory: directory).read()
-            let listening = runtime?.listening.first?.split(separator: ":")
-            let dialHost = host ?? listening.flatMap { $0.first.map(String.init) }.flatMap { $0 == "0.0.0.0" ? nil : $0 } ?? NetworkInterfaces.lanAddress() ?? ProcessInfo.processInfo.hostName
-            let dialPort = port ?? listening.flatMap { $0.last.flatMap { Int($0) } } ?? BridgeConfiguration.defaultPort
-            let patterns = allow.map { $0.split(separator: ",").map(String.init) }
+            let listening = runtime?.listening.first.flatMap(ListeningAddress.split)
+            let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
+            let dialHost = host?.name ?? listening.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost
+            let dialPort = port?.value ?? listening?.port ?? BridgeConfiguration.defaultPort
+            let identity = try IdentityStore(directory: directory).loadOrCreate()
             let now = Date()
             let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, allow: patterns, ttl: ttl.seconds, now: now) }
             let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: identity.publicKey),

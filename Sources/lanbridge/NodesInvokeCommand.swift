@@ -23,12 +23,11 @@ extension NodesCommand {
         @Option(help: "Node ID or display name.") var node: String
         @Option(help: "Command, e.g. canvas.snapshot.") var command: String
         @Option(help: ArgumentHelp("Parameters as a JSON object.", valueName: "json")) var params: String?
-        @Option(help: ArgumentHelp("Give up after this many milliseconds.", valueName: "ms")) var timeout: Int?
+        @Option(help: ArgumentHelp("How long the node may take: 500ms, 30s, 5m (at most the bridge's maxTimeoutMs).", valueName: "duration")) var timeout: Duration?
         @Option(help: ArgumentHelp("Write the result's base64 data (a PNG snapshot) to this file.", valueName: "file")) var out: String?
         @Flag(help: "Print the whole answer as JSON (errors too).") var json = false
 
         func validate() throws {
-            if let timeout, timeout < 1 { throw ValidationError("--timeout must be a positive number of milliseconds") }
             if let params, case .object? = try? JSONDecoder().decode(JSONValue.self, from: Data(params.utf8)) {} else if params != nil {
                 throw ValidationError("--params must be a JSON object, e.g. '{\"url\":\"https://example.com\"}'")
             }
@@ -40,12 +39,12 @@ extension NodesCommand {
                 var request: [String: JSONValue] = ["nodeId": .string(node), "command": .string(command),
                                                     "idempotencyKey": .string(Hex.encode(SecureRandom.bytes(12)))]
                 if let parsed { request["params"] = parsed }
-                if let timeout { request["timeoutMs"] = .number(Double(timeout)) }
+                if let timeout { request["timeoutMs"] = .number(Double(timeout.milliseconds)) }
                 let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
                 let answer: Result<JSONValue?, ErrorMessage>
                 do {
                     answer = try ControlClient(path: path).request(method: GatewayMethod.nodeInvoke, params: .object(request),
-                                                                   timeout: Double(timeout ?? 300_000) / 1000 + 5)
+                                                                   timeout: (timeout?.seconds ?? 300) + 5)
                 } catch let error as ControlClient.NotRunning {
                     Output.note("lanbridge: \(error)")
                     throw ExitCode(69)  // EX_UNAVAILABLE

@@ -43,6 +43,14 @@ enum Output {
         switch error {
         case is ExitCode, is ValidationError, is CleanExit:
             return error
+        case let error as BindProblem:
+            note("lanbridge: \(error)")
+            if case .inUse = error { return ExitCode(75) }  // EX_TEMPFAIL: free the port and retry
+            if case .notPermitted = error { return ExitCode(77) }  // EX_NOPERM
+            return ExitCode(78)  // EX_CONFIG
+        case is DaemonLock.Held:
+            note("lanbridge: \(error)")
+            return ExitCode(75)  // EX_TEMPFAIL
         case is BridgeSettings.ConfigError, is GatewayEndpoint.Invalid, is ConfigurationProblem:
             note("lanbridge: \(error)")
             return ExitCode(78)  // EX_CONFIG
@@ -51,6 +59,7 @@ enum Output {
             switch error {
             case .corrupt, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
             case .insecureDirectory: return ExitCode(78)  // EX_CONFIG
+            case .missingDirectory: return ExitCode(66)  // EX_NOINPUT
             case .io: return ExitCode(74)  // EX_IOERR
             case .lockTimeout: return ExitCode(75)  // EX_TEMPFAIL
             }
@@ -76,18 +85,5 @@ extension Output {
     static func duration(_ seconds: TimeInterval) -> String {
         let s = Int(seconds.rounded())
         return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(max(s, 0))s"
-    }
-}
-
-/// A duration on the command line: 90, 90s, 10m, 2h.
-struct Duration: ExpressibleByArgument {
-    let seconds: TimeInterval
-    /// Shown in --help as the user would type it ("5m"), not as a struct dump.
-    var defaultValueDescription: String { Output.duration(seconds) }
-    init?(argument: String) {
-        let units: [Character: Double] = ["s": 1, "m": 60, "h": 3600]
-        let unit = argument.last.flatMap { units[$0] }
-        guard let value = Double(unit == nil ? argument : String(argument.dropLast())), value > 0 else { return nil }
-        seconds = value * (unit ?? 1)
     }
 }

@@ -23,7 +23,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var state: StateOptions
-    @Option(help: "TCP port to listen on.") var port = BridgeConfiguration.defaultPort
+    @Option(help: "TCP port to listen on (0: any free one).") var port = Port(argument: String(BridgeConfiguration.defaultPort))!
     @Option(help: ArgumentHelp("Where to listen: lan (all interfaces), loopback, or one address such as a tailnet IP.", valueName: "lan|loopback|address"))
     var bind = "lan"
     @Option(help: "Display name nodes see. Default: the host name.") var name: String?
@@ -55,7 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
         let logger = Logger(label: "lanbridge") { LineLogHandler(label: $0, level: level) }
         var configuration = BridgeConfiguration(stateDirectory: state.directory, name: name ?? ProcessInfo.processInfo.hostName)
-        configuration.port = port
+        configuration.port = port.value
         configuration.bind = .init(bind)
         configuration.pairingTiming.timeToLive = pairingTTL.seconds
         configuration.pairingTiming.hardCap = max(pairingMaxWait.seconds, pairingTTL.seconds)

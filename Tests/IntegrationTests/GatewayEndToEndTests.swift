@@ -232,7 +232,9 @@ struct GatewayLinkTests {
                                                  writeTokenFile("not-the-token", in: directory), "--gateway-auth", "bearer"])
         defer { wrong.stop() }
         try gateway.waitFor("refused a bridge with a wrong token")
-        #expect(try wrong.waitForLog("gateway link down").contains("bad token"))
+        // The reason the bridge logs is usually the gateway's ("1008 bad token"); under load the
+        // close can race the hello's write, so only the refusal itself is asserted.
+        try wrong.waitForLog("gateway link down")
         let proofBridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
         defer { proofBridge.stop() }
         #expect(try proofBridge.waitForLog("gateway link down").contains("did not answer the token challenge"),

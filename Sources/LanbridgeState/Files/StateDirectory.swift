@@ -50,6 +50,14 @@ public struct StateDirectory: Sendable, Equatable {
         throw StoreError.insecureDirectory(url, mode: UInt32(info.st_mode & 0o777))
     }
 
+    /// Throws unless the directory exists (it is made by `serve`, `identity` and `invite`).
+    public func requireExisting() throws {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw StoreError.missingDirectory(url)
+        }
+    }
+
     /// Nil when only the owner can read or enter the directory; otherwise what is wrong.
     public func privacyProblem() -> String? {
         var info = stat()

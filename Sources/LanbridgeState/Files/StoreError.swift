@@ -5,6 +5,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// The file exists but cannot be understood. It is never replaced silently.
     case corrupt(URL, String)
     case insecurePermissions(URL, mode: UInt32)
+    /// The state directory does not exist (a mistyped --state-dir, or no daemon has run yet).
+    case missingDirectory(URL)
     /// The state directory lets other users write to it.
     case insecureDirectory(URL, mode: UInt32)
     case io(URL, String)
@@ -16,6 +18,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             "\(url.path) is corrupt: \(problem). It was left untouched; repair it or move it aside, then retry."
         case let .insecurePermissions(url, mode):
             String(format: "%@ has mode %03o; it must be readable by its owner only (chmod 600 %@)", url.path, mode, url.path)
+        case let .missingDirectory(url):
+            "there is no lanbridge state at \(url.path): check --state-dir (or $LANBRIDGE_STATE_DIR); `lanbridge serve` or `lanbridge identity` creates it"
         case let .insecureDirectory(url, mode):
             String(format: "%@ has mode %03o: other users could replace the pairing files in it; refusing to serve from it (chmod 700 %@)", url.path, mode, url.path)
         case let .io(url, problem):

@@ -45,16 +45,17 @@ public struct PairingStore: Sendable {
         try decode(InvitesFile.self, from: invitesURL) ?? InvitesFile()
     }
 
-    /// A consistent snapshot of both files.
+    /// A consistent snapshot of both files. A state directory that does not exist is an error,
+    /// never created here: reading must not leave a directory behind a mistyped --state-dir.
     public func read() throws -> PairingState {
-        try directory.prepare()
+        try directory.requireExisting()
         return try lock.withLock { try load() }
     }
 
     /// Loads, lets `body` change the state, writes back what changed and records it in the audit
     /// log as `actor`. If `body` throws, nothing is written.
     public func update<T>(actor: String = AuditLog.currentUser, _ body: (inout PairingState) throws -> T) throws -> T {
-        try directory.prepare()
+        try directory.requireExisting()
         return try lock.withLock {
             AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName])
             let before = try load()

@@ -1,0 +1,137 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+import Testing
+import TestSupport
+
+/// The CLI and the daemon as an admin meets them: bad input is a usage error that changes
+/// nothing, one daemon per state directory, errors that say what to do.
+@Suite(.serialized)
+struct OperatorCLITests {
+    /// Every file in the directory and its bytes.
+    func snapshot(_ directory: URL) -> [String: Data] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return Dictionary(uniqueKeysWithValues: names.compactMap { name in
+            (try? Data(contentsOf: directory.appendingPathComponent(name))).map { (name, $0) }
+        })
+    }
+
+    /// A state directory with an identity, one paired node, one pending request and an invite.
+    func populatedState() throws -> TemporaryDirectory {
+        let dir = TemporaryDirectory("state")
+        #expect(try CLI.run(["identity", "--state-dir", dir.path]).status == 0)
+        try PairingStore(directory: StateDirectory(url: dir.url)).update { state in
+            let r = try state.challenge(key: PublicKey(bytes: Array(repeating: 1, count: 32))!, details: NodeDetails(
+                displayName: "Tablet", platform: "linux", commands: ["system.info"]), source: "10.0.0.2", now: Date())
+            state.setCode("123456", requestId: r.requestId)
+            _ = try state.approve(requestId: r.requestId, code: "123456", now: Date())
+            _ = try state.challenge(key: PublicKey(bytes: Array(repeating: 2, count: 32))!, details: NodeDetails(
+                displayName: "Phone", platform: "ios"), source: "10.0.0.3", now: Date())
+            _ = state.createInvite(name: "x", allow: nil, ttl: 600, now: Date())
+        }
+        return dir
+    }
+
+    @Test func aSecondDaemonOnTheSameStateExits75AndLeavesTheFirstAlone() throws {
+        let first = try BridgeDaemon(arguments: ["--no-gateway"])
+        let second = try CLI.run(["serve", "--state-dir", first.state.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"])
+        #expect(second.status == 75 && second.stderr.contains("pid \(first.process.pid)"), "\(second.stderr)")
+        #expect(RuntimeStatusFile(directory: StateDirectory(url: first.state.url)).read()?.pid == first.process.pid, "runtime.json is still the first's")
+        #expect(FileManager.default.fileExists(atPath: first.state.file("control.sock").path))
+        #expect(try CLI.run(["nodes", "invoke", "--node", "x", "--command", "device.echo", "--state-dir", first.state.path]).status != 69,
+                "the first daemon still answers its control socket")
+        first.stop()
+    }
+
+    @Test func listeningProblemsAreExplainedWithTheirExitCodes() throws {
+        let first = try BridgeDaemon(arguments: ["--no-gateway"])
+        defer { first.stop() }
+        let taken = try CLI.run(["serve", "--state-dir", TemporaryDirectory().path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", String(first.port)])
+        #expect(taken.status == 75 && taken.stderr.contains("already in use"), "\(taken.stderr)")
+        let unknown = try CLI.run(["serve", "--state-dir", TemporaryDirectory().path, "--no-mdns", "--no-gateway", "--bind", "no-such-host.invalid", "--port", "0"])
+        #expect(unknown.status == 78 && unknown.stderr.contains("--bind no-such-host.invalid"), "\(unknown.stderr)")
+        #expect(!unknown.stderr.contains("SocketAddressError") && !taken.stderr.contains("errno"))
+    }
+
+    @Test func readOnlyCommandsCreateNothing() throws {
+        let parent = TemporaryDirectory()
+        let typo = parent.file("typo")
+        for command in [["nodes", "list"], ["nodes", "pending"], ["nodes", "describe", "x"], ["audit", "verify"], ["audit", "show"],
+                        ["nodes", "approve", "abcdefgh", "--unverified"], ["nodes", "revoke", "x"]] {
+            let run = try CLI.run(command + ["--state-dir", typo.path])
+            #expect(run.status == 66 && run.stderr.contains("no lanbridge state"), "\(command): \(run.status) \(run.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: typo.path), "\(command) created the directory")
+        }
+    }
+
+    @Test func inviteChecksEveryInputBeforeWritingAnything() throws {
+        let dir = TemporaryDirectory("state")
+        for bad in [["--host", "bad host/x"], ["--ttl", "inf"], ["--ttl", "1e300s"], ["--ttl", "nan"], ["--ttl", "-5m"], ["--port", "70000"],
+                    ["--port", "0"], ["--allow", "camera.snpa"], ["--allow", "canv*"], ["--allow", "canvas.*,"]] {
+            let run = try CLI.run(["invite", "--no-qr", "--state-dir", dir.path] + bad)
+            #expect(run.status == 64, "\(bad): \(run.status) \(run.stderr)")
+            #expect(snapshot(dir.url).isEmpty, "\(bad) wrote something")
+        }
+        let ok = try CLI.run(["invite", "--no-qr", "--host", "::1", "--port", "18790", "--ttl", "90s", "--allow", "canvas.*,system.info", "--state-dir", dir.path])
+        #expect(ok.status == 0 && ok.stdout.contains("lanbridge://[::1]:18790/invite?"), "\(ok.stdout)")
+    }
+
+    @Test func anIPv6ListenerGivesInvitesWithBrackets() throws {
+        let bridge = try BridgeDaemon(arguments: ["--no-gateway"], bind: "::1")
+        defer { bridge.stop() }
+        let invite = try CLI.run(["invite", "--no-qr", "--state-dir", bridge.state.path])
+        #expect(invite.stdout.contains("lanbridge://[::1]:\(bridge.port)/invite?"), "\(invite.stdout)")
+    }
+
+    @Test func durationsReadTheSameEverywhere() throws {
+        let dir = try populatedState()
+        // Parsed (then refused for want of a daemon: 69), not a usage error.
+        for value in ["500ms", "2s", "5m", "1h", "90"] {
+            #expect(try CLI.run(["nodes", "invoke", "--node", "Tablet", "--command", "system.info", "--timeout", value, "--state-dir", dir.path]).status == 69)
+        }
+        #expect(try CLI.run(["nodes", "invoke", "--node", "Tablet", "--command", "system.info", "--timeout", "2 s", "--state-dir", dir.path]).status == 64)
+    }
+
+    /// Seeded random argument lists for every subcommand: no crash, only documented exit codes,
+    /// and a refused command leaves every state file as it was.
+    @Test func randomArgumentsNeverCrashAndARefusalChangesNothing() throws {
+        let dir = try populatedState()
+        let nodeID = try PairingStore(directory: StateDirectory(url: dir.url)).read().paired.nodes[0].nodeId.description
+        let requestID = try PairingStore(directory: StateDirectory(url: dir.url)).read().pending.requests[0].requestId
+        let commands: [[String]] = [["nodes", "pending"], ["nodes", "approve"], ["nodes", "reject"], ["nodes", "list"], ["nodes", "describe"],
+                                    ["nodes", "allow"], ["nodes", "deny"], ["nodes", "revoke"], ["nodes", "invoke"], ["invite"], ["identity"],
+                                    ["audit", "show"], ["audit", "verify"], ["doctor"]]
+        let words = ["Tablet", nodeID, requestID, requestID.uppercased(), "canvas.*", "*", "system.info", "--json", "--code", "123456", "abc",
+                     "--ttl", "inf", "nan", "1e300s", "-1", "0", "99999", "", "\u{1}\u{1B}[2J", String(repeating: "x", count: 100_000), "::1",
+                     "bad host/x", "--allow", "--host", "--port", "--timeout", "--block", "--from", "10.0.0.3", "--unverified", "--remove",
+                     "--allow-everything", "--name", "--params", "{}", "[", "--command", "--node", "--no-qr", "é\u{200D}", "--help"]
+        var rng = SplitMix(state: 42)
+        let documented: Set<Int32> = [0, 1, 64, 65, 66, 69, 74, 75, 78]
+        for round in 0..<250 {
+            let command = commands[Int(rng.next() % UInt64(commands.count))]
+            let arguments = (0..<Int(rng.next() % 5)).map { _ in words[Int(rng.next() % UInt64(words.count))] }
+            let before = snapshot(dir.url)
+            // The state directory comes from the environment, so no random word can move it.
+            let child = try ChildProcess(ChildProcess.product("lanbridge"), command + arguments + (command == ["invite"] ? ["--no-qr"] : []),
+                                         environment: ["LANBRIDGE_STATE_DIR": dir.path, "PATH": "/usr/bin:/bin"])
+            while try child.nextLine() != nil {}
+            let status = child.wait()
+            #expect(child.process.terminationReason == .exit, "round \(round): \(command + arguments) died of a signal")
+            #expect(documented.contains(status), "round \(round): \(command + arguments) exited \(status): \(child.standardError.prefix(300))")
+            if status != 0 {
+                #expect(snapshot(dir.url) == before, "round \(round): refused \(command + arguments) changed the state")
+            }
+        }
+    }
+
+    struct SplitMix: RandomNumberGenerator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state &+= 0x9E37_79B9_7F4A_7C15
+            var z = state
+            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+            return z ^ (z >> 31)
+        }
+    }
+}
