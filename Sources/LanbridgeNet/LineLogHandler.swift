@@ -8,11 +8,36 @@ public struct LineLogHandler: LogHandler {
     public var logLevel: Logger.Level
     private let label: String
     private let interactive: Bool
+    /// Under journald: each line starts with its syslog priority (`<4>`), so `journalctl -p warning`
+    /// works, and carries no timestamp of its own (the journal has one).
+    private let journal: Bool
 
-    public init(label: String, level: Logger.Level = .info, interactive: Bool = isatty(STDERR_FILENO) == 1) {
+    public init(label: String, level: Logger.Level = .info, interactive: Bool = isatty(STDERR_FILENO) == 1, journal: Bool = Self.stderrIsJournal()) {
         self.label = label
         logLevel = level
-        self.interactive = interactive
+        self.interactive = interactive && !journal
+        self.journal = journal
+    }
+
+    /// systemd sets JOURNAL_STREAM to the device and inode of the stream it connected; it counts
+    /// only if stderr is still that stream (not redirected by a script in between).
+    public static func stderrIsJournal() -> Bool {
+        guard let value = ProcessInfo.processInfo.environment["JOURNAL_STREAM"] else { return false }
+        var info = stat()
+        guard fstat(STDERR_FILENO, &info) == 0 else { return false }
+        return value == "\(info.st_dev):\(info.st_ino)"
+    }
+
+    /// sd-daemon(3) priorities.
+    static func priority(_ level: Logger.Level) -> Int {
+        switch level {
+        case .trace, .debug: 7
+        case .info: 6
+        case .notice: 5
+        case .warning: 4
+        case .error: 3
+        case .critical: 2
+        }
     }
 
     public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -29,8 +54,8 @@ public struct LineLogHandler: LogHandler {
             let extra = fields.isEmpty ? "" : "  " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
             line = "\(time) \(event.level.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)) \(event.message)\(extra)"
         } else {
-            let time = Date().formatted(.iso8601)
-            line = (["ts=\(time)", "level=\(event.level)", "logger=\(label)", "msg=\(Self.quote("\(event.message)"))"]
+            let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(Date().formatted(.iso8601))", "level=\(event.level)"]
+            line = (head + ["logger=\(label)", "msg=\(Self.quote("\(event.message)"))"]
                 + fields.map { "\($0.key)=\(Self.quote("\($0.value)"))" }).joined(separator: " ")
         }
         FileHandle.standardError.write(Data((line + "\n").utf8))

@@ -1,4 +1,5 @@
 import ArgumentParser
+import LanbridgeBridge
 
 @main
 struct Lanbridge: AsyncParsableCommand {
@@ -23,10 +24,12 @@ struct Lanbridge: AsyncParsableCommand {
           65   a state file is corrupt (it is left untouched)
           74   I/O error
           69   the daemon is not running (nodes invoke)
-          75   the state is locked by another process; try again
-          78   the config file or a setting is wrong; the message names the entry
+          66   there is no state directory there (check --state-dir)
+          75   try again later: the state is locked, another daemon serves this state directory, or the port is in use
+          77   not permitted (e.g. a port below 1024)
+          78   the config file or a setting is wrong (or the state directory is writable by others); the message names it
         """,
-        version: "0.5.0",
+        version: BridgeServer.version,
         subcommands: [ServeCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
     )
 }

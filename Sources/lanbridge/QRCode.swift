@@ -6,7 +6,7 @@ enum QRCode {
     static func render(_ text: String) -> String? {
         guard let code = QRcode_encodeString(text, 0, QR_ECLEVEL_M, QR_MODE_8, 1) else { return nil }
         defer { QRcode_free(code) }
-        let width = Int(code.pointee.width), quiet = 2
+        let width = Int(code.pointee.width), quiet = 4  // ISO/IEC 18004: four modules
         let size = width + 2 * quiet
         func dark(_ x: Int, _ y: Int) -> Bool {
             let (cx, cy) = (x - quiet, y - quiet)

@@ -134,4 +134,28 @@ struct OperatorCLITests {
             return z ^ (z >> 31)
         }
     }
+
+    /// The QR code's quiet zone is the four modules the standard asks for, on every side.
+    @Test func theQRCodeHasAFourModuleQuietZone() throws {
+        let dir = TemporaryDirectory("state")
+        let out = try CLI.run(["invite", "--host", "192.168.1.10", "--port", "18790", "--state-dir", dir.path]).stdout
+        let qr = out.split(separator: "\n").prefix { !$0.hasPrefix("lanbridge://") }.map(String.init)
+        #expect(qr.count > 10)
+        // Two modules per text line: the first two lines and the last two are all quiet (light),
+        // and every line starts and ends with four light columns.
+        for line in qr.prefix(2) + qr.suffix(2) { #expect(line.allSatisfy { $0 == "█" }, "\(line)") }
+        for line in qr { #expect(line.prefix(4).allSatisfy { $0 == "█" } && line.suffix(4).allSatisfy { $0 == "█" }) }
+    }
+
+    /// Under journald (JOURNAL_STREAM naming stderr) each line carries its syslog priority.
+    @Test func underJournaldEachLineCarriesItsPriority() throws {
+        let dir = TemporaryDirectory("state")
+        let script = "export JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); exec \(ChildProcess.product("lanbridge").path) serve --state-dir \(dir.path) --no-mdns --no-gateway --bind loopback --port 0"
+        let daemon = try ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", script], mergeStandardError: true)
+        defer { daemon.killIfRunning() }
+        let line = try daemon.waitForLine { $0.contains("lanbridge listening") }
+        #expect(line.hasPrefix("<6>level=info") && !line.contains("ts="), "\(line)")
+        daemon.signal(SIGTERM)
+        #expect(daemon.wait() == 0)
+    }
 }
