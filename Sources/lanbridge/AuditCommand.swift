@@ -29,23 +29,44 @@ struct AuditCommand: ParsableCommand {
     }
 
     struct Verify: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Check the hash chain; exits 1 if the log was tampered with.")
+        static let configuration = CommandConfiguration(
+            abstract: "Check the log: the hash chain, its anchored head, and that it explains every paired node; exits 1 if not.",
+            discussion: """
+            Finds: a line changed, inserted or removed anywhere (the chain breaks at the next line); lines cut off the end (audit.head records the count and the last line's hash); a paired node with no approval or invite redemption in the log.
+
+            Cannot find: the log and audit.head rewritten together by someone who can write the state directory (the chain has no secret; keep a copy of audit.head elsewhere for that). Lines past the head (a crash between an append and the head's update, or another writer) are reported, not failed.
+            """)
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
             try Output.run {
                 try state.directory.requireExisting()
-                let result = try AuditLog(directory: state.directory).verify()
+                let store = PairingStore(directory: state.directory)
+                let paired = try store.read().paired.nodes  // also completes an interrupted change
+                let log = AuditLog(directory: state.directory)
+                let result = try log.verify()
+                let entries = (try? log.entries()) ?? []
+                let unexplained = paired.filter { node in
+                    // The node's last pairing event must be an approval or redemption.
+                    let last = entries.last { $0.nodeId == node.nodeId.description && ["pairing.approved", "pairing.invite-redeemed", "node.revoked"].contains($0.event) }
+                    return last == nil || last?.event == "node.revoked"
+                }.map(\.nodeId.description)
+                let intact = result.isIntact && unexplained.isEmpty
                 if json {
-                    struct Report: Encodable { let lines: Int; let intact: Bool; let brokenAt: [Int] }
-                    try Output.json(Report(lines: result.lines, intact: result.isIntact, brokenAt: result.brokenAt))
-                } else if result.isIntact {
-                    print("Audit log intact: \(result.lines) entries.")
+                    struct Report: Encodable {
+                        let lines: Int; let intact: Bool; let brokenAt: [Int]; let truncated: String?; let unanchored: Int; let unexplainedNodes: [String]
+                    }
+                    try Output.json(Report(lines: result.lines, intact: intact, brokenAt: result.brokenAt, truncated: result.truncated,
+                                           unanchored: result.unanchored, unexplainedNodes: unexplained))
                 } else {
-                    print("Audit log TAMPERED: the chain breaks at line \(result.brokenAt.map(String.init).joined(separator: ", ")).")
+                    if !result.brokenAt.isEmpty { print("Audit log TAMPERED: the chain breaks at line \(result.brokenAt.map(String.init).joined(separator: ", ")).") }
+                    if let truncated = result.truncated { print("Audit log TRUNCATED: \(truncated).") }
+                    if !unexplained.isEmpty { print("Audit log INCOMPLETE: no approval recorded for paired node(s) \(unexplained.joined(separator: ", ")).") }
+                    if result.unanchored > 0 { print("note: \(result.unanchored) line(s) after the anchored head (a crash, or another writer).") }
+                    if intact { print("Audit log intact: \(result.lines) entries, every paired node explained.") }
                 }
-                if !result.isIntact { throw ExitCode(1) }
+                if !intact { throw ExitCode(1) }
             }
         }
     }

@@ -183,6 +183,11 @@ struct BridgeEndToEndTests {
         try (lines.joined(separator: "\n") + "\n").write(to: log, atomically: true, encoding: .utf8)
         let verify = try CLI.run(["audit", "verify", "--state-dir", bridge.state.path])
         #expect(verify.status == 1 && verify.stdout.contains("TAMPERED") && verify.stdout.contains("line 2"))
+        // Cutting lines off the end is found too (the anchored head), and so is a pairing the
+        // remaining log no longer explains.
+        try (lines.prefix(1).joined(separator: "\n") + "\n").write(to: log, atomically: true, encoding: .utf8)
+        let cut = try CLI.run(["audit", "verify", "--state-dir", bridge.state.path])
+        #expect(cut.status == 1 && cut.stdout.contains("TRUNCATED") && cut.stdout.contains("INCOMPLETE"), "\(cut.stdout)")
     }
 
     struct Identity: Decodable { let fingerprint: String }

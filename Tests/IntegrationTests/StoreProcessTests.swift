@@ -65,3 +65,34 @@ struct StoreProcessTests {
         #expect(leftovers.isEmpty)
     }
 }
+
+extension StoreProcessTests {
+    /// The review's kill test: SIGKILL a writer 0–20 ms after its first temporary file appears, a
+    /// few hundred times. Whatever moment it dies at, the next open completes its change (the
+    /// journal), every paired node has its `pairing.approved` entry, and the log verifies whole.
+    @Test func everyChangeHasItsAuditEntryWhenTheWriterIsKilledAtAnyMoment() throws {
+        let dir = TemporaryDirectory()
+        let store = PairingStore(directory: StateDirectory(url: dir.url))
+        var rng = SystemRandomNumberGenerator()
+        var journalsLeft = 0
+        for _ in 0..<200 {
+            let watcher = try DirectoryWatcher(dir.url)
+            let writer = try ChildProcess(stress, ["add", dir.path, "100000"])
+            _ = watcher.waitForCreation(prefix: ".", timeout: 60)  // its first temporary file
+            usleep(UInt32.random(in: 0...20_000, using: &rng))  // the random moment is the point of the test
+            writer.signal(SIGKILL)
+            writer.wait()
+            if FileManager.default.fileExists(atPath: dir.file(PairingStore.journalFileName).path) { journalsLeft += 1 }
+        }
+        let state = try store.read()  // completes the last interrupted change, if any
+        let entries = try store.audit.entries()
+        let approved = Set(entries.filter { $0.event == "pairing.approved" }.compactMap(\.nodeId))
+        let unexplained = state.paired.nodes.filter { !approved.contains($0.nodeId.description) }
+        #expect(state.paired.nodes.count > 0)
+        #expect(unexplained.isEmpty, "\(unexplained.count) of \(state.paired.nodes.count) paired nodes have no approval in the log")
+        #expect(Set(entries.compactMap(\.nodeId)).count == entries.count, "no change written twice")
+        let verified = try store.audit.verify()
+        #expect(verified.isIntact && verified.unanchored == 0, "\(verified)")
+        print("kill test: 200 writers killed, \(journalsLeft) left a journal that the next open completed, \(state.paired.nodes.count) nodes, \(entries.count) audit lines")
+    }
+}

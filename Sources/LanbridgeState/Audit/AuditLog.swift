@@ -18,6 +18,9 @@ public struct AuditEntry: Codable, Equatable, Sendable {
     public var detail: String?
     /// SHA-256 (hex) of the previous line's bytes; 64 zeros for the first line.
     public var prev: String
+    /// The store change this entry belongs to: a change interrupted by a crash is completed on the
+    /// next open, and its entries are not written twice.
+    public var tx: String?
 
     public init(time: Date, event: String, actor: String, nodeId: String? = nil, requestId: String? = nil, detail: String? = nil) {
         (self.time, self.event, self.actor, self.nodeId, self.requestId, self.detail) = (time, event, actor, nodeId, requestId, detail)
@@ -40,13 +43,37 @@ public struct AuditLog: Sendable {
     /// The current uid as an actor name.
     public static var currentUser: String { "uid:\(getuid())" }
 
-    /// Appends entries, chaining each to the last line on disk. Call with the store lock held.
-    func append(_ entries: [AuditEntry]) throws {
+    /// Where the log's head is anchored: how many lines it had and the hash of the last one,
+    /// rewritten after every append. Cutting lines off the end is then visible to `verify`.
+    public struct Head: Codable, Equatable, Sendable {
+        public var lines: Int
+        public var last: String
+    }
+
+    public var headURL: URL { url.deletingLastPathComponent().appendingPathComponent("audit.head") }
+
+    /// Appends entries, chaining each to the last line on disk, then moves the head. Call with the
+    /// store lock held. Entries of a change (`tx`) already in the log are not written again, and a
+    /// torn last line, left by a writer that died mid-append, is cut off first (the change it
+    /// belonged to is being redone: see PairingStore's journal).
+    func append(_ entries: [AuditEntry], tx: String? = nil) throws {
         guard !entries.isEmpty else { return }
-        var previous = try lastLineHash()
+        var data = (try? Data(contentsOf: url)) ?? Data()
+        if let last = data.last, last != UInt8(ascii: "\n") {
+            let keep = (data.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 }) ?? 0
+            guard truncate(url.path, off_t(keep)) == 0 else { throw StoreError.io(url, posixError("cut a torn line")) }
+            data = data.prefix(keep)
+        }
+        let lines = data.split(separator: UInt8(ascii: "\n"))
+        var previous = lines.last.map { Hex.encode(SHA256.hash(Array($0))) } ?? Self.genesis
+        if let tx, data.range(of: Data("\"tx\":\"\(tx)\"".utf8)) != nil {
+            // Already written by the writer that died: only the head may lag behind.
+            return try moveHead(to: Head(lines: lines.count, last: previous))
+        }
         var text: [UInt8] = []
         for var entry in entries {
             entry.prev = previous
+            entry.tx = tx
             let line = Array(try Self.encoder.encode(entry))
             previous = Hex.encode(SHA256.hash(line))
             text += line + [UInt8(ascii: "\n")]
@@ -56,39 +83,64 @@ public struct AuditLog: Sendable {
         defer { close(fd) }
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard written == text.count, fsync(fd) == 0 else { throw StoreError.io(url, posixError("append")) }
+        try moveHead(to: Head(lines: lines.count + entries.count, last: previous))
+    }
+
+    private func moveHead(to head: Head) throws {
+        if (try? JSONDecoder().decode(Head.self, from: Data(contentsOf: headURL))) == head { return }
+        try AtomicFile.write(Array(Self.encoder.encode(head)), to: headURL)
     }
 
     public struct Verification: Sendable, Equatable {
         public var lines: Int
         /// 1-based line numbers whose `prev` does not match the line before, or that do not parse.
         public var brokenAt: [Int]
-        public var isIntact: Bool { brokenAt.isEmpty }
+        /// Set when the log is shorter than its anchored head says, or the head's line is not the
+        /// line it names: lines were cut off the end (or the head itself was replaced).
+        public var truncated: String?
+        /// Lines past the anchored head (written without moving it: a crash, or another writer).
+        public var unanchored = 0
+        public var isIntact: Bool { brokenAt.isEmpty && truncated == nil }
     }
 
-    /// Walks the chain. A missing log is an empty, intact one.
+    /// Walks the chain and checks it against the anchored head. A missing log with no head is an
+    /// empty, intact one.
+    ///
+    /// It finds a changed, inserted or removed line anywhere before the last (the chain breaks at
+    /// the next line), and lines cut off the end (the head). It cannot find a log rewritten whole,
+    /// chain and head together, by someone with write access to the state directory: the chain
+    /// has no secret. Keep a copy of `audit.head` elsewhere to detect even that.
     public func verify() throws -> Verification {
-        guard let data = try? Data(contentsOf: url) else { return Verification(lines: 0, brokenAt: []) }
+        let data = (try? Data(contentsOf: url)) ?? Data()
         var previous = Self.genesis
         var broken: [Int] = []
+        var hashes: [String] = []
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
         let count = lines.last?.isEmpty == true ? lines.count - 1 : lines.count
         for (index, line) in lines.prefix(count).enumerated() {
             let entry = try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(line))
             if entry?.prev != previous { broken.append(index + 1) }
             previous = Hex.encode(SHA256.hash(Array(line)))
+            hashes.append(previous)
         }
-        return Verification(lines: count, brokenAt: broken)
+        var result = Verification(lines: count, brokenAt: broken)
+        if let head = try? JSONDecoder().decode(Head.self, from: Data(contentsOf: headURL)) {
+            if head.lines > count {
+                result.truncated = "the head says \(head.lines) lines, the log has \(count): lines were cut off the end"
+            } else if head.lines > 0, hashes[head.lines - 1] != head.last {
+                result.truncated = "line \(head.lines), where the head is anchored, is not the line it was"
+            } else {
+                result.unanchored = count - head.lines
+            }
+        } else if count > 0, FileManager.default.fileExists(atPath: headURL.path) {
+            result.truncated = "audit.head cannot be read"
+        }
+        return result
     }
 
     public func entries() throws -> [AuditEntry] {
         guard let data = try? Data(contentsOf: url) else { return [] }
         return try data.split(separator: UInt8(ascii: "\n")).map { try JSONDecoder.audit.decode(AuditEntry.self, from: Data($0)) }
-    }
-
-    private func lastLineHash() throws -> String {
-        guard let data = try? Data(contentsOf: url), !data.isEmpty else { return Self.genesis }
-        let lines = data.split(separator: UInt8(ascii: "\n"))
-        return lines.last.map { Hex.encode(SHA256.hash(Array($0))) } ?? Self.genesis
     }
 
     static let encoder: JSONEncoder = {

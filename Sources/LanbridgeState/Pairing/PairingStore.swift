@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 import LanbridgeProtocol
 
 /// paired.json and pending.json in the state directory, shared by the daemon and the CLI.
@@ -12,6 +13,8 @@ public struct PairingStore: Sendable {
     public static let pendingFileName = "pending.json"
     public static let invitesFileName = "invites.json"
     public static let lockFileName = "store.lock"
+    /// A change being made: written (atomically) before anything else, removed when done.
+    public static let journalFileName = "store.journal"
 
     public let directory: StateDirectory
     public let audit: AuditLog
@@ -49,7 +52,10 @@ public struct PairingStore: Sendable {
     /// never created here: reading must not leave a directory behind a mistyped --state-dir.
     public func read() throws -> PairingState {
         try directory.requireExisting()
-        return try lock.withLock { try load() }
+        return try lock.withLock {
+            try recover()
+            return try load()
+        }
     }
 
     /// Loads, lets `body` change the state, writes back what changed and records it in the audit
@@ -57,24 +63,69 @@ public struct PairingStore: Sendable {
     public func update<T>(actor: String = AuditLog.currentUser, _ body: (inout PairingState) throws -> T) throws -> T {
         try directory.requireExisting()
         return try lock.withLock {
-            AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName])
+            AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName, Self.journalFileName])
+            try recover()
             let before = try load()
             var state = before
             let result = try body(&state)
             // invites.json first (a crash after it loses an invite, never reuses one), then
-            // paired.json: a crash before pending.json leaves a request whose node is already
-            // paired, which `load` resolves; the reverse order could lose an approval.
-            if state.invites != before.invites { try AtomicFile.write(Self.encode(state.invites), to: invitesURL) }
-            if state.paired != before.paired { try AtomicFile.write(Self.encode(state.paired), to: pairedURL) }
-            if state.pending != before.pending { try AtomicFile.write(Self.encode(state.pending), to: pendingURL) }
-            try audit.append(AuditEntry.changes(from: before, to: state, actor: actor, now: Date()))
+            // paired.json, then pending.json; the journal makes the set all-or-nothing anyway.
+            var files: [Journal.File] = []
+            if state.invites != before.invites { files.append(.init(name: Self.invitesFileName, bytes: try Self.encode(state.invites))) }
+            if state.paired != before.paired { files.append(.init(name: Self.pairedFileName, bytes: try Self.encode(state.paired))) }
+            if state.pending != before.pending { files.append(.init(name: Self.pendingFileName, bytes: try Self.encode(state.pending))) }
+            let entries = AuditEntry.changes(from: before, to: state, actor: actor, now: Date())
+            guard !files.isEmpty || !entries.isEmpty else { return result }
+            try commit(Journal(tx: Hex.encode(SecureRandom.bytes(8)), files: files, audit: entries))
             return result
         }
     }
 
+    /// A store change, whole: the new contents of the files it replaces and its audit entries.
+    struct Journal: Codable {
+        struct File: Codable {
+            var name: String
+            var bytes: Data  // base64 in the journal
+            init(name: String, bytes: [UInt8]) { (self.name, self.bytes) = (name, Data(bytes)) }
+        }
+        var tx: String
+        var files: [File]
+        var audit: [AuditEntry]
+    }
+
+    private var journalURL: URL { directory.file(Self.journalFileName) }
+
+    /// Write-ahead: the journal first, then the audit entries, then the files. A process killed at
+    /// any moment leaves either no journal (nothing happened) or a whole one, which the next open
+    /// redoes (`recover`): no change lands without its audit entries, and none is half-applied.
+    private func commit(_ journal: Journal) throws {
+        try AtomicFile.write(Array(try AuditLog.encoder.encode(journal)), to: journalURL)
+        try apply(journal)
+        unlink(journalURL.path)
+    }
+
+    private func apply(_ journal: Journal) throws {
+        try audit.append(journal.audit, tx: journal.tx)
+        for file in journal.files where ["paired.json", "pending.json", "invites.json"].contains(file.name) {
+            let url = directory.file(file.name)
+            if (try? Data(contentsOf: url)) != file.bytes { try AtomicFile.write(Array(file.bytes), to: url) }
+        }
+    }
+
+    /// Completes a change whose writer died after writing its journal. Call with the lock held.
+    private func recover() throws {
+        guard let data = try? Data(contentsOf: journalURL) else { return }
+        let journal: Journal
+        do { journal = try JSONDecoder.audit.decode(Journal.self, from: data) } catch {
+            throw StoreError.corrupt(journalURL, "an interrupted change cannot be read (\(error)); move the file aside to go on without it")
+        }
+        try apply(journal)
+        unlink(journalURL.path)
+    }
+
     /// Appends audit entries that no state change implies (a denied command), under the store lock.
     public func record(_ entries: [AuditEntry]) throws {
-        try directory.prepare()
+        try directory.requireExisting()
         try lock.withLock { try audit.append(entries) }
     }
 
