@@ -158,4 +158,23 @@ struct OperatorCLITests {
         daemon.signal(SIGTERM)
         #expect(daemon.wait() == 0)
     }
+
+    /// The CLI run as root (sudo) on the state of a daemon that runs as its own user keeps every
+    /// file it writes that user's, so the daemon can still read them.
+    @Test(.enabled(if: getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd"), "needs root and useradd"))
+    func rootWritesFilesTheDaemonsUserOwns() throws {
+        let user = "lbowner"
+        let existed = ChildProcess.exitStatus("/usr/bin/id", [user]) == 0
+        if !existed { #expect(ChildProcess.exitStatus("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin", user]) == 0) }
+        defer { if !existed { _ = ChildProcess.exitStatus("/usr/sbin/userdel", [user]) } }
+        let dir = TemporaryDirectory("state")
+        #expect(ChildProcess.exitStatus("/bin/chown", ["\(user):\(user)", dir.path]) == 0)
+        #expect(try CLI.run(["invite", "--no-qr", "--host", "127.0.0.1", "--state-dir", dir.path]).status == 0)
+        #expect(try CLI.run(["invite", "--no-qr", "--host", "127.0.0.1", "--allow", "canvas.*", "--state-dir", dir.path]).status == 0)
+        let owner = try #require(getpwnam(user)).pointee.pw_uid
+        for name in try FileManager.default.contentsOfDirectory(atPath: dir.path) {
+            let attributes = try FileManager.default.attributesOfItem(atPath: dir.file(name).path)
+            #expect((attributes[.ownerAccountID] as? NSNumber)?.uint32Value == owner, "\(name) is not \(user)'s")
+        }
+    }
 }

@@ -47,11 +47,21 @@ public enum AtomicFile {
             try bytes.withUnsafeBytes { try writeAll(fd, $0, url: temporary) }
             // fchmod because the umask may have narrowed `mode`.
             guard fchmod(fd, mode) == 0, !sync || fsync(fd) == 0 else { throw StoreError.io(temporary, posixError("sync")) }
+            try keepDirectoryOwner(fd, in: url.deletingLastPathComponent(), path: temporary)
         } catch {
             unlink(temporary.path)
             throw error
         }
         return temporary
+    }
+
+    /// Root writing into a state directory that belongs to the daemon's user (the CLI run with
+    /// sudo) gives the file to that user, so the daemon can still read it.
+    public static func keepDirectoryOwner(_ fd: Int32, in directory: URL, path: URL) throws {
+        guard geteuid() == 0 else { return }
+        var info = stat()
+        guard stat(directory.path, &info) == 0, info.st_uid != 0 || info.st_gid != 0 else { return }
+        guard fchown(fd, info.st_uid, info.st_gid) == 0 else { throw StoreError.io(path, posixError("chown to the state directory's owner")) }
     }
 
     /// Removes temporaries left by writers that died mid-write. Call only while holding the store lock.
