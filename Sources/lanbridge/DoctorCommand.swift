@@ -40,12 +40,27 @@ struct DoctorCommand: ParsableCommand {
         } catch {
             checks.append(Check(name: "identity", ok: false, detail: "\(error)", fix: nil))
         }
-        switch AvahiProbe.check() {
-        case let .success(version):
-            checks.append(Check(name: "avahi-daemon", ok: true, detail: "reachable (\(version))", fix: nil))
-        case let .failure(error):
-            checks.append(Check(name: "avahi-daemon", ok: false, detail: "\(error): nodes cannot discover the bridge (they can still connect by address)",
-                                fix: "apt-get install avahi-daemon && systemctl enable --now avahi-daemon"))
+        // The store as the daemon would load it: a corrupt file stops `serve` (exit 65).
+        if FileManager.default.fileExists(atPath: directory.url.path) {
+            do {
+                let current = try PairingStore(directory: directory).read()
+                checks.append(Check(name: "store", ok: true, detail: "\(current.paired.nodes.count) paired, \(current.pending.requests.count) pending", fix: nil))
+            } catch {
+                checks.append(Check(name: "store", ok: false, detail: "\(error)", fix: "repair the named file or move it aside; `lanbridge serve` will not start until then"))
+            }
+        }
+        let runtime = RuntimeStatusFile(directory: directory).read()
+        // A daemon started with --no-mdns does not need avahi-daemon: judge the daemon as configured.
+        if runtime?.mdns == "off" {
+            checks.append(Check(name: "avahi-daemon", ok: true, detail: "not needed: the daemon runs with --no-mdns", fix: nil))
+        } else {
+            switch AvahiProbe.check() {
+            case let .success(version):
+                checks.append(Check(name: "avahi-daemon", ok: true, detail: "reachable (\(version))", fix: nil))
+            case let .failure(error):
+                checks.append(Check(name: "avahi-daemon", ok: false, detail: "\(error): nodes cannot discover the bridge (they can still connect by address)",
+                                    fix: "apt-get install avahi-daemon && systemctl enable --now avahi-daemon"))
+            }
         }
         do {
             _ = try state.settings()
@@ -53,7 +68,7 @@ struct DoctorCommand: ParsableCommand {
         } catch {
             checks.append(Check(name: "config", ok: false, detail: "\(error)", fix: "correct the named entry; see pairing/PROTOCOL.md §12.8"))
         }
-        if let runtime = RuntimeStatusFile(directory: directory).read() {
+        if let runtime {
             checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is running (pid \(runtime.pid)), listening on \(runtime.listening.joined(separator: ", "))", fix: nil))
             let published = runtime.mdns == "published"
             checks.append(Check(name: "mDNS", ok: published || runtime.mdns == "off",

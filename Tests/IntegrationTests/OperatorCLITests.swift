@@ -177,4 +177,23 @@ struct OperatorCLITests {
             #expect((attributes[.ownerAccountID] as? NSNumber)?.uint32Value == owner, "\(name) is not \(user)'s")
         }
     }
+
+    struct DoctorCheck: Decodable { let name: String; let ok: Bool; let detail: String }
+
+    /// doctor judges the daemon as it runs (no avahi needed with --no-mdns) and checks the store
+    /// files `serve` would refuse.
+    @Test func doctorJudgesTheDaemonAsConfiguredAndChecksTheStore() throws {
+        let bridge = try BridgeDaemon(arguments: ["--no-gateway"])
+        func doctor() throws -> [DoctorCheck] {
+            try JSONDecoder().decode([DoctorCheck].self, from: Data(try CLI.run(["doctor", "--json", "--state-dir", bridge.state.path]).stdout.utf8))
+        }
+        let healthy = try doctor()
+        #expect(healthy.first { $0.name == "avahi-daemon" }?.ok == true, "\(healthy)")
+        #expect(healthy.first { $0.name == "store" }?.ok == true)
+        bridge.stop()
+        try Data("{not json".utf8).write(to: bridge.state.file("paired.json"))
+        let broken = try doctor()
+        #expect(broken.first { $0.name == "store" }?.ok == false && broken.first { $0.name == "store" }?.detail.contains("paired.json") == true)
+        #expect(try CLI.run(["doctor", "--state-dir", bridge.state.path]).status == 1)
+    }
 }
