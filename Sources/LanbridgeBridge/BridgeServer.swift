@@ -11,7 +11,7 @@ import NIOPosix
 /// `lanbridge serve`: listens, runs the Noise handshake on each connection, and hands sessions to
 /// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
 public enum BridgeServer {
-    public static let version = "0.5.0"
+    public static let version = "0.6.0"
 
     public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.stateDirectory.prepare()

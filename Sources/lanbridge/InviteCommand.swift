@@ -8,54 +8,99 @@ import LanbridgeState
 struct InviteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "invite",
-        abstract: "Create a one-time invite that pairs a device without a code.",
-        discussion: """
-        Prints a lanbridge:// URI and the same as a QR code. A device that uses it pairs at once, over a Noise XXpsk3 handshake keyed by the invite's secret, and pins this bridge's fingerprint from the URI. The invite works once and expires; only hashes of its secret are stored. Treat the URI like a password until it is used.
-        """
-    )
+        abstract: "Create, list and revoke one-time invites that pair a device without a code.",
+        subcommands: [Create.self, List.self, Revoke.self],
+        defaultSubcommand: Create.self)
 
-    @OptionGroup var state: StateOptions
-    @Option(help: "How long the invite stays valid: 90s, 10m, 2h.") var ttl = Duration(argument: "10m")!
-    @Option(help: "Display name to give the device.") var name: String?
-    @Option(help: ArgumentHelp("Commands the device may run, comma-separated patterns such as canvas.*. Default: its platform's defaults.", valueName: "cmd,..."))
-    var allow: String?
-    @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: DialHost?
-    @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Port?
-    @Flag(help: "Do not draw the QR code.") var noQR = false
-    @Flag(help: "Print JSON.") var json = false
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Show live invites (never their secrets).")
+        @OptionGroup var state: StateOptions
+        @Flag(help: "Print JSON.") var json = false
 
-    func validate() throws {
-        if port?.value == 0 { throw ValidationError("--port must be between 1 and 65535") }
+        struct Row: Encodable { let id: String; let name: String?; let allow: [String]?; let createdAt: Date; let expiresAt: Date }
+
+        func run() throws {
+            try Output.run {
+                let now = Date()
+                let rows = try PairingStore(directory: state.directory).read().invites.invites.filter { $0.expiresAt > now }
+                    .map { Row(id: String($0.id.prefix(8)), name: $0.name, allow: $0.allow, createdAt: $0.createdAt, expiresAt: $0.expiresAt) }
+                if json { return try Output.json(rows) }
+                guard !rows.isEmpty else { return print("No live invites.") }
+                Output.table(["INVITE", "NAME", "ALLOW", "LEFT"], rows.map {
+                    [$0.id, $0.name ?? "-", $0.allow?.joined(separator: ",") ?? "(platform defaults)", Output.duration($0.expiresAt.timeIntervalSince(now))]
+                })
+            }
+        }
     }
 
-    func run() throws {
-        try Output.run {
-            // Everything is checked before anything is written: the patterns as `nodes allow` checks them.
-            let settings = try state.settings()
-            let patterns = try allow.map { list in
-                try list.split(separator: ",", omittingEmptySubsequences: false).map { item in
-                    do { return try settings.catalog.check(String(item)).description } catch { throw ValidationError("--allow: \(error)") }
+    struct Revoke: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Revoke a live invite before it is used.")
+        @OptionGroup var state: StateOptions
+        @Argument(help: "The invite ID from `lanbridge invite list` (or a unique prefix of it).") var invite: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run {
+                let removed = try PairingStore(directory: state.directory).update { try $0.revokeInvite(invite) }
+                if json { return try Output.json(["revoked": String(removed.id.prefix(8))]) }
+                print("Revoked invite \(removed.id.prefix(8))\(removed.name.map { " (\($0))" } ?? ""); its URI no longer works.")
+            }
+        }
+    }
+}
+
+extension InviteCommand {
+    struct Create: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Create a one-time invite that pairs a device without a code (the default).",
+            discussion: """
+            Prints a lanbridge:// URI and the same as a QR code. A device that uses it pairs at once, over a Noise XXpsk3 handshake keyed by the invite's secret, and pins this bridge's fingerprint from the URI. The invite works once and expires; only hashes of its secret are stored. Treat the URI like a password until it is used.
+            """
+        )
+
+        @OptionGroup var state: StateOptions
+        @Option(help: "How long the invite stays valid: 90s, 10m, 2h.") var ttl = Duration(argument: "10m")!
+        @Option(help: "Display name to give the device.") var name: String?
+        @Option(help: ArgumentHelp("Commands the device may run, comma-separated patterns such as canvas.*. Default: its platform's defaults.", valueName: "cmd,..."))
+        var allow: String?
+        @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: DialHost?
+        @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Port?
+        @Flag(help: "Do not draw the QR code.") var noQR = false
+        @Flag(help: "Print JSON.") var json = false
+
+        func validate() throws {
+            if port?.value == 0 { throw ValidationError("--port must be between 1 and 65535") }
+        }
+
+        func run() throws {
+            try Output.run {
+                // Everything is checked before anything is written: the patterns as `nodes allow` checks them.
+                let settings = try state.settings()
+                let patterns = try allow.map { list in
+                    try list.split(separator: ",", omittingEmptySubsequences: false).map { item in
+                        do { return try settings.catalog.check(String(item)).description } catch { throw ValidationError("--allow: \(error)") }
+                    }
                 }
+                let directory = state.directory
+                let runtime = RuntimeStatusFile(directory: directory).read()
+                let listening = runtime?.listening.first.flatMap(ListeningAddress.split)
+                let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
+                let dialHost = host?.name ?? listening.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost
+                let dialPort = port?.value ?? listening?.port ?? BridgeConfiguration.defaultPort
+                let identity = try IdentityStore(directory: directory).loadOrCreate()
+                let now = Date()
+                let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, allow: patterns, ttl: ttl.seconds, now: now) }
+                let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: identity.publicKey),
+                                    secret: secret.withUnsafeBytes { Array($0) }, name: name)
+                let expires = now.addingTimeInterval(ttl.seconds)
+                if json {
+                    struct Report: Encodable { let uri: String; let expiresAt: Date }
+                    return try Output.json(Report(uri: uri.description, expiresAt: expires))
+                }
+                if !noQR, let qr = QRCode.render(uri.description) { print(qr) }
+                print(uri.description)
+                print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
             }
-            let directory = state.directory
-            let runtime = RuntimeStatusFile(directory: directory).read()
-            let listening = runtime?.listening.first.flatMap(ListeningAddress.split)
-            let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
-            let dialHost = host?.name ?? listening.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost
-            let dialPort = port?.value ?? listening?.port ?? BridgeConfiguration.defaultPort
-            let identity = try IdentityStore(directory: directory).loadOrCreate()
-            let now = Date()
-            let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, allow: patterns, ttl: ttl.seconds, now: now) }
-            let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: identity.publicKey),
-                                secret: secret.withUnsafeBytes { Array($0) }, name: name)
-            let expires = now.addingTimeInterval(ttl.seconds)
-            if json {
-                struct Report: Encodable { let uri: String; let expiresAt: Date }
-                return try Output.json(Report(uri: uri.description, expiresAt: expires))
-            }
-            if !noQR, let qr = QRCode.render(uri.description) { print(qr) }
-            print(uri.description)
-            print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
         }
     }
 }

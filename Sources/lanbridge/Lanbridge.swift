@@ -30,6 +30,6 @@ struct Lanbridge: AsyncParsableCommand {
           78   the config file or a setting is wrong (or the state directory is writable by others); the message names it
         """,
         version: BridgeServer.version,
-        subcommands: [ServeCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
+        subcommands: [ServeCommand.self, StatusCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
     )
 }

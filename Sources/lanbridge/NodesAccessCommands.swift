@@ -96,10 +96,15 @@ struct RuleRefused: Error, CustomStringConvertible {
     let description: String
 }
 
+/// The node's live state from the running daemon, so every --json node object says the same.
+private func live(_ state: StateOptions, _ node: PairedNode) -> RuntimeStatus.Node? {
+    RuntimeStatusFile(directory: state.directory).read()?.nodes[node.nodeId.description]
+}
+
 private func removeRule(_ state: StateOptions, node: String, pattern: String, denying: Bool, json: Bool) throws {
     let settings = try state.settings()
     let updated = try PairingStore(directory: state.directory).update { try $0.removeRule(pattern, denying: denying, node: node) }
-    if json { return try Output.json(NodeDescription(updated, live: nil, policy: settings.policy)) }
+    if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
     print("Removed the \(denying ? "deny" : "allow") rule \(pattern) from \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
@@ -114,7 +119,7 @@ private func editRules(_ state: StateOptions, node: String, pattern: String, jso
         throw RuleRefused(description: "\(error)")
     }
     let updated = try store.update { try edit(&$0) }
-    if json { return try Output.json(NodeDescription(updated, live: nil, policy: settings.policy)) }
+    if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }

@@ -15,7 +15,8 @@ struct NodesCommand: AsyncParsableCommand {
 
         These commands edit the state files directly, under a lock shared with the daemon, so they work whether or not `lanbridge serve` is running; a running daemon acts on the change at once.
         """,
-        subcommands: [Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Invoke.self, Revoke.self]
+        subcommands: [Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Invoke.self, Revoke.self,
+                      Rename.self, Unblock.self]
     )
 
     struct Pending: ParsableCommand {
@@ -116,7 +117,10 @@ struct NodesCommand: AsyncParsableCommand {
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String?
         @Option(help: "Reject every pending request from this source address instead.") var from: String?
-        @Flag(help: "Also ignore these devices' keys from now on.") var block = false
+        @Flag(help: "Also ignore these devices' keys from now on (undo with `nodes unblock`).") var block = false
+        @Flag(help: "Print JSON.") var json = false
+
+        struct Report: Encodable { let rejected: [String]; let blocked: Bool }
 
         func validate() throws {
             guard (requestId == nil) != (from == nil) else { throw ValidationError("give a request ID or --from ADDRESS (one of them)") }
@@ -128,9 +132,11 @@ struct NodesCommand: AsyncParsableCommand {
                 if let from {
                     let rejected = try store.update { $0.reject(from: from, block: block, now: Date()) }
                     guard !rejected.isEmpty else { throw PairingError.unknownRequest("from \(from)") }
+                    if json { return try Output.json(Report(rejected: rejected.map(\.requestId), blocked: block)) }
                     print("Rejected \(rejected.count) request(s) from \(from)\(block ? " and blocked their keys" : "").")
                 } else if let requestId {
                     let request = try store.update { try $0.reject(requestId: requestId, block: block, now: Date()) }
+                    if json { return try Output.json(Report(rejected: [request.requestId], blocked: block)) }
                     print("Rejected \(request.details.displayName) (\(request.nodeId))\(block ? " and blocked its key" : "").")
                 }
             }
@@ -139,38 +145,28 @@ struct NodesCommand: AsyncParsableCommand {
 
     struct List: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show paired devices.",
-                                                        discussion: "Connection and foreground state come from the running daemon; without one every node shows as disconnected.")
+                                                        discussion: "Connection and foreground state come from the running daemon; without one every node shows as offline. --json prints the same node objects as `nodes describe --json` and the gateway's node.list.")
         @OptionGroup var state: StateOptions
+        @Flag(help: "Only nodes connected now.") var connected = false
         @Flag(help: "Print JSON.") var json = false
-
-        struct Row: Encodable {
-            let nodeId, displayName, platform: String
-            let connected: Bool
-            let foreground: Bool?
-            let address: String?
-            let lastSeen: Date
-            let allow: [String]
-            let deny: [String]
-        }
 
         func run() throws {
             try Output.run {
+                let settings = try state.settings()
                 let current = try PairingStore(directory: state.directory).read()
                 let runtime = RuntimeStatusFile(directory: state.directory).read()
-                let rows = current.paired.nodes.map { node in
-                    let live = runtime?.nodes[node.nodeId.description]
-                    return Row(nodeId: node.nodeId.description, displayName: node.details.displayName, platform: node.details.platform,
-                               connected: live != nil, foreground: live?.foreground, address: live?.address,
-                               lastSeen: live == nil ? node.lastSeen : Date(), allow: node.access.allow, deny: node.access.deny)
-                }
+                let rows = current.paired.nodes.map { NodeDescription($0, live: runtime?.nodes[$0.nodeId.description], policy: settings.policy) }
+                    .filter { !connected || $0.connected }
                 if json { return try Output.json(rows) }
-                guard !rows.isEmpty else { return print("No paired nodes. Pair one with `lanbridge nodes pending` or `lanbridge invite`.") }
+                guard !rows.isEmpty else {
+                    return print(connected ? "No node is connected." : "No paired nodes. Pair one with `lanbridge nodes pending` or `lanbridge invite`.")
+                }
                 if runtime == nil { Output.note("(the daemon is not running: connection state unknown)") }
                 Output.table(["NODE ID", "NAME", "PLATFORM", "STATE", "LAST SEEN", "ALLOWED"], rows.map {
                     [$0.nodeId, $0.displayName, $0.platform,
                      $0.connected ? ($0.foreground == false ? "connected, background" : "connected") : "offline",
                      $0.connected ? "now" : Output.duration(Date().timeIntervalSince($0.lastSeen)) + " ago",
-                     $0.allow.isEmpty ? "-" : $0.allow.joined(separator: ",")]
+                     $0.access.allow.isEmpty ? "-" : $0.access.allow.joined(separator: ",")]
                 })
             }
         }
@@ -179,12 +175,48 @@ struct NodesCommand: AsyncParsableCommand {
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a pairing; a connected device is dropped at once.")
         @OptionGroup var state: StateOptions
-        @Argument(help: "The node ID from `lanbridge nodes list`.") var nodeId: String
+        @Argument(help: "Node ID or display name, from `lanbridge nodes list`.") var node: String
+        @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
             try Output.run {
-                let node = try PairingStore(directory: state.directory).update { try $0.revoke(nodeId: nodeId) }
-                print("Revoked \(node.details.displayName) (\(node.nodeId)).")
+                let removed = try PairingStore(directory: state.directory).update { try $0.revoke(matching: node) }
+                if json { return try Output.json(removed) }
+                print("Revoked \(removed.details.displayName) (\(removed.nodeId)).")
+            }
+        }
+    }
+
+    struct Rename: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Give a paired device another display name.",
+                                                        discussion: "  $ lanbridge nodes rename 7K2M-9QXD-3HJA-PW4T \"Kitchen tablet\"")
+        @OptionGroup var state: StateOptions
+        @Argument(help: "Node ID or display name.") var node: String
+        @Argument(help: "The new display name (control characters are removed, 64 characters at most).") var name: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run {
+                let settings = try state.settings()
+                let renamed = try PairingStore(directory: state.directory).update { try $0.rename(node, to: name) }
+                let live = RuntimeStatusFile(directory: state.directory).read()?.nodes[renamed.nodeId.description]
+                if json { return try Output.json(NodeDescription(renamed, live: live, policy: settings.policy)) }
+                print("Renamed \(renamed.nodeId) to \(renamed.details.displayName).")
+            }
+        }
+    }
+
+    struct Unblock: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Undo `nodes reject --block`: the device may ask to pair again.")
+        @OptionGroup var state: StateOptions
+        @Argument(help: "The blocked device's node ID or display name.") var node: String
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run {
+                let key = try PairingStore(directory: state.directory).update { try $0.unblock(node) }
+                if json { return try Output.json(key) }
+                print("Unblocked \(key.displayName) (\(key.nodeId)); it may ask to pair again.")
             }
         }
     }

@@ -196,4 +196,62 @@ struct OperatorCLITests {
         #expect(broken.first { $0.name == "store" }?.ok == false && broken.first { $0.name == "store" }?.detail.contains("paired.json") == true)
         #expect(try CLI.run(["doctor", "--state-dir", bridge.state.path]).status == 1)
     }
+
+    struct Described: Decodable { let nodeId: String; let displayName: String; let connected: Bool }
+    struct Status: Decodable {
+        struct Nodes: Decodable { let paired, connected, pending, invites: Int }
+        let running: Bool
+        let nodes: Nodes
+    }
+
+    /// The commands admins reach for, and one node object that means the same everywhere.
+    @Test func statusRenameUnblockInvitesAndNamesEverywhere() throws {
+        let bridge = try BridgeDaemon(arguments: ["--no-gateway"])
+        defer { bridge.stop() }
+        func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) { try CLI.run(arguments + ["--state-dir", bridge.state.path]) }
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "Tablet"])
+        let id = try node.pair(with: bridge)
+        let status = try JSONDecoder().decode(Status.self, from: Data(try cli(["status", "--json"]).stdout.utf8))
+        #expect(status.running && status.nodes.paired == 1 && status.nodes.connected == 1)
+        #expect(try cli(["status"]).stdout.contains("1 connected"))
+
+        let connected = try JSONDecoder().decode([Described].self, from: Data(try cli(["nodes", "list", "--connected", "--json"]).stdout.utf8))
+        #expect(connected.map(\.nodeId) == [id] && connected.first?.connected == true)
+        let allowed = try JSONDecoder().decode(Described.self, from: Data(try cli(["nodes", "allow", "Tablet", "canvas.*", "--json"]).stdout.utf8))
+        #expect(allowed.connected, "allow --json says what describe says")
+
+        #expect(try cli(["nodes", "rename", "Tablet", "Kitchen tablet"]).status == 0)
+        #expect(try cli(["nodes", "describe", "Kitchen tablet", "--json"]).stdout.contains(id))
+
+        #expect(try cli(["invite", "--no-qr", "--name", "spare"]).status == 0)
+        let invites = try cli(["invite", "list"]).stdout
+        let inviteID = try #require(invites.split(separator: "\n").dropFirst().first?.split(separator: " ").first.map(String.init))
+        #expect(try cli(["invite", "revoke", inviteID]).status == 0)
+        #expect(try cli(["invite", "list"]).stdout.contains("No live invites"))
+
+        let revoked = try cli(["nodes", "revoke", "Kitchen tablet", "--json"])
+        #expect(revoked.status == 0 && revoked.stdout.contains(id), "revoke by display name")
+        _ = try node.waitFor("fatal")
+
+        let stranger = try SimulatedNode(port: bridge.port, arguments: ["--name", "Stranger"])
+        let request = String(try stranger.waitFor("code").split(separator: " ")[2])
+        let rejected = try cli(["nodes", "reject", request, "--block", "--json"])
+        #expect(rejected.status == 0 && rejected.stdout.contains(request))
+        #expect(try cli(["nodes", "unblock", "Stranger"]).status == 0)
+        #expect(try bridge.store.read().paired.blocked.isEmpty)
+        let events = try AuditLog(directory: StateDirectory(url: bridge.state.url)).entries().map(\.event)
+        for event in ["node.renamed", "invite.revoked", "node.revoked", "node.blocked", "node.unblocked"] { #expect(events.contains(event), "\(event)") }
+    }
+
+    @Test func completionScriptsAreGenerated() throws {
+        for shell in ["bash", "zsh", "fish"] {
+            let run = try CLI.run(["--generate-completion-script", shell])
+            #expect(run.status == 0 && run.stdout.contains("nodes"), "\(shell)")
+        }
+        #expect(try CLI.run(["--version"]).stdout == BridgeVersion.current)
+    }
+}
+
+enum BridgeVersion {
+    static let current = "0.6.0"
 }

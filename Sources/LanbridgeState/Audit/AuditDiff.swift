@@ -61,16 +61,27 @@ extension AuditEntry {
                     "allow: \(node.access.allow.joined(separator: ","))" + (node.access.deny.isEmpty ? "" : "; deny: \(node.access.deny.joined(separator: ","))"))
             }
         }
-        let oldBlocked = Set(before.paired.blocked.map(\.publicKey))
+        let oldBlocked = Set(before.paired.blocked.map(\.publicKey)), newBlocked = Set(after.paired.blocked.map(\.publicKey))
         for blocked in after.paired.blocked where !oldBlocked.contains(blocked.publicKey) {
             add("node.blocked", node: blocked.nodeId, blocked.displayName)
         }
+        for blocked in before.paired.blocked where !newBlocked.contains(blocked.publicKey) {
+            add("node.unblocked", node: blocked.nodeId, blocked.displayName)
+        }
+        let oldNames = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.details.displayName) }) { $1 }
+        for node in after.paired.nodes {
+            if let name = oldNames[node.publicKey], name != node.details.displayName {
+                add("node.renamed", node: node.nodeId, "\(name) -> \(node.details.displayName)")
+            }
+        }
         let oldInvites = Set(before.invites.invites.map(\.id)), newInvites = Set(after.invites.invites.map(\.id))
         for invite in after.invites.invites where !oldInvites.contains(invite.id) {
-            add("invite.created", node: nil, "expires \(invite.expiresAt.formatted(.iso8601))" + (invite.name.map { ", name \($0)" } ?? ""))
+            add("invite.created", node: nil, "id \(invite.id.prefix(8)), expires \(invite.expiresAt.formatted(.iso8601))" + (invite.name.map { ", name \($0)" } ?? ""))
         }
-        for invite in before.invites.invites where !newInvites.contains(invite.id) && invite.expiresAt <= now {
-            add("invite.expired", node: nil)
+        let redeemed = after.paired.nodes.contains { !oldNodes.contains($0.publicKey) && $0.pairingMethod == .invite }
+        for invite in before.invites.invites where !newInvites.contains(invite.id) {
+            if invite.expiresAt <= now { add("invite.expired", node: nil, "id \(invite.id.prefix(8))") }
+            else if !redeemed { add("invite.revoked", node: nil, "id \(invite.id.prefix(8))") }
         }
         return entries
     }

@@ -37,3 +37,38 @@ extension PairingState {
         return paired.nodes[index]
     }
 }
+
+extension PairingState {
+    /// `nodes rename`: the display name the operator chose (cleaned as a device's would be).
+    public mutating func rename(_ reference: String, to name: String) throws -> PairedNode {
+        let clean = NodeDetails(displayName: name, platform: "").sanitized().displayName
+        let id = try node(matching: reference).nodeId
+        guard let index = paired.nodes.firstIndex(where: { $0.nodeId == id }) else { throw PairingError.unknownNode(reference) }
+        paired.nodes[index].details.displayName = clean
+        return paired.nodes[index]
+    }
+
+    /// `nodes unblock`: the blocked key (by ID or display name) may ask to pair again.
+    public mutating func unblock(_ reference: String) throws -> BlockedKey {
+        let id = Fingerprint(reference)
+        let matches = paired.blocked.filter { $0.nodeId == id || $0.displayName == reference }
+        guard matches.count == 1, let key = matches.first else {
+            throw matches.isEmpty ? PairingError.unknownNode(reference) : PairingError.unknownNode("\(reference) (names \(matches.count) blocked keys; use the node ID)")
+        }
+        paired.blocked.removeAll { $0.publicKey == key.publicKey }
+        return key
+    }
+
+    /// `invite revoke`: removes a live invite by its ID or a unique prefix of it (8 characters are shown).
+    public mutating func revokeInvite(_ prefix: String) throws -> InviteRecord {
+        let matches = invites.invites.filter { $0.id.hasPrefix(prefix.lowercased()) }
+        guard !prefix.isEmpty, matches.count == 1, let invite = matches.first else { throw PairingError.invalidInvite }
+        invites.invites.removeAll { $0.id == invite.id }
+        return invite
+    }
+
+    /// `nodes revoke` by ID or unique display name.
+    public mutating func revoke(matching reference: String) throws -> PairedNode {
+        try revoke(nodeId: node(matching: reference).nodeId.description)
+    }
+}
