@@ -28,9 +28,9 @@ public actor Bridge {
     private var pingCounter = 0
 
     // Relaying (Bridge+Invoke, Bridge+Gateway)
-    let settings: BridgeSettings
+    private(set) var settings: BridgeSettings
     /// `settings.limits.snapshotCommands`, parsed once (the config loader has checked them).
-    let snapshotCommands: [CommandPattern]
+    private(set) var snapshotCommands: [CommandPattern]
     /// Paired nodes as last read, and the paired.json version they came from.
     var paired: [Fingerprint: PairedNode] = [:]
     /// Their access rules, parsed once per change of paired.json.
@@ -118,6 +118,15 @@ public actor Bridge {
     }
 
     func attach(_ uplink: any GatewayUplink) { self.uplink = uplink }
+
+    /// SIGHUP: new access-rule defaults, command sets and limits apply from the next decision on.
+    /// Invokes in flight keep the rules they were admitted under.
+    func reload(_ new: BridgeSettings) {
+        settings = new
+        snapshotCommands = new.limits.snapshotCommands.compactMap { try? CommandPattern($0) }
+        router.maxConcurrentPerNode = new.limits.maxConcurrentInvokes
+        buckets.removeAll()  // rates refill under the new limits
+    }
 
     // MARK: - Connections
 

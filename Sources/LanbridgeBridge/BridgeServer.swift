@@ -13,7 +13,17 @@ import NIOPosix
 public enum BridgeServer {
     public static let version = "0.6.0"
 
-    public static func run(configuration: BridgeConfiguration, logger: Logger, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
+    /// What a reload (SIGHUP) reads again: the config file and the gateway token.
+    public struct Reloaded: Sendable {
+        public var settings: BridgeSettings
+        public var gatewayToken: SecureBytes?
+        public init(settings: BridgeSettings, gatewayToken: SecureBytes?) { (self.settings, self.gatewayToken) = (settings, gatewayToken) }
+    }
+
+    /// `hangups` yields once per SIGHUP; `reload` reads the files again (throwing keeps the
+    /// running settings).
+    public static func run(configuration: BridgeConfiguration, logger: Logger, hangups: AsyncStream<Void>? = nil,
+                           reload: (@Sendable () throws -> Reloaded)? = nil, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         try configuration.stateDirectory.prepare()
         try configuration.stateDirectory.checkNotWritableByOthers()
         // Before anything else is touched: a second daemon must not disturb the first one's files.
@@ -89,6 +99,26 @@ public enum BridgeServer {
                 try await withThrowingDiscardingTaskGroup { group in
                     group.addTask {
                         for await _ in watcher.changes() { await bridge.storeChanged() }
+                    }
+                    if let hangups, let reload {
+                        group.addTask {
+                            var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
+                            for await _ in hangups {
+                                do {
+                                    let next = try reload()
+                                    let changes = Reloaded.changes(from: current, to: next)
+                                    await bridge.reload(next.settings)
+                                    if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
+                                    logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
+                                    if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {
+                                        logger.warning("the gateway's URL and options and the admission limits apply after a restart")
+                                    }
+                                    current = next
+                                } catch {
+                                    logger.error("reload failed, keeping the running settings: \(error)")
+                                }
+                            }
+                        }
                     }
                     if let link {
                         group.addTask { await link.run(hello: hello) }
@@ -194,3 +224,17 @@ public enum BridgeServer {
     }
 }
 
+extension BridgeServer.Reloaded {
+    /// Which parts differ, for the log.
+    static func changes(from old: Self, to new: Self) -> [String] {
+        var changed: [String] = []
+        if old.settings.limits != new.settings.limits { changed.append("limits") }
+        if old.settings.policy != new.settings.policy || old.settings.defaultsAdd != new.settings.defaultsAdd
+            || old.settings.defaultsRemove != new.settings.defaultsRemove || old.settings.extraCommands != new.settings.extraCommands {
+            changed.append("access rules")
+        }
+        let oldToken = old.gatewayToken?.withUnsafeBytes { Array($0) }, newToken = new.gatewayToken?.withUnsafeBytes { Array($0) }
+        if oldToken != newToken { changed.append("gateway token") }
+        return changed
+    }
+}

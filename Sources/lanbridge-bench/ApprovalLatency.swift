@@ -18,7 +18,7 @@ func approvalLatencies(count: Int) async throws -> [Double] {
     configuration.mdns = false
     let quiet = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
     let (ports, portSink) = AsyncStream.makeStream(of: Int.self)
-    let server = Task { try await BridgeServer.run(configuration: configuration, logger: quiet) { portSink.yield($0) } }
+    let server = Task { try await BridgeServer.run(configuration: configuration, logger: quiet, onListening: { portSink.yield($0) }) }
     defer { server.cancel() }
     var iterator = ports.makeAsyncIterator()
     guard let port = await iterator.next() else { return [] }

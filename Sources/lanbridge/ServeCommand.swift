@@ -74,11 +74,17 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.admission.maxWaiting = admission.maxWaiting
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
 
-        let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger) }
-        let signals = [SIGTERM, SIGINT].map { number in
+        // SIGHUP reads config.json and the gateway token file again; invalid ones keep the running settings.
+        let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let reload: @Sendable () throws -> BridgeServer.Reloaded = { [self] in
+            let settings = try state.settings()
+            return BridgeServer.Reloaded(settings: settings, gatewayToken: try gatewayLink(settings, logger: logger)?.token)
+        }
+        let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger, hangups: hangups, reload: reload) }
+        let signals = [SIGTERM, SIGINT, SIGHUP].map { number in
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number)
-            source.setEventHandler { server.cancel() }
+            source.setEventHandler { if number == SIGHUP { hangup.yield() } else { server.cancel() } }
             source.resume()
             return source
         }

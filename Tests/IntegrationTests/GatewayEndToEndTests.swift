@@ -330,3 +330,34 @@ struct GatewayLinkTests {
         #expect(remote.stderr.contains("not a loopback address"), "\(remote.stderr)")
     }
 }
+
+extension GatewayEndToEndTests {
+    /// SIGHUP reloads config.json and the token file: new limits apply to the next invoke, a bad
+    /// file keeps the running settings (and the daemon), a new token redials the gateway.
+    @Test func sighupReloadsTheConfigAndTheTokenAndKeepsRunningOnABadOne() throws {
+        let stack = try RelayStack(config: #"{"limits": {"snapshotsPerMinute": 30}}"#)
+        defer { stack.stop() }
+        let config = stack.bridge.state.file("config.json")
+        let small = ["width": 8, "height": 8] as JSONValue
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: small).ok)
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: small).ok)
+
+        try Data(#"{"limits": {"snapshotsPerMinute": 1}}"#.utf8).write(to: config)
+        stack.bridge.process.signal(SIGHUP)
+        #expect(try stack.bridge.waitForLog("reloaded:").contains("limits changed"))
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: small).ok)
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: small).code == ErrorMessage.rateLimited, "the new limit")
+
+        try Data(#"{"limits": {"snapshotsPerMinute": "many"}}"#.utf8).write(to: config)
+        stack.bridge.process.signal(SIGHUP)
+        #expect(try stack.bridge.waitForLog("reload failed").contains("limits.snapshotsPerMinute"))
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: small).code == ErrorMessage.rateLimited, "the old settings hold")
+
+        try Data("rotated-token\n".utf8).write(to: URL(fileURLWithPath: stack.gateway.tokenFile))
+        try Data(#"{"limits": {"snapshotsPerMinute": 1}}"#.utf8).write(to: config)
+        stack.bridge.process.signal(SIGHUP)
+        #expect(try stack.bridge.waitForLog("reloaded:").contains("gateway token"))
+        try stack.gateway.waitFor("bridge disconnected")  // it redials with the new token
+        #expect(stack.bridge.process.process.isRunning)
+    }
+}

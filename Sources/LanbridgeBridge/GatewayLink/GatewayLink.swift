@@ -19,7 +19,9 @@ final class GatewayLink: GatewayUplink, Sendable {
     }
 
     private let endpoint: GatewayEndpoint
-    private let token: SecureBytes
+    /// Replaced on SIGHUP (a rotated token file); the next connection uses it.
+    private let tokenBox: NIOLockedValueBox<SecureBytes>
+    private var token: SecureBytes { tokenBox.withLockedValue { $0 } }
     private let auth: BridgeConfiguration.GatewayAuth
     private let owners: Set<UInt32>
     private let tls: WebSocketClient.TLS?
@@ -31,15 +33,24 @@ final class GatewayLink: GatewayUplink, Sendable {
 
     private struct State {
         var outbox: AsyncStream<[ArraySlice<UInt8>]>.Continuation?
+        /// Ends the current link (to redial with a new token).
+        var closeLink: (@Sendable () -> Void)?
         var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
         var nextCall = 0
     }
     private let state = NIOLockedValueBox(State())
 
     init(_ gateway: BridgeConfiguration.Gateway, bridge: Bridge, maxMessageSize: Int, backoff: Backoff = Backoff(), logger: Logger) {
-        (endpoint, token, auth, owners) = (gateway.endpoint, gateway.token, gateway.auth, gateway.owners)
+        (endpoint, auth, owners) = (gateway.endpoint, gateway.auth, gateway.owners)
+        tokenBox = NIOLockedValueBox(gateway.token)
         tls = gateway.endpoint.secure ? .init(trustRootsFile: gateway.trustRootsFile) : nil
         (self.bridge, self.maxMessageSize, self.backoff, self.logger) = (bridge, maxMessageSize, backoff, logger)
+    }
+
+    /// A new token (SIGHUP): the current link goes down and the next one proves the new token.
+    func replaceToken(_ new: SecureBytes) {
+        tokenBox.withLockedValue { $0 = new }
+        state.withLockedValue { $0.closeLink }?()
     }
 
     /// Keeps the link up until the task is cancelled.
@@ -97,7 +108,10 @@ final class GatewayLink: GatewayUplink, Sendable {
         }
         try await connection.run { writer, messages in
             let (outbox, continuation) = AsyncStream.makeStream(of: [ArraySlice<UInt8>].self, bufferingPolicy: .bufferingNewest(4096))
-            state.withLockedValue { $0.outbox = continuation }
+            state.withLockedValue { state in
+                state.outbox = continuation
+                state.closeLink = { Task { try? await writer.close(code: .goingAway, reason: "token rotated") } }
+            }
             defer { continuation.finish() }
             logger.info("gateway link up", metadata: ["gateway": "\(endpoint)"])
             await bridge.setGatewayStatus("connected to \(endpoint)")
@@ -149,6 +163,7 @@ final class GatewayLink: GatewayUplink, Sendable {
         let waiting = state.withLockedValue { state in
             state.outbox?.finish()
             state.outbox = nil
+            state.closeLink = nil
             defer { state.calls.removeAll() }
             return Array(state.calls.values)
         }

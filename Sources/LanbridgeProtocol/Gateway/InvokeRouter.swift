@@ -37,7 +37,7 @@ public struct InvokeRouter: Sendable {
         case failed(ErrorMessage)
     }
 
-    public let maxConcurrentPerNode: Int
+    public var maxConcurrentPerNode: Int
     private var pending: [String: Pending] = [:]
     private var perNode: [String: Int] = [:]
     private var nextID = 0

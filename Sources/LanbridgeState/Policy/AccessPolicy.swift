@@ -37,7 +37,7 @@ public enum AccessDecision: Equatable, Sendable {
 /// Deny by default: a command runs only when the node's allowlist matches it AND the node declared
 /// it, its capability flags do not rule it out, and (for foreground commands) the app is in front.
 /// What a node claims is never enough on its own.
-public struct AccessPolicy: Sendable {
+public struct AccessPolicy: Sendable, Equatable {
     /// Commands that need the app in the foreground.
     public var foregroundCommands: [CommandPattern]
     /// Commands that inject input, refused to nodes that say they cannot.
