@@ -101,7 +101,7 @@ extension Bridge {
         }
         let details: JSONValue = ["nodeId": .string(connection.nodeId.description), "method": .string(call.method)]
         guard GatewayMethod.nodeCallable.contains(call.method) else {
-            logger.notice("node called a forbidden gateway method", metadata: ["node": "\(connection.nodeId)", "method": "\(call.method)"])
+            logger.notice("node called a forbidden gateway method", metadata: meta(connection, ["method": "\(call.method)"]))
             return reply(.failure(ErrorMessage(code: ErrorMessage.forbidden, message: "nodes may call only agent and system-event",
                                                details: details, retryable: false)))
         }

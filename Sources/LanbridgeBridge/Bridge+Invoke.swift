@@ -86,7 +86,7 @@ extension Bridge {
         let decision = settings.policy.decide(command, rules: rules[node.nodeId] ?? CompiledRules(node.access), declared: node.details.commands,
                                               flags: node.details.flags, foreground: connection?.foreground ?? true)
         if case let .deny(reason) = decision {
-            logger.notice("invoke denied: \(reason)", metadata: ["node": "\(node.nodeId)", "command": "\(command)", "origin": "\(origin.rawValue)"])
+            logger.notice("invoke denied: \(reason)", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)", "command": "\(command)", "origin": "\(origin.rawValue)"])
             recordDenial(node: node.nodeId, command: command, reason: reason, origin: origin)
             return .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
                                          details: details.merging(["reason": .string(reason.code)]), retryable: false))
@@ -134,7 +134,7 @@ extension Bridge {
         let limit = settings.limits.maxResultBytes
         let outcome = router.received(result, from: connection.nodeId.description, now: Date(), size: size, limit: limit)
         if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {
-            logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: ["node": "\(connection.nodeId)"])
+            logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: meta(connection))
         }
         complete([outcome])
     }

@@ -14,22 +14,23 @@ extension Bridge {
         }
         let now = Date()
         if let refusal = challengeLimits.admit(key: connection.key, address: connection.address, now: now) {
-            logger.notice("pairing challenge refused: \(refusal)", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])
+            logger.notice("pairing challenge refused: \(refusal)", metadata: meta(connection))
             return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: refusal, retryable: false))
         }
         let details = request.details.sanitized()
+        connection.claimedName = details.displayName
         do {
             let pending = try store.update(actor: "bridge") { state in
                 try state.challenge(key: connection.key, details: details, source: connection.address, now: now, timing: configuration.pairingTiming)
             }
             if let lock = pending.locked {
-                logger.warning("pairing request locked: \(lock.explanation)", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)"])
+                logger.warning("pairing request locked: \(lock.explanation)", metadata: meta(connection, ["request": "\(pending.requestId)"]))
                 return await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: PairingError.requestLocked(pending.requestId, lock).description))
             }
             let bridgeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
             connection.phase = .challenged(requestId: pending.requestId, commitment: commitment, bridgeNonce: bridgeNonce)
-            logger.info("pairing requested", metadata: ["node": "\(connection.nodeId)", "request": "\(pending.requestId)", "name": "\(details.displayName)",
-                                                        "challenge": "\(pending.challenges)/\(PairingState.Limits.challengesPerRequest)"])
+            logger.info("pairing requested", metadata: meta(connection, ["request": "\(pending.requestId)", "name": "\(details.displayName)",
+                                                        "challenge": "\(pending.challenges)/\(PairingState.Limits.challengesPerRequest)"]))
             await send(PairChallenge(requestId: pending.requestId, nonce: Hex.encode(bridgeNonce), expiresAt: pending.expiresAt), to: connection)
         } catch let error as PairingError {
             await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: error.isRetryable))
@@ -47,7 +48,7 @@ extension Bridge {
         guard let nodeNonce = try? Hex.decode(reveal.nonce), nodeNonce.count == VerificationCode.nonceLength,
               VerificationCode.verify(commitment: commitment, handshakeHash: h, nodeNonce: nodeNonce) else {
             logger.warning("pairing commitment did not match: possible man in the middle; request locked",
-                           metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)", "peer": "\(connection.address)"])
+                           metadata: meta(connection, ["request": "\(requestId)"]))
             do { try store.update(actor: "bridge") { $0.commitmentFailed(requestId: requestId) } } catch {
                 logger.error("pairing store: \(error)")
             }
@@ -85,7 +86,7 @@ extension Bridge {
             logger.info("node paired by invite", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
             await becomePaired(connection, announce: .approved)
         } catch {
-            logger.notice("invite redemption refused: \(error)", metadata: ["node": "\(connection.nodeId)"])
+            logger.notice("invite redemption refused: \(error)", metadata: meta(connection))
             await fail(connection, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)"))
         }
     }
@@ -97,11 +98,11 @@ extension Bridge {
         default: return
         }
         if state.node(withKey: connection.key) != nil {
-            logger.info("pairing approved", metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)"])
+            logger.info("pairing approved", metadata: meta(connection, ["request": "\(requestId)"]))
             await becomePaired(connection, announce: .approved)
         } else if state.request(requestId) == nil {
             let expired = state.pending.expired.contains { $0.requestId == requestId }
-            logger.info("pairing \(expired ? "expired" : "rejected")", metadata: ["node": "\(connection.nodeId)", "request": "\(requestId)"])
+            logger.info("pairing \(expired ? "expired" : "rejected")", metadata: meta(connection, ["request": "\(requestId)"]))
             await send(PairResolved(outcome: expired ? .expired : .rejected, nodeId: connection.nodeId), to: connection)
             await fail(connection, expired
                 ? ErrorMessage(code: ErrorMessage.pairingExpired, message: "the pairing request expired; ask again", retryable: true)
@@ -112,7 +113,7 @@ extension Bridge {
     func becomePaired(_ connection: Connection, announce outcome: PairResolved.Outcome? = nil) async {
         // One live session per node: a reconnect replaces the old one at once.
         if let other = pairedConnection(connection.nodeId), other.id != connection.id {
-            logger.info("node reconnected; replacing its old session", metadata: ["node": "\(connection.nodeId)"])
+            logger.info("node reconnected; replacing its old session", metadata: meta(connection))
             await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
         }
         connection.phase = .paired
@@ -129,7 +130,7 @@ extension Bridge {
         seen.insert(connection.nodeId)
         runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground, connectedAt: connection.connectedAt)
         publishRuntime()
-        logger.info("node connected", metadata: ["node": "\(connection.nodeId)", "peer": "\(connection.address)"])
+        logger.info("node connected", metadata: meta(connection))
         emit(.connected, node: connection.nodeId, ["address": .string(connection.address)])
     }
 }

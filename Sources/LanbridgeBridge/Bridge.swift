@@ -88,6 +88,10 @@ public actor Bridge {
         let connectedAt = Date()
         /// Its place in the admission limits while it has not proved a paired key.
         var slot: Admission.Slot?
+        /// The name an unpaired device gave in its pairing request (device-supplied), for logs.
+        var claimedName: String?
+        /// `ip:port`, as every log line gives peers.
+        var peer: String { PeerAddress.format(channel.remoteAddress) }
 
         init(id: Int, key: PublicKey, address: String, slot: Admission.Slot?, handshake: SecureSession.HandshakeResult, outbound: Outbound, channel: any Channel, phase: Phase) {
             (self.id, self.key, self.address, self.slot, self.handshake, self.outbound, self.channel, self.phase) = (id, key, address, slot, handshake, outbound, channel, phase)
@@ -118,6 +122,14 @@ public actor Bridge {
     }
 
     func attach(_ uplink: any GatewayUplink) { self.uplink = uplink }
+
+    /// What log lines about a connection carry: the node's ID, its name (the paired one, else
+    /// the one it claimed), and the peer address, always in the same form.
+    func meta(_ connection: Connection, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
+        var fields: Logger.Metadata = ["node": "\(connection.nodeId)", "peer": "\(connection.peer)"]
+        if let name = paired[connection.nodeId]?.details.displayName ?? connection.claimedName { fields["name"] = "\(name)" }
+        return fields.merging(extra) { $1 }
+    }
 
     /// SIGHUP: new access-rule defaults, command sets and limits apply from the next decision on.
     /// Invokes in flight keep the rules they were admitted under.
@@ -154,14 +166,14 @@ public actor Bridge {
         let connection = Connection(id: id, key: key, address: address, slot: slot, handshake: handshake, outbound: outbound, channel: channel, phase: phase)
         connections[connection.id] = connection
         if state.isBlocked(key) {
-            logger.notice("refused blocked node", metadata: ["node": "\(key.fingerprint)", "peer": "\(address)"])
+            logger.notice("refused blocked node", metadata: ["node": "\(key.fingerprint)", "peer": "\(PeerAddress.format(channel.remoteAddress))"])
             await fail(connection, ErrorMessage(code: ErrorMessage.pairingRejected, message: "this device is blocked"))
             return connection.id
         }
         if connection.isPaired {
             await becomePaired(connection)
         } else {
-            logger.info("unpaired node connected", metadata: ["node": "\(connection.nodeId)", "peer": "\(address)"])
+            logger.info("unpaired node connected", metadata: meta(connection))
             await send(Welcome(bridgeName: configuration.name, paired: false, nodeId: connection.nodeId), to: connection)
         }
         return connection.id
@@ -175,7 +187,7 @@ public actor Bridge {
         if connection.isPaired, runtime.nodes[connection.nodeId.description] != nil, sessions[connection.nodeId] == nil {
             runtime.nodes[connection.nodeId.description] = nil
             publishRuntime()
-            logger.info("node disconnected", metadata: ["node": "\(connection.nodeId)"])
+            logger.info("node disconnected", metadata: meta(connection))
             complete(router.nodeDisconnected(connection.nodeId.description))
             seen.insert(connection.nodeId)
             emit(.disconnected, node: connection.nodeId)
@@ -197,7 +209,7 @@ public actor Bridge {
                 message = decoded
             }
         } catch {
-            logger.notice("bad message: \(error)", metadata: ["node": "\(connection.nodeId)"])
+            logger.notice("bad message: \(error)", metadata: meta(connection))
             // A malformed answer fails its invoke now rather than leaving it to time out.
             if connection.isPaired, case let .malformed(invalid, type, id) = error, type == nil || type == InvokeResult.type {
                 complete(router.malformedResult(invokeID: id, from: connection.nodeId.description, reason: invalid.description))
@@ -235,7 +247,7 @@ public actor Bridge {
                 await send(ErrorMessage(code: ErrorMessage.badMessage, message: "unexpected \(type(of: message).type) message"), to: connection)
             } else {
                 // An unpaired key can do nothing but ask to pair: no detail, no metadata, no access.
-                logger.notice("unpaired node sent \(type(of: message).type)", metadata: ["node": "\(connection.nodeId)"])
+                logger.notice("unpaired node sent \(type(of: message).type)", metadata: meta(connection))
                 await send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: connection)
             }
         }
@@ -245,7 +257,7 @@ public actor Bridge {
         connection.announcedForeground = connection.foreground
         runtime.nodes[connection.nodeId.description]?.foreground = connection.foreground
         publishRuntime()
-        logger.info("node moved to the \(connection.foreground ? "foreground" : "background")", metadata: ["node": "\(connection.nodeId)"])
+        logger.info("node moved to the \(connection.foreground ? "foreground" : "background")", metadata: meta(connection))
         emit(connection.foreground ? .foreground : .background, node: connection.nodeId)
     }
 
@@ -257,7 +269,7 @@ public actor Bridge {
             else if case .limited = take(.eventBytes, node: connection.nodeId, count: size) { "over \(limits.eventBytesPerMinute) event bytes a minute" }
             else { nil }
         if let refusal {
-            if connection.droppedEvents == 0 { logger.notice("dropped an event from this node: \(refusal)", metadata: ["node": "\(connection.nodeId)"]) }
+            if connection.droppedEvents == 0 { logger.notice("dropped an event from this node: \(refusal)", metadata: meta(connection)) }
             connection.droppedEvents += 1
             return
         }
@@ -293,7 +305,7 @@ public actor Bridge {
             case .waiting, .challenged:
                 await resolveWaiting(connection, in: state)
             case .paired where state.node(withKey: connection.key) == nil:
-                logger.info("pairing revoked; dropping the node", metadata: ["node": "\(connection.nodeId)"])
+                logger.info("pairing revoked; dropping the node", metadata: meta(connection))
                 complete(router.cancelAll(forNode: connection.nodeId.description, code: ErrorMessage.nodeNotConnected,
                                           "the node's pairing was revoked"))
                 await send(Revoked(nodeId: connection.nodeId), to: connection)
@@ -316,13 +328,13 @@ public actor Bridge {
         for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 {
             if connection.coalescedStates > 0 {
                 logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits.statesPerMinute) a minute)",
-                              metadata: ["node": "\(connection.nodeId)"])
+                              metadata: meta(connection))
                 connection.coalescedStates = 0
                 if connection.announcedForeground != connection.foreground { announceState(of: connection) }
             }
             if connection.droppedEvents > 0, now.timeIntervalSince(connection.eventsSummarised) >= 60 {
                 logger.notice("dropped \(connection.droppedEvents) events from this node in the last minute (over its event limits)",
-                              metadata: ["node": "\(connection.nodeId)"])
+                              metadata: meta(connection))
                 (connection.droppedEvents, connection.eventsSummarised) = (0, now)
             }
         }
@@ -384,7 +396,7 @@ public actor Bridge {
         do {
             try await connection.outbound.write(SessionMessages.encode(message))
         } catch {
-            logger.debug("send failed: \(error)", metadata: ["node": "\(connection.nodeId)"])
+            logger.debug("send failed: \(error)", metadata: meta(connection))
         }
     }
 

@@ -8,11 +8,11 @@ import Darwin
 /// Tells the daemon when the CLI (or anyone) replaced paired.json, pending.json or invites.json, via
 /// inotify on the state directory: approvals reach a waiting node as soon as they are written,
 /// without the CLI having to find the daemon.
-final class StoreWatcher: @unchecked Sendable {
+public final class StoreWatcher: @unchecked Sendable {
     private let fd: Int32
     private let watched: Set<String>
 
-    init(directory: URL, files: [String]) throws {
+    public init(directory: URL, files: [String]) throws {
         fd = inotify_init1(Int32(IN_CLOEXEC))
         watched = Set(files)
         // Atomic writes land by rename, so IN_MOVED_TO is the event; IN_CLOSE_WRITE catches hand edits.
@@ -23,7 +23,7 @@ final class StoreWatcher: @unchecked Sendable {
 
     /// One element per batch of changes to the watched files. Runs on its own thread (inotify read
     /// blocks); ends when `stop` is called.
-    func changes() -> AsyncStream<Void> {
+    public func changes() -> AsyncStream<Void> {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let fd = self.fd, watched = self.watched
         Thread.detachNewThread {
@@ -48,7 +48,7 @@ final class StoreWatcher: @unchecked Sendable {
         return stream
     }
 
-    func stop() {
+    public func stop() {
         close(fd)
     }
 }

@@ -10,7 +10,7 @@ public final class IdleCloser: ChannelInboundHandler, Sendable {
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if case IdleStateHandler.IdleStateEvent.read = event {
-            logger.notice("closing connection: silent past the idle timeout", metadata: ["peer": "\(context.channel.remoteAddress?.description ?? "?")"])
+            logger.notice("closing connection: silent past the idle timeout", metadata: ["peer": "\(PeerAddress.format(context.channel.remoteAddress))"])
             context.close(promise: nil)
         } else {
             context.fireUserInboundEventTriggered(event)

@@ -56,7 +56,7 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
     private func start(context: ChannelHandlerContext) {
         guard !started else { return }
         started = true
-        if let remote = context.channel.remoteAddress { logger[metadataKey: "peer"] = "\(remote)" }
+        logger[metadataKey: "peer"] = "\(PeerAddress.format(context.channel.remoteAddress))"
         if let handshakeTimeout {
             let loopBound = NIOLoopBound(context, eventLoop: context.eventLoop)
             handshakeDeadline = context.eventLoop.scheduleTask(in: handshakeTimeout) { [logger] in

@@ -1,8 +1,9 @@
 import ArgumentParser
 import Foundation
+import LanbridgeBridge
 import LanbridgeState
 
-struct AuditCommand: ParsableCommand {
+struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
         abstract: "Show or verify the audit log of pairing decisions.",
@@ -10,20 +11,42 @@ struct AuditCommand: ParsableCommand {
         subcommands: [Show.self, Verify.self]
     )
 
-    struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the audit log.")
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Print the audit log.",
+                                                        discussion: "--follow keeps printing entries as they are appended (one line each; one JSON object per line with --json), like tail -f.")
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
+        @Flag(help: "Keep printing new entries as they are appended (Ctrl-C to stop).") var follow = false
 
-        func run() throws {
+        func run() async throws {
+            var shown = 0
             try Output.run {
                 try state.directory.requireExisting()
                 let entries = try AuditLog(directory: state.directory).entries()
+                shown = entries.count
+                if follow { return emit(entries) }
                 if json { return try Output.json(entries) }
                 guard !entries.isEmpty else { return print("The audit log is empty.") }
                 Output.table(["TIME", "EVENT", "ACTOR", "NODE ID", "REQUEST", "DETAIL"], entries.map {
                     [$0.time.formatted(.iso8601), $0.event, $0.actor, $0.nodeId ?? "-", $0.requestId ?? "-", $0.detail ?? ""]
                 })
+            }
+            guard follow else { return }
+            let watcher = try StoreWatcher(directory: state.directory.url, files: [AuditLog.fileName])
+            defer { watcher.stop() }
+            for await _ in watcher.changes() {
+                let entries = (try? AuditLog(directory: state.directory).entries()) ?? []
+                if entries.count > shown { emit(Array(entries[shown...])) }
+                shown = max(shown, entries.count)
+            }
+        }
+
+        /// One line per entry, written at once (a pipe must not hold it back).
+        private func emit(_ entries: [AuditEntry]) {
+            for entry in entries {
+                let line = json ? String(decoding: (try? AuditLog.encoder.encode(entry)) ?? Data(), as: UTF8.self)
+                    : [entry.time.formatted(.iso8601), entry.event, entry.actor, entry.nodeId ?? "-", entry.requestId ?? "-", entry.detail ?? ""].joined(separator: "  ")
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
             }
         }
     }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LanbridgeBridge
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -19,7 +20,7 @@ struct NodesCommand: AsyncParsableCommand {
                       Rename.self, Unblock.self]
     )
 
-    struct Pending: ParsableCommand {
+    struct Pending: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show pairing requests waiting for approval.",
                                                         discussion: """
             CODE is the code the device shows once it has finished the code exchange; until then "(waiting)". TRIES counts the code challenges the device has had (at most \(PairingState.Limits.challengesPerRequest): each new one is a new code), and WRONG the `approve --code` attempts that gave another code.
@@ -30,6 +31,7 @@ struct NodesCommand: AsyncParsableCommand {
             """)
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
+        @Flag(help: "Keep watching: print the list again whenever it changes (Ctrl-C to stop).") var watch = false
 
         struct Row: Encodable {
             let requestId, nodeId, displayName, platform: String
@@ -44,8 +46,21 @@ struct NodesCommand: AsyncParsableCommand {
             let locked: String?
         }
 
-        func run() throws {
-            try Output.run {
+        func run() async throws {
+            try Output.run { try show() }
+            guard watch else { return }
+            fflush(nil)
+            let watcher = try StoreWatcher(directory: state.directory.url, files: [PairingStore.pendingFileName, PairingStore.pairedFileName])
+            defer { watcher.stop() }
+            for await _ in watcher.changes() {
+                if !json { print("--- \(Date().formatted(.iso8601))") }
+                try Output.run { try show() }
+                fflush(nil)  // a pipe must see each listing as it happens
+            }
+        }
+
+        private func show() throws {
+            do {
                 let now = Date()
                 let current = try PairingStore(directory: state.directory).read()
                 let live = current.pending.requests.filter { $0.expiresAt > now }

@@ -250,6 +250,24 @@ struct OperatorCLITests {
         }
         #expect(try CLI.run(["--version"]).stdout == BridgeVersion.current)
     }
+
+    /// `nodes pending --watch` and `audit show --follow` print what happens as it happens; logs
+    /// name nodes by name and ID, and peers as ip:port.
+    @Test func watchFollowAndLogsThatNameNodes() throws {
+        let bridge = try BridgeDaemon(arguments: ["--no-gateway"])
+        defer { bridge.stop() }
+        let watch = try launch("lanbridge", ["nodes", "pending", "--watch", "--state-dir", bridge.state.path])
+        defer { watch.killIfRunning() }
+        let follow = try launch("lanbridge", ["audit", "show", "--follow", "--state-dir", bridge.state.path])
+        defer { follow.killIfRunning() }
+        #expect(try watch.nextLine() == "No pending pairing requests.")
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "Watched phone"])
+        defer { node.stop() }
+        _ = try watch.waitForLine { $0.contains("Watched phone") }
+        _ = try follow.waitForLine { $0.contains("pairing.requested") }
+        let line = try bridge.waitForLog("pairing requested")
+        #expect(line.contains("name=\"Watched phone\"") && line.contains("peer=127.0.0.1:"), "\(line)")
+    }
 }
 
 enum BridgeVersion {

@@ -144,7 +144,7 @@ public struct AuditLog: Sendable {
         return try data.split(separator: UInt8(ascii: "\n")).map { try JSONDecoder.audit.decode(AuditEntry.self, from: Data($0)) }
     }
 
-    static let encoder: JSONEncoder = {
+    public static let encoder: JSONEncoder = {
         let e = JSONEncoder()
         e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         e.dateEncodingStrategy = .iso8601
