@@ -2,20 +2,11 @@ import Foundation
 import LanbridgeCrypto
 @testable import LanbridgeProtocol
 import Testing
+import TestSupport
 
 /// Seeded random inputs against the decoders: they may only ever throw a `TransportError`,
 /// and a mutated stream must never deliver a message the sender did not send.
 struct FuzzTests {
-    struct SplitMix: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
 
     @Test func randomBytesAtABridgeOnlyEverProduceTransportErrors() {
         var rng = SplitMix(state: 1)
