@@ -203,8 +203,9 @@ public actor Bridge {
             switch try SessionMessages.read(bytes) {
             case let .result(result) where connection.isPaired:
                 return resultReceived(result, size: bytes.count, from: connection)
-            case let .result(result):
-                message = InvokeResult(id: result.id, error: ErrorMessage(code: "", message: ""))
+            case .result:
+                logger.notice("unpaired node sent \(InvokeResult.type)", metadata: meta(connection))
+                return await send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: connection)
             case let .message(decoded):
                 message = decoded
             }
