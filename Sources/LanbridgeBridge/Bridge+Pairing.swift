@@ -111,22 +111,28 @@ extension Bridge {
     }
 
     func becomePaired(_ connection: Connection, announce outcome: PairResolved.Outcome? = nil) async {
-        // One live session per node: a reconnect replaces the old one at once.
-        if let other = pairedConnection(connection.nodeId), other.id != connection.id {
-            logger.info("node reconnected; replacing its old session", metadata: meta(connection))
-            await fail(other, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
-        }
+        let replaced = pairedConnection(connection.nodeId).flatMap { $0.id != connection.id ? $0 : nil }
         connection.phase = .paired
         connection.announcedForeground = connection.foreground
-        sessions[connection.nodeId] = connection.id
         admission.release(connection.slot)
         connection.slot = nil
+        // One live session per node: a reconnect replaces the old one at once. The node has not
+        // gone away, so the gateway hears no `disconnected` for the old session.
+        if let replaced {
+            logger.info("node reconnected; replacing its old session", metadata: meta(connection))
+            replaced.replaced = true
+            await fail(replaced, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
+        }
         try? await connection.channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
+        // The welcome (or the pairing's outcome) is the bridge's first message on a paired session
+        // (§9.1): the session is findable for invokes and pings only once it has gone out.
         if let outcome {
             await send(PairResolved(outcome: outcome, nodeId: connection.nodeId), to: connection)
         } else {
             await send(Welcome(bridgeName: configuration.name, paired: true, nodeId: connection.nodeId), to: connection)
         }
+        guard connections[connection.id] != nil else { return }  // it went away meanwhile
+        sessions[connection.nodeId] = connection.id
         seen.insert(connection.nodeId)
         runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground, connectedAt: connection.connectedAt)
         publishRuntime()

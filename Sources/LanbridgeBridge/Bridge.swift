@@ -90,6 +90,8 @@ public actor Bridge {
         var slot: Admission.Slot?
         /// The name an unpaired device gave in its pairing request (device-supplied), for logs.
         var claimedName: String?
+        /// A newer session of the same node took over: closing this one is not the node leaving.
+        var replaced = false
         /// `ip:port`, as every log line gives peers.
         var peer: String { PeerAddress.format(channel.remoteAddress) }
 
@@ -183,8 +185,8 @@ public actor Bridge {
         guard let connection = connections.removeValue(forKey: id) else { return }
         if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
         admission.release(connection.slot)
-        // A replaced session closing is not the node going away: the index points at its successor.
-        if connection.isPaired, runtime.nodes[connection.nodeId.description] != nil, sessions[connection.nodeId] == nil {
+        // A replaced session closing is not the node going away.
+        if connection.isPaired, !connection.replaced, runtime.nodes[connection.nodeId.description] != nil, sessions[connection.nodeId] == nil {
             runtime.nodes[connection.nodeId.description] = nil
             publishRuntime()
             logger.info("node disconnected", metadata: meta(connection))

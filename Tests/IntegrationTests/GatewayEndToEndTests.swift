@@ -361,3 +361,23 @@ extension GatewayEndToEndTests {
         #expect(stack.bridge.process.process.isRunning)
     }
 }
+
+extension GatewayEndToEndTests {
+    /// A node that reconnects replaces its old session; it never left, so the gateway hears a new
+    /// `connected` and no `disconnected`.
+    @Test func aReplacedSessionIsNotADisconnect() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        let second = try SimulatedNode(state: stack.node.state, port: stack.bridge.port)
+        defer { second.stop() }
+        try second.waitFor("connected")
+        var seen: [String] = []
+        while let line = try stack.gateway.process.nextLine() {
+            guard line.hasPrefix("event ") else { continue }
+            if line.contains("\"type\":\"disconnected\"") { seen.append("disconnected") }
+            if line.contains("\"type\":\"connected\"") { seen.append("connected"); break }
+        }
+        #expect(seen == ["connected"], "\(seen)")
+        #expect(try stack.gateway.call("GET", "/nodes/\(stack.nodeID)").payload?["connected"] == true)
+    }
+}
