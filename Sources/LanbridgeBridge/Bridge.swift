@@ -84,7 +84,8 @@ public actor Bridge {
         var coalescedStates = 0
         /// Events dropped since the last summary (over the node's event limits).
         var droppedEvents = 0
-        var eventsSummarised = Date.distantPast
+        /// When the coalesced states and dropped events were last logged.
+        var summarised = Date.distantPast
         let connectedAt = Date()
         /// Its place in the admission limits while it has not proved a paired key.
         var slot: Admission.Slot?
@@ -168,7 +169,7 @@ public actor Bridge {
         let connection = Connection(id: id, key: key, address: address, slot: slot, handshake: handshake, outbound: outbound, channel: channel, phase: phase)
         connections[connection.id] = connection
         if state.isBlocked(key) {
-            logger.notice("refused blocked node", metadata: ["node": "\(key.fingerprint)", "peer": "\(PeerAddress.format(channel.remoteAddress))"])
+            logger.notice("refused blocked node", metadata: meta(connection))
             await fail(connection, ErrorMessage(code: ErrorMessage.pairingRejected, message: "this device is blocked"))
             return connection.id
         }
@@ -329,17 +330,17 @@ public actor Bridge {
     /// the store only when something is due: an expiry, or a waiting request past half its TTL.
     func tick(now: Date) async {
         for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 {
+            // The state it ends in is announced at once; the counts go to the log once a minute.
+            if connection.announcedForeground != connection.foreground { announceState(of: connection) }
+            guard now.timeIntervalSince(connection.summarised) >= 60 else { continue }
             if connection.coalescedStates > 0 {
                 logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits.statesPerMinute) a minute)",
                               metadata: meta(connection))
-                connection.coalescedStates = 0
-                if connection.announcedForeground != connection.foreground { announceState(of: connection) }
             }
-            if connection.droppedEvents > 0, now.timeIntervalSince(connection.eventsSummarised) >= 60 {
-                logger.notice("dropped \(connection.droppedEvents) events from this node in the last minute (over its event limits)",
-                              metadata: meta(connection))
-                (connection.droppedEvents, connection.eventsSummarised) = (0, now)
+            if connection.droppedEvents > 0 {
+                logger.notice("dropped \(connection.droppedEvents) events from this node (over its event limits)", metadata: meta(connection))
             }
+            (connection.coalescedStates, connection.droppedEvents, connection.summarised) = (0, 0, now)
         }
         if !seen.isEmpty, now.timeIntervalSince(seenFlushed) >= 30 { flushSeen(now: now) }
         let timing = configuration.pairingTiming

@@ -10,6 +10,8 @@ struct GatewayEndpointTests {
         let remote = try GatewayEndpoint("wss://gateway.example/agent", allowRemote: true)
         #expect(remote.secure && remote.port == 443 && remote.path == "/agent")
         #expect(try GatewayEndpoint("wss://localhost:8443", allowRemote: false).secure, "TLS on loopback is fine too")
+        let unix = try GatewayEndpoint("unix:/run/gateway/gateway.sock", allowRemote: false)
+        #expect(unix.target == .unix(path: "/run/gateway/gateway.sock") && unix.description == "unix:/run/gateway/gateway.sock")
     }
 
     @Test(arguments: [
@@ -20,6 +22,7 @@ struct GatewayEndpointTests {
         ("ws://user:secret@127.0.0.1:1", false, "not in the URL"),
         ("127.0.0.1:18789", false, "not a URL"),
         ("ws://127.0.0.1.evil.example:1", false, "not a loopback address"),
+        ("unix:relative.sock", false, "absolute path"),
     ])
     func everythingElseIsRefusedWithTheReason(_ url: String, _ allowRemote: Bool, _ reason: String) {
         do {

@@ -66,9 +66,9 @@ struct GatewaySim: AsyncParsableCommand {
                             // The bridge's proof in bridge.hello must match what our answer implies.
                             let expectedProof = GatewayProof.expectedBridgeProof(challenge: head.headers[GatewayProof.challengeHeader].first,
                                                                                  answer: answered[GatewayProof.proofHeader].first, token: tokenBytes)
-                            await link.serve(connection, expectedProof: expectedProof)
+                            await link.serve(connection, check: .proof(expectedProof))
                         case let .webSocket(connection, head, _)? where head.headers["Authorization"].first == expected:
-                            await link.serve(connection, expectedProof: nil)
+                            await link.serve(connection, check: .bearerChecked)
                         case let .webSocket(connection, _, _)?:
                             say("refused a bridge with a wrong token")
                             try? await connection.run { writer, _ in try await writer.close(code: .policyViolation, reason: "bad token") }
@@ -120,18 +120,23 @@ actor BridgeLink {
     private var waiting: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>?, Never>] = [:]
     private var nextID = 0
 
-    /// With `expectedProof`, nothing is served until the bridge's hello carries it (nil proof and
-    /// an expectation: refuse, as for a bearer bridge that sent the wrong token).
-    func serve(_ connection: WebSocketConnection, expectedProof: [UInt8]??) async {
+    enum Check {
+        /// The bearer token was checked at the upgrade.
+        case bearerChecked
+        /// Nothing is served until the bridge's hello carries this proof (nil: there was no
+        /// usable challenge, so no proof can match).
+        case proof([UInt8]?)
+    }
+
+    func serve(_ connection: WebSocketConnection, check: Check) async {
         try? await connection.run { writer, messages in
-            var verified = expectedProof == nil
+            var verified = if case .bearerChecked = check { true } else { false }
             generation += 1
             let mine = generation
             for try await message in messages {
                 if !verified {
-                    guard case let .event(name, payload)? = try? GatewayFrame.decode(message), name == GatewayMethod.helloEvent,
-                          let expected = expectedProof ?? nil, let given = payload?["proof"]?.stringValue.flatMap({ try? Hex.decode($0) }),
-                          given == expected else {
+                    guard case let .proof(proof?) = check, case let .event(name, payload)? = try? GatewayFrame.decode(message),
+                          name == GatewayMethod.helloEvent, let given = payload?["proof"]?.stringValue.flatMap({ try? Hex.decode($0) }), given == proof else {
                         say("refused a bridge with a wrong token")
                         try await writer.close(code: .policyViolation, reason: "bad token")
                         return

@@ -106,7 +106,7 @@ public struct PairingStore: Sendable {
 
     private func apply(_ journal: Journal) throws {
         try audit.append(journal.audit, tx: journal.tx)
-        for file in journal.files where ["paired.json", "pending.json", "invites.json"].contains(file.name) {
+        for file in journal.files where [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName].contains(file.name) {
             let url = directory.file(file.name)
             if (try? Data(contentsOf: url)) != file.bytes { try AtomicFile.write(Array(file.bytes), to: url) }
         }
