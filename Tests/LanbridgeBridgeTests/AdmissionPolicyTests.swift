@@ -1,9 +1,10 @@
 import Foundation
 import LanbridgeBridge
+import LanbridgeProtocol
 import Testing
 
 struct AdmissionPolicyTests {
-    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    let t0 = Moment(seconds: 1_800_000_000)
 
     func policy(attempts: Int = 5, window: TimeInterval = 10, lockout: TimeInterval = 60, perAddress: Int = 100, total: Int = 100,
                 waiting: Int = 32, maxAddresses: Int = 4096) -> AdmissionPolicy {
@@ -16,7 +17,7 @@ struct AdmissionPolicyTests {
 
     /// Admits and returns the slot (and what it evicted); records an issue if refused.
     @discardableResult
-    func admit(_ p: inout AdmissionPolicy, _ address: String, at now: Date, sourceLocation: SourceLocation = #_sourceLocation) -> (slot: Int, evicted: [Int]) {
+    func admit(_ p: inout AdmissionPolicy, _ address: String, at now: Moment, sourceLocation: SourceLocation = #_sourceLocation) -> (slot: Int, evicted: [Int]) {
         guard case let .admit(slot, evicted, _) = p.connection(from: address, now: now) else {
             Issue.record("\(address) refused", sourceLocation: sourceLocation)
             return (-1, [])

@@ -50,6 +50,13 @@ struct AccessPolicyTests {
             == .backgroundUnavailable(retryAfterMs: 5000))
     }
 
+    @Test func aNodeThatCapturesFromTheBackgroundIsNotFailedFast() {
+        let background = CapabilityFlags(requiresForeground: false, supportsInputInjection: false)
+        #expect(policy.decide("camera.snap", rules: allow, declared: declared, flags: background, foreground: false) == .allow)
+        #expect(policy.decide("sms.send", rules: allow, declared: declared, flags: background, foreground: false) == .deny(.notAllowlisted),
+                "the flag spares a fast-fail, it grants nothing")
+    }
+
     @Test func capabilityFlagsRestrictFurther() {
         #expect(policy.decide("screen.tap", rules: allow, declared: declared, flags: noInput, foreground: true)
             == .deny(.capability("the node cannot inject input")))
@@ -58,7 +65,7 @@ struct AccessPolicyTests {
 }
 
 struct TokenBucketTests {
-    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    let t0 = Moment(seconds: 1_800_000_000)
 
     @Test func burstThenRefill() {
         var bucket = TokenBucket(capacity: 3, perSecond: 0.5, now: t0)

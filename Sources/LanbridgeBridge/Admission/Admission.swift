@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeProtocol
 import Logging
 import NIOConcurrencyHelpers
 
@@ -15,7 +16,7 @@ final class Admission: Sendable {
         var closers: [Slot: Close] = [:]
         var refused: [String: Int] = [:]
         var evicted = 0
-        var summaryStarted = Date()
+        var summaryStarted = Moment.now
     }
     private let state: NIOLockedValueBox<State>
     private let logger: Logger
@@ -28,7 +29,7 @@ final class Admission: Sendable {
     /// A new connection from `address`; `close` closes it, should it be evicted or overdue.
     func connection(from address: String, close: @escaping Close) -> AdmissionPolicy.Decision {
         let (decision, evicted, firstOfKind) = state.withLockedValue { state -> (AdmissionPolicy.Decision, [Close], Bool) in
-            let decision = state.policy.connection(from: address, now: Date())
+            let decision = state.policy.connection(from: address, now: Moment.now)
             switch decision {
             case let .admit(slot, evicting, _):
                 state.closers[slot] = close
@@ -66,7 +67,7 @@ final class Admission: Sendable {
 
     /// Once a second: closes connections past their deadline, forgets stale addresses, and once a
     /// minute logs what was refused.
-    func tick(now: Date) {
+    func tick(now: Moment) {
         let (overdue, summary) = state.withLockedValue { state -> ([Close], String?) in
             let overdue = state.policy.overdue(now: now).compactMap { state.closers.removeValue(forKey: $0) }
             guard now.timeIntervalSince(state.summaryStarted) >= 60 else { return (overdue, nil) }

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeProtocol
 import LanbridgeState
 
 /// Who may hold a connection that has not proved a paired key yet, decided at accept time before
@@ -72,8 +73,8 @@ public struct AdmissionPolicy: Sendable {
     private enum Stage { case unauthenticated, waiting }
     private struct Entry {
         let address: String
-        let since: Date
-        var deadline: Date?
+        let since: Moment
+        var deadline: Moment?
         var stage: Stage
     }
 
@@ -81,14 +82,14 @@ public struct AdmissionPolicy: Sendable {
     private var slots: [Slot: Entry] = [:]
     private var nextSlot = 0
     private var attempts: WindowCounter<String>
-    private var lockedUntil: [String: Date] = [:]
+    private var lockedUntil: [String: Moment] = [:]
 
     public init(limits: Limits = .init()) {
         self.limits = limits
         attempts = WindowCounter(window: limits.window, maxKeys: limits.maxAddresses)
     }
 
-    public mutating func connection(from address: String, now: Date) -> Decision {
+    public mutating func connection(from address: String, now: Moment) -> Decision {
         if let until = lockedUntil[address] {
             if until > now { return .refuse(.lockedOut(address, seconds: Int(until.timeIntervalSince(now)) + 1)) }
             lockedUntil[address] = nil
@@ -133,14 +134,14 @@ public struct AdmissionPolicy: Sendable {
     }
 
     /// Unauthenticated connections past their deadline, no longer counted: close them.
-    public mutating func overdue(now: Date) -> [Slot] {
+    public mutating func overdue(now: Moment) -> [Slot] {
         let due = slots.filter { $0.value.deadline.map { $0 <= now } ?? false }.map(\.key)
         due.forEach { slots[$0] = nil }
         return due.sorted()
     }
 
     /// Forgets addresses whose attempts have left the window and whose lockouts have ended.
-    public mutating func prune(now: Date) {
+    public mutating func prune(now: Moment) {
         attempts.prune(now: now)
         lockedUntil = lockedUntil.filter { $0.value > now }
     }
@@ -150,7 +151,7 @@ public struct AdmissionPolicy: Sendable {
     /// Addresses the policy remembers (attempts and lockouts): bounded by `maxAddresses` each.
     public var addressesRemembered: Int { attempts.keys + lockedUntil.count }
 
-    private mutating func lock(_ address: String, now: Date) {
+    private mutating func lock(_ address: String, now: Moment) {
         lockedUntil[address] = now.addingTimeInterval(limits.lockout)
         if lockedUntil.count > limits.maxAddresses {
             lockedUntil = lockedUntil.filter { $0.value > now }

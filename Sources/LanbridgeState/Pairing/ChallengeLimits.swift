@@ -15,7 +15,7 @@ public struct ChallengeLimits: Sendable {
     public init() {}
 
     /// Counts a challenge, or says why it is refused (and then counts nothing).
-    public mutating func admit(key: PublicKey, address: String, now: Date) -> String? {
+    public mutating func admit(key: PublicKey, address: String, now: Moment) -> String? {
         if byKey.count(key, now: now) >= Self.perKey {
             return "this device asked for \(Self.perKey) code challenges in the last hour; wait, or pair by invite"
         }

@@ -35,7 +35,8 @@ public enum AccessDecision: Equatable, Sendable {
 }
 
 /// Deny by default: a command runs only when the node's allowlist matches it AND the node declared
-/// it, its capability flags do not rule it out, and (for foreground commands) the app is in front.
+/// it, its capability flags do not rule it out, and (for foreground commands, on a node whose flags
+/// say `requiresForeground`) the app is in front.
 /// What a node claims is never enough on its own.
 public struct AccessPolicy: Sendable, Equatable {
     /// Commands that need the app in the foreground.
@@ -67,7 +68,9 @@ public struct AccessPolicy: Sendable, Equatable {
         if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
             return .deny(.capability("the node cannot inject input"))
         }
-        if !foreground, foregroundCommands.contains(where: { $0.matches(command) }) {
+        // A node that says its drawing and capture work from the background is taken at its word
+        // here: the flag can only spare a fast-fail, never grant access.
+        if !foreground, flags.requiresForeground, foregroundCommands.contains(where: { $0.matches(command) }) {
             return .backgroundUnavailable(retryAfterMs: backgroundRetryAfterMs)
         }
         return .allow

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeProtocol
 
 /// A token bucket: `capacity` tokens, refilled at `perSecond`. The clock is an argument, so limits
 /// are tested without waiting. Used for per-node forwards, snapshots and the like.
@@ -6,14 +7,14 @@ public struct TokenBucket: Sendable, Equatable {
     public let capacity: Double
     public let perSecond: Double
     private var tokens: Double
-    private var updated: Date
+    private var updated: Moment
 
-    public init(capacity: Double, perSecond: Double, now: Date) {
+    public init(capacity: Double, perSecond: Double, now: Moment) {
         (self.capacity, self.perSecond, tokens, updated) = (capacity, perSecond, capacity, now)
     }
 
     /// Takes `count` tokens (one by default), or says how long until they are available.
-    public mutating func take(_ count: Double = 1, now: Date) -> TakeResult {
+    public mutating func take(_ count: Double = 1, now: Moment) -> TakeResult {
         refill(now)
         if tokens >= count {
             tokens -= count
@@ -27,7 +28,7 @@ public struct TokenBucket: Sendable, Equatable {
         case limited(retryAfterMs: Int)
     }
 
-    private mutating func refill(_ now: Date) {
+    private mutating func refill(_ now: Moment) {
         let elapsed = max(0, now.timeIntervalSince(updated))
         tokens = min(capacity, tokens + elapsed * perSecond)
         updated = now

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeProtocol
 
 /// Counts events per key over a sliding window, in bounded memory. The keys are chosen by peers
 /// (addresses, keys), so the table forgets: a key whose events have all left the window is
@@ -6,21 +7,21 @@ import Foundation
 public struct WindowCounter<Key: Hashable & Sendable>: Sendable {
     public let window: TimeInterval
     public let maxKeys: Int
-    private var events: [Key: [Date]] = [:]
+    private var events: [Key: [Moment]] = [:]
 
     public init(window: TimeInterval, maxKeys: Int = 4096) {
         (self.window, self.maxKeys) = (window, maxKeys)
     }
 
     /// Events of `key` within the window before `now`.
-    public func count(_ key: Key, now: Date) -> Int {
+    public func count(_ key: Key, now: Moment) -> Int {
         events[key]?.count { now.timeIntervalSince($0) < window } ?? 0
     }
 
     /// Records one event and returns how many `key` has in the window, this one included. Only the
     /// latest `keep` are remembered per key (enough to compare with a limit).
     @discardableResult
-    public mutating func record(_ key: Key, now: Date, keep: Int = 64) -> Int {
+    public mutating func record(_ key: Key, now: Moment, keep: Int = 64) -> Int {
         var recent = (events[key] ?? []).filter { now.timeIntervalSince($0) < window }
         recent.append(now)
         if recent.count > keep { recent.removeFirst(recent.count - keep) }
@@ -33,7 +34,7 @@ public struct WindowCounter<Key: Hashable & Sendable>: Sendable {
 
     /// Drops keys with nothing in the window; if still over `maxKeys`, the least recently touched,
     /// down to three quarters of it, so that a flood of new keys costs O(log n) each, amortised.
-    public mutating func prune(now: Date) {
+    public mutating func prune(now: Moment) {
         events = events.filter { $0.value.last.map { now.timeIntervalSince($0) < window } ?? false }
         guard events.count > maxKeys else { return }
         let byAge = events.sorted { ($0.value.last ?? .distantPast) < ($1.value.last ?? .distantPast) }
