@@ -110,7 +110,9 @@ let package = Package(
         .executableTarget(
             name: "lanbridge-bench",
             dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState",
-                           .product(name: "Logging", package: "swift-log")]
+                           .product(name: "Logging", package: "swift-log"),
+                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                           .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")]
         ),
 
         // Test-only helper process: hammers the pairing store so tests can race and SIGKILL it.
@@ -132,7 +134,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LanbridgeBridgeTests",
-            dependencies: ["LanbridgeBridge"]
+            dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet"]
         ),
         .testTarget(
             name: "IntegrationTests",

@@ -35,6 +35,7 @@ public enum BridgeServer {
         let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
                                        files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
         defer { watcher.stop() }
+        let initialVersion = PairingStore(directory: configuration.stateDirectory).pairedFileVersion()
         let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
         // Room for the largest result the bridge relays, so an oversized one is refused with
         // PAYLOAD_TOO_LARGE rather than by dropping the node.
@@ -43,135 +44,137 @@ public enum BridgeServer {
             c.limits.maxMessageSize = max(c.limits.maxMessageSize, c.settings.limits.maxResultBytes * 2)
             return c
         }()
-        // Both are consulted from the first accept on, so they exist before the listener does.
+        // The core, its driver and the admission policy are consulted from the first accept on,
+        // so they exist before the listener does. One event loop carries the whole relay: nodes,
+        // the gateway link and the core, so a message crosses the bridge without a thread hop.
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let io = StateIO(directory: configuration.stateDirectory, logger: logger)
         let admission = Admission(limits: configuration.admission, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: initial)
-        let server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) { try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.so_keepalive), value: 1)
-            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-            .bind(host: configuration.bind.host, port: configuration.port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let address = channel.remoteAddress?.ipAddress ?? "?"
-                    let decision = admission.connection(from: address, close: { channel.close(promise: nil) })
-                    guard case let .admit(slot, _, handshakeTimeout) = decision else {
-                        channel.close(promise: nil)
-                        return (try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel), address, Admission.Slot?.none)
+        var core = BridgeCore(name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming,
+                              runtime: RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date()),
+                              initial: initial, pairedVersion: initialVersion, logger: logger)
+        core.gateway.configured = configuration.gateway != nil
+        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, logger: logger)
+        let server: any Channel
+        do {
+            server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) {
+                try await ServerBootstrap(group: loop)
+                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    .childChannelOption(.socketOption(.so_keepalive), value: 1)
+                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try admit(channel, configuration: configuration, identity: identity, admission: admission, invites: invites,
+                                      driver: driver, logger: logger)
+                        }
                     }
-                    let session = SecureSession(responderWith: identity, limits: configuration.limits,
-                                                inviteLookup: { id in invites.psk(for: id) })
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
-                    try sync.addHandler(IdleCloser(logger: logger))
-                    let timeout = min(handshakeTimeout, configuration.handshakeTimeout)
-                    try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
-                    return (try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel), address, Admission.Slot?.some(slot))
-                }
-            } }
-        let port = server.channel.localAddress?.port ?? configuration.port
+                    .bind(host: configuration.bind.host, port: configuration.port).get()
+            }
+        } catch {
+            await io.finish()
+            throw error
+        }
+        let port = server.localAddress?.port ?? configuration.port
         // An IPv6 address in brackets, so "host:port" splits at the right colon.
         let listening = configuration.bind.host.contains(":") ? "[\(configuration.bind.host)]:\(port)" : "\(configuration.bind.host):\(port)"
-        let bridge = Bridge(configuration: configuration, identity: identity, listening: [listening], initial: initial,
-                            admission: admission, invites: invites, logger: logger)
-        await bridge.publishRuntime()
+        driver.setListening([listening])
         logger.info("lanbridge listening", metadata: [
             "address": "\(listening)", "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
         onListening(port)
 
-        let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), bridge: bridge, logger: logger)
+        let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
         let link = configuration.gateway.map {
-            GatewayLink($0, bridge: bridge, maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20), logger: logger)
+            GatewayLink($0, driver: driver, maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20), logger: logger)
         }
-        if let link { await bridge.attach(link) } else { await bridge.setGatewayStatus("off") }
+        if link == nil { driver.setGatewayStatus("off") }
         let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(Fingerprint(publicKey: identity.publicKey).description),
                                 "protocol": 1, "version": .string(BridgeServer.version)]
         let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
-        let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, bridge: bridge, logger: logger) : nil
-        if control != nil { await bridge.setControlSocket(controlPath) }
+        let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
+        if control != nil { driver.setControlSocket(controlPath) }
+        driver.startTimers(pingInterval: configuration.pingInterval)
 
-        // Shutdown (cancellation) closes the listener; the accept loop then ends, the timers and the
-        // watcher stop, and the bridge closes every connection and removes runtime.json.
-        do {
-            try await withTaskCancellationHandler {
-                try await withThrowingDiscardingTaskGroup { group in
-                    group.addTask {
-                        for await _ in watcher.changes() { await bridge.storeChanged() }
-                    }
-                    if let hangups, let reload {
-                        group.addTask {
-                            var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
-                            for await _ in hangups {
-                                do {
-                                    let next = try reload()
-                                    let changes = Reloaded.changes(from: current, to: next)
-                                    await bridge.reload(next.settings)
-                                    if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
-                                    logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
-                                    if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {
-                                        logger.warning("the gateway's URL and options and the admission limits apply after a restart")
-                                    }
-                                    current = next
-                                } catch {
-                                    logger.error("reload failed, keeping the running settings: \(error)")
-                                }
-                            }
-                        }
-                    }
-                    if let link {
-                        group.addTask { await link.run(hello: hello) }
-                    }
-                    if let control {
-                        group.addTask {
-                            try? await control.executeThenClose { inbound in
-                                try await withThrowingDiscardingTaskGroup { connections in
-                                    for try await connection in inbound {
-                                        connections.addTask { await ControlSocket.serve(connection, bridge: bridge, logger: logger) }
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    group.addTask {
-                        var lastPing = Date()
-                        while true {
-                            try? await Task.sleep(for: .seconds(1))
-                            if Task.isCancelled { return }
-                            admission.tick(now: Date())
-                            await bridge.tick(now: Date())
-                            if Date().timeIntervalSince(lastPing) >= configuration.pingInterval {
-                                lastPing = Date()
-                                await bridge.pingAll()
-                            }
-                        }
-                    }
-                    try await server.executeThenClose { inbound in
-                        for try await (connection, address, slot) in inbound {
-                            guard let slot else { continue }
-                            group.addTask { await serve(connection, address: address, slot: slot, bridge: bridge) }
-                        }
-                    }
-                    group.cancelAll()
+        // Shutdown (cancellation) closes the listener; the tasks end, the watcher stops, and the
+        // driver closes every connection and removes runtime.json.
+        await withTaskCancellationHandler {
+            await withDiscardingTaskGroup { group in
+                group.addTask {
+                    for await _ in watcher.changes() { driver.storeMayHaveChanged() }
                 }
-            } onCancel: {
-                server.channel.close(promise: nil)
-                control?.channel.close(promise: nil)
+                if let hangups, let reload {
+                    group.addTask {
+                        var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
+                        for await _ in hangups {
+                            do {
+                                let next = try reload()
+                                let changes = Reloaded.changes(from: current, to: next)
+                                driver.reload(next.settings)
+                                if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
+                                logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
+                                if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {
+                                    logger.warning("the gateway's URL and options and the admission limits apply after a restart")
+                                }
+                                current = next
+                            } catch {
+                                logger.error("reload failed, keeping the running settings: \(error)")
+                            }
+                        }
+                    }
+                }
+                if let link {
+                    group.addTask { await link.run(hello: hello) }
+                }
+                if let control {
+                    group.addTask {
+                        try? await control.executeThenClose { inbound in
+                            try await withThrowingDiscardingTaskGroup { connections in
+                                for try await connection in inbound {
+                                    connections.addTask { await ControlSocket.serve(connection, driver: driver, logger: logger) }
+                                }
+                            }
+                        }
+                    }
+                }
+                try? await server.closeFuture.get()
+                group.cancelAll()
             }
-        } catch where Task.isCancelled {
-            // Asked to stop: a clean exit.
+        } onCancel: {
+            server.close(promise: nil)
+            control?.channel.close(promise: nil)
         }
         publisher?.stop()  // withdraw first, so peers see the bridge go at once
         if control != nil { unlink(controlPath) }
-        await bridge.shutdown()
+        await driver.shutdown()
         logger.info("lanbridge stopped")
     }
 
+    /// A new node connection: admitted (or refused) by the admission policy, then given its
+    /// handshake and its place in the driver.
+    private static func admit(_ channel: any Channel, configuration: BridgeConfiguration, identity: X25519.KeyPair, admission: Admission,
+                              invites: InviteCache, driver: BridgeDriver, logger: Logger) throws {
+        let address = channel.remoteAddress?.ipAddress ?? "?"
+        let decision = admission.connection(from: address, close: { channel.close(promise: nil) })
+        guard case let .admit(slot, _, handshakeTimeout) = decision else {
+            channel.close(promise: nil)
+            return
+        }
+        let session = SecureSession(responderWith: identity, limits: configuration.limits, inviteLookup: { id in invites.psk(for: id) })
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
+        try sync.addHandler(IdleCloser(logger: logger))
+        let timeout = min(handshakeTimeout, configuration.handshakeTimeout)
+        try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
+        try sync.addHandler(NodeSessionHandler(driver: driver, id: driver.accepted(channel, slot: slot), address: address))
+    }
+
     /// Starts advertising, unless turned off. A missing avahi-daemon is a warning, never a reason not to serve.
-    private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, bridge: Bridge, logger: Logger) -> AvahiPublisher? {
+    private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, driver: BridgeDriver, logger: Logger) -> AvahiPublisher? {
         guard configuration.mdns else {
-            Task { await bridge.setAdvertising("off", name: nil) }
+            driver.setAdvertising("off", name: nil)
             return nil
         }
         var interface: Int32?
@@ -186,41 +189,20 @@ public enum BridgeServer {
                                                advertisement: BridgeAdvertisement(shortFingerprint: fingerprint.short, name: configuration.name),
                                                interfaceIndex: interface, logger: logger)
             publisher.onStatus = { status in
-                Task {
-                    switch status {
-                    case .waitingForDaemon: await bridge.setAdvertising("waiting for avahi-daemon", name: nil)
-                    case let .registering(name): await bridge.setAdvertising("registering", name: name)
-                    case let .published(name): await bridge.setAdvertising("published", name: name)
-                    case let .failed(why): await bridge.setAdvertising("failed: \(why)", name: nil)
-                    }
+                switch status {
+                case .waitingForDaemon: driver.setAdvertising("waiting for avahi-daemon", name: nil)
+                case let .registering(name): driver.setAdvertising("registering", name: name)
+                case let .published(name): driver.setAdvertising("published", name: name)
+                case let .failed(why): driver.setAdvertising("failed: \(why)", name: nil)
                 }
             }
             try publisher.start()
             return publisher
         } catch {
             logger.warning("mDNS advertising unavailable (\(error)); nodes can still connect by address")
-            Task { await bridge.setAdvertising("failed: \(error)", name: nil) }
+            driver.setAdvertising("failed: \(error)", name: nil)
             return nil
         }
-    }
-
-    private static func serve(_ connection: NIOAsyncChannel<SecureChannelInbound, [UInt8]>, address: String, slot: Admission.Slot, bridge: Bridge) async {
-        var id: Int?
-        do {
-            try await connection.executeThenClose { inbound, outbound in
-                for try await event in inbound {
-                    switch event {
-                    case let .established(result):
-                        id = await bridge.open(result, address: address, slot: slot, outbound: outbound, channel: connection.channel)
-                    case let .message(bytes):
-                        if let id { await bridge.receive(bytes, from: id) }
-                    }
-                }
-            }
-        } catch {
-            // The channel handler already logged protocol errors; this is the close.
-        }
-        if let id { await bridge.close(id) } else { bridge.admission.release(slot) }
     }
 }
 

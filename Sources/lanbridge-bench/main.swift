@@ -1,6 +1,7 @@
 // lanbridge-bench: throughput figures beside the raw libsodium speed measured in the same run.
 //
 //   swift run -c release lanbridge-bench [--seconds S] [--json]
+//   lanbridge-bench gateway-load      (the SwiftNIO gateway scripts/bench-gateway drives)
 //
 // Every lanbridge figure is printed with its theoretical ceiling (the libsodium primitives it is
 // built from, timed here and now) and the ratio between them.
@@ -9,6 +10,10 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 
 let arguments = CommandLine.arguments
+if arguments.dropFirst().first == "gateway-load" {
+    try await GatewayLoad.run()
+    exit(0)
+}
 let secondsPerFigure = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[$0 + 1]) } ?? 1.0
 let asJSON = arguments.contains("--json")
 

@@ -3,7 +3,7 @@ import LanbridgeProtocol
 import Testing
 
 struct InvokeRouterTests {
-    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+    let t0 = Moment(seconds: 1_800_000_000)
 
     func invoke(_ router: inout InvokeRouter, _ request: String, node: String = "N1", timeout: TimeInterval = 5) -> Invoke? {
         try? router.start(requestID: request, nodeID: node, command: "canvas.snapshot", params: nil, timeout: timeout, now: t0).get()

@@ -15,7 +15,7 @@ enum ControlSocket {
 
     typealias Connection = NIOAsyncChannel<[UInt8], [ArraySlice<UInt8>]>
 
-    static func bind(path: String, bridge: Bridge, logger: Logger) async throws -> NIOAsyncChannel<Connection, Never> {
+    static func bind(path: String, driver: BridgeDriver, logger: Logger) async throws -> NIOAsyncChannel<Connection, Never> {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true) { channel in
                 channel.eventLoop.makeCompletedFuture {
@@ -29,7 +29,7 @@ enum ControlSocket {
         return server
     }
 
-    static func serve(_ connection: Connection, bridge: Bridge, logger: Logger) async {
+    static func serve(_ connection: Connection, driver: BridgeDriver, logger: Logger) async {
         guard let uid = await peerUID(connection.channel), uid == getuid() || uid == 0 else {
             logger.warning("control socket: refused a connection from another user")
             try? await connection.executeThenClose { _, _ in }
@@ -44,7 +44,7 @@ enum ControlSocket {
                     continue
                 }
                 guard case let .request(id, method, params) = frame else { continue }
-                let answer = await bridge.respond(method: method, params: params, origin: .operator)
+                let answer = await driver.request(method: method, params: params)
                 try await outbound.write(GatewayFrame.response(id: id, answer: answer))
             }
         }

@@ -11,8 +11,8 @@ struct IdempotencyCache {
     static let maxEntries = 256
 
     private enum State {
-        case running([CheckedContinuation<Answer, Never>])
-        case done(Answer, at: Date)
+        case running([AnswerTarget])
+        case done(Answer, at: Moment)
     }
 
     /// What the key was used for: a reuse for anything else is refused, never answered from here.
@@ -31,9 +31,8 @@ struct IdempotencyCache {
         case conflict
     }
 
-    /// Called before running, with a digest of the request (`request`); `.wait` means call `join`
-    /// and await.
-    mutating func start(_ key: String, request: [UInt8], now: Date) -> Start {
+    /// Called before running, with a digest of the request (`request`); `.wait` means call `join`.
+    mutating func start(_ key: String, request: [UInt8], now: Moment) -> Start {
         switch entries[key] {
         case let entry? where entry.request != request:
             if case let .done(_, at) = entry.state, now.timeIntervalSince(at) >= Self.keepFor { break }
@@ -51,18 +50,24 @@ struct IdempotencyCache {
         return .run
     }
 
-    mutating func join(_ key: String, _ continuation: CheckedContinuation<Answer, Never>) {
-        guard case var .running(waiting)? = entries[key]?.state else { return continuation.resume(returning: .failure(
-            ErrorMessage(code: ErrorMessage.unavailable, message: "the first attempt vanished", retryable: true))) }
-        waiting.append(continuation)
+    /// Another asker waits for the running attempt's answer; false if there is none.
+    mutating func join(_ key: String, _ target: AnswerTarget) -> Bool {
+        guard case var .running(waiting)? = entries[key]?.state else { return false }
+        waiting.append(target)
         entries[key]?.state = .running(waiting)
+        return true
     }
 
-    /// Records the answer and hands it to every retry that waited.
-    mutating func finish(_ key: String, _ answer: Answer, keep: Bool, now: Date) {
-        guard let entry = entries[key] else { return }
-        if case let .running(waiting) = entry.state { waiting.forEach { $0.resume(returning: answer) } }
+    /// Records the answer; returns every retry that waited for it.
+    mutating func finish(_ key: String, _ answer: Answer, keep: Bool, now: Moment) -> [AnswerTarget] {
+        guard let entry = entries[key] else { return [] }
+        let waiting: [AnswerTarget] = if case let .running(waiting) = entry.state { waiting } else { [] }
+        defer { trim(now: now) }
         entries[key] = keep ? Entry(request: entry.request, state: .done(answer, at: now)) : nil
+        return waiting
+    }
+
+    private mutating func trim(now: Moment) {
         if entries.count > Self.maxEntries {
             entries = entries.filter { if case let .done(_, at) = $0.value.state { now.timeIntervalSince(at) < Self.keepFor } else { true } }
         }

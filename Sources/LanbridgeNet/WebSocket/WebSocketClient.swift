@@ -34,8 +34,8 @@ public enum WebSocketClient {
         public init(trustRootsFile: String? = nil) { self.trustRootsFile = trustRootsFile }
     }
 
-    private enum Upgrade: Sendable {
-        case upgraded(NIOAsyncChannel<WebSocketFrame, WebSocketFrame>)
+    private enum Upgrade<Upgraded: Sendable>: Sendable {
+        case upgraded(Upgraded)
         case refused(NIOAsyncChannel<HTTPClientResponsePart, HTTPClientRequestPart>)
     }
 
@@ -52,6 +52,32 @@ public enum WebSocketClient {
                                maxMessageSize: Int, connectTimeout: TimeAmount = .seconds(5), upgradeTimeout: TimeAmount = .seconds(10),
                                verifyPeer: (@Sendable (any Channel) -> EventLoopFuture<String?>)? = nil,
                                verifyResponse: (@Sendable (HTTPResponseHead) throws -> Void)? = nil) async throws -> WebSocketConnection {
+        try await dial(to: target, path: path, headers: headers, tls: tls, maxMessageSize: maxMessageSize, connectTimeout: connectTimeout,
+                       upgradeTimeout: upgradeTimeout, verifyPeer: verifyPeer, verifyResponse: verifyResponse) { channel in
+            WebSocketConnection(channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), isClient: true)
+        }
+    }
+
+    /// The same, for a caller that drives the socket with its own channel handlers: `install` adds
+    /// them on `group`'s event loop the moment the upgrade completes, before any frame is read.
+    public static func connect(to target: Target, path: String, headers: [(String, String)] = [], tls: TLS? = nil, on group: any EventLoopGroup,
+                               maxMessageSize: Int, connectTimeout: TimeAmount = .seconds(5), upgradeTimeout: TimeAmount = .seconds(10),
+                               verifyPeer: (@Sendable (any Channel) -> EventLoopFuture<String?>)? = nil,
+                               verifyResponse: (@Sendable (HTTPResponseHead) throws -> Void)? = nil,
+                               install: @escaping @Sendable (any Channel) throws -> Void) async throws -> any Channel {
+        try await dial(to: target, path: path, headers: headers, tls: tls, group: group, maxMessageSize: maxMessageSize, connectTimeout: connectTimeout,
+                       upgradeTimeout: upgradeTimeout, verifyPeer: verifyPeer, verifyResponse: verifyResponse) { channel in
+            try install(channel)
+            return channel
+        }
+    }
+
+    private static func dial<Upgraded: Sendable>(
+        to target: Target, path: String, headers: [(String, String)], tls: TLS?, group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        maxMessageSize: Int, connectTimeout: TimeAmount, upgradeTimeout: TimeAmount,
+        verifyPeer: (@Sendable (any Channel) -> EventLoopFuture<String?>)?, verifyResponse: (@Sendable (HTTPResponseHead) throws -> Void)?,
+        upgraded: @escaping @Sendable (any Channel) throws -> Upgraded
+    ) async throws -> Upgraded {
         let host: String = if case let .tcp(host, _) = target { host } else { "localhost" }
         let refusal = NIOLockedValueBox<(any Error)?>(nil)
         let opened = NIOLockedValueBox<(any Channel)?>(nil)
@@ -68,8 +94,8 @@ public enum WebSocketClient {
         var requestHeaders = HTTPHeaders([("Host", hostHeader), ("Content-Length", "0")])
         for (name, value) in headers { requestHeaders.add(name: name, value: value) }
         let head = HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: requestHeaders)
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).connectTimeout(connectTimeout)
-        let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<Upgrade>> = { channel in
+        let bootstrap = ClientBootstrap(group: group).connectTimeout(connectTimeout)
+        let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<Upgrade<Upgraded>>> = { channel in
                 channel.eventLoop.makeCompletedFuture {
                     opened.withLockedValue { $0 = channel }
                     if let verifyPeer {
@@ -83,7 +109,7 @@ public enum WebSocketClient {
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: host))
                     }
-                    let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade>(maxFrameSize: maxMessageSize) { channel, response in
+                    let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade<Upgraded>>(maxFrameSize: maxMessageSize) { channel, response in
                         channel.eventLoop.makeCompletedFuture {
                             do { try verifyResponse?(response) } catch {
                                 refusal.withLockedValue { $0 = WebSocketError.responseRefused("\(error)") }
@@ -91,10 +117,10 @@ public enum WebSocketClient {
                                 throw error
                             }
                             try WebSocketConnection.addAggregator(to: channel, maxMessageSize: maxMessageSize)
-                            return .upgraded(try NIOAsyncChannel(wrappingChannelSynchronously: channel))
+                            return .upgraded(try upgraded(channel))
                         }
                     }
-                    let configuration = NIOTypedHTTPClientUpgradeConfiguration<Upgrade>(
+                    let configuration = NIOTypedHTTPClientUpgradeConfiguration<Upgrade<Upgraded>>(
                         upgradeRequestHead: head, upgraders: [upgrader],
                         notUpgradingCompletionHandler: { channel in
                             channel.eventLoop.makeCompletedFuture { .refused(try NIOAsyncChannel(wrappingChannelSynchronously: channel)) }
@@ -110,9 +136,9 @@ public enum WebSocketClient {
                     return upgraded
                 }
         }
-        let result: Upgrade
+        let result: Upgrade<Upgraded>
         do {
-            let upgrade: EventLoopFuture<Upgrade> = switch target {
+            let upgrade: EventLoopFuture<Upgrade<Upgraded>> = switch target {
             case let .tcp(host, port):
                 try await bootstrap.channelOption(.tcpOption(.tcp_nodelay), value: 1).connect(host: host, port: port, channelInitializer: initializer)
             case let .unix(path):
@@ -127,8 +153,8 @@ public enum WebSocketClient {
             throw error
         }
         switch result {
-        case let .upgraded(channel):
-            return WebSocketConnection(channel: channel, isClient: true)
+        case let .upgraded(upgraded):
+            return upgraded
         case let .refused(channel):
             // Read the status line, for an error that says what went wrong (401: bad token).
             let status = try await channel.executeThenClose { inbound, _ -> HTTPResponseStatus? in

@@ -122,4 +122,6 @@ public enum GatewayMethod {
     // events, bridge → gateway
     public static let helloEvent = "bridge.hello"
     public static let nodeEvent = "node.event"
+    /// Sent once a backed-up link drains: how many events the bridge could not send meanwhile.
+    public static let droppedEvent = "bridge.events-dropped"
 }

@@ -22,7 +22,7 @@ public struct InvokeRouter: Sendable {
         public let nodeID: String
         public let command: String
         public let origin: Origin
-        public let deadline: Date
+        public let deadline: Moment
     }
 
     public enum Outcome: Equatable, Sendable {
@@ -48,13 +48,15 @@ public struct InvokeRouter: Sendable {
 
     public var inFlight: Int { pending.count }
 
+    public func inFlight(forNode nodeID: String) -> Int { perNode[nodeID, default: 0] }
+
     /// The earliest deadline in flight, for the caller's timer.
-    public var nextDeadline: Date? { pending.values.map(\.deadline).min() }
+    public var nextDeadline: Moment? { pending.values.map(\.deadline).min() }
 
     /// Registers an invoke for `nodeID`; returns the message to send to the node, or the error to
     /// answer with at once.
     public mutating func start(requestID: String, nodeID: String, command: String, params: JSONValue?,
-                               timeout: TimeInterval, origin: Origin = .gateway, now: Date) -> Swift.Result<Invoke, ErrorMessage> {
+                               timeout: TimeInterval, origin: Origin = .gateway, now: Moment) -> Swift.Result<Invoke, ErrorMessage> {
         let busy = perNode[nodeID, default: 0]
         guard busy < maxConcurrentPerNode else {
             return .failure(ErrorMessage(code: ErrorMessage.rateLimited, message: "\(busy) invokes already in flight for this node",
@@ -72,13 +74,13 @@ public struct InvokeRouter: Sendable {
     /// A node answered. Only the node the invoke went to may answer it. A node's own failure
     /// reaches the asker as `COMMAND_FAILED` (or `TIMEOUT`, if the node timed out itself), with
     /// the node's error in `details.nodeError`.
-    public mutating func received(_ result: InvokeResult, from nodeID: String, now: Date) -> Outcome {
+    public mutating func received(_ result: InvokeResult, from nodeID: String, now: Moment) -> Outcome {
         received(result.received, from: nodeID, now: now)
     }
 
     /// A node's answer. `size` is the whole message's; over `limit`, a successful result is refused
     /// with PAYLOAD_TOO_LARGE (the node stays connected).
-    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, now: Date, size: Int = 0, limit: Int = .max) -> Outcome {
+    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, now: Moment, size: Int = 0, limit: Int = .max) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
         }
@@ -102,7 +104,7 @@ public struct InvokeRouter: Sendable {
     }
 
     /// Fails every invoke whose deadline has passed with `TIMEOUT`.
-    public mutating func expire(now: Date) -> [Outcome] {
+    public mutating func expire(now: Moment) -> [Outcome] {
         let due = pending.values.filter { $0.deadline <= now }
         for entry in due { remove(entry) }
         return due.sorted { $0.deadline < $1.deadline }.map {

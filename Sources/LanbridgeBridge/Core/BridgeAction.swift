@@ -1,0 +1,98 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+import LanbridgeState
+
+/// A connection, as the core knows it: a number the driver gave it.
+typealias ConnectionID = Int
+
+/// Who waits for an answer: a request on one generation of the gateway link, or an operator's
+/// request on the control socket. An answer for a link generation that is gone is dropped, never
+/// delivered to a later link that may reuse the request ID.
+enum AnswerTarget: Hashable, Sendable {
+    case gateway(generation: Int, requestID: String)
+    case control(Int)
+}
+
+/// What the core asks its driver to do. The driver carries these out in order and reports back
+/// through the core's event methods; the core itself does no I/O and reads no clock.
+enum BridgeAction: Sendable {
+    /// Encrypt and send a message to a node.
+    case send(ConnectionID, any SessionMessage)
+    /// The node proved a paired key: lift the small pre-pairing limits on its channel (before the
+    /// welcome that follows).
+    case authorize(ConnectionID)
+    case close(ConnectionID)
+    /// A frame for the gateway link of this generation (events and the bridge's own calls).
+    case toGateway(generation: Int, GatewayFrame)
+    /// The answer to a request.
+    case answer(AnswerTarget, InvokeAnswer)
+    /// A change to the pairing store, carried out off the event loop; its outcome comes back
+    /// through `storeUpdated`.
+    case updateStore(StoreOperation)
+    case audit([AuditEntry])
+    /// runtime.json has changed; the driver writes it soon (debounced, not synced).
+    case publishRuntime(RuntimeStatus)
+    case replaceInvites(PairingState)
+    case releaseSlot(Admission.Slot)
+    case slotWaiting(Admission.Slot)
+    /// Wake the core (`timerFired`) no later than this.
+    case armTimer(Moment)
+}
+
+/// A change to the pairing store the core needs made. Each is one `PairingStore.update`.
+struct StoreOperation: Sendable {
+    let id: Int
+    let change: Change
+
+    enum Change: Sendable {
+        /// A code challenge on this key's request (PairingState.challenge).
+        case challenge(key: PublicKey, details: NodeDetails, source: String, now: Date, timing: PairingState.Timing)
+        case commitmentFailed(requestId: String)
+        /// The code is known: record it and extend the request.
+        case setCode(String, requestId: String, now: Date, timing: PairingState.Timing)
+        case redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails, defaultAccess: AccessRules, now: Date)
+        /// Keep waiting requests alive, expire stale ones.
+        case maintain(waiting: Set<String>, now: Date, timing: PairingState.Timing)
+        case recordSeen(Set<Fingerprint>, now: Date)
+    }
+
+    enum Outcome: Sendable {
+        case challenged(PendingRequest)
+        case codeSet(expiresAt: Date?)
+        case redeemed(PairedNode)
+        case done
+    }
+}
+
+extension StoreOperation {
+    /// Carries the change out on the store (on the driver's I/O thread).
+    func apply(to store: PairingStore) throws -> Outcome {
+        switch change {
+        case let .challenge(key, details, source, now, timing):
+            return .challenged(try store.update(actor: "bridge") { try $0.challenge(key: key, details: details, source: source, now: now, timing: timing) })
+        case let .commitmentFailed(requestId):
+            try store.update(actor: "bridge") { $0.commitmentFailed(requestId: requestId) }
+            return .done
+        case let .setCode(code, requestId, now, timing):
+            return .codeSet(expiresAt: try store.update(actor: "bridge") { state -> Date? in
+                state.setCode(code, requestId: requestId)
+                try state.refresh(requestId: requestId, now: now, timing: timing)
+                return state.request(requestId)?.expiresAt
+            })
+        case let .redeemInvite(id, secret, key, details, access, now):
+            return .redeemed(try store.update(actor: "bridge") {
+                try $0.redeemInvite(id: id, secret: secret, key: key, details: details, defaultAccess: access, now: now)
+            })
+        case let .maintain(waiting, now, timing):
+            try store.update(actor: "bridge") { state in
+                for id in waiting { try? state.refresh(requestId: id, now: now, timing: timing) }
+                _ = state.expire(now: now)
+            }
+            return .done
+        case let .recordSeen(nodes, now):
+            try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
+            return .done
+        }
+    }
+}

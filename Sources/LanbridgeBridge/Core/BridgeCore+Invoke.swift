@@ -1,0 +1,172 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+
+/// Requests from the gateway or the operator's control socket (PROTOCOL.md §12.3): the same
+/// methods, the same checks (`InvokeGate`), for both.
+extension BridgeCore {
+    /// Results bigger than this are relayed but not kept for idempotent retries.
+    static let cacheableResultBytes = 64 * 1024
+
+    /// One request. The driver has made sure `lastState` is the store as it is now, so rules
+    /// changed by `nodes allow|deny|revoke` a moment ago apply to this request, not the next.
+    mutating func request(method: String, params: JSONValue?, from target: AnswerTarget, now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        let origin: InvokeRouter.Origin = if case .gateway = target { .gateway } else { .operator }
+        do throws(ErrorMessage) {
+            switch method {
+            case GatewayMethod.nodeList:
+                answer(target, .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0)) })]))))
+            case GatewayMethod.nodeDescribe:
+                let reference = try InvokeRequest.string("nodeId", in: params, method: method)!
+                do { answer(target, .success(.value(JSONValue(encoding: describing(node: try lookUp(reference)))))) } catch {
+                    throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["nodeId": .string(reference)])
+                }
+            case GatewayMethod.nodeInvoke:
+                invoke(try InvokeRequest(params: params), origin: origin, for: target, now: now, wall: wall)
+            default:
+                throw ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(method)\" (node.list, node.describe, node.invoke)")
+            }
+        } catch {
+            answer(target, .failure(error))
+        }
+        return drain()
+    }
+
+    func describing(node: PairedNode) -> NodeDescription {
+        NodeDescription(node, live: runtime.nodes[node.nodeId.description], policy: settings.policy)
+    }
+
+    /// By ID through the index, else by display name.
+    func lookUp(_ reference: String) throws -> PairedNode {
+        if let id = Fingerprint(reference), let node = paired[id] { return node }
+        return try lastState.node(matching: reference)
+    }
+
+    /// Retries with the same idempotency key run the command once.
+    mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
+        guard let key = request.idempotencyKey else { return run(request, origin: origin, for: target, slot: nil, now: now, wall: wall) }
+        let slot = "\(origin.rawValue)/\(key)"
+        switch idempotency.start(slot, request: request.digest, now: now) {
+        case let .answered(earlier):
+            answer(target, earlier)
+        case .conflict:
+            answer(target, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "idempotencyKey \"\(key)\" was used for a different request",
+                                                 details: ["nodeId": .string(request.node), "command": .string(request.command)], retryable: false)))
+        case .wait:
+            if !idempotency.join(slot, target) {
+                answer(target, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the first attempt vanished", retryable: true)))
+            }
+        case .run:
+            run(request, origin: origin, for: target, slot: slot, now: now, wall: wall)
+        }
+    }
+
+    private mutating func run(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, slot: String?, now: Moment, wall: Date) {
+        let node = Result { try lookUp(request.node) }
+        let session = (try? node.get()).flatMap { pairedConnection($0.nodeId) }.map {
+            InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: router.inFlight(forNode: $0.nodeId.description))
+        }
+        switch gate.decide(request, node: node, rules: (try? node.get()).flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now) {
+        case let .refuse(error, denied):
+            if let denied, case let .success(node) = node {
+                logger.notice("invoke denied: \(denied)", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)",
+                                                                     "command": "\(request.command)", "origin": "\(origin.rawValue)"])
+                recordDenial(node: node.nodeId, command: request.command, reason: denied, origin: origin, now: now, wall: wall)
+            }
+            finish(.failure(error), for: Waiter(target: target, slot: slot), now: now)
+        case let .relay(node, connection, timeoutMs):
+            nextRequest += 1
+            let requestID = "r\(nextRequest)"
+            switch router.start(requestID: requestID, nodeID: node.nodeId.description, command: request.command, params: request.params,
+                                timeout: Double(timeoutMs) / 1000, origin: origin, now: now) {
+            case let .failure(error):
+                finish(.failure(error), for: Waiter(target: target, slot: slot), now: now)
+            case let .success(message):
+                waiters[requestID] = Waiter(target: target, slot: slot)
+                arm(now.addingTimeInterval(Double(timeoutMs) / 1000))
+                send(message, to: connection)
+            }
+        }
+    }
+
+    /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
+    mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
+        let limit = settings.limits.maxResultBytes
+        let outcome = router.received(result, from: connection.nodeId.description, now: now, size: size, limit: limit)
+        if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {
+            logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: meta(connection))
+        }
+        complete([outcome])
+    }
+
+    /// The earliest deadline of anything in flight is due: invokes and gateway calls time out.
+    mutating func timerFired(now: Moment) -> [BridgeAction] {
+        self.now = now
+        armedDeadline = nil
+        complete(router.expire(now: now))
+        expireCalls(now: now)
+        let next = [router.nextDeadline, gateway.nextDeadline].compactMap { $0 }.min()
+        if let next { arm(next) }
+        return drain()
+    }
+
+    /// One timer for everything in flight, set for the earliest deadline; a new deadline only
+    /// moves it if it is sooner.
+    mutating func arm(_ deadline: Moment) {
+        if let armed = armedDeadline, armed <= deadline { return }
+        armedDeadline = deadline
+        actions.append(.armTimer(deadline))
+    }
+
+    /// Hands finished invokes to whoever waits for them; logs results that came too late.
+    mutating func complete(_ outcomes: [InvokeRouter.Outcome]) {
+        for outcome in outcomes {
+            switch outcome {
+            case let .complete(requestID, result):
+                guard let waiter = waiters.removeValue(forKey: requestID) else { continue }
+                switch result {
+                case let .ok(payload): finish(.success(payload), for: waiter, now: self.now)
+                case let .failed(error): finish(.failure(error), for: waiter, now: self.now)
+                }
+            case let .dropped(invokeID, nodeID, reason):
+                logger.notice("dropped a result: \(reason)", metadata: ["node": "\(nodeID)", "invoke": "\(invokeID)"])
+            }
+        }
+    }
+
+    /// Answers the asker, and every retry that waited on the same idempotency key.
+    private mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
+        answer(waiter.target, result)
+        guard let slot = waiter.slot else { return }
+        // A node's result is raw bytes, so its size is at hand; refusals are small.
+        let size = if case let .success(.raw(bytes)) = result { bytes.count } else { 0 }
+        for joined in idempotency.finish(slot, result, keep: size <= Self.cacheableResultBytes, now: now) { answer(joined, result) }
+    }
+
+    /// An answer goes only to the link generation that asked: an answer for a link that is gone
+    /// is dropped, never handed to a later link that may reuse the request ID.
+    mutating func answer(_ target: AnswerTarget, _ result: InvokeAnswer) {
+        if case let .gateway(generation, requestID) = target, !gateway.isCurrent(generation) {
+            logger.debug("dropped the answer to a request of an earlier gateway link", metadata: ["id": "\(requestID)", "link": "\(generation)"])
+            return
+        }
+        actions.append(.answer(target, result))
+    }
+
+    /// Writes the denial to the audit log. The same denial repeated within a minute is counted,
+    /// not written each time, so a misbehaving gateway cannot flood the log or the disk; the count
+    /// goes into the next entry.
+    private mutating func recordDenial(node: Fingerprint, command: String, reason: AccessDecision.DenyReason, origin: InvokeRouter.Origin, now: Moment, wall: Date) {
+        let key = "\(origin.rawValue)/\(node)/\(command)/\(reason.code)"
+        if let last = recentDenials[key], now.timeIntervalSince(last.written) < 60 {
+            recentDenials[key]?.suppressed += 1
+            return
+        }
+        let repeated = recentDenials[key]?.suppressed ?? 0
+        recentDenials[key] = (now, 0)
+        if recentDenials.count > 4096 { recentDenials = recentDenials.filter { now.timeIntervalSince($0.value.written) < 60 } }
+        actions.append(.audit([AuditEntry(time: wall, event: "invoke.denied", actor: origin.rawValue, nodeId: node.description,
+                                          detail: "\(command): \(reason.code)" + (repeated > 0 ? " (and \(repeated) more in the minute before)" : ""))]))
+    }
+}

@@ -1,0 +1,401 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+
+/// The bridge's whole live state and every decision on it, sans I/O: events go in (a node
+/// connected, sent a message, closed; the gateway asked, came up, went down; the store changed;
+/// time passed), actions come out (send, close, answer, write the store, publish the runtime file,
+/// arm a timer). The driver (`BridgeDriver`) feeds it on one event loop and carries the actions
+/// out; tests feed it directly, with a fake clock.
+///
+/// Time comes in with each event: `now` (monotonic) for deadlines and buckets, `wall` for what is
+/// stored or shown. Logs are written directly: they observe, they decide nothing.
+struct BridgeCore {
+    let name: String
+    let pairingTiming: PairingState.Timing
+    var logger: Logger
+    /// The bridge's nonces for code challenges (tests give their own).
+    var random: @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
+
+    private(set) var settings: BridgeSettings
+    var gate: InvokeGate
+    var runtime: RuntimeStatus
+
+    var connections: [ConnectionID: Connection] = [:]
+    /// The live paired session of each node (one at most: a reconnect replaces the old one).
+    var sessions: [Fingerprint: ConnectionID] = [:]
+
+    // The store, as last read.
+    var lastState: PairingState
+    /// paired.json's version (`PairingStore.pairedFileVersion`) that `lastState` came from.
+    var pairedVersion: String
+    var paired: [Fingerprint: PairedNode] = [:]
+    /// Their access rules, parsed once per change of paired.json.
+    var rules: [Fingerprint: CompiledRules] = [:]
+    /// False while the files cannot be read: new connections are refused rather than judged on
+    /// stale rules.
+    var storeReadable = true
+
+    // Invokes and requests.
+    var router: InvokeRouter
+    /// Who waits for each invoke in flight (by the router's request ID), and its idempotency slot.
+    var waiters: [String: Waiter] = [:]
+    var idempotency = IdempotencyCache()
+    var buckets = RateBuckets()
+    var nextRequest = 0
+    var armedDeadline: Moment?
+    /// Denials recently audited, by origin, node, command and reason.
+    var recentDenials: [String: (written: Moment, suppressed: Int)] = [:]
+
+    // The gateway link.
+    var gateway = GatewayLinkState()
+
+    // Pairing.
+    var challengeLimits = ChallengeLimits()
+    /// Store changes in progress, by operation ID, and the connection each one is for.
+    var storeOperations: [Int: (connection: ConnectionID?, change: StoreOperation.Change)] = [:]
+    var nextOperation = 0
+
+    /// Nodes seen since lastSeen was last written: flushed in one store update by `tick`, so a
+    /// thousand nodes reconnecting cost one write of paired.json, not a thousand.
+    var seen: Set<Fingerprint> = []
+    var seenFlushed = Moment.distantPast
+    var pingCounter = 0
+
+    /// The moment of the event being handled (each event brings its own).
+    var now = Moment.distantPast
+    /// Actions of the event being handled.
+    var actions: [BridgeAction] = []
+    var runtimeChanged = false
+
+    struct Waiter {
+        var target: AnswerTarget
+        /// The idempotency slot this invoke answers for, if it had a key.
+        var slot: String?
+    }
+
+    init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
+         initial: PairingState, pairedVersion: String, logger: Logger) {
+        self.name = name
+        self.settings = settings
+        self.pairingTiming = pairingTiming
+        self.runtime = runtime
+        self.logger = logger
+        gate = InvokeGate(settings: settings)
+        router = InvokeRouter(maxConcurrentPerNode: settings.limits.maxConcurrentInvokes)
+        lastState = initial
+        self.pairedVersion = pairedVersion
+        index(initial)
+    }
+
+    // MARK: - Plumbing
+
+    /// Ends an event: the actions it produced, with the runtime file's publication last.
+    mutating func drain() -> [BridgeAction] {
+        if runtimeChanged {
+            runtimeChanged = false
+            actions.append(.publishRuntime(runtime))
+        }
+        defer { actions.removeAll(keepingCapacity: true) }
+        return actions
+    }
+
+    mutating func send(_ message: some SessionMessage, to id: ConnectionID) {
+        actions.append(.send(id, message))
+    }
+
+    /// Sends a final error and closes the connection.
+    mutating func fail(_ id: ConnectionID, _ error: ErrorMessage) {
+        send(error, to: id)
+        actions.append(.close(id))
+        closed(id)
+    }
+
+    /// What log lines about a connection carry: the node's ID, its name (the paired one, else
+    /// the one it claimed), and the peer address, always in the same form.
+    func meta(_ connection: Connection, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
+        var fields: Logger.Metadata = ["node": "\(connection.nodeId)", "peer": "\(connection.peer)"]
+        if let name = paired[connection.nodeId]?.details.displayName ?? connection.claimedName { fields["name"] = "\(name)" }
+        return fields.merging(extra) { $1 }
+    }
+
+    func pairedConnection(_ node: Fingerprint) -> Connection? {
+        sessions[node].flatMap { connections[$0] }.flatMap { $0.isPaired ? $0 : nil }
+    }
+
+    private mutating func index(_ state: PairingState) {
+        paired = Dictionary(state.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
+        rules = paired.mapValues { CompiledRules($0.access) }
+    }
+
+    // MARK: - Settings
+
+    /// SIGHUP: new access-rule defaults, command sets and limits apply from the next decision on.
+    /// Invokes in flight keep the rules they were admitted under.
+    mutating func reload(_ new: BridgeSettings) {
+        settings = new
+        gate = InvokeGate(settings: new)
+        router.maxConcurrentPerNode = new.limits.maxConcurrentInvokes
+        buckets.removeAll()  // rates refill under the new limits
+    }
+
+    mutating func setAdvertising(_ status: String, name: String?) -> [BridgeAction] {
+        (runtime.mdns, runtime.mdnsName) = (status, name)
+        runtimeChanged = true
+        return drain()
+    }
+
+    mutating func setControlSocket(_ path: String) -> [BridgeAction] {
+        runtime.controlSocket = path
+        runtimeChanged = true
+        return drain()
+    }
+
+    // MARK: - Connections
+
+    /// A connection finished its handshake. The driver has made sure `lastState` is the store as
+    /// it is now (one `stat`).
+    mutating func opened(_ opening: Opening, now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        // The handshake checked the key's length; a malformed one is refused, never trapped on.
+        guard let key = PublicKey(bytes: opening.handshake.remoteStaticKey), storeReadable else {
+            if let slot = opening.slot { actions.append(.releaseSlot(slot)) }
+            actions.append(.close(opening.id))
+            return drain()
+        }
+        let phase: Phase = if case let .invite(id) = opening.handshake.handshake { .invited(inviteID: id) }
+            else if lastState.node(withKey: key) != nil { .paired } else { .unpaired }
+        let connection = Connection(id: opening.id, key: key, address: opening.address, peer: opening.peer,
+                                    handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
+        connections[opening.id] = connection
+        if lastState.isBlocked(key) {
+            logger.notice("refused blocked node", metadata: meta(connection))
+            fail(opening.id, ErrorMessage(code: ErrorMessage.pairingRejected, message: "this device is blocked"))
+        } else if connection.isPaired {
+            becomePaired(opening.id)
+        } else {
+            logger.info("unpaired node connected", metadata: meta(connection))
+            send(Welcome(bridgeName: name, paired: false, nodeId: connection.nodeId), to: opening.id)
+        }
+        return drain()
+    }
+
+    /// The connection's channel closed (or the core closed it).
+    mutating func closed(_ id: ConnectionID) {
+        guard let connection = connections.removeValue(forKey: id) else { return }
+        if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
+        if let slot = connection.slot { actions.append(.releaseSlot(slot)) }
+        // A replaced session closing is not the node going away.
+        guard connection.isPaired, !connection.replaced, sessions[connection.nodeId] == nil,
+              runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil else { return }
+        runtimeChanged = true
+        logger.info("node disconnected", metadata: meta(connection))
+        complete(router.nodeDisconnected(connection.nodeId.description))
+        seen.insert(connection.nodeId)
+        emit(.disconnected, node: connection.nodeId)
+    }
+
+    mutating func channelClosed(_ id: ConnectionID, now: Moment) -> [BridgeAction] {
+        self.now = now
+        closed(id)
+        return drain()
+    }
+
+    /// One decrypted message from a node. One reader decides it: strict JSON, then its type.
+    /// Results keep their payload as the validated bytes they arrived in, to be spliced on.
+    mutating func received(_ bytes: [UInt8], from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        guard let connection = connections[id] else { return drain() }
+        let message: any SessionMessage
+        do throws(SessionMessageError) {
+            switch try SessionMessages.read(bytes) {
+            case let .result(result) where connection.isPaired:
+                resultReceived(result, size: bytes.count, from: connection, now: now)
+                return drain()
+            case .result:
+                logger.notice("unpaired node sent \(InvokeResult.type)", metadata: meta(connection))
+                send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: id)
+                return drain()
+            case let .message(decoded):
+                message = decoded
+            }
+        } catch {
+            logger.notice("bad message: \(error)", metadata: meta(connection))
+            // A malformed answer fails its invoke now rather than leaving it to time out.
+            if connection.isPaired, case let .malformed(invalid, type, invokeID) = error, type == nil || type == InvokeResult.type {
+                complete(router.malformedResult(invokeID: invokeID, from: connection.nodeId.description, reason: invalid.description))
+            }
+            let reply = ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)")
+            if connection.isPaired { send(reply, to: id) } else { fail(id, reply) }
+            return drain()
+        }
+        switch message {
+        case let ping as Ping:
+            send(Pong(id: ping.id), to: id)
+        case is Pong:
+            break
+        case let state as AppState where connection.isPaired:
+            // The fast-fail always sees the latest state; what is announced (log, runtime.json,
+            // gateway event) is rate-limited per node, and the rest coalesced into the next tick.
+            connections[id]?.foreground = state.foreground
+            if case .granted = buckets.take(.state, node: connection.nodeId, limits: settings.limits, now: now) {
+                announceState(of: id)
+            } else {
+                connections[id]?.coalescedStates += 1
+            }
+        case let event as NodeEvent where connection.isPaired:
+            nodeEvent(event, size: bytes.count, from: connection, now: now)
+        case let call as GatewayCall where connection.isPaired:
+            nodeCalled(call, on: connection, now: now)
+        case let request as PairRequest:
+            pairingRequested(request, on: connection, now: now, wall: wall)
+        case let reveal as PairReveal:
+            nonceRevealed(reveal, on: connection, wall: wall)
+        case let redeem as InviteRedeem:
+            inviteRedeemed(redeem, on: connection, wall: wall)
+        default:
+            if connection.isPaired {
+                send(ErrorMessage(code: ErrorMessage.badMessage, message: "unexpected \(type(of: message).type) message"), to: id)
+            } else {
+                // An unpaired key can do nothing but ask to pair: no detail, no metadata, no access.
+                logger.notice("unpaired node sent \(type(of: message).type)", metadata: meta(connection))
+                send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: id)
+            }
+        }
+        return drain()
+    }
+
+    mutating func announceState(of id: ConnectionID) {
+        guard let connection = connections[id] else { return }
+        connections[id]?.announcedForeground = connection.foreground
+        runtime.nodes[connection.nodeId.description]?.foreground = connection.foreground
+        runtimeChanged = true
+        logger.info("node moved to the \(connection.foreground ? "foreground" : "background")", metadata: meta(connection))
+        emit(connection.foreground ? .foreground : .background, node: connection.nodeId)
+    }
+
+    /// A node's own event, relayed within its limits: size, count and bytes a minute.
+    mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment) {
+        let limits = settings.limits
+        let refusal: String? = if size > limits.maxEventBytes { "larger than \(limits.maxEventBytes) bytes" }
+            else if case .limited = buckets.take(.event, node: connection.nodeId, limits: limits, now: now) { "over \(limits.eventsPerMinute) events a minute" }
+            else if case .limited = buckets.take(.eventBytes, node: connection.nodeId, count: size, limits: limits, now: now) {
+                "over \(limits.eventBytesPerMinute) event bytes a minute"
+            } else { nil }
+        if let refusal {
+            if connection.droppedEvents == 0 { logger.notice("dropped an event from this node: \(refusal)", metadata: meta(connection)) }
+            connections[connection.id]?.droppedEvents += 1
+            return
+        }
+        emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
+    }
+
+    // MARK: - The store
+
+    /// The files changed (the CLI, or the bridge's own write): tell waiting nodes the operator's
+    /// decision, drop revoked ones.
+    mutating func storeChanged(_ state: PairingState, version: String, now: Moment) -> [BridgeAction] {
+        self.now = now
+        storeReadable = true
+        pairedVersion = version
+        index(state)
+        announceChanges(from: lastState, to: state)
+        lastState = state
+        actions.append(.replaceInvites(state))
+        for connection in connections.values.sorted(by: { $0.id < $1.id }) {
+            switch connection.phase {
+            case .waiting, .challenged:
+                resolveWaiting(connection.id)
+            case .paired where state.node(withKey: connection.key) == nil:
+                logger.info("pairing revoked; dropping the node", metadata: meta(connection))
+                complete(router.cancelAll(forNode: connection.nodeId.description, code: ErrorMessage.nodeNotConnected,
+                                          "the node's pairing was revoked"))
+                send(Revoked(nodeId: connection.nodeId), to: connection.id)
+                actions.append(.close(connection.id))
+                connections[connection.id] = nil
+                sessions[connection.nodeId] = nil
+                buckets.forget(connection.nodeId)
+                if runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil { runtimeChanged = true }
+            default:
+                break
+            }
+        }
+        return drain()
+    }
+
+    mutating func storeUnreadable(_ error: any Error) -> [BridgeAction] {
+        logger.error("cannot read the pairing store: \(error)")
+        storeReadable = false
+        return drain()
+    }
+
+    // MARK: - Time
+
+    /// Once a second: announces coalesced states, flushes lastSeen, and keeps pending requests
+    /// alive or expires them. Writes the store only when something is due.
+    mutating func tick(now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 {
+            // The state it ends in is announced at once; the counts go to the log once a minute.
+            if connection.announcedForeground != connection.foreground { announceState(of: connection.id) }
+            guard now.timeIntervalSince(connection.summarised) >= 60 else { continue }
+            if connection.coalescedStates > 0 {
+                logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits.statesPerMinute) a minute)",
+                              metadata: meta(connection))
+            }
+            if connection.droppedEvents > 0 {
+                logger.notice("dropped \(connection.droppedEvents) events from this node (over its event limits)", metadata: meta(connection))
+            }
+            connections[connection.id]?.coalescedStates = 0
+            connections[connection.id]?.droppedEvents = 0
+            connections[connection.id]?.summarised = now
+        }
+        if !seen.isEmpty, now.timeIntervalSince(seenFlushed) >= 30 { flushSeen(now: now, wall: wall) }
+        let waiting = Set(connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } })
+        // The cached state (kept current by inotify and the version check) is enough to tell
+        // whether anything is due; reading the files every second would cost O(paired nodes).
+        let due = lastState.pending.requests.contains { request in
+            request.expiresAt <= wall
+                || (waiting.contains(request.requestId) && request.expiresAt.timeIntervalSince(wall) < pairingTiming.timeToLive / 2
+                    && request.expiresAt < request.createdAt.addingTimeInterval(pairingTiming.hardCap))
+        }
+        if due, !storeOperations.values.contains(where: { if case .maintain = $0.change { true } else { false } }) {
+            updateStore(.maintain(waiting: waiting, now: wall, timing: pairingTiming), for: nil)
+        }
+        return drain()
+    }
+
+    /// A ping to every connection, each written without waiting for any other.
+    mutating func pingAll() -> [BridgeAction] {
+        pingCounter += 1
+        for id in connections.keys.sorted() { send(Ping(id: pingCounter), to: id) }
+        return drain()
+    }
+
+    mutating func flushSeen(now: Moment, wall: Date) {
+        guard !seen.isEmpty else { return }
+        updateStore(.recordSeen(seen, now: wall), for: nil)
+        seen.removeAll()
+        seenFlushed = now
+    }
+
+    mutating func updateStore(_ change: StoreOperation.Change, for connection: ConnectionID?) {
+        nextOperation += 1
+        storeOperations[nextOperation] = (connection, change)
+        actions.append(.updateStore(StoreOperation(id: nextOperation, change: change)))
+    }
+
+    /// The bridge is stopping: lastSeen is written, invokes fail, connections close.
+    mutating func shutdown(now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
+        flushSeen(now: now, wall: wall)
+        complete(router.cancelAll(forNode: nil, code: ErrorMessage.unavailable, "the bridge is stopping"))
+        for id in connections.keys.sorted() { actions.append(.close(id)) }
+        connections.removeAll()
+        sessions.removeAll()
+        return drain()
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+
+extension BridgeCore {
+    /// Where a connection stands in pairing.
+    enum Phase: Equatable {
+        /// Unpaired, XX: may only ask to pair.
+        case unpaired
+        /// Asked to pair; the store is recording the challenge.
+        case requesting(commitment: [UInt8])
+        /// Sent the challenge; waiting for the node to reveal the nonce it committed to.
+        case challenged(requestId: String, commitment: [UInt8], bridgeNonce: [UInt8])
+        /// Revealed; the store is recording the code.
+        case revealing(requestId: String)
+        /// The code is set; waiting for the operator.
+        case waiting(requestId: String)
+        /// Came in through an invite (XXpsk3): must redeem it with the secret.
+        case invited(inviteID: [UInt8])
+        /// Redeeming; the store is checking the secret.
+        case redeeming
+        case paired
+
+        /// The pending request this connection is tied to, if it is that far.
+        var requestId: String? {
+            switch self {
+            case let .challenged(id, _, _), let .revealing(id), let .waiting(id): id
+            default: nil
+            }
+        }
+    }
+
+    struct Connection {
+        let id: ConnectionID
+        let key: PublicKey
+        let address: String
+        /// `ip:port`, as every log line gives peers.
+        let peer: String
+        let handshakeHash: [UInt8]
+        var phase: Phase
+        var foreground = true
+        /// The foreground state last announced, and state changes since held back by the rate limit.
+        var announcedForeground: Bool?
+        var coalescedStates = 0
+        /// Events dropped since the last summary (over the node's event limits).
+        var droppedEvents = 0
+        /// When the coalesced states and dropped events were last logged.
+        var summarised = Moment.distantPast
+        /// Shown to people (runtime.json), so wall time.
+        let connectedAt: Date
+        /// Its place in the admission limits while it has not proved a paired key.
+        var slot: Admission.Slot?
+        /// The name an unpaired device gave in its pairing request (device-supplied), for logs.
+        var claimedName: String?
+        /// A newer session of the same node took over: closing this one is not the node leaving.
+        var replaced = false
+
+        var nodeId: Fingerprint { key.fingerprint }
+        var isPaired: Bool { phase == .paired }
+    }
+
+    /// What the driver knows of a connection when its handshake completes.
+    struct Opening {
+        var id: ConnectionID
+        var handshake: SecureSession.HandshakeResult
+        var address: String
+        var peer: String
+        var slot: Admission.Slot?
+    }
+}

@@ -1,0 +1,101 @@
+import LanbridgeProtocol
+import LanbridgeState
+
+/// Decides every invoke, from the gateway or the operator alike, before anything crosses the LAN
+/// (PROTOCOL.md §12.3). One function, one table of outcomes, checked in this order:
+///
+/// | check                                        | refusal                                  |
+/// |----------------------------------------------|------------------------------------------|
+/// | the command is a command name                | INVALID_REQUEST                          |
+/// | timeoutMs within 1…maxTimeoutMs              | INVALID_REQUEST                          |
+/// | the node is paired                           | NODE_NOT_FOUND                           |
+/// | allowlisted, not denied, declared, flags fit | FORBIDDEN, details.reason (audited)      |
+/// | the node is connected                        | NODE_NOT_CONNECTED, retryable            |
+/// | in front, if the command needs it            | BACKGROUND_UNAVAILABLE, retryable        |
+/// | fewer than maxConcurrentInvokes in flight    | RATE_LIMITED (concurrentInvokes)         |
+/// | snapshots within snapshotsPerMinute          | RATE_LIMITED (snapshotsPerMinute)        |
+///
+/// The rules come before connectedness, so a denied command says FORBIDDEN whether or not the
+/// node is there; a refused invoke spends no rate token. Results are held to `maxResultBytes`
+/// when they come back (`InvokeRouter`).
+struct InvokeGate {
+    var limits: BridgeSettings.Limits
+    var policy: AccessPolicy
+    /// `limits.snapshotCommands`, parsed once (the config loader has checked them).
+    private(set) var snapshotCommands: [CommandPattern]
+
+    init(settings: BridgeSettings) {
+        limits = settings.limits
+        policy = settings.policy
+        snapshotCommands = settings.limits.snapshotCommands.compactMap { try? CommandPattern($0) }
+    }
+
+    /// The paired node's live session, as far as the gate cares.
+    struct Session {
+        var connection: ConnectionID
+        var foreground: Bool
+        var inFlight: Int
+    }
+
+    enum Verdict: Equatable {
+        case relay(node: PairedNode, connection: ConnectionID, timeoutMs: Int)
+        /// `denied` is set for access-rule refusals, which are audited.
+        case refuse(ErrorMessage, denied: AccessDecision.DenyReason?)
+    }
+
+    func decide(_ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
+                buckets: inout RateBuckets, now: Moment) -> Verdict {
+        let command = request.command
+        guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
+            return refuse(ErrorMessage.invalidRequest, "\"\(command)\" is not a command name")
+        }
+        let timeoutMs = request.timeoutMs ?? limits.defaultTimeoutMs
+        guard (1...limits.maxTimeoutMs).contains(timeoutMs) else {
+            return refuse(ErrorMessage.invalidRequest, "timeoutMs must be between 1 and \(limits.maxTimeoutMs)")
+        }
+        let paired: PairedNode
+        switch node {
+        case let .success(found): paired = found
+        case let .failure(error):
+            return refuse(ErrorMessage.nodeNotFound, "\(error)", details: ["nodeId": .string(request.node), "command": .string(command)])
+        }
+        let details: JSONValue = ["nodeId": .string(paired.nodeId.description), "command": .string(command)]
+        let name = paired.details.displayName
+        // An offline node counts as in front, so the rules decide first.
+        switch policy.decide(command, rules: rules ?? CompiledRules(paired.access), declared: paired.details.commands,
+                             flags: paired.details.flags, foreground: session?.foreground ?? true) {
+        case let .deny(reason):
+            return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
+                                        details: details.merging(["reason": .string(reason.code)]), retryable: false), denied: reason)
+        case let .backgroundUnavailable(retryAfterMs) where session != nil:
+            return refuse(ErrorMessage.backgroundUnavailable, "\(name) is in the background; \(command) needs the foreground",
+                          details: details, retryable: true, retryAfterMs: retryAfterMs)
+        case .allow, .backgroundUnavailable:
+            break
+        }
+        guard let session else {
+            return refuse(ErrorMessage.nodeNotConnected, "\(name) is not connected", details: details, retryable: true)
+        }
+        guard session.inFlight < limits.maxConcurrentInvokes else {
+            return refuse(ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",
+                          details: details.merging(["limit": "concurrentInvokes"]), retryable: true, retryAfterMs: 100)
+        }
+        if snapshotCommands.contains(where: { $0.matches(command) }),
+           case let .limited(retryAfterMs) = buckets.take(.snapshot, node: paired.nodeId, limits: limits, now: now) {
+            return refuse(ErrorMessage.rateLimited, "too many snapshots from this node; at most \(limits.snapshotsPerMinute) a minute",
+                          details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs)
+        }
+        return .relay(node: paired, connection: session.connection, timeoutMs: timeoutMs)
+    }
+
+    private func refuse(_ code: String, _ message: String, details: JSONValue? = nil, retryable: Bool? = nil, retryAfterMs: Int? = nil) -> Verdict {
+        .refuse(ErrorMessage(code: code, message: message, details: details, retryable: retryable, retryAfterMs: retryAfterMs), denied: nil)
+    }
+}
+
+extension JSONValue {
+    func merging(_ other: [String: JSONValue]) -> JSONValue {
+        guard case let .object(fields) = self else { return self }
+        return .object(fields.merging(other) { $1 })
+    }
+}

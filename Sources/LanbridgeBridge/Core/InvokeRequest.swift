@@ -1,0 +1,53 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+
+typealias InvokeAnswer = Result<InvokePayload, ErrorMessage>
+
+/// `node.invoke` as the gateway or the operator asked for it, before any check.
+struct InvokeRequest: Sendable, Equatable {
+    var node: String
+    var command: String
+    var params: JSONValue?
+    var timeoutMs: Int?
+    var idempotencyKey: String?
+
+    /// What an idempotency key is bound to: the node as named, the command and the parameters.
+    var digest: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        let canonical = (try? encoder.encode([JSONValue.string(node), .string(command), params ?? .null])) ?? Data()
+        return SHA256.hash(Array(canonical))
+    }
+
+    /// Reads the request's `params` (PROTOCOL.md §12.3): `idempotencyKey` is required; anything
+    /// malformed is INVALID_REQUEST.
+    init(params: JSONValue?) throws(ErrorMessage) {
+        let method = GatewayMethod.nodeInvoke
+        switch params?["timeoutMs"] {
+        case nil, .null?: timeoutMs = nil
+        case let .number(n)? where n >= 1 && n <= Double(Int32.max): timeoutMs = Int(n)
+        default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "timeoutMs must be a positive number of milliseconds")
+        }
+        switch params?["params"] {
+        case nil, .null?, .object?: self.params = params?["params"]
+        default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "params must be an object")
+        }
+        node = try Self.string("nodeId", in: params, method: method)!
+        command = try Self.string("command", in: params, method: method)!
+        idempotencyKey = try Self.string("idempotencyKey", in: params, method: method)
+    }
+
+    init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil) {
+        (self.node, self.command, self.params, self.timeoutMs, self.idempotencyKey) = (node, command, params, timeoutMs, idempotencyKey)
+    }
+
+    /// A non-empty string field of a request's params.
+    static func string(_ key: String, in params: JSONValue?, method: String, required: Bool = true) throws(ErrorMessage) -> String? {
+        switch params?[key] {
+        case let .string(value)? where !value.isEmpty: return value
+        case nil where !required, .null? where !required: return nil
+        default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method) needs a non-empty string \"\(key)\"")
+        }
+    }
+}

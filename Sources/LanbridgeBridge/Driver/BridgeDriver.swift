@@ -1,0 +1,311 @@
+import Foundation
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOCore
+
+/// Runs the `BridgeCore` on one event loop: node channels, the gateway link and timers call in on
+/// that loop, the core decides, and the driver carries the actions out there and then. Sends are
+/// `writeAndFlush` on channels of the same loop; the only work that leaves the loop is file I/O
+/// (`StateIO`), whose results come back as events.
+///
+/// Everything here is confined to `loop`; methods that may be called from elsewhere say so and hop.
+final class BridgeDriver: @unchecked Sendable {
+    let loop: any EventLoop
+    private var core: BridgeCore
+    private let io: StateIO
+    private let admission: Admission
+    private let invites: InviteCache
+    private let logger: Logger
+
+    /// Node channels, by connection ID, and the admission slots of those still in their handshake.
+    private var channels: [ConnectionID: any Channel] = [:]
+    private var handshaking: [ConnectionID: Admission.Slot] = [:]
+    private var nextConnection = 0
+
+    /// The gateway link now up, if any.
+    private var link: GatewayLinkHandler?
+    private var nextGeneration = 0
+
+    private var controlRequests: [Int: EventLoopPromise<InvokeAnswer>] = [:]
+    private var nextControl = 0
+
+    /// Events held until the store has been read again (a change the CLI made a moment ago applies
+    /// to the next decision), in arrival order; and whether that read is under way.
+    private var held: [() -> Void] = []
+    private var reading = false
+    /// inotify reported a change while a read was under way: read once more after it.
+    private var readAgain = false
+
+    private var timer: Scheduled<Void>?
+    private var runtimeToWrite: RuntimeStatus?
+    private var lastRuntimeWrite = NIODeadline.distantPast
+    private var stopped = false
+
+    init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, logger: Logger) {
+        (self.loop, self.core, self.io, self.admission, self.invites, self.logger) = (loop, core, io, admission, invites, logger)
+    }
+
+    // MARK: - Nodes (called on the loop by `NodeSessionHandler`)
+
+    /// A new channel, before its handshake: its connection ID.
+    func accepted(_ channel: any Channel, slot: Admission.Slot) -> ConnectionID {
+        loop.preconditionInEventLoop()
+        nextConnection += 1
+        channels[nextConnection] = channel
+        handshaking[nextConnection] = slot
+        return nextConnection
+    }
+
+    func established(_ id: ConnectionID, _ handshake: SecureSession.HandshakeResult, address: String, peer: String) {
+        let slot = handshaking.removeValue(forKey: id)
+        withFreshStore { [self] in
+            guard channels[id] != nil else {
+                if let slot { admission.release(slot) }
+                return
+            }
+            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot), now: .now, wall: Date()))
+        }
+    }
+
+    func received(_ bytes: [UInt8], from id: ConnectionID) {
+        inOrder { [self] in perform(core.received(bytes, from: id, now: .now, wall: Date())) }
+    }
+
+    func closed(_ id: ConnectionID) {
+        channels[id] = nil
+        if let slot = handshaking.removeValue(forKey: id) { admission.release(slot) }
+        inOrder { [self] in perform(core.channelClosed(id, now: .now)) }
+    }
+
+    // MARK: - The gateway (called on the loop by `GatewayLinkHandler`)
+
+    func nextLinkGeneration() -> Int {
+        loop.preconditionInEventLoop()
+        nextGeneration += 1
+        return nextGeneration
+    }
+
+    func gatewayUp(_ handler: GatewayLinkHandler) {
+        link = handler
+        inOrder { [self] in perform(core.gatewayUp(handler.generation, now: .now)) }
+    }
+
+    func gatewayDown(_ generation: Int) {
+        if link?.generation == generation { link = nil }
+        inOrder { [self] in perform(core.gatewayDown(generation, now: .now)) }
+    }
+
+    func gatewayFrame(_ frame: GatewayFrame, generation: Int) {
+        switch frame {
+        case let .request(id, method, params):
+            withFreshStore { [self] in
+                perform(core.request(method: method, params: params, from: .gateway(generation: generation, requestID: id), now: .now, wall: Date()))
+            }
+        case let .response(id, result):
+            inOrder { [self] in perform(core.gatewayAnswered(id, result, generation: generation)) }
+        case let .event(name, _):
+            logger.debug("gateway event \(name)")
+        }
+    }
+
+    func gatewayDrained(_ generation: Int, droppedEvents: Int) {
+        inOrder { [self] in perform(core.gatewayDrained(generation, droppedEvents: droppedEvents)) }
+    }
+
+    // MARK: - From elsewhere (these hop to the loop)
+
+    /// A request from the operator's control socket, answered like the gateway's.
+    func request(method: String, params: JSONValue?) async -> InvokeAnswer {
+        let promise = loop.makePromise(of: InvokeAnswer.self)
+        loop.execute { [self] in
+            nextControl += 1
+            let token = nextControl
+            controlRequests[token] = promise
+            withFreshStore { [self] in perform(core.request(method: method, params: params, from: .control(token), now: .now, wall: Date())) }
+        }
+        return (try? await promise.futureResult.get()) ?? .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))
+    }
+
+    /// inotify saw the CLI (or the bridge) replace a store file.
+    func storeMayHaveChanged() {
+        loop.execute { [self] in if reading { readAgain = true } else { readStore() } }
+    }
+
+    func reload(_ settings: BridgeSettings) {
+        loop.execute { [self] in core.reload(settings) }
+    }
+
+    func setAdvertising(_ status: String, name: String?) {
+        loop.execute { [self] in perform(core.setAdvertising(status, name: name)) }
+    }
+
+    func setControlSocket(_ path: String) {
+        loop.execute { [self] in perform(core.setControlSocket(path)) }
+    }
+
+    func setGatewayStatus(_ status: String) {
+        loop.execute { [self] in perform(core.setGatewayStatus(status)) }
+    }
+
+    func setListening(_ addresses: [String]) {
+        loop.execute { [self] in perform(core.setListening(addresses)) }
+    }
+
+    /// Once a second: admission deadlines, pending requests, coalesced states; pings every
+    /// `pingInterval`.
+    func startTimers(pingInterval: TimeInterval) {
+        loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] task in
+            guard !stopped else { return task.cancel() }
+            admission.tick(now: .now)
+            inOrder { [self] in perform(core.tick(now: .now, wall: Date())) }
+        }
+        let ping = TimeAmount.milliseconds(Int64(pingInterval * 1000))
+        loop.scheduleRepeatedTask(initialDelay: ping, delay: ping) { [self] task in
+            guard !stopped else { return task.cancel() }
+            inOrder { [self] in perform(core.pingAll()) }
+        }
+    }
+
+    /// Writes lastSeen, fails what is in flight, closes every connection, and waits for the files.
+    func shutdown() async {
+        try? await loop.submit { [self] in
+            stopped = true
+            timer?.cancel()
+            perform(core.shutdown(now: .now, wall: Date()))
+            for (_, promise) in controlRequests { promise.succeed(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))) }
+            controlRequests.removeAll()
+            runtimeToWrite = nil
+        }.get()
+        await io.finish()
+        io.runtimeFile.remove()
+    }
+
+    // MARK: - Ordering against the store
+
+    /// Runs `event` once the cached store is the one on disk (one `stat`; a read off the loop when
+    /// it changed), after any events already held.
+    private func withFreshStore(_ event: @escaping () -> Void) {
+        if held.isEmpty, !reading {
+            if io.store.pairedFileVersion() == core.pairedVersion { return event() }
+            readStore()
+        }
+        held.append(event)
+    }
+
+    /// Runs `event` now, unless events before it are held for the store: then after them.
+    private func inOrder(_ event: @escaping () -> Void) {
+        if held.isEmpty, !reading { event() } else { held.append(event) }
+    }
+
+    private func readStore() {
+        reading = true
+        io.read(on: loop).whenComplete { [self] result in
+            reading = false
+            switch result {
+            case let .success((version, state)): perform(core.storeChanged(state, version: version, now: .now))
+            case let .failure(error): perform(core.storeUnreadable(error))
+            }
+            // Changed again during the read: read again before anything held runs.
+            if readAgain || (core.storeReadable && io.store.pairedFileVersion() != core.pairedVersion) {
+                readAgain = false
+                return readStore()
+            }
+            while !held.isEmpty, !reading { held.removeFirst()() }
+        }
+    }
+
+    // MARK: - Carrying actions out
+
+    private func perform(_ actions: [BridgeAction]) {
+        for action in actions {
+            switch action {
+            case let .send(id, message):
+                channels[id]?.writeAndFlush(SessionMessages.encode(message), promise: nil)
+            case let .authorize(id):
+                channels[id]?.triggerUserOutboundEvent(SecureChannelHandler.Authorize(), promise: nil)
+            case let .close(id):
+                channels[id]?.close(promise: nil)
+            case let .toGateway(generation, frame):
+                if let link, link.generation == generation { link.send(frame) }
+            case let .answer(.gateway(generation, requestID), answer):
+                if let link, link.generation == generation { link.send(GatewayFrame.response(id: requestID, answer: answer)) }
+            case let .answer(.control(token), answer):
+                controlRequests.removeValue(forKey: token)?.succeed(answer)
+            case let .updateStore(operation):
+                let store = io.store
+                io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in
+                    perform(core.storeUpdated(operation.id, result.mapError { $0 }, now: .now))
+                    // The bridge's own change reaches the core now, not when inotify reports it.
+                    if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending {
+                        if reading { readAgain = true } else { readStore() }
+                    }
+                }
+            case let .audit(entries):
+                io.record(entries, on: loop)
+            case let .publishRuntime(status):
+                publishSoon(status)
+            case let .replaceInvites(state):
+                invites.replace(with: state)
+            case let .releaseSlot(slot):
+                admission.release(slot)
+            case let .slotWaiting(slot):
+                admission.waiting(slot)
+            case let .armTimer(deadline):
+                timer?.cancel()
+                timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in
+                    inOrder { [self] in perform(core.timerFired(now: .now)) }
+                }
+            }
+        }
+    }
+
+    /// runtime.json is written at once after a quiet spell, and at most every 50 ms under a burst
+    /// (with the latest status): one change shows as soon as it happens, and a thousand nodes
+    /// reconnecting cost a few writes, not a thousand.
+    private func publishSoon(_ status: RuntimeStatus) {
+        guard !stopped else { return }
+        let scheduled = runtimeToWrite != nil
+        runtimeToWrite = status
+        guard !scheduled else { return }
+        let due = lastRuntimeWrite + Self.runtimeInterval
+        if due <= .now() { return writeRuntime() }
+        loop.scheduleTask(deadline: due) { [self] in writeRuntime() }
+    }
+
+    private static let runtimeInterval = TimeAmount.milliseconds(50)
+
+    private func writeRuntime() {
+        guard let status = runtimeToWrite, !stopped else { return }
+        runtimeToWrite = nil
+        lastRuntimeWrite = .now()
+        io.publish(status, on: loop)
+    }
+}
+
+extension BridgeCore {
+    mutating func setListening(_ addresses: [String]) -> [BridgeAction] {
+        runtime.listening = addresses
+        runtimeChanged = true
+        return drain()
+    }
+
+    mutating func setGatewayStatus(_ status: String) -> [BridgeAction] {
+        if runtime.gateway != status {
+            runtime.gateway = status
+            runtimeChanged = true
+        }
+        return drain()
+    }
+}
+
+extension StoreOperation {
+    /// Changes to pending.json only (its version is not watched by the stat): read after them.
+    var changesPending: Bool {
+        switch change {
+        case .redeemInvite, .recordSeen: false
+        default: true
+        }
+    }
+}

@@ -1,0 +1,179 @@
+import LanbridgeNet
+import LanbridgeProtocol
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOWebSocket
+
+/// The top of the gateway link's channel, after the WebSocket upgrade: `bridge.hello` first, then
+/// frames both ways between the gateway and the bridge driver, on the driver's event loop.
+///
+/// Backpressure: while the gateway does not read what the bridge writes (the channel is not
+/// writable), the bridge stops reading the gateway's requests, so the answers it owes stay
+/// bounded; answers are never dropped. Events are not queued behind a stalled link: they are
+/// counted and the count is sent once the link drains (`bridge.events-dropped`).
+final class GatewayLinkHandler: ChannelDuplexHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    /// Why the link ended, for the redial loop's log line.
+    final class Ending: Sendable {
+        private let reason = NIOLockedValueBox<String?>(nil)
+        func set(_ why: String) { reason.withLockedValue { $0 = $0 ?? why } }
+        var value: String? { reason.withLockedValue { $0 } }
+    }
+
+    let generation: Int
+    private let driver: BridgeDriver
+    private let hello: JSONValue
+    private let ending: Ending
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var readHeld = false
+    private var droppedEvents = 0
+    private var closeSent = false
+
+    init(driver: BridgeDriver, generation: Int, hello: JSONValue, ending: Ending, logger: Logger) {
+        (self.driver, self.generation, self.hello, self.ending, self.logger) = (driver, generation, hello, ending, logger)
+    }
+
+    /// Frames that arrived before `start`, handled right after the hello.
+    private var early: [WebSocketFrame] = []
+    private var started = false
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    /// The upgrade is complete and the HTTP handlers are gone: the hello goes out first, and only
+    /// then does the driver learn of the link, so nothing can come before it.
+    func start() {
+        guard let context, !started else { return }
+        started = true
+        write(GatewayFrame.event(name: GatewayMethod.helloEvent, payload: hello).encoded(), context: context)
+        driver.gatewayUp(self)
+        for frame in early { handle(frame, context: context) }
+        early.removeAll()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    // MARK: - Bridge → gateway
+
+    /// Answers and the bridge's calls always go out; events are dropped, and counted, while the
+    /// gateway is not reading.
+    func send(_ frame: GatewayFrame) {
+        guard let context else { return }
+        if case .event = frame, !context.channel.isWritable {
+            droppedEvents += 1
+            return
+        }
+        write(frame.encoded(), context: context)
+    }
+
+    /// An answer, spliced from parts (a node's result is passed on as the bytes it arrived in).
+    func send(_ parts: [ArraySlice<UInt8>]) {
+        guard let context else { return }
+        var buffer = context.channel.allocator.buffer(capacity: parts.reduce(0) { $0 + $1.count })
+        for part in parts { buffer.writeBytes(part) }
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
+    }
+
+    private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
+        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: context.channel.allocator.buffer(bytes: bytes))
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+    }
+
+    /// Ends the link with a close frame (the token was rotated).
+    func close(reason: String) {
+        guard let context else { return }
+        sendClose(code: .goingAway, reason: reason, context: context)
+        context.close(promise: nil)
+    }
+
+    private func sendClose(code: WebSocketErrorCode, reason: String, context: ChannelHandlerContext) {
+        guard !closeSent else { return }
+        closeSent = true
+        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)), promise: nil)
+    }
+
+    // MARK: - Gateway → bridge
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        guard started else { return early.append(frame) }
+        handle(frame, context: context)
+    }
+
+    private func handle(_ frame: WebSocketFrame, context: ChannelHandlerContext) {
+        switch frame.opcode {
+        case .text, .binary:
+            received(Array(buffer: frame.unmaskedData))
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readWebSocketErrorCode()
+            let reason = data.readString(length: data.readableBytes) ?? ""
+            if let code, code != .normalClosure {
+                ending.set(WebSocketError.closed(code: "\(UInt16(webSocketErrorCode: code))", reason: reason).description)
+            } else {
+                ending.set("the gateway closed the link")
+            }
+            sendClose(code: .normalClosure, reason: "", context: context)
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    /// One reader decides the frame (`GatewayFrame.decode`); a bad one is answered if it had an ID.
+    private func received(_ bytes: [UInt8]) {
+        let frame: GatewayFrame
+        do throws(GatewayFrame.DecodingError) { frame = try GatewayFrame.decode(bytes) } catch {
+            logger.notice("bad frame from the gateway: \(error)")
+            if let id = error.requestID {
+                send(GatewayFrame.response(id: id, answer: .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: error.description))))
+            }
+            return
+        }
+        driver.gatewayFrame(frame, generation: generation)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ending.set("the gateway closed the link")
+        driver.gatewayDown(generation)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        ending.set("\(error)")
+        context.close(promise: nil)
+    }
+
+    // MARK: - Backpressure
+
+    func read(context: ChannelHandlerContext) {
+        if context.channel.isWritable { context.read() } else { readHeld = true }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable {
+            if droppedEvents > 0 {
+                driver.gatewayDrained(generation, droppedEvents: droppedEvents)
+                droppedEvents = 0
+            }
+            if readHeld {
+                readHeld = false
+                context.read()
+            }
+        }
+        context.fireChannelWritabilityChanged()
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import LanbridgeState
+import Logging
+import NIOCore
+import NIOPosix
+
+/// The state directory's file I/O, off the event loop: store reads and updates (with their lock
+/// and fsyncs), audit appends and runtime.json. One thread of its own carries them out in the
+/// order they were asked for, so an audit entry never overtakes the change it records; results
+/// come back on the caller's event loop.
+final class StateIO: Sendable {
+    let store: PairingStore
+    let runtimeFile: RuntimeStatusFile
+    private let pool: NIOThreadPool
+    private let logger: Logger
+
+    init(directory: StateDirectory, logger: Logger) {
+        store = PairingStore(directory: directory)
+        runtimeFile = RuntimeStatusFile(directory: directory)
+        pool = NIOThreadPool(numberOfThreads: 1)
+        pool.start()
+        self.logger = logger
+    }
+
+    /// Runs `work` on the I/O thread; its result comes back on `loop`.
+    func run<T: Sendable>(on loop: any EventLoop, _ work: @escaping @Sendable () throws -> T) -> EventLoopFuture<T> {
+        pool.runIfActive(eventLoop: loop, work)
+    }
+
+    /// The store as it is now, with the version of paired.json it came from (taken first, so a
+    /// change that lands during the read makes the next version check read again).
+    func read(on loop: any EventLoop) -> EventLoopFuture<(version: String, state: PairingState)> {
+        let store = store
+        return run(on: loop) { (store.pairedFileVersion(), try store.read()) }
+    }
+
+    func record(_ entries: [AuditEntry], on loop: any EventLoop) {
+        let (store, logger) = (store, logger)
+        run(on: loop) {
+            do { try store.record(entries) } catch { logger.warning("cannot write the audit log: \(error)") }
+        }.whenFailure { _ in }
+    }
+
+    func publish(_ status: RuntimeStatus, on loop: any EventLoop) {
+        let (file, logger) = (runtimeFile, logger)
+        run(on: loop) {
+            do { try file.write(status) } catch { logger.warning("cannot write \(file.url.path): \(error)") }
+        }.whenFailure { _ in }
+    }
+
+    /// Waits for everything asked so far, then stops the thread.
+    func finish() async {
+        try? await pool.shutdownGracefully()
+    }
+}
