@@ -134,7 +134,8 @@ let package = Package(
         ),
         .testTarget(
             name: "LanbridgeBridgeTests",
-            dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet"]
+            dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet",
+                           .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")]
         ),
         .testTarget(
             name: "IntegrationTests",
