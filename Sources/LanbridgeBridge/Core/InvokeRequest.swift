@@ -14,10 +14,7 @@ struct InvokeRequest: Sendable, Equatable {
 
     /// What an idempotency key is bound to: the node as named, the command and the parameters.
     var digest: [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        let canonical = (try? encoder.encode([JSONValue.string(node), .string(command), params ?? .null])) ?? Data()
-        return SHA256.hash(Array(canonical))
+        SHA256.hash(JSONValue.array([.string(node), .string(command), params ?? .null]).serialized)
     }
 
     /// Reads the request's `params` (PROTOCOL.md §12.3): `idempotencyKey` is required; anything

@@ -34,9 +34,7 @@ public enum GatewayFrame: Equatable, Sendable {
         }
     }
 
-    private struct Tag: Decodable { var type: String; var id: String? }
-
-    private struct Wire: Codable {
+    fileprivate struct Wire: Codable {
         var type: String
         var id: String?
         var method: String?
@@ -46,6 +44,7 @@ public enum GatewayFrame: Equatable, Sendable {
         var error: ErrorMessage?
         var event: String?
     }
+
 
     public func encoded() -> [UInt8] {
         let wire: Wire = switch self {
@@ -78,11 +77,17 @@ public enum GatewayFrame: Equatable, Sendable {
             let id = error.before["id"].flatMap { JSONScanner.string(array[$0]) }
             throw id.map { .invalid(id: $0, reason: error.description) } ?? .notJSON
         }
-        let data = Data(array)
-        guard let wire = try? decoder.decode(Wire.self, from: data) else {
-            // Tell a frame with a usable type and id apart from garbage, so requests get an answer.
-            guard let tag = try? decoder.decode(Tag.self, from: data) else { throw .notJSON }
-            throw .invalid(id: tag.id, reason: "a field has the wrong type")
+        // The scanner has accepted it: build the tree and read the fields from it.
+        guard case let .object(fields) = JSONValue(validated: array), case let .string(type)? = fields["type"] else { throw .notJSON }
+        let tagID: String?
+        switch fields["id"] {
+        case nil, .null?: tagID = nil
+        case let .string(id)?: tagID = id
+        default: throw .notJSON
+        }
+        guard let wire = Wire(type: type, fields: fields) else {
+            // A frame with a usable type and id gets an answer.
+            throw .invalid(id: tagID, reason: "a field has the wrong type")
         }
         switch wire.type {
         case "req":
@@ -103,8 +108,56 @@ public enum GatewayFrame: Equatable, Sendable {
     }
 
     private static var encoder: JSONEncoder { .lanbridge }
+}
 
-    private static let decoder = JSONDecoder()
+extension GatewayFrame.Wire {
+    /// The frame's fields with the types §12.2 gives them (null is absent); nil if one is wrong.
+    init?(type: String, fields: [String: JSONValue]) {
+        func string(_ key: String) -> String?? {
+            switch fields[key] {
+            case nil, .null?: .some(nil)
+            case let .string(value)?: .some(value)
+            default: nil
+            }
+        }
+        guard let id = string("id"), let method = string("method"), let event = string("event") else { return nil }
+        let ok: Bool?
+        switch fields["ok"] {
+        case nil, .null?: ok = nil
+        case let .bool(value)?: ok = value
+        default: return nil
+        }
+        var error: ErrorMessage?
+        switch fields["error"] {
+        case nil, .null?: error = nil
+        case let value?:
+            guard let decoded = ErrorMessage(json: value) else { return nil }
+            error = decoded
+        }
+        self.init(type: type, id: id, method: method, params: fields["params"].flatMap { $0 == .null ? nil : $0 }, ok: ok,
+                  payload: fields["payload"].flatMap { $0 == .null ? nil : $0 }, error: error, event: event)
+    }
+}
+
+extension ErrorMessage {
+    /// An error object as §12.2 gives it: `code` and `message` strings, optional `details`,
+    /// `retryable` and an integral `retryAfterMs`.
+    init?(json: JSONValue) {
+        guard case let .object(fields) = json, case let .string(code)? = fields["code"], case let .string(message)? = fields["message"] else { return nil }
+        var retryable: Bool?
+        switch fields["retryable"] {
+        case nil, .null?: retryable = nil
+        case let .bool(value)?: retryable = value
+        default: return nil
+        }
+        var retryAfterMs: Int?
+        switch fields["retryAfterMs"] {
+        case nil, .null?: retryAfterMs = nil
+        case let .number(n)? where n == n.rounded() && abs(n) < 1e15: retryAfterMs = Int(n)
+        default: return nil
+        }
+        self.init(code: code, message: message, details: fields["details"].flatMap { $0 == .null ? nil : $0 }, retryable: retryable, retryAfterMs: retryAfterMs)
+    }
 }
 
 /// The methods and events of the gateway link (PROTOCOL.md §12).

@@ -44,7 +44,8 @@ public enum SessionMessages {
     }
 
     public static func encode(_ message: some SessionMessage) -> [UInt8] {
-        Array(try! JSONEncoder.lanbridge.encode(Tagged(message: message)))
+        if let invoke = message as? Invoke { return invoke.wireBytes }  // the hot path, written by hand
+        return Array(try! JSONEncoder.lanbridge.encode(Tagged(message: message)))
     }
 
     /// A message as the bridge takes it in: decided once, by one reader. An `invoke.result` keeps
