@@ -103,6 +103,18 @@ struct GatewaySquatTests {
         #expect(!heardText.contains("bridge.hello") && !heardText.contains("node"), "no frame, no node data")
     }
 
+    /// Bug (issue 11): a listener that accepts and never answers the upgrade wedged the link for
+    /// good. The upgrade has a deadline; the link goes down, says why, and redials.
+    @Test func aListenerThatNeverAnswersTheUpgradeDoesNotWedgeTheLink() throws {
+        let port = try freePort()
+        let silent = try squat(port: port, user: nil)
+        defer { silent.killIfRunning() }
+        let tokens = TemporaryDirectory("token")
+        let bridge = try BridgeDaemon(arguments: ["--gateway", "ws://127.0.0.1:\(port)", "--gateway-token-file", writeTokenFile("silent-token", in: tokens)])
+        defer { bridge.stop() }
+        #expect(try bridge.waitForLog("gateway link down").contains("no answer to the upgrade within"))
+    }
+
     /// The recommended setup: the gateway on a Unix socket, its owner checked with SO_PEERCRED.
     @Test func aUnixSocketGatewayLinksUpAndAnotherOwnersSocketIsRefused() throws {
         let directory = TemporaryDirectory("gw")
