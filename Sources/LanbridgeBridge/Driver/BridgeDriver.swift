@@ -43,8 +43,12 @@ final class BridgeDriver: @unchecked Sendable {
     private var lastRuntimeWrite = NIODeadline.distantPast
     private var stopped = false
 
+    /// paired.json's path, kept: the version check runs before every decision.
+    private let pairedPath: String
+
     init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, logger: Logger) {
         (self.loop, self.core, self.io, self.admission, self.invites, self.logger) = (loop, core, io, admission, invites, logger)
+        pairedPath = io.store.pairedURL.path
     }
 
     // MARK: - Nodes (called on the loop by `NodeSessionHandler`)
@@ -188,7 +192,7 @@ final class BridgeDriver: @unchecked Sendable {
     /// it changed), after any events already held.
     private func withFreshStore(_ event: @escaping () -> Void) {
         if held.isEmpty, !reading {
-            if io.store.pairedFileVersion() == core.pairedVersion { return event() }
+            if PairingStore.version(ofFile: pairedPath) == core.pairedVersion { return event() }
             readStore()
         }
         held.append(event)

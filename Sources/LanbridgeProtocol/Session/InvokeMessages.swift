@@ -75,13 +75,6 @@ extension InvokeResult {
         public let error: ErrorMessage?
     }
 
-    private struct Header: Decodable {
-        let type: String
-        let id: String
-        let ok: Bool
-        let error: ErrorMessage?
-    }
-
     /// Reads an `invoke.result` without materialising its payload: validated whole (strict JSON,
     /// as `SessionMessages.read`), then only the small fields decoded.
     public static func received(from bytes: [UInt8]) throws(SessionMessageError) -> Received {
@@ -89,14 +82,26 @@ extension InvokeResult {
         return received
     }
 
-    /// `bytes` passed `JSONScanner`; `range` is where its payload is.
-    static func received(validated bytes: [UInt8], payload range: Range<Int>?) throws(SessionMessageError) -> Received {
-        let header: Header
-        do { header = try JSONDecoder().decode(Header.self, from: Data(bytes)) } catch {
-            throw .invalid(type: type, reason: "\(error)")
+    /// `bytes` passed `JSONScanner`, which found where its members are: only `id`, `ok` and
+    /// `error` are read, from their own bytes; the payload, however large, is not parsed again.
+    static func received(validated bytes: [UInt8], members: [String: Range<Int>]) throws(SessionMessageError) -> Received {
+        func invalid(_ reason: String) -> SessionMessageError { .invalid(type: type, reason: reason) }
+        guard let idRange = members["id"], let id = JSONScanner.string(bytes[idRange]) else { throw invalid("\"id\" must be a string") }
+        let ok: Bool
+        switch members["ok"].map({ bytes[$0] }) {
+        case let token? where token.elementsEqual("true".utf8): ok = true
+        case let token? where token.elementsEqual("false".utf8): ok = false
+        default: throw invalid("\"ok\" must be true or false")
         }
-        let payload = range.map { InvokePayload.raw(bytes[$0]) } ?? .value(nil)
-        return Received(id: header.id, ok: header.ok, payload: payload, error: header.error)
+        var error: ErrorMessage?
+        if let range = members["error"], !bytes[range].elementsEqual("null".utf8) {
+            guard let decoded = ErrorMessage(json: JSONValue(validated: Array(bytes[range]))) else {
+                throw invalid("\"error\" must have a string code and message")
+            }
+            error = decoded
+        }
+        let payload = members["payload"].map { InvokePayload.raw(bytes[$0]) } ?? .value(nil)
+        return Received(id: id, ok: ok, payload: payload, error: error)
     }
 
     public var received: Received { Received(id: id, ok: ok, payload: .value(payload), error: error) }

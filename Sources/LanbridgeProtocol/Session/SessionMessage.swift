@@ -59,12 +59,12 @@ public enum SessionMessages {
     /// pass; only then is it decoded, so no two parsers can read it differently.
     public static func read(_ bytes: [UInt8]) throws(SessionMessageError) -> Inbound {
         let members: [String: Range<Int>]
-        do { members = try JSONScanner.members(["type", "payload", "id"], in: bytes) } catch {
+        do { members = try JSONScanner.members(["type", "payload", "id", "ok", "error"], in: bytes) } catch {
             func string(_ key: String) -> String? { error.before[key].flatMap { JSONScanner.string(bytes[$0]) } }
             throw .malformed(error, type: string("type"), id: string("id"))
         }
         guard let typeRange = members["type"], let type = JSONScanner.string(bytes[typeRange]) else { throw .notJSON }
-        if type == InvokeResult.type { return .result(try InvokeResult.received(validated: bytes, payload: members["payload"])) }
+        if type == InvokeResult.type { return .result(try InvokeResult.received(validated: bytes, members: members)) }
         return .message(try decode(validated: bytes, type: type))
     }
 

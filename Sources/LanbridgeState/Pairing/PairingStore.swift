@@ -34,13 +34,16 @@ public struct PairingStore: Sendable {
     /// can check before each invoke that the rules it holds are the ones on disk.
     public func pairedFileVersion() -> String { Self.version(of: pairedURL) }
 
-    public func invitesFileVersion() -> String { Self.version(of: invitesURL) }
-
-    static func version(of url: URL) -> String {
+    /// The same, for a caller that keeps the path (the bridge asks before each decision).
+    public static func version(ofFile path: String) -> String {
         var info = stat()
-        guard stat(url.path, &info) == 0 else { return "absent" }
+        guard stat(path, &info) == 0 else { return "absent" }
         return "\(info.st_ino):\(info.st_mtim.tv_sec):\(info.st_mtim.tv_nsec):\(info.st_size)"
     }
+
+    public func invitesFileVersion() -> String { Self.version(of: invitesURL) }
+
+    static func version(of url: URL) -> String { version(ofFile: url.path) }
 
     /// invites.json alone, without the lock: every write is an atomic rename, so a reader always
     /// sees a whole file. For the handshake path, which must never wait for a lock.
