@@ -110,32 +110,28 @@ public enum GatewayFrame: Equatable, Sendable {
     private static var encoder: JSONEncoder { .lanbridge }
 }
 
+/// Reading typed fields out of a parsed object, where absent and null mean the same.
+private struct Fields {
+    let fields: [String: JSONValue]
+
+    /// `.some(nil)` when absent or null, `.some(value)` when of the type, nil when of another type.
+    func optional<T>(_ key: String, _ cast: (JSONValue) -> T?) -> T?? {
+        guard let value = fields[key], value != .null else { return .some(nil) }
+        return cast(value).map { .some($0) } ?? nil
+    }
+
+    func string(_ key: String) -> String?? { optional(key) { if case let .string(s) = $0 { s } else { nil } } }
+    func bool(_ key: String) -> Bool?? { optional(key) { if case let .bool(b) = $0 { b } else { nil } } }
+    func any(_ key: String) -> JSONValue? { fields[key].flatMap { $0 == .null ? nil : $0 } }
+}
+
 extension GatewayFrame.Wire {
     /// The frame's fields with the types §12.2 gives them (null is absent); nil if one is wrong.
     init?(type: String, fields: [String: JSONValue]) {
-        func string(_ key: String) -> String?? {
-            switch fields[key] {
-            case nil, .null?: .some(nil)
-            case let .string(value)?: .some(value)
-            default: nil
-            }
-        }
-        guard let id = string("id"), let method = string("method"), let event = string("event") else { return nil }
-        let ok: Bool?
-        switch fields["ok"] {
-        case nil, .null?: ok = nil
-        case let .bool(value)?: ok = value
-        default: return nil
-        }
-        var error: ErrorMessage?
-        switch fields["error"] {
-        case nil, .null?: error = nil
-        case let value?:
-            guard let decoded = ErrorMessage(json: value) else { return nil }
-            error = decoded
-        }
-        self.init(type: type, id: id, method: method, params: fields["params"].flatMap { $0 == .null ? nil : $0 }, ok: ok,
-                  payload: fields["payload"].flatMap { $0 == .null ? nil : $0 }, error: error, event: event)
+        let f = Fields(fields: fields)
+        guard let id = f.string("id"), let method = f.string("method"), let event = f.string("event"), let ok = f.bool("ok"),
+              let error = f.optional("error", ErrorMessage.init(json:)) else { return nil }
+        self.init(type: type, id: id, method: method, params: f.any("params"), ok: ok, payload: f.any("payload"), error: error, event: event)
     }
 }
 
@@ -144,19 +140,11 @@ extension ErrorMessage {
     /// `retryable` and an integral `retryAfterMs`.
     init?(json: JSONValue) {
         guard case let .object(fields) = json, case let .string(code)? = fields["code"], case let .string(message)? = fields["message"] else { return nil }
-        var retryable: Bool?
-        switch fields["retryable"] {
-        case nil, .null?: retryable = nil
-        case let .bool(value)?: retryable = value
-        default: return nil
-        }
-        var retryAfterMs: Int?
-        switch fields["retryAfterMs"] {
-        case nil, .null?: retryAfterMs = nil
-        case let .number(n)? where n == n.rounded() && abs(n) < 1e15: retryAfterMs = Int(n)
-        default: return nil
-        }
-        self.init(code: code, message: message, details: fields["details"].flatMap { $0 == .null ? nil : $0 }, retryable: retryable, retryAfterMs: retryAfterMs)
+        let f = Fields(fields: fields)
+        guard let retryable = f.bool("retryable"),
+              let retryAfterMs = f.optional("retryAfterMs", { if case let .number(n) = $0, n == n.rounded(), abs(n) < 1e15 { Int(n) } else { nil } })
+        else { return nil }
+        self.init(code: code, message: message, details: f.any("details"), retryable: retryable, retryAfterMs: retryAfterMs)
     }
 }
 
