@@ -147,6 +147,20 @@ struct BridgeCore {
         return drain()
     }
 
+    mutating func setListening(_ addresses: [String]) -> [BridgeAction] {
+        runtime.listening = addresses
+        runtimeChanged = true
+        return drain()
+    }
+
+    mutating func setGatewayStatus(_ status: String) -> [BridgeAction] {
+        if runtime.gateway != status {
+            runtime.gateway = status
+            runtimeChanged = true
+        }
+        return drain()
+    }
+
     mutating func setControlSocket(_ path: String) -> [BridgeAction] {
         runtime.controlSocket = path
         runtimeChanged = true

@@ -288,22 +288,6 @@ final class BridgeDriver: @unchecked Sendable {
     }
 }
 
-extension BridgeCore {
-    mutating func setListening(_ addresses: [String]) -> [BridgeAction] {
-        runtime.listening = addresses
-        runtimeChanged = true
-        return drain()
-    }
-
-    mutating func setGatewayStatus(_ status: String) -> [BridgeAction] {
-        if runtime.gateway != status {
-            runtime.gateway = status
-            runtimeChanged = true
-        }
-        return drain()
-    }
-}
-
 extension StoreOperation {
     /// Changes to pending.json only (its version is not watched by the stat): read after them.
     var changesPending: Bool {
