@@ -19,8 +19,6 @@ struct GatewayLinkState {
     }
     var calls: [String: Call] = [:]
     var nextCall = 0
-    /// Events not sent while the link was backed up, reported once it drains.
-    var droppedEvents = 0
 
     func isCurrent(_ generation: Int) -> Bool { up && generation == self.generation }
     var nextDeadline: Moment? { calls.values.map(\.deadline).min() }
@@ -47,7 +45,6 @@ extension BridgeCore {
     mutating func gatewayUp(_ generation: Int, now: Moment) -> [BridgeAction] {
         self.now = now
         gateway.linkUp(generation)
-        gateway.droppedEvents = 0
         return drain()
     }
 

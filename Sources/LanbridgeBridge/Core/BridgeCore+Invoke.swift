@@ -64,12 +64,13 @@ extension BridgeCore {
 
     private mutating func run(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, slot: String?, now: Moment, wall: Date) {
         let node = Result { try lookUp(request.node) }
-        let session = (try? node.get()).flatMap { pairedConnection($0.nodeId) }.map {
+        let found = try? node.get()
+        let session = found.flatMap { pairedConnection($0.nodeId) }.map {
             InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: router.inFlight(forNode: $0.nodeId.description))
         }
-        switch gate.decide(request, node: node, rules: (try? node.get()).flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now) {
+        switch gate.decide(request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now) {
         case let .refuse(error, denied):
-            if let denied, case let .success(node) = node {
+            if let denied, let node = found {
                 logger.notice("invoke denied: \(denied)", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)",
                                                                      "command": "\(request.command)", "origin": "\(origin.rawValue)"])
                 recordDenial(node: node.nodeId, command: request.command, reason: denied, origin: origin, now: now, wall: wall)
