@@ -56,6 +56,9 @@ public enum BridgeServer {
                               runtime: RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date()),
                               initial: initial, pairedVersion: initialVersion, logger: logger)
         core.gateway.configured = configuration.gateway != nil
+        // What is known before the listener, in the first runtime.json already.
+        if !configuration.mdns { core.runtime.mdns = "off" }
+        if configuration.gateway == nil { core.runtime.gateway = "off" }
         let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, logger: logger)
         let server: any Channel
         do {
@@ -79,7 +82,7 @@ public enum BridgeServer {
         let port = server.localAddress?.port ?? configuration.port
         // An IPv6 address in brackets, so "host:port" splits at the right colon.
         let listening = configuration.bind.host.contains(":") ? "[\(configuration.bind.host)]:\(port)" : "\(configuration.bind.host):\(port)"
-        driver.setListening([listening])
+        await driver.setListening([listening])
         logger.info("lanbridge listening", metadata: [
             "address": "\(listening)", "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",

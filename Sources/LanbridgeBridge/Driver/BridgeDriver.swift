@@ -153,8 +153,18 @@ final class BridgeDriver: @unchecked Sendable {
         loop.execute { [self] in perform(core.setGatewayStatus(status)) }
     }
 
-    func setListening(_ addresses: [String]) {
-        loop.execute { [self] in perform(core.setListening(addresses)) }
+    /// The addresses the bridge listens on; returns once runtime.json says so (the CLI, and
+    /// whoever waits for "lanbridge listening", can rely on the file from then on).
+    func setListening(_ addresses: [String]) async {
+        let status = try? await loop.submit { [self] in
+            _ = core.setListening(addresses)
+            runtimeToWrite = nil  // written here and now
+            lastRuntimeWrite = .now()
+            return core.runtime
+        }.get()
+        guard let status else { return }
+        let file = io.runtimeFile
+        try? await io.run(on: loop) { try file.write(status) }.get()
     }
 
     /// Once a second: admission deadlines, pending requests, coalesced states; pings every
