@@ -135,7 +135,8 @@ let package = Package(
         .testTarget(
             name: "LanbridgeBridgeTests",
             dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet",
-                           .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")]
+                           .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+                           .product(name: "NIOPosix", package: "swift-nio")]
         ),
         .testTarget(
             name: "IntegrationTests",

@@ -76,7 +76,7 @@ public enum BridgeServer {
                     .bind(host: configuration.bind.host, port: configuration.port).get()
             }
         } catch {
-            await io.finish()
+            await io.finish(on: loop)
             throw error
         }
         let port = server.localAddress?.port ?? configuration.port

@@ -275,3 +275,21 @@ extension BridgeEndToEndTests {
         bridge.stop()
     }
 }
+
+extension BridgeEndToEndTests {
+    /// Stopping the daemon writes when its connected nodes were last seen, through the I/O thread
+    /// as every store write now goes (StateIO waits for what is queued before it stops).
+    @Test func stoppingTheBridgeRecordsWhenConnectedNodesWereLastSeen() throws {
+        let bridge = try BridgeDaemon()
+        let node = try SimulatedNode(port: bridge.port)
+        let nodeID = try node.pair(with: bridge)
+        let store = PairingStore(directory: StateDirectory(url: bridge.state.url))
+        let pairedAt = try #require(try store.read().paired.nodes.first { $0.nodeId.description == nodeID }).lastSeen
+        // lastSeen is stored to the second: let one pass (time itself is what is waited for).
+        Thread.sleep(forTimeInterval: 1.2)
+        bridge.stop()
+        let lastSeen = try #require(try store.read().paired.nodes.first { $0.nodeId.description == nodeID }).lastSeen
+        #expect(lastSeen > pairedAt, "lastSeen \(lastSeen) was not written at stop (paired \(pairedAt))")
+        node.stop()
+    }
+}

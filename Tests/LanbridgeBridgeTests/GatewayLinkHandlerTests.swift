@@ -5,6 +5,7 @@ import LanbridgeState
 import Logging
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import NIOWebSocket
 import Testing
 
@@ -47,7 +48,7 @@ struct GatewayLinkHandlerTests {
         handler.start()
         #expect(try sent(channel)?.contains("\"event\":\"bridge.hello\"") == true)
         #expect(try sent(channel)?.contains("\"id\":\"1\"") == true)
-        await io.finish()
+        await io.finish(on: MultiThreadedEventLoopGroup.singleton.next())
     }
 
     /// While the gateway does not read, answers still go out and events are counted instead of
@@ -68,6 +69,6 @@ struct GatewayLinkHandlerTests {
         channel.pipeline.fireChannelWritabilityChanged()
         let report = try #require(try sent(channel))
         #expect(report.contains("\"event\":\"bridge.events-dropped\"") && report.contains("\"events\":2"), "\(report)")
-        await io.finish()
+        await io.finish(on: MultiThreadedEventLoopGroup.singleton.next())
     }
 }

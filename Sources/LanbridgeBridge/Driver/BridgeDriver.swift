@@ -192,7 +192,7 @@ final class BridgeDriver: @unchecked Sendable {
             controlRequests.removeAll()
             runtimeToWrite = nil
         }.get()
-        await io.finish()
+        await io.finish(on: loop)
         io.runtimeFile.remove()
     }
 
@@ -214,6 +214,7 @@ final class BridgeDriver: @unchecked Sendable {
     }
 
     private func readStore() {
+        guard !stopped else { return }
         reading = true
         io.read(on: loop).whenComplete { [self] result in
             reading = false

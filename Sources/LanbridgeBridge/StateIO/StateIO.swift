@@ -48,8 +48,10 @@ final class StateIO: Sendable {
         }.whenFailure { _ in }
     }
 
-    /// Waits for everything asked so far, then stops the thread.
-    func finish() async {
+    /// Waits for everything asked so far (the pool's own shutdown would cancel what is still
+    /// queued, such as the last lastSeen write), then stops the thread.
+    func finish(on loop: any EventLoop) async {
+        try? await run(on: loop) {}.get()  // one thread, in order: a barrier
         try? await pool.shutdownGracefully()
     }
 }
