@@ -34,4 +34,14 @@ struct JSONValueTests {
         }
         #expect(read.id == invoke.id && read.command == invoke.command && read.params == invoke.params && read.timeoutMs == 5000)
     }
+
+    /// A number JSON cannot carry never traps the sender: the peer gets an error message instead.
+    @Test func aMessageThatCannotBeEncodedBecomesAnErrorNotACrash() throws {
+        let bytes = SessionMessages.encode(NodeEvent(event: "x", payload: ["n": .number(.nan)]))
+        guard case let .message(error as ErrorMessage) = try SessionMessages.read(bytes) else {
+            Issue.record("not an error: \(String(decoding: bytes, as: UTF8.self))")
+            return
+        }
+        #expect(error.code == ErrorMessage.badMessage && error.message.contains("event"))
+    }
 }

@@ -51,7 +51,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     func start() {
         guard let context, !started else { return }
         started = true
-        write(GatewayFrame.event(name: GatewayMethod.helloEvent, payload: hello).encoded(), context: context)
+        send([ArraySlice(GatewayFrame.event(name: GatewayMethod.helloEvent, payload: hello).encoded())])
         driver.gatewayUp(self)
         for frame in early { handle(frame, context: context) }
         early.removeAll()
@@ -71,7 +71,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
             droppedEvents += 1
             return
         }
-        write(frame.encoded(), context: context)
+        send([ArraySlice(frame.encoded())])
     }
 
     /// An answer, spliced from parts (a node's result is passed on as the bytes it arrived in).
@@ -80,11 +80,6 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
         var buffer = context.channel.allocator.buffer(capacity: parts.reduce(0) { $0 + $1.count })
         for part in parts { buffer.writeBytes(part) }
         context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
-    }
-
-    private func write(_ bytes: [UInt8], context: ChannelHandlerContext) {
-        let frame = WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: context.channel.allocator.buffer(bytes: bytes))
-        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
     }
 
     /// Ends the link with a close frame (the token was rotated).

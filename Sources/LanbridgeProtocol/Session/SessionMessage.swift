@@ -45,7 +45,11 @@ public enum SessionMessages {
 
     public static func encode(_ message: some SessionMessage) -> [UInt8] {
         if let invoke = message as? Invoke { return invoke.wireBytes }  // the hot path, written by hand
-        return Array(try! JSONEncoder.lanbridge.encode(Tagged(message: message)))
+        if let encoded = try? JSONEncoder.lanbridge.encode(Tagged(message: message)) { return Array(encoded) }
+        // JSONEncoder refuses only non-finite numbers, which nothing read by the scanner holds; should
+        // one get in anyway, the peer hears an error instead of the process trapping.
+        return JSONValue.object(["type": .string(ErrorMessage.type), "code": .string(ErrorMessage.badMessage),
+                                 "message": .string("the bridge could not encode a \(type(of: message).type) message")]).serialized
     }
 
     /// A message as the bridge takes it in: decided once, by one reader. An `invoke.result` keeps
