@@ -60,6 +60,8 @@ public struct BridgeConfiguration: Sendable {
     public var gateway: Gateway?
     /// Serve `lanbridge nodes invoke` on `control.sock` in the state directory.
     public var controlSocket = true
+    /// The `/metrics` and `/healthz` endpoint, if enabled.
+    public var metrics: ListenAddress?
 
     public struct Gateway: Sendable {
         public var endpoint: GatewayEndpoint

@@ -7,11 +7,13 @@ import LanbridgeState
 import Logging
 import NIOCore
 import NIOPosix
+import Prometheus
 
 /// `lanbridge serve`: listens, runs the Noise handshake on each connection, and hands sessions to
 /// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
 public enum BridgeServer {
-    public static let version = "0.6.0"
+    /// The one place the version is written; `scripts/package` reads it from here.
+    public static let version = "0.7.0"
 
     /// What a reload (SIGHUP) reads again: the config file and the gateway token.
     public struct Reloaded: Sendable {
@@ -49,7 +51,17 @@ public enum BridgeServer {
         // the gateway link and the core, so a message crosses the bridge without a thread hop.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let io = StateIO(directory: configuration.stateDirectory, logger: logger)
-        let admission = Admission(limits: configuration.admission, logger: logger)
+        let registry = PrometheusCollectorRegistry()
+        let metrics = configuration.metrics == nil ? BridgeMetrics.disabled : BridgeMetrics(factory: {
+            var factory = PrometheusMetricsFactory(registry: registry)
+            factory.durationHistogramBuckets["lanbridge_invoke_duration_seconds"] = [
+                .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+                .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+                .seconds(10), .seconds(30), .seconds(60),
+            ]
+            return factory
+        }())
+        let admission = Admission(limits: configuration.admission, metrics: metrics, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: initial)
         var core = BridgeCore(name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming,
@@ -59,7 +71,22 @@ public enum BridgeServer {
         // What is known before the listener, in the first runtime.json already.
         if !configuration.mdns { core.runtime.mdns = "off" }
         if configuration.gateway == nil { core.runtime.gateway = "off" }
-        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, logger: logger)
+        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, logger: logger)
+        // The monitoring endpoint first: a bad address stops the start before nodes are accepted.
+        let monitoring: (any Channel)?
+        do {
+            monitoring = try await configuration.metrics.asyncMap { address in
+                let channel = try await BindProblem.explaining(host: address.host, port: address.port) {
+                    try await MetricsEndpoint.bind(host: address.host, port: address.port, registry: registry, metrics: metrics, driver: driver)
+                }
+                let url = "http://\(ListenAddress.format(host: address.host, port: channel.localAddress?.port ?? address.port))/metrics"
+                logger.info("metrics endpoint listening", metadata: ["metrics": "\(url)"])
+                return channel
+            }
+        } catch {
+            await io.finish(on: loop)
+            throw error
+        }
         let server: any Channel
         do {
             server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) {
@@ -76,6 +103,7 @@ public enum BridgeServer {
                     .bind(host: configuration.bind.host, port: configuration.port).get()
             }
         } catch {
+            try? await monitoring?.close()
             await io.finish(on: loop)
             throw error
         }
@@ -100,6 +128,13 @@ public enum BridgeServer {
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
         if control != nil { driver.setControlSocket(controlPath) }
         driver.startTimers(pingInterval: configuration.pingInterval)
+        // systemd (Type=notify): ready now; watchdog pings come from the relay's own loop, so a
+        // wedged loop stops them and systemd restarts the daemon.
+        let notifier = ServiceNotifier()
+        let watchdog = notifier?.watchdogInterval.map { interval in
+            loop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { _ in notifier?.watchdog() }
+        }
+        notifier?.ready(status: "listening on \(listening)")
 
         // Shutdown (cancellation) closes the listener; the tasks end, the watcher stops, and the
         // driver closes every connection and removes runtime.json.
@@ -112,6 +147,8 @@ public enum BridgeServer {
                     group.addTask {
                         var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
                         for await _ in hangups {
+                            notifier?.reloading()
+                            defer { notifier?.ready(status: "listening on \(listening)") }
                             do {
                                 let next = try reload()
                                 let changes = Reloaded.changes(from: current, to: next)
@@ -146,9 +183,12 @@ public enum BridgeServer {
                 group.cancelAll()
             }
         } onCancel: {
+            notifier?.stopping()
             server.close(promise: nil)
             control?.channel.close(promise: nil)
+            monitoring?.close(promise: nil)
         }
+        watchdog?.cancel()
         publisher?.stop()  // withdraw first, so peers see the bridge go at once
         if control != nil { unlink(controlPath) }
         await driver.shutdown()
@@ -206,6 +246,13 @@ public enum BridgeServer {
             driver.setAdvertising("failed: \(error)", name: nil)
             return nil
         }
+    }
+}
+
+extension Optional {
+    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
+        guard let self else { return nil }
+        return try await transform(self)
     }
 }
 

@@ -44,6 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Run without a gateway link.") var noGateway = false
     @Option(help: ArgumentHelp("How the bridge shows the token: proof (never sends it; the gateway proves it first) or bearer (sends it, for a gateway that cannot do the proof). Default: the config's gateway.auth, else proof.", valueName: "proof|bearer"))
     var gatewayAuth: String?
+    @Option(help: ArgumentHelp("Serve /metrics (Prometheus) and /healthz on this loopback address, e.g. 127.0.0.1:18791. Default: the config's metrics.listen, else off.", valueName: "host:port"))
+    var metricsListen: String?
+    @Flag(help: "Allow --metrics-listen on an address that is not loopback (the endpoint has no authentication).") var metricsAllowRemote = false
     @Option(help: ArgumentHelp("A user (name or uid) who may own the gateway's listening socket; repeat for more. Default: root and the user lanbridge runs as.", valueName: "user"))
     var gatewayOwner: [String] = []
 
@@ -73,6 +76,13 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.admission.pressuredDeadline = min(configuration.admission.pressuredDeadline, configuration.admission.unpairedDeadline)
         configuration.admission.maxWaiting = admission.maxWaiting
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
+        if let metricsListen {
+            do throws(ListenAddress.Problem) {
+                configuration.metrics = try ListenAddress(metricsListen, allowRemote: metricsAllowRemote || configuration.settings.metrics.allowRemote)
+            } catch { throw ValidationError("--metrics-listen: \(error)") }
+        } else {
+            configuration.metrics = configuration.settings.metrics.listen
+        }
 
         // SIGHUP reads config.json and the gateway token file again; invalid ones keep the running settings.
         let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -11,14 +11,25 @@ final class BridgeDaemon: @unchecked Sendable {
     /// Without `mdns`, the daemon does not advertise: only the discovery tests' isolated LAN should
     /// ever carry mDNS, and they run their own daemons there.
     init(state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = [],
-         mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge") throws {
+         mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge",
+         environment: [String: String] = [:]) throws {
         self.state = state
         let serve = ["serve", "--state-dir", state.path, "--bind", bind, "--port", String(port), "--name", name] + (mdns ? [] : ["--no-mdns"]) + arguments
-        process = try launch("lanbridge", serve, launcher: launcher, mergeStandardError: true)
-        let line = try process.waitForLine(timeout: 30) { $0.contains("lanbridge listening") }
+        process = try launch("lanbridge", serve, launcher: launcher, mergeStandardError: true, environment: environment)
+        var metricsPort: Int?
+        let line = try process.waitForLine(timeout: 30) { line in
+            if line.contains("metrics endpoint listening"), let url = line.split(separator: " ").first(where: { $0.hasPrefix("metrics=") }) {
+                metricsPort = Int(url.split(separator: ":").last!.prefix { $0.isNumber })
+            }
+            return line.contains("lanbridge listening")
+        }
         let address = line.split(separator: " ").first { $0.hasPrefix("address=") }!
         self.port = Int(address.split(separator: ":").last!.prefix { $0.isNumber })!
+        self.metricsPort = metricsPort
     }
+
+    /// The port of `/metrics` and `/healthz`, when started with `--metrics-listen`.
+    let metricsPort: Int?
 
     var store: PairingStore { PairingStore(directory: StateDirectory(url: state.url)) }
 
@@ -95,10 +106,11 @@ enum CLI {
 /// Starts one of this package's executables, optionally behind a launcher such as
 /// `ip netns exec NAMESPACE` (the test LAN).
 func launch(_ product: String, _ arguments: [String], launcher: [String] = [], mergeStandardError: Bool = false,
-            standardInput: Bool = false) throws -> ChildProcess {
+            standardInput: Bool = false, environment: [String: String] = [:]) throws -> ChildProcess {
     let executable = ChildProcess.product(product)
+    let environment = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
     return launcher.isEmpty
-        ? try ChildProcess(executable, arguments, mergeStandardError: mergeStandardError, standardInput: standardInput)
+        ? try ChildProcess(executable, arguments, environment: environment, mergeStandardError: mergeStandardError, standardInput: standardInput)
         : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [executable.path] + arguments,
-                           mergeStandardError: mergeStandardError, standardInput: standardInput)
+                           environment: environment, mergeStandardError: mergeStandardError, standardInput: standardInput)
 }

@@ -20,10 +20,11 @@ final class Admission: Sendable {
     }
     private let state: NIOLockedValueBox<State>
     private let logger: Logger
+    private let metrics: BridgeMetrics
 
-    init(limits: AdmissionPolicy.Limits, logger: Logger) {
+    init(limits: AdmissionPolicy.Limits, metrics: BridgeMetrics = .disabled, logger: Logger) {
         state = NIOLockedValueBox(State(policy: AdmissionPolicy(limits: limits)))
-        self.logger = logger
+        (self.metrics, self.logger) = (metrics, logger)
     }
 
     /// A new connection from `address`; `close` closes it, should it be evicted or overdue.
@@ -40,10 +41,14 @@ final class Admission: Sendable {
                 return (decision, [], state.refused[refusal.kind] == 1)
             }
         }
-        if case let .refuse(refusal) = decision, firstOfKind {
-            logger.notice("refused connection: \(refusal) (further refusals are counted into a summary a minute)")
+        if case let .refuse(refusal) = decision {
+            metrics.admissionRefused(refusal.kind)
+            if firstOfKind { logger.notice("refused connection: \(refusal) (further refusals are counted into a summary a minute)") }
         }
-        evicted.forEach { $0() }
+        for close in evicted {
+            metrics.admissionRefused("evicted")
+            close()
+        }
         return decision
     }
 
@@ -78,7 +83,10 @@ final class Admission: Sendable {
             return (overdue, parts.isEmpty ? nil : parts.joined(separator: ", "))
         }
         if !overdue.isEmpty { logger.info("closed \(overdue.count) unpaired connection(s) that neither paired nor asked to in time") }
-        overdue.forEach { $0() }
+        for close in overdue {
+            metrics.admissionRefused("overdue")
+            close()
+        }
         if let summary { logger.notice("admission in the last minute: \(summary)") }
     }
 }

@@ -75,16 +75,16 @@ extension BridgeCore {
                                                                      "command": "\(request.command)", "origin": "\(origin.rawValue)"])
                 recordDenial(node: node.nodeId, command: request.command, reason: denied, origin: origin, now: now, wall: wall)
             }
-            finish(.failure(error), for: Waiter(target: target, slot: slot), now: now)
+            finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: now), now: now)
         case let .relay(node, connection, timeoutMs):
             nextRequest += 1
             let requestID = "r\(nextRequest)"
             switch router.start(requestID: requestID, nodeID: node.nodeId.description, command: request.command, params: request.params,
                                 timeout: Double(timeoutMs) / 1000, origin: origin, now: now) {
             case let .failure(error):
-                finish(.failure(error), for: Waiter(target: target, slot: slot), now: now)
+                finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: now), now: now)
             case let .success(message):
-                waiters[requestID] = Waiter(target: target, slot: slot)
+                waiters[requestID] = Waiter(target: target, slot: slot, command: request.command, started: now)
                 arm(now.addingTimeInterval(Double(timeoutMs) / 1000))
                 send(message, to: connection)
             }
@@ -95,6 +95,7 @@ extension BridgeCore {
     mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
         let limit = settings.limits.maxResultBytes
         let outcome = router.received(result, from: connection.nodeId.description, now: now, size: size, limit: limit)
+        metrics.relayed(bytes: size, toGateway: true)
         if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {
             logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: meta(connection))
         }
@@ -138,6 +139,8 @@ extension BridgeCore {
 
     /// Answers the asker, and every retry that waited on the same idempotency key.
     private mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
+        let outcome = if case let .failure(error) = result { error.code } else { "ok" }
+        metrics.invoke(command: waiter.command, outcome: outcome, seconds: now.timeIntervalSince(waiter.started))
         answer(waiter.target, result)
         guard let slot = waiter.slot else { return }
         // A node's result is raw bytes, so its size is at hand; refusals are small.

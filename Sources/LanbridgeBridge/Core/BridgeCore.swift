@@ -74,7 +74,13 @@ struct BridgeCore {
         var target: AnswerTarget
         /// The idempotency slot this invoke answers for, if it had a key.
         var slot: String?
+        /// For the metrics: what was invoked, and when the bridge took it.
+        var command: String
+        var started: Moment
     }
+
+    /// Counters and the latency histogram (observations only; nothing here decides).
+    var metrics = BridgeMetrics.disabled
 
     init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
          initial: PairingState, pairedVersion: String, logger: Logger) {

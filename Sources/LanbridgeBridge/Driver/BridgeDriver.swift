@@ -18,6 +18,8 @@ final class BridgeDriver: @unchecked Sendable {
     private let admission: Admission
     private let invites: InviteCache
     private let logger: Logger
+    let metrics: BridgeMetrics
+    private var linksEstablished = 0
 
     /// Node channels, by connection ID, and the admission slots of those still in their handshake.
     private var channels: [ConnectionID: any Channel] = [:]
@@ -46,8 +48,10 @@ final class BridgeDriver: @unchecked Sendable {
     /// paired.json's path, kept: the version check runs before every decision.
     private let pairedPath: String
 
-    init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, logger: Logger) {
-        (self.loop, self.core, self.io, self.admission, self.invites, self.logger) = (loop, core, io, admission, invites, logger)
+    init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, metrics: BridgeMetrics = .disabled,
+         logger: Logger) {
+        (self.loop, self.core, self.io, self.admission, self.invites, self.metrics, self.logger) = (loop, core, io, admission, invites, metrics, logger)
+        self.core.metrics = metrics
         pairedPath = io.store.pairedURL.path
     }
 
@@ -93,6 +97,8 @@ final class BridgeDriver: @unchecked Sendable {
 
     func gatewayUp(_ handler: GatewayLinkHandler) {
         link = handler
+        linksEstablished += 1
+        if linksEstablished > 1 { metrics.gatewayReconnect() }
         inOrder { [self] in perform(core.gatewayUp(handler.generation, now: .now)) }
     }
 
@@ -130,6 +136,18 @@ final class BridgeDriver: @unchecked Sendable {
             withFreshStore { [self] in perform(core.request(method: method, params: params, from: .control(token), now: .now, wall: Date())) }
         }
         return (try? await promise.futureResult.get()) ?? .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))
+    }
+
+    /// What `/healthz` and the gauges report, read on the loop.
+    func snapshot() -> EventLoopFuture<BridgeHealth.Snapshot> {
+        loop.submit { [self] in
+            let nodes = core.runtime.nodes.values
+            return BridgeHealth.Snapshot(
+                listening: !core.runtime.listening.isEmpty && !stopped, storeReadable: core.storeReadable,
+                gatewayConfigured: core.gateway.configured, gatewayUp: link != nil, gatewayStatus: core.runtime.gateway ?? "off",
+                paired: core.lastState.paired.nodes.count, pending: core.lastState.pending.requests.count,
+                connected: nodes.count, foreground: nodes.filter(\.foreground).count)
+        }
     }
 
     /// inotify saw the CLI (or the bridge) replace a store file.
@@ -237,7 +255,9 @@ final class BridgeDriver: @unchecked Sendable {
         for action in actions {
             switch action {
             case let .send(id, message):
-                channels[id]?.writeAndFlush(SessionMessages.encode(message), promise: nil)
+                let bytes = SessionMessages.encode(message)
+                if message is Invoke { metrics.relayed(bytes: bytes.count, toGateway: false) }
+                channels[id]?.writeAndFlush(bytes, promise: nil)
             case let .authorize(id):
                 channels[id]?.triggerUserOutboundEvent(SecureChannelHandler.Authorize(), promise: nil)
             case let .close(id):
@@ -258,6 +278,7 @@ final class BridgeDriver: @unchecked Sendable {
                     }
                 }
             case let .audit(entries):
+                metrics.auditAppended(entries.count)
                 io.record(entries, on: loop)
             case let .publishRuntime(status):
                 publishSoon(status)

@@ -9,6 +9,7 @@ final class NodeSessionHandler: ChannelInboundHandler {
     private let driver: BridgeDriver
     private let id: ConnectionID
     private let address: String
+    private var established = false
 
     init(driver: BridgeDriver, id: ConnectionID, address: String) {
         (self.driver, self.id, self.address) = (driver, id, address)
@@ -17,6 +18,8 @@ final class NodeSessionHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case let .established(result):
+            established = true
+            driver.metrics.handshake(completed: true)
             driver.established(id, result, address: address, peer: PeerAddress.format(context.channel.remoteAddress))
         case let .message(bytes):
             driver.received(bytes, from: id)
@@ -24,6 +27,7 @@ final class NodeSessionHandler: ChannelInboundHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if !established { driver.metrics.handshake(completed: false) }
         driver.closed(id)
         context.fireChannelInactive()
     }

@@ -58,7 +58,14 @@ public struct BridgeSettings: Sendable {
         public var maxWaiting = 32
     }
 
+    /// The monitoring endpoint (`/metrics`, `/healthz`): off unless `listen` is set.
+    public struct Metrics: Sendable, Equatable {
+        public var listen: ListenAddress?
+        public var allowRemote = false
+    }
+
     public var gateway = Gateway()
+    public var metrics = Metrics()
     public var limits = Limits()
     public var admission = Admission()
     public var extraCommands: [String] = []
@@ -165,7 +172,18 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics"])
+            if let metrics = top["metrics"] {
+                let m = try object(metrics, "metrics", keys: ["listen", "allowRemote"])
+                if let v = m["allowRemote"] { settings.metrics.allowRemote = try bool(v, "metrics.allowRemote") }
+                if let v = m["listen"] {
+                    do {
+                        settings.metrics.listen = try ListenAddress(try string(v, "metrics.listen"), allowRemote: settings.metrics.allowRemote)
+                    } catch let problem as ListenAddress.Problem {
+                        throw fail("metrics.listen", problem.description)
+                    } catch { throw fail("metrics.listen", "\(error)") }
+                }
+            }
             if let admission = top["admission"] {
                 let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow", "unpairedDeadlineSeconds", "maxWaiting",
                                                                   "windowSeconds", "lockoutSeconds"])

@@ -1,0 +1,25 @@
+/// Whether the bridge is doing its job, as `/healthz` reports it: listening, the pairing store
+/// readable, and the gateway link up when one is configured.
+public enum BridgeHealth {
+    public struct Snapshot: Sendable, Equatable {
+        public var listening: Bool
+        public var storeReadable: Bool
+        public var gatewayConfigured: Bool
+        public var gatewayUp: Bool
+        /// As runtime.json says it: "connected", "connecting", "disconnected: …", "off".
+        public var gatewayStatus: String
+        public var paired: Int
+        public var pending: Int
+        public var connected: Int
+        public var foreground: Int
+    }
+
+    /// Empty when healthy; otherwise one reason per failing check.
+    public static func problems(_ snapshot: Snapshot) -> [String] {
+        var problems: [String] = []
+        if !snapshot.listening { problems.append("not listening") }
+        if !snapshot.storeReadable { problems.append("the pairing store cannot be read") }
+        if snapshot.gatewayConfigured, !snapshot.gatewayUp { problems.append("gateway link down (\(snapshot.gatewayStatus))") }
+        return problems
+    }
+}
