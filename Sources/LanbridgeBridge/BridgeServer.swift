@@ -32,6 +32,8 @@ public enum BridgeServer {
         let daemonLock = try DaemonLock(directory: configuration.stateDirectory)
         defer { withExtendedLifetime(daemonLock) {} }
         if let problem = configuration.stateDirectory.privacyProblem() { logger.warning("state directory \(configuration.stateDirectory.url.path): \(problem)") }
+        // Files an older version or a private directory left 0600 become the group's too (or back).
+        StateSharing.reconcile(configuration.stateDirectory.url, secrets: [IdentityStore.fileName])
         let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
         // Watch before the first read, so no change the CLI makes from here on goes unseen.
         let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
@@ -125,6 +127,7 @@ public enum BridgeServer {
         let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(Fingerprint(publicKey: identity.publicKey).description),
                                 "protocol": 1, "version": .string(BridgeServer.version)]
         let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
+        let sharing = StateSharing.of(configuration.stateDirectory.url)
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
         if control != nil { driver.setControlSocket(controlPath) }
         driver.startTimers(pingInterval: configuration.pingInterval)
@@ -173,7 +176,7 @@ public enum BridgeServer {
                         try? await control.executeThenClose { inbound in
                             try await withThrowingDiscardingTaskGroup { connections in
                                 for try await connection in inbound {
-                                    connections.addTask { await ControlSocket.serve(connection, driver: driver, logger: logger) }
+                                    connections.addTask { await ControlSocket.serve(connection, driver: driver, sharing: sharing, logger: logger) }
                                 }
                             }
                         }

@@ -27,16 +27,15 @@ struct DoctorCommand: ParsableCommand {
         if !FileManager.default.fileExists(atPath: directory.url.path) {
             checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) will be created (mode 0700) on first use", fix: nil))
         } else if let problem = directory.privacyProblem() {
-            checks.append(Check(name: "state directory", ok: false, detail: "\(directory.url.path): \(problem)", fix: "chmod 700 \(directory.url.path)"))
+            checks.append(Check(name: "state directory", ok: false, detail: "\(directory.url.path): \(problem)", fix: "chmod 700 \(directory.url.path) (or 770 to share it with its group)"))
         } else {
-            checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) is private", fix: nil))
+            checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) is \(directory.sharingDescription)", fix: nil))
         }
         do {
-            if let key = try IdentityStore(directory: directory).load() {
-                checks.append(Check(name: "identity", ok: true, detail: "fingerprint \(Fingerprint(publicKey: key.publicKey))", fix: nil))
-            } else {
-                checks.append(Check(name: "identity", ok: true, detail: "none yet; created on first `lanbridge serve`", fix: nil))
-            }
+            let key = try IdentityStore(directory: directory).publicKey(creating: false)
+            checks.append(Check(name: "identity", ok: true, detail: "fingerprint \(Fingerprint(publicKey: key))", fix: nil))
+        } catch is IdentityStore.NoIdentityYet {
+            checks.append(Check(name: "identity", ok: true, detail: "none yet; created on first `lanbridge serve`", fix: nil))
         } catch {
             checks.append(Check(name: "identity", ok: false, detail: "\(error)", fix: nil))
         }

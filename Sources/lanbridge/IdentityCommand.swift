@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -24,9 +25,8 @@ struct IdentityCommand: ParsableCommand {
     func run() throws {
         try Output.run {
             let store = IdentityStore(directory: state.directory)
-            let existed = try store.load() != nil
-            let key = try store.loadOrCreate()
-            let publicKey = PublicKey(bytes: key.publicKey)!
+            let existed = FileManager.default.fileExists(atPath: store.url.path)
+            guard let publicKey = PublicKey(bytes: try store.publicKey(creating: true)) else { throw ExitCode.failure }
             let report = Report(fingerprint: publicKey.fingerprint.description, publicKey: publicKey.base64,
                                 keyFile: store.url.path, created: !existed)
             if json { return try Output.json(report) }

@@ -87,10 +87,10 @@ extension InviteCommand {
                 let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
                 let dialHost = host?.name ?? listening.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost
                 let dialPort = port?.value ?? listening?.port ?? BridgeConfiguration.defaultPort
-                let identity = try IdentityStore(directory: directory).loadOrCreate()
+                let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
                 let now = Date()
                 let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, allow: patterns, ttl: ttl.seconds, now: now) }
-                let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: identity.publicKey),
+                let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
                                     secret: secret.withUnsafeBytes { Array($0) }, name: name)
                 let expires = now.addingTimeInterval(ttl.seconds)
                 if json {

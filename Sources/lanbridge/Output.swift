@@ -54,8 +54,18 @@ enum Output {
         case is BridgeSettings.ConfigError, is GatewayEndpoint.Invalid, is ConfigurationProblem:
             note("lanbridge: \(error)")
             return ExitCode(78)  // EX_CONFIG
+        case is IdentityStore.KeyNotReadable:
+            note("lanbridge: \(error)")
+            return ExitCode(77)  // EX_NOPERM
+        case is IdentityStore.NoIdentityYet:
+            note("lanbridge: \(error)")
+            return ExitCode(66)  // EX_NOINPUT
         case let error as StoreError:
             note("lanbridge: \(error)")
+            if case let .io(url, reason) = error, reason.hasSuffix(String(cString: strerror(EACCES))) {
+                note("lanbridge: \(url.deletingLastPathComponent().path) is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo")
+                return ExitCode(77)  // EX_NOPERM
+            }
             switch error {
             case .corrupt, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
             case .insecureDirectory: return ExitCode(78)  // EX_CONFIG

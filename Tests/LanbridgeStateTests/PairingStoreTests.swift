@@ -186,7 +186,11 @@ struct IdentityStoreTests {
         #expect(StateDirectory.resolve(override: "/x", environment: ["LANBRIDGE_STATE_DIR": "/y"]).url.path == "/x")
         #expect(StateDirectory.resolve(environment: ["LANBRIDGE_STATE_DIR": "/y"], isRoot: true).url.path == "/y")
         #expect(StateDirectory.resolve(environment: [:], isRoot: true).url.path == "/var/lib/lanbridge")
-        #expect(StateDirectory.resolve(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"], isRoot: false).url.path == "/s/lanbridge")
-        #expect(StateDirectory.resolve(environment: ["HOME": "/h"], isRoot: false).url.path == "/h/.local/state/lanbridge")
+        let absent = "/nonexistent/lanbridge"
+        #expect(StateDirectory.resolve(environment: ["XDG_STATE_HOME": "/s", "HOME": "/h"], isRoot: false, system: absent).url.path == "/s/lanbridge")
+        #expect(StateDirectory.resolve(environment: ["HOME": "/h"], isRoot: false, system: absent).url.path == "/h/.local/state/lanbridge")
+        // A member of the service's group (here: whoever can use the directory) gets the service's state.
+        let shared = TemporaryDirectory()
+        #expect(StateDirectory.resolve(environment: ["HOME": "/h"], isRoot: false, system: shared.path).url.path == shared.path)
     }
 }

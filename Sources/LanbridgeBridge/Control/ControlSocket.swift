@@ -1,14 +1,16 @@
 import Foundation
 import LanbridgeProtocol
+import LanbridgeState
 import LanbridgeNet
 import Logging
 import NIOCore
 import NIOPosix
 
 /// The operator's way into the running daemon (`lanbridge nodes invoke`): a Unix socket in the
-/// state directory, mode 0600, that accepts only its own user (or root), checked with SO_PEERCRED.
-/// It speaks the gateway's request/response frames, one JSON object per line, and its invokes go
-/// through exactly the same checks as the gateway's (PROTOCOL.md §12.7).
+/// state directory that accepts only its own user, root, and (in a directory shared with a group,
+/// `StateSharing`) that group's members, checked with SO_PEERCRED and the user database. It speaks
+/// the gateway's request/response frames, one JSON object per line, and its invokes go through
+/// exactly the same checks as the gateway's (PROTOCOL.md §12.7).
 enum ControlSocket {
     static let fileName = "control.sock"
     static let maxLine = 64 << 20
@@ -24,14 +26,17 @@ enum ControlSocket {
                     return try Connection(wrappingChannelSynchronously: channel)
                 }
             }
-        // The state directory is 0700 already; the socket itself is owner-only too.
-        chmod(path, 0o600)
+        // Connecting needs write permission on the socket: the owner's, or the sharing group's.
+        let sharing = StateSharing.of(URL(fileURLWithPath: path).deletingLastPathComponent())
+        if case let .group(gid) = sharing { _ = chown(path, uid_t.max, gid) }
+        chmod(path, sharing.fileMode)
         return server
     }
 
-    static func serve(_ connection: Connection, driver: BridgeDriver, logger: Logger) async {
-        guard let uid = await peerUID(connection.channel), uid == getuid() || uid == 0 else {
-            logger.warning("control socket: refused a connection from another user")
+    static func serve(_ connection: Connection, driver: BridgeDriver, sharing: StateSharing, logger: Logger) async {
+        let peer = try? await PeerCredentials.of(connection.channel).get()
+        guard let peer, admits(peer, sharing: sharing) else {
+            logger.warning("control socket: refused a connection from another user", metadata: ["uid": "\(peer.map { String($0.uid) } ?? "unknown")"])
             try? await connection.executeThenClose { _, _ in }
             return
         }
@@ -50,8 +55,20 @@ enum ControlSocket {
         }
     }
 
-    private static func peerUID(_ channel: any Channel) async -> uid_t? {
-        try? await PeerCredentials.of(channel).get()?.uid
+    /// The daemon's user, root, or a member of the sharing group (its primary group, or listed in
+    /// the group database: a member removed there loses access even with an old login's groups).
+    static func admits(_ peer: PeerCredentials, sharing: StateSharing) -> Bool {
+        if peer.uid == getuid() || peer.uid == 0 { return true }
+        guard case let .group(gid) = sharing else { return false }
+        guard let entry = getpwuid(peer.uid) else { return false }
+        if entry.pointee.pw_gid == gid { return true }
+        var count: Int32 = 64
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        if getgrouplist(entry.pointee.pw_name, entry.pointee.pw_gid, &groups, &count) < 0 {
+            groups = [gid_t](repeating: 0, count: Int(count))
+            guard getgrouplist(entry.pointee.pw_name, entry.pointee.pw_gid, &groups, &count) >= 0 else { return false }
+        }
+        return groups.prefix(Int(count)).contains(gid)
     }
 }
 

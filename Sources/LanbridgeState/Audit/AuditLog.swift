@@ -81,7 +81,7 @@ public struct AuditLog: Sendable {
         let fd = open(url.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError.io(url, posixError("cannot open")) }
         defer { close(fd) }
-        try AtomicFile.keepDirectoryOwner(fd, in: url.deletingLastPathComponent(), path: url)
+        try StateSharing.adopt(fd, in: url.deletingLastPathComponent(), path: url)
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         guard written == text.count, fsync(fd) == 0 else { throw StoreError.io(url, posixError("append")) }
         try moveHead(to: Head(lines: lines.count + entries.count, last: previous))

@@ -13,7 +13,8 @@ public enum AtomicFile {
 
     /// With `durable: false` nothing is fsynced: readers still see the old or the new file whole,
     /// but a power cut may lose the change (for files that describe only the running process).
-    public static func write(_ bytes: some ContiguousByteStorage, to url: URL, mode: mode_t = 0o600, durable: Bool = true) throws {
+    /// `mode` nil: what the directory's `StateSharing` gives a file that holds no secret.
+    public static func write(_ bytes: some ContiguousByteStorage, to url: URL, mode: mode_t? = nil, durable: Bool = true) throws {
         let temporary = try writeSyncedTemporary(bytes, for: url, mode: mode, sync: durable)
         guard rename(temporary.path, url.path) == 0 else {
             let reason = posixError("rename")
@@ -25,7 +26,7 @@ public enum AtomicFile {
 
     /// Creates `url` only if it does not exist yet; returns false if someone else created it first.
     /// The content is complete before the name appears (link(2) of a synced temporary file).
-    public static func create(_ bytes: some ContiguousByteStorage, at url: URL, mode: mode_t = 0o600) throws -> Bool {
+    public static func create(_ bytes: some ContiguousByteStorage, at url: URL, mode: mode_t? = nil) throws -> Bool {
         let temporary = try writeSyncedTemporary(bytes, for: url, mode: mode)
         defer { unlink(temporary.path) }
         guard link(temporary.path, url.path) == 0 else {
@@ -37,31 +38,22 @@ public enum AtomicFile {
     }
 
     /// A new file beside `url` holding `bytes`, already fsynced; removed again on failure.
-    private static func writeSyncedTemporary(_ bytes: some ContiguousByteStorage, for url: URL, mode: mode_t, sync: Bool = true) throws -> URL {
+    private static func writeSyncedTemporary(_ bytes: some ContiguousByteStorage, for url: URL, mode: mode_t?, sync: Bool = true) throws -> URL {
         let temporary = url.deletingLastPathComponent().appendingPathComponent(
             "." + url.lastPathComponent + temporaryMarker + "\(getpid()).\(UInt32.random(in: 0...UInt32.max))")
-        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        let fd = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError.io(temporary, posixError("cannot create")) }
         defer { close(fd) }
         do {
             try bytes.withUnsafeBytes { try writeAll(fd, $0, url: temporary) }
-            // fchmod because the umask may have narrowed `mode`.
-            guard fchmod(fd, mode) == 0, !sync || fsync(fd) == 0 else { throw StoreError.io(temporary, posixError("sync")) }
-            try keepDirectoryOwner(fd, in: url.deletingLastPathComponent(), path: temporary)
+            // Owner, group and mode before the name appears (and whatever the umask did).
+            try StateSharing.adopt(fd, in: url.deletingLastPathComponent(), path: temporary, mode: mode)
+            guard !sync || fsync(fd) == 0 else { throw StoreError.io(temporary, posixError("sync")) }
         } catch {
             unlink(temporary.path)
             throw error
         }
         return temporary
-    }
-
-    /// Root writing into a state directory that belongs to the daemon's user (the CLI run with
-    /// sudo) gives the file to that user, so the daemon can still read it.
-    public static func keepDirectoryOwner(_ fd: Int32, in directory: URL, path: URL) throws {
-        guard geteuid() == 0 else { return }
-        var info = stat()
-        guard stat(directory.path, &info) == 0, info.st_uid != 0 || info.st_gid != 0 else { return }
-        guard fchown(fd, info.st_uid, info.st_gid) == 0 else { throw StoreError.io(path, posixError("chown to the state directory's owner")) }
     }
 
     /// Removes temporaries left by writers that died mid-write. Call only while holding the store lock.

@@ -26,7 +26,7 @@ public final class DaemonLock: @unchecked Sendable {
         let url = directory.file(Self.fileName)
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError.io(url, posixError("cannot open")) }
-        try? AtomicFile.keepDirectoryOwner(fd, in: url.deletingLastPathComponent(), path: url)
+        try? StateSharing.adopt(fd, in: url.deletingLastPathComponent(), path: url)
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let holder = (try? String(contentsOf: url, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             close(fd)

@@ -20,7 +20,7 @@ public struct FileLock: Sendable {
     public func withLock<T>(_ body: () throws -> T) throws -> T {
         let fd = open(url.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw StoreError.io(url, posixError("cannot open lock file")) }
-        try? AtomicFile.keepDirectoryOwner(fd, in: url.deletingLastPathComponent(), path: url)
+        try? StateSharing.adopt(fd, in: url.deletingLastPathComponent(), path: url)
         defer { close(fd) }  // closing the last descriptor releases the lock
         // Non-blocking attempts with a short back-off: a wedged holder gives an error, never a hang.
         let deadline = Date().addingTimeInterval(timeout)

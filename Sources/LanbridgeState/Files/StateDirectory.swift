@@ -7,9 +7,12 @@ import Darwin
 
 /// Where lanbridge keeps its identity and pairing files.
 ///
-/// Resolution order: `--state-dir`, then `$LANBRIDGE_STATE_DIR`, then `/var/lib/lanbridge` for root,
-/// then `$XDG_STATE_HOME/lanbridge` (default `~/.local/state/lanbridge`).
+/// Resolution order: `--state-dir`, then `$LANBRIDGE_STATE_DIR`, then `/var/lib/lanbridge` for root
+/// and for members of its group (the packaged service's state), then `$XDG_STATE_HOME/lanbridge`
+/// (default `~/.local/state/lanbridge`).
 public struct StateDirectory: Sendable, Equatable {
+    public static let system = "/var/lib/lanbridge"
+
     public let url: URL
 
     public init(url: URL) {
@@ -17,10 +20,10 @@ public struct StateDirectory: Sendable, Equatable {
     }
 
     public static func resolve(override: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
-                               isRoot: Bool = geteuid() == 0) -> StateDirectory {
+                               isRoot: Bool = geteuid() == 0, system: String = system) -> StateDirectory {
         if let override, !override.isEmpty { return StateDirectory(url: URL(fileURLWithPath: override)) }
         if let dir = environment["LANBRIDGE_STATE_DIR"], !dir.isEmpty { return StateDirectory(url: URL(fileURLWithPath: dir)) }
-        if isRoot { return StateDirectory(url: URL(fileURLWithPath: "/var/lib/lanbridge")) }
+        if isRoot || access(system, R_OK | W_OK | X_OK) == 0 { return StateDirectory(url: URL(fileURLWithPath: system)) }
         let xdg = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
         return StateDirectory(url: URL(fileURLWithPath: xdg).appendingPathComponent("lanbridge"))
@@ -43,10 +46,13 @@ public struct StateDirectory: Sendable, Equatable {
     }
 
     /// The daemon must not run on a directory other users can write to (they could swap the
-    /// pairing files or the identity).
+    /// pairing files or the identity). Its own group may write when the directory is shared with
+    /// it (`StateSharing`): that group is the daemon's, its members are the bridge's admins.
     public func checkNotWritableByOthers() throws {
         var info = stat()
-        guard stat(url.path, &info) == 0, info.st_mode & 0o022 != 0 else { return }
+        guard stat(url.path, &info) == 0 else { return }
+        let groupTrusted = info.st_gid == getegid() && StateSharing.of(url) != .ownerOnly
+        guard info.st_mode & 0o002 != 0 || (info.st_mode & 0o020 != 0 && !groupTrusted) else { return }
         throw StoreError.insecureDirectory(url, mode: UInt32(info.st_mode & 0o777))
     }
 
@@ -58,11 +64,24 @@ public struct StateDirectory: Sendable, Equatable {
         }
     }
 
-    /// Nil when only the owner can read or enter the directory; otherwise what is wrong.
+    /// Nil when only the owner (and, in a shared directory, its group) can read or enter the
+    /// directory; otherwise what is wrong.
     public func privacyProblem() -> String? {
         var info = stat()
         guard stat(url.path, &info) == 0 else { return "does not exist" }
         let mode = info.st_mode & 0o777
-        return mode & 0o077 == 0 ? nil : String(format: "mode %03o lets other users in; run chmod 700 %@", mode, url.path)
+        if mode & 0o007 != 0 { return String(format: "mode %03o lets other users in; run chmod o-rwx %@", mode, url.path) }
+        if mode & 0o070 != 0, StateSharing.of(url) == .ownerOnly {
+            return String(format: "mode %03o lets its group in part way; run chmod 700 %@ (private) or chmod 770 %@ (shared with the group)", mode, url.path, url.path)
+        }
+        return nil
+    }
+
+    /// How the directory is shared, in words (doctor, status).
+    public var sharingDescription: String {
+        switch StateSharing.of(url) {
+        case .ownerOnly: return "private to its owner"
+        case let .group(gid): return "shared with group \(getgrgid(gid).map { String(cString: $0.pointee.gr_name) } ?? String(gid))"
+        }
     }
 }

@@ -1,0 +1,95 @@
+import Foundation
+import LanbridgeState
+import Testing
+import TestSupport
+
+/// The packaged layout: the daemon runs as its own user, with the unit's umask, on a state
+/// directory shared (0770) with its group; an admin in that group runs the CLI as themselves;
+/// anyone else is refused and told the fix.
+@Suite(.serialized)
+struct SharedStateTests {
+    static let group = "lbtshare", service = "lbtsvc", admin = "lbtadmin", outsider = "lbtother"
+    static let usable = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
+        && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+
+    /// Runs a command as `user` (with that user's groups) under the service's UMask=0077.
+    static func launcher(_ user: String) -> [String] {
+        ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user == service ? group : user)", "--init-groups",
+         "/bin/sh", "-c", "umask 077; exec \"$0\" \"$@\""]
+    }
+
+    /// Accounts made for the test and removed after it (only those it made).
+    final class Accounts {
+        var made: [String] = []
+        var groupMade = false
+        init() throws {
+            if ChildProcess.exitStatus("/usr/bin/getent", ["group", SharedStateTests.group]) != 0 {
+                try #require(ChildProcess.exitStatus("/usr/sbin/groupadd", ["--system", SharedStateTests.group]) == 0)
+                groupMade = true
+            }
+            for (user, options) in [(SharedStateTests.service, ["--gid", SharedStateTests.group]),
+                                    (SharedStateTests.admin, ["--user-group", "--groups", SharedStateTests.group]),
+                                    (SharedStateTests.outsider, ["--user-group"])]
+            where ChildProcess.exitStatus("/usr/bin/id", [user]) != 0 {
+                try #require(ChildProcess.exitStatus("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"] + options + [user]) == 0)
+                made.append(user)
+            }
+        }
+        deinit {
+            for user in made { _ = ChildProcess.exitStatus("/usr/sbin/userdel", [user]) }
+            if groupMade { _ = ChildProcess.exitStatus("/usr/sbin/groupdel", [SharedStateTests.group]) }
+        }
+    }
+
+    @Test(.enabled(if: usable, "needs root, useradd and setpriv to run the daemon and the CLI as other users"))
+    func aGroupMemberRunsTheCLIAsThemselvesAndTheDaemonReadsWhatTheyWrite() throws {
+        let accounts = try Accounts()
+        defer { withExtendedLifetime(accounts) {} }
+        let state = TemporaryDirectory("shared")
+        #expect(ChildProcess.exitStatus("/bin/chown", ["\(Self.service):\(Self.group)", state.path]) == 0)
+        chmod(state.path, 0o770)
+        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway"], launcher: Self.launcher(Self.service))
+        defer { bridge.stop() }
+        func cli(_ user: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+            try CLI.run(arguments + ["--state-dir", state.path], launcher: Self.launcher(user))
+        }
+
+        // The admin cannot read identity.key, yet sees the bridge's fingerprint (identity.pub).
+        let asRoot = try CLI.run(["identity", "--json", "--state-dir", state.path])
+        let asAdmin = try cli(Self.admin, ["identity", "--json"])
+        #expect(asAdmin.status == 0, "\(asAdmin.stderr)")
+        #expect(asAdmin.stdout.contains("\"fingerprint\"") && asAdmin.stdout.split(separator: "\n").filter { $0.contains("fingerprint") }
+            == asRoot.stdout.split(separator: "\n").filter { $0.contains("fingerprint") })
+
+        // The admin approves a node; the daemon (another user, umask 077) reads what the admin wrote.
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "Tablet"])
+        _ = try node.waitFor("node")
+        let code = try node.waitFor("code").split(separator: " ")
+        let approval = try cli(Self.admin, ["nodes", "approve", String(code[2]), "--code", String(code[0])])
+        #expect(approval.status == 0, "\(approval.stderr)")
+        try node.waitFor("connected")
+        #expect(try cli(Self.admin, ["nodes", "allow", "Tablet", "device.echo"]).status == 0)
+        #expect(try cli(Self.admin, ["invite", "--no-qr", "--host", "127.0.0.1"]).status == 0)
+        // …and reaches the running daemon through the control socket.
+        let echo = try cli(Self.admin, ["nodes", "invoke", "--node", "Tablet", "--command", "device.echo", "--params", #"{"x":1}"#, "--json"])
+        #expect(echo.status == 0, "\(echo.stderr)")
+
+        // Every file is the group's and group-writable, whoever wrote it; the private key is not.
+        let gid = try #require(getgrnam(Self.group)).pointee.gr_gid
+        for name in try FileManager.default.contentsOfDirectory(atPath: state.path) where !name.hasPrefix(".") {
+            var info = stat()
+            #expect(lstat(state.file(name).path, &info) == 0)
+            if name == IdentityStore.fileName {
+                #expect(info.st_mode & 0o777 == 0o600, "identity.key")
+            } else {
+                #expect(info.st_gid == gid && info.st_mode & 0o777 == 0o660, "\(name): gid \(info.st_gid), mode \(String(info.st_mode & 0o777, radix: 8))")
+            }
+        }
+
+        // Someone outside the group gets the way in, not a stack of errors.
+        let refused = try cli(Self.outsider, ["nodes", "list"])
+        #expect(refused.status == 77 && refused.stderr.contains("usermod -aG"), "\(refused.status) \(refused.stderr)")
+        let invoke = try cli(Self.outsider, ["nodes", "invoke", "--node", "Tablet", "--command", "device.echo"])
+        #expect(invoke.status != 0)
+    }
+}
