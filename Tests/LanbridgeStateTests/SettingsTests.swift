@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeState
 import Testing
+import TestSupport
 
 struct BridgeSettingsTests {
     func parse(_ text: String) throws -> BridgeSettings { try BridgeSettings.parse(Data(text.utf8), file: "config.json") }
@@ -49,4 +50,12 @@ struct AccessEditingTests {
         #expect(state.paired.nodes[0].access.deny.isEmpty && state.paired.nodes[0].access.allow.contains("canvas.snapshot"))
         #expect(throws: PairingState.NodeLookupError.self) { try state.allow("canvas.hide", node: "nobody") }
     }
+}
+
+/// The example config the Debian package ships (/usr/share/doc/lanbridge/examples/config.json)
+/// is one the daemon accepts, and says what the README's install steps rely on.
+@Test func thePackagedExampleConfigLoads() throws {
+    let settings = try BridgeSettings.load(from: Repository.url("packaging/config.example.json"))
+    #expect(settings.gateway.tokenFile == "/etc/lanbridge/gateway.token")
+    #expect(settings.metrics.listen.map { ListenAddress.format(host: $0.host, port: $0.port) } == "127.0.0.1:18791")
 }

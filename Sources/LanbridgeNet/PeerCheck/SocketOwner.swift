@@ -2,14 +2,14 @@ import Foundation
 import NIOCore
 
 /// Who owns the other end of a loopback TCP connection, from the kernel's socket tables
-/// (/proc/net/tcp and tcp6, Linux): the row whose local end is our peer's address and whose remote
+/// (/proc/self/net/tcp and tcp6, Linux; through self/ so the service's ProcSubset=pid leaves them visible): the row whose local end is our peer's address and whose remote
 /// end is ours. An accepted socket carries its listener's owner, so this is the uid of whoever
 /// listens on the gateway's port, known before a byte is sent.
 public enum SocketOwner {
     /// The uid owning the socket at `peer` connected to `local`, or nil if the tables do not show it.
     public static func uid(peer: SocketAddress, local: SocketAddress) -> UInt32? {
         guard let peerKey = key(peer), let localKey = key(local) else { return nil }
-        let table = peerKey.count > 13 ? "/proc/net/tcp6" : "/proc/net/tcp"
+        let table = peerKey.count > 13 ? "/proc/self/net/tcp6" : "/proc/self/net/tcp"
         guard let text = try? String(contentsOfFile: table, encoding: .utf8) else { return nil }
         return uid(in: text, peer: peerKey, local: localKey)
     }
