@@ -260,6 +260,11 @@ struct OperatorCLITests {
     }
 }
 
+/// The version as `scripts/package` reads it: from the one line that states it.
 enum BridgeVersion {
-    static let current = "0.6.0"
+    static var current: String {
+        let source = (try? String(contentsOf: Repository.url("Sources/LanbridgeBridge/BridgeServer.swift"), encoding: .utf8)) ?? ""
+        let line = source.split(separator: "\n").first { $0.contains("public static let version = \"") } ?? ""
+        return line.split(separator: "\"").dropFirst().first.map(String.init) ?? "no version line"
+    }
 }
