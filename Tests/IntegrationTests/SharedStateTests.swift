@@ -12,10 +12,23 @@ struct SharedStateTests {
     static let usable = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
 
-    /// Runs a command as `user` (with that user's groups) under the service's UMask=0077.
+    /// A copy of the debug `lanbridge` that other users can run wherever the checkout lives (a
+    /// clone under /root is closed to them). The Swift runtime it links is the toolchain's, which is.
+    static let binary: String = {
+        let directory = "/tmp/lanbridge-shared-state-\(getpid())"
+        mkdir(directory, 0o755)
+        chmod(directory, 0o755)
+        let copy = directory + "/lanbridge"
+        unlink(copy)
+        _ = try? FileManager.default.copyItem(atPath: ChildProcess.product("lanbridge").path, toPath: copy)
+        return copy
+    }()
+
+    /// Runs the copied `lanbridge` (in place of the product `launch` names) as `user`, with that
+    /// user's groups, under the service's UMask=0077.
     static func launcher(_ user: String) -> [String] {
         ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user == service ? group : user)", "--init-groups",
-         "/bin/sh", "-c", "umask 077; exec \"$0\" \"$@\""]
+         "/bin/sh", "-c", "umask 077; exec \(binary) \"$@\""]
     }
 
     /// Accounts made for the test and removed after it (only those it made).
@@ -44,7 +57,10 @@ struct SharedStateTests {
     @Test(.enabled(if: usable, "needs root, useradd and setpriv to run the daemon and the CLI as other users"))
     func aGroupMemberRunsTheCLIAsThemselvesAndTheDaemonReadsWhatTheyWrite() throws {
         let accounts = try Accounts()
-        defer { withExtendedLifetime(accounts) {} }
+        defer {
+            withExtendedLifetime(accounts) {}
+            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: Self.binary).deletingLastPathComponent().path)
+        }
         let state = TemporaryDirectory("shared")
         #expect(ChildProcess.exitStatus("/bin/chown", ["\(Self.service):\(Self.group)", state.path]) == 0)
         chmod(state.path, 0o770)

@@ -46,12 +46,14 @@ public struct StateDirectory: Sendable, Equatable {
     }
 
     /// The daemon must not run on a directory other users can write to (they could swap the
-    /// pairing files or the identity). Its own group may write when the directory is shared with
-    /// it (`StateSharing`): that group is the daemon's, its members are the bridge's admins.
+    /// pairing files or the identity). Its group may write when the directory is shared with it
+    /// (`StateSharing`) and the group is the daemon's own (the service's `lanbridge`), or the
+    /// daemon is root (`sudo lanbridge serve` on the service's state): its members are the
+    /// bridge's operators.
     public func checkNotWritableByOthers() throws {
         var info = stat()
         guard stat(url.path, &info) == 0 else { return }
-        let groupTrusted = info.st_gid == getegid() && StateSharing.of(url) != .ownerOnly
+        let groupTrusted = (info.st_gid == getegid() || geteuid() == 0) && StateSharing.of(url) != .ownerOnly
         guard info.st_mode & 0o002 != 0 || (info.st_mode & 0o020 != 0 && !groupTrusted) else { return }
         throw StoreError.insecureDirectory(url, mode: UInt32(info.st_mode & 0o777))
     }
