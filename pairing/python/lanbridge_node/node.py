@@ -1,0 +1,363 @@
+"""The node: pairs with a bridge, then stays connected, answers its commands and calls the agent.
+
+    node = Node("~/.local/state/my-node", Details("Kitchen Pi", commands=["device.echo"]))
+
+    @node.handle("device.echo")
+    async def echo(params):
+        return params
+
+    await node.pair_by_code("192.168.1.20", 18790, on_code=lambda code, request: print(code))
+    await node.run()          # reconnects with backoff until node.stop(), or raises Revoked
+"""
+import asyncio
+import itertools
+import logging
+import os
+import random
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Dict, List, Optional
+
+import lanbridge_wire as wire
+
+from .session import AsyncSession
+from .store import BridgePin, NodeStore, now
+
+log = logging.getLogger("lanbridge_node")
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+class LanbridgeError(Exception):
+    """An error with one of the protocol's codes (PROTOCOL.md §9.5, §12.6)."""
+
+    def __init__(self, code: str, message: str = "", retryable: bool = False, retry_after_ms: Optional[int] = None):
+        super().__init__("%s: %s" % (code, message) if message else code)
+        self.code, self.message, self.retryable, self.retry_after_ms = code, message, retryable, retry_after_ms
+
+    @classmethod
+    def from_json(cls, value: dict) -> "LanbridgeError":
+        return cls(str(value.get("code", "UNKNOWN")), str(value.get("message", "")), bool(value.get("retryable", False)),
+                   value.get("retryAfterMs"))
+
+    def to_json(self) -> dict:
+        out = {"code": self.code, "message": self.message or self.code}
+        if self.retryable:
+            out["retryable"] = True
+        if self.retry_after_ms is not None:
+            out["retryAfterMs"] = self.retry_after_ms
+        return out
+
+
+class NotPaired(LanbridgeError):
+    """There is no pinned bridge, or the bridge no longer knows this node."""
+
+
+class Revoked(LanbridgeError):
+    """The operator removed this node's pairing; its pin is forgotten."""
+
+
+class BridgeMismatch(LanbridgeError):
+    """The bridge presented a key other than the pinned one (or the invite's fingerprint)."""
+
+
+@dataclass
+class Details:
+    """What the node tells the bridge about itself when it pairs (§9.2). All of it is a claim:
+    the bridge's access rules decide what it may run."""
+
+    display_name: str
+    platform: str = "linux"
+    commands: List[str] = field(default_factory=list)
+    caps: List[str] = field(default_factory=list)
+    requires_foreground: bool = False
+    supports_input_injection: bool = False
+    os_version: Optional[str] = None
+    app_version: Optional[str] = None
+    device_model: Optional[str] = None
+
+    def to_json(self) -> dict:
+        out = {"displayName": self.display_name, "platform": self.platform, "caps": self.caps, "commands": self.commands,
+               "flags": {"requiresForeground": self.requires_foreground, "supportsInputInjection": self.supports_input_injection}}
+        for key, value in (("osVersion", self.os_version), ("appVersion", self.app_version), ("deviceModel", self.device_model)):
+            if value is not None:
+                out[key] = value
+        return out
+
+
+@dataclass(frozen=True)
+class Invite:
+    """A `lanbridge://HOST:PORT/invite?fp=…&s=…[&name=…]` URI (§9.3)."""
+
+    host: str
+    port: int
+    fingerprint: str
+    secret: bytes
+    name: Optional[str] = None
+
+    @classmethod
+    def parse(cls, uri: str) -> "Invite":
+        parts = urllib.parse.urlsplit(uri)
+        query = urllib.parse.parse_qs(parts.query)
+        if parts.scheme != "lanbridge" or parts.path != "/invite" or not parts.hostname or not parts.port:
+            raise ValueError("not a lanbridge invite URI: %r" % uri)
+        try:
+            secret = bytes.fromhex(query["s"][0])
+            fingerprint = query["fp"][0]
+        except (KeyError, ValueError):
+            raise ValueError("an invite URI needs fp= and a hex s=") from None
+        return cls(parts.hostname, parts.port, fingerprint, secret, query.get("name", [None])[0])
+
+
+class Node:
+    """A lanbridge node. Handlers are registered before `run`; `run` serves until `stop`."""
+
+    PING_INTERVAL = 15.0
+    IDLE_TIMEOUT = 40.0
+
+    def __init__(self, state_dir: str, details: Details, *, on_event: Optional[Callable[[str, str], None]] = None):
+        self.store = NodeStore(os.path.expanduser(state_dir))
+        self.details = details
+        self.on_event = on_event or (lambda kind, detail: None)
+        self._handlers: Dict[str, Handler] = {}
+        self._session: Optional[AsyncSession] = None
+        self._foreground = True
+        self._calls: Dict[str, asyncio.Future] = {}
+        self._ids = itertools.count(1)
+        self._stopping = False
+        self._stopped: Optional[asyncio.Event] = None
+        self.connected = asyncio.Event()
+
+    # --- identity and pin -----------------------------------------------------------------------
+
+    @property
+    def node_id(self) -> str:
+        """The node's ID: the fingerprint of its public key (§2)."""
+        from .store import public_key
+        return wire.fingerprint(public_key(self.store.identity()))
+
+    @property
+    def bridge(self) -> Optional[BridgePin]:
+        """The pinned bridge (name, fingerprint, address), or None before pairing."""
+        return self.store.pin()
+
+    def forget_bridge(self) -> None:
+        """Unpairs locally: the pin goes, the key stays (pairing again gives the same node ID)."""
+        self.store.forget_pin()
+
+    # --- handlers ---------------------------------------------------------------------------------
+
+    def handle(self, command: str) -> Callable[[Handler], Handler]:
+        """Registers an async function `f(params) -> payload` for `command`; raise LanbridgeError
+        to answer with a code. The command is added to the details the node pairs with."""
+        def register(function: Handler) -> Handler:
+            self._handlers[command] = function
+            if command not in self.details.commands:
+                self.details.commands.append(command)
+            return function
+        return register
+
+    # --- pairing ----------------------------------------------------------------------------------
+
+    async def pair_by_code(self, host: str, port: int, on_code: Callable[[str, str], None]) -> str:
+        """Asks to pair (§9.2); `on_code(code, request_id)` once the code is known, to be shown
+        to the operator. Returns this node's ID once approved; raises LanbridgeError otherwise."""
+        session = await AsyncSession.connect(host, port, self.store.identity())
+        try:
+            welcome = await self._welcome(session)
+            if welcome.get("paired"):
+                self._save_pin(session, host, port, welcome)
+                return str(welcome.get("nodeId"))
+            nonce = os.urandom(32)
+            h = session.handshake_hash
+            await session.send({"type": "pair.request", "details": self.details.to_json(),
+                                "commitment": wire.commitment(h, nonce).hex()})
+            while True:
+                message = await session.receive()
+                kind = message["type"]
+                if kind == "pair.challenge":
+                    await session.send({"type": "pair.reveal", "nonce": nonce.hex()})
+                    on_code(wire.verification_code(h, nonce, bytes.fromhex(message["nonce"])), str(message["requestId"]))
+                elif kind == "ping":
+                    await session.send({"type": "pong", "id": message.get("id")})
+                elif kind == "pair.resolved":
+                    if message.get("outcome") != "approved":
+                        raise LanbridgeError("PAIRING_" + str(message.get("outcome", "failed")).upper())
+                    self._save_pin(session, host, port, welcome)
+                    return str(message["nodeId"])
+                elif kind == "error":
+                    raise LanbridgeError.from_json(message)
+        finally:
+            session.close()
+
+    async def pair_by_invite(self, uri: str) -> str:
+        """Pairs at once with an invite (§9.3), checking the bridge against the invite's fingerprint."""
+        invite = Invite.parse(uri)
+        session = await AsyncSession.connect(invite.host, invite.port, self.store.identity(), invite_secret=invite.secret)
+        try:
+            if wire.fingerprint(session.remote_static) != invite.fingerprint:
+                raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge's key is not the invite's")
+            welcome = await self._welcome(session)
+            await session.send({"type": "invite.redeem", "secret": invite.secret.hex(), "details": self.details.to_json()})
+            while True:
+                message = await session.receive()
+                if message["type"] == "pair.resolved" and message.get("outcome") == "approved":
+                    self._save_pin(session, invite.host, invite.port, welcome)
+                    return str(message["nodeId"])
+                if message["type"] == "error":
+                    raise LanbridgeError.from_json(message)
+                if message["type"] == "ping":
+                    await session.send({"type": "pong", "id": message.get("id")})
+        finally:
+            session.close()
+
+    # --- the paired session -------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        """Connects to the pinned bridge and serves, reconnecting after 0.25 s doubling to 30 s
+        (with jitter), until `stop()`. Raises NotPaired or Revoked when the pairing is gone."""
+        self._stopping = False
+        self._stopped = asyncio.Event()
+        delay = 0.25
+        while not self._stopping:
+            pin = self.store.pin()
+            if pin is None:
+                raise NotPaired("NOT_PAIRED", "no pinned bridge: pair first")
+            try:
+                await self._serve(pin)
+                delay = 0.25
+            except (NotPaired, Revoked, BridgeMismatch):
+                raise
+            except (OSError, ConnectionError, asyncio.TimeoutError, wire.ProtocolError, ValueError) as error:
+                self.on_event("disconnected", str(error) or type(error).__name__)
+            if self._stopping:
+                break
+            try:
+                await asyncio.wait_for(self._stopped.wait(), delay * random.uniform(0.8, 1.2))
+            except asyncio.TimeoutError:
+                pass
+            delay = min(delay * 2, 30.0)
+
+    def stop(self) -> None:
+        """Ends `run` and closes the connection."""
+        self._stopping = True
+        if self._stopped is not None:
+            self._stopped.set()
+        if self._session is not None:
+            self._session.close()
+
+    async def set_foreground(self, foreground: bool) -> None:
+        """Tells the bridge the app moved (§9.4); kept and sent again on every reconnect."""
+        self._foreground = foreground
+        if self._session is not None:
+            await self._session.send({"type": "state", "foreground": foreground})
+
+    async def call(self, method: str, params: Optional[dict] = None, *, idempotency_key: Optional[str] = None,
+                   timeout: float = 30.0) -> Any:
+        """Calls the gateway (§12.5: `agent`, with an idempotency key, or `system-event`) and returns
+        its payload; raises LanbridgeError with the code, or TIMEOUT after `timeout` seconds."""
+        session = self._session
+        if session is None:
+            raise LanbridgeError("UNAVAILABLE", "not connected to the bridge", retryable=True)
+        call_id = "call-%d" % next(self._ids)
+        future = asyncio.get_running_loop().create_future()
+        self._calls[call_id] = future
+        message = {"type": "gateway.call", "id": call_id, "method": method, "params": params or {}}
+        if idempotency_key is not None:
+            message["idempotencyKey"] = idempotency_key
+        try:
+            await session.send(message)
+            return await asyncio.wait_for(future, timeout)
+        except asyncio.TimeoutError:
+            raise LanbridgeError("TIMEOUT", "no answer within %g s" % timeout, retryable=True) from None
+        finally:
+            self._calls.pop(call_id, None)
+
+    # --- internals ----------------------------------------------------------------------------------
+
+    async def _welcome(self, session: AsyncSession) -> dict:
+        welcome = await asyncio.wait_for(session.receive(), 10)
+        if welcome["type"] != "welcome":
+            raise wire.ProtocolError("the bridge's first message was %r, not welcome" % welcome["type"])
+        return welcome
+
+    def _save_pin(self, session: AsyncSession, host: str, port: int, welcome: dict) -> None:
+        self.store.save_pin(BridgePin(session.remote_static, host, port, welcome.get("bridgeName"), now()))
+
+    async def _serve(self, pin: BridgePin) -> None:
+        session = await AsyncSession.connect(pin.host, pin.port, self.store.identity())
+        try:
+            if session.remote_static != pin.public_key:
+                raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge at %s:%d is not the pinned one (%s)" % (pin.host, pin.port, pin.fingerprint))
+            welcome = await self._welcome(session)
+            if not welcome.get("paired"):
+                raise NotPaired("NOT_PAIRED", "the bridge no longer knows this node (revoked while away?)")
+            self._session = session
+            await session.send({"type": "state", "foreground": self._foreground})
+            self.connected.set()
+            self.on_event("connected", str(welcome.get("bridgeName", "")))
+            pinger = asyncio.ensure_future(self._ping(session))
+            tasks: set = set()
+            try:
+                while True:
+                    message = await asyncio.wait_for(session.receive(), self.IDLE_TIMEOUT)
+                    kind = message["type"]
+                    if kind == "invoke":
+                        task = asyncio.ensure_future(self._invoke(session, message))
+                        tasks.add(task)
+                        task.add_done_callback(tasks.discard)
+                    elif kind == "ping":
+                        await session.send({"type": "pong", "id": message.get("id")})
+                    elif kind == "gateway.result":
+                        future = self._calls.get(str(message.get("id")))
+                        if future is not None and not future.done():
+                            if message.get("ok"):
+                                future.set_result(message.get("payload"))
+                            else:
+                                future.set_exception(LanbridgeError.from_json(message.get("error") or {}))
+                    elif kind == "revoked":
+                        self.store.forget_pin()
+                        raise Revoked("REVOKED", "the operator removed this node's pairing")
+                    elif kind == "error":
+                        error = LanbridgeError.from_json(message)
+                        if error.code == "NOT_PAIRED":
+                            raise NotPaired(error.code, error.message)
+                        self.on_event("error", str(error))
+            finally:
+                pinger.cancel()
+                for task in tasks:
+                    task.cancel()
+        finally:
+            self._session = None
+            self.connected.clear()
+            for future in self._calls.values():
+                if not future.done():
+                    future.set_exception(LanbridgeError("UNAVAILABLE", "the connection to the bridge closed", retryable=True))
+            session.close()
+
+    async def _ping(self, session: AsyncSession) -> None:
+        for n in itertools.count(1):
+            await asyncio.sleep(self.PING_INTERVAL)
+            await session.send({"type": "ping", "id": n})
+
+    async def _invoke(self, session: AsyncSession, message: dict) -> None:
+        invoke_id, command = str(message.get("id")), str(message.get("command"))
+        self.on_event("invoke", command)
+        handler = self._handlers.get(command)
+        timeout = message.get("timeoutMs")
+        try:
+            if handler is None:
+                raise LanbridgeError("UNKNOWN_COMMAND", "this node has no %s" % command)
+            call = handler(message.get("params"))
+            payload = await (asyncio.wait_for(call, timeout / 1000) if isinstance(timeout, (int, float)) and timeout > 0 else call)
+            answer = {"type": "invoke.result", "id": invoke_id, "ok": True, "payload": payload}
+        except LanbridgeError as error:
+            answer = {"type": "invoke.result", "id": invoke_id, "ok": False, "error": error.to_json()}
+        except asyncio.TimeoutError:
+            answer = {"type": "invoke.result", "id": invoke_id, "ok": False,
+                      "error": {"code": "TIMEOUT", "message": "the handler did not finish in time", "retryable": True}}
+        except Exception as error:  # a handler's bug is the caller's failure, not the node's end
+            log.exception("handler for %s failed", command)
+            answer = {"type": "invoke.result", "id": invoke_id, "ok": False,
+                      "error": {"code": "COMMAND_FAILED", "message": "%s: %s" % (type(error).__name__, error)}}
+        await session.send(answer)

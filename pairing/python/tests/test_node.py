@@ -1,0 +1,203 @@
+"""The Python node against a bridge written from PROTOCOL.md with lanbridge_wire's blocking
+`accept` (an implementation the node does not share code paths with above the wire format)."""
+import asyncio
+import json
+import os
+import socket
+import threading
+
+import pytest
+
+import lanbridge_wire as wire
+from lanbridge_node import BridgeMismatch, Details, Invite, LanbridgeError, Node, Revoked
+from lanbridge_node.store import public_key
+
+
+class FakeBridge:
+    """One connection at a time on 127.0.0.1; `script(session)` plays the bridge's side."""
+
+    def __init__(self, script, invites=None):
+        self.key = os.urandom(32)
+        self.public = public_key(self.key)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.script, self.invites, self.errors = script, invites, []
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        try:
+            sock, _ = self.listener.accept()
+            with sock:
+                sock.settimeout(10)
+                self.script(wire.accept(sock, self.key, invites=self.invites))
+        except Exception as error:  # reported by the test through .errors
+            self.errors.append(error)
+
+    def join(self):
+        self.thread.join(10)
+        self.listener.close()
+        assert not self.errors, self.errors
+
+
+def send(session, message):
+    wire.send_message(session, message)
+
+
+def receive(session):
+    return wire.recv_message(session)
+
+
+def test_pairs_by_code_showing_the_code_the_bridge_derives(tmp_path):
+    seen = {}
+
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": False, "nodeId": "x"})
+        request = receive(session)
+        assert request["type"] == "pair.request" and request["details"]["displayName"] == "Pi"
+        assert "device.echo" in request["details"]["commands"]
+        bridge_nonce = os.urandom(32)
+        send(session, {"type": "pair.challenge", "requestId": "r1", "nonce": bridge_nonce.hex(), "expiresAt": "2030-01-01T00:00:00Z"})
+        reveal = bytes.fromhex(receive(session)["nonce"])
+        assert wire.commitment(session.handshake_hash, reveal).hex() == request["commitment"]
+        seen["code"] = wire.verification_code(session.handshake_hash, reveal, bridge_nonce)
+        send(session, {"type": "pair.resolved", "outcome": "approved", "nodeId": wire.fingerprint(session.remote_static)})
+
+    fake = FakeBridge(bridge)
+    node = Node(str(tmp_path), Details("Pi"))
+
+    @node.handle("device.echo")
+    async def echo(params):
+        return params
+
+    shown = []
+    node_id = asyncio.run(node.pair_by_code("127.0.0.1", fake.port, lambda code, request: shown.append((code, request))))
+    fake.join()
+    assert shown == [(seen["code"], "r1")]
+    assert node_id == node.node_id
+    assert node.bridge.public_key == fake.public and node.bridge.fingerprint == wire.fingerprint(fake.public)
+    assert node.bridge.bridge_name == "fake" and node.bridge.port == fake.port
+    assert oct(os.stat(tmp_path / "identity.key").st_mode & 0o777) == "0o600"
+
+
+def test_a_rejected_request_raises_with_the_code_and_pins_nothing(tmp_path):
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": False, "nodeId": "x"})
+        receive(session)
+        send(session, {"type": "pair.resolved", "outcome": "rejected", "nodeId": "x"})
+
+    fake = FakeBridge(bridge)
+    node = Node(str(tmp_path), Details("Pi"))
+    with pytest.raises(LanbridgeError) as raised:
+        asyncio.run(node.pair_by_code("127.0.0.1", fake.port, lambda *_: None))
+    fake.join()
+    assert raised.value.code == "PAIRING_REJECTED" and node.bridge is None
+
+
+def test_pairs_by_invite_and_refuses_a_bridge_that_is_not_the_invites(tmp_path):
+    secret = os.urandom(32)
+
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": False, "nodeId": "x"})
+        redeem = receive(session)
+        assert redeem["type"] == "invite.redeem" and redeem["secret"] == secret.hex()
+        send(session, {"type": "pair.resolved", "outcome": "approved", "nodeId": "n"})
+
+    fake = FakeBridge(bridge, invites={wire.invite_id(secret): wire.invite_psk(secret)})
+    uri = "lanbridge://127.0.0.1:%d/invite?fp=%s&s=%s&name=Pi" % (fake.port, wire.fingerprint(fake.public), secret.hex())
+    assert Invite.parse(uri).name == "Pi"
+    node = Node(str(tmp_path / "a"), Details("Pi"))
+    assert asyncio.run(node.pair_by_invite(uri)) == "n"
+    fake.join()
+    assert node.bridge.public_key == fake.public
+
+    impostor = FakeBridge(lambda session: None, invites={wire.invite_id(secret): wire.invite_psk(secret)})
+    wrong = "lanbridge://127.0.0.1:%d/invite?fp=%s&s=%s" % (impostor.port, wire.fingerprint(fake.public), secret.hex())
+    other = Node(str(tmp_path / "b"), Details("Pi"))
+    with pytest.raises(BridgeMismatch):
+        asyncio.run(other.pair_by_invite(wrong))
+    impostor.thread.join(10)
+    assert other.bridge is None
+
+
+def paired_node(tmp_path, fake):
+    from lanbridge_node.store import BridgePin
+    node = Node(str(tmp_path), Details("Pi"))
+    node.store.save_pin(BridgePin(fake.public, "127.0.0.1", fake.port, "fake"))
+    return node
+
+
+def test_answers_invokes_and_unknown_commands_sends_its_state_and_calls_the_agent(tmp_path):
+    answers = {}
+
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": True, "nodeId": "n"})
+        assert receive(session) == {"type": "state", "foreground": True}
+        send(session, {"type": "invoke", "id": "1", "command": "device.echo", "params": {"x": [1, "ü"]}})
+        send(session, {"type": "invoke", "id": "2", "command": "camera.snap"})
+        send(session, {"type": "invoke", "id": "3", "command": "device.fail"})
+        call = None
+        while len(answers) < 3 or call is None:  # results and the call, in whatever order they come
+            message = receive(session)
+            if message["type"] == "invoke.result":
+                answers[message["id"]] = message
+            else:
+                call = message
+        assert call["type"] == "gateway.call" and call["method"] == "agent" and call["idempotencyKey"] == "k1"
+        send(session, {"type": "gateway.result", "id": call["id"], "ok": True, "payload": {"reply": "hi"}})
+        denied = receive(session)
+        send(session, {"type": "gateway.result", "id": denied["id"], "ok": False, "error": {"code": "FORBIDDEN", "message": "no"}})
+        assert receive(session) == {"type": "state", "foreground": False}
+        send(session, {"type": "revoked", "nodeId": "n"})
+
+    fake = FakeBridge(bridge)
+    node = paired_node(tmp_path, fake)
+
+    @node.handle("device.echo")
+    async def echo(params):
+        return params
+
+    @node.handle("device.fail")
+    async def fail(params):
+        raise LanbridgeError("COMMAND_FAILED", "no such file")
+
+    results = {}
+
+    async def main():
+        runner = asyncio.ensure_future(node.run())
+        await asyncio.wait_for(node.connected.wait(), 10)
+        results["reply"] = await node.call("agent", {"message": "hello"}, idempotency_key="k1")
+        with pytest.raises(LanbridgeError) as raised:
+            await node.call("system.run", {})
+        results["denied"] = raised.value.code
+        await node.set_foreground(False)
+        with pytest.raises(Revoked):
+            await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+    fake.join()
+    assert answers["1"] == {"type": "invoke.result", "id": "1", "ok": True, "payload": {"x": [1, "ü"]}}
+    assert answers["2"]["ok"] is False and answers["2"]["error"]["code"] == "UNKNOWN_COMMAND"
+    assert answers["3"]["error"] == {"code": "COMMAND_FAILED", "message": "no such file"}
+    assert results == {"reply": {"reply": "hi"}, "denied": "FORBIDDEN"}
+    assert node.bridge is None, "revocation forgets the pin"
+
+
+def test_refuses_a_bridge_with_another_key_than_the_pinned_one(tmp_path):
+    fake = FakeBridge(lambda session: None)
+    node = paired_node(tmp_path, fake)
+    impostor = FakeBridge(lambda session: None)
+    from lanbridge_node.store import BridgePin
+    node.store.save_pin(BridgePin(fake.public, "127.0.0.1", impostor.port, "fake"))
+    with pytest.raises(BridgeMismatch):
+        asyncio.run(node.run())
+    impostor.thread.join(10)
+    fake.listener.close()
+
+
+def test_the_state_files_are_the_swift_librarys():
+    pin = {"publicKey": "PAsYwibJgSLoV9+KqIjd+saqQTaiAdVlWn7uY9DwLxM=", "fingerprint": "38HA-DWG7-JCF7-V2R8",
+           "host": "10.0.0.2", "port": 18790, "bridgeName": "office", "pairedAt": "2026-11-22T12:00:00Z"}
+    from lanbridge_node.store import BridgePin
+    parsed = BridgePin.from_json(json.loads(json.dumps(pin)))
+    assert parsed.fingerprint == pin["fingerprint"] and parsed.to_json() == pin
