@@ -143,6 +143,7 @@ let package = Package(
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")]
         ),
+        .testTarget(name: "LanbridgeNodeTests", dependencies: ["LanbridgeNode"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

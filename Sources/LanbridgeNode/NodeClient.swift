@@ -12,7 +12,8 @@ import NIOPosix
 ///
 ///     let client = try NodeClient(configuration: .init(stateDirectory: dir, details: details))
 ///     await client.handle("device.echo") { params in params ?? .null }
-///     Task { for await event in client.events { print(event) } }
+///     let events = client.events                      // subscribe before run, miss nothing
+///     Task { for await event in events { print(event) } }
 ///     try await client.run(host: "192.168.1.10", port: 18790)
 public actor NodeClient {
     public struct Configuration: Sendable {
@@ -61,8 +62,11 @@ public actor NodeClient {
 
     public typealias Handler = @Sendable (JSONValue?) async throws -> JSONValue
 
-    public nonisolated let events: AsyncStream<Event>
-    private let emit: AsyncStream<Event>.Continuation
+    /// A new subscription to the client's events: every subscriber sees every event from the
+    /// moment it subscribes, each with its own buffer of the newest 256 (a slow consumer loses its
+    /// own oldest events, and never holds up the client or other subscribers).
+    public nonisolated var events: AsyncStream<Event> { emit.subscribe() }
+    private nonisolated let emit = EventBroadcast<Event>(bufferSize: 256)
     /// This node's ID, as the operator sees it.
     public nonisolated let nodeID: String
     private let configuration: Configuration
@@ -73,6 +77,7 @@ public actor NodeClient {
     private var foreground: Bool
     private var outbound: NIOAsyncChannelOutboundWriter<[UInt8]>?
     private var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
+    private var deadlines: [String: Task<Void, Never>] = [:]
     private var nextCall = 0
     private var connected = false
     private let logger: Logger
@@ -85,11 +90,17 @@ public actor NodeClient {
         nodeID = Fingerprint(publicKey: identity.publicKey).description
         foreground = configuration.foreground
         self.logger = logger
-        (events, emit) = AsyncStream.makeStream(of: Event.self)
     }
 
-    /// The fingerprint of the bridge this node is paired with, if any.
-    public var pinnedBridgeFingerprint: String? { pin?.fingerprint.description }
+    /// The bridge this node is paired with (its key, fingerprint, address and name), if any.
+    public var bridge: BridgePin? { pin }
+
+    /// Unpairs locally: forgets the pinned bridge (the node's key, and so its ID, stays). The next
+    /// `run` pairs again; a connection open now is not closed by this.
+    public func forgetBridge() {
+        store.forgetPin()
+        pin = nil
+    }
 
     public func handle(_ command: String, _ handler: @escaping Handler) {
         handlers[command] = handler
@@ -106,20 +117,37 @@ public actor NodeClient {
         await send(NodeEvent(event: event, payload: payload))
     }
 
-    /// Calls the gateway through the bridge. Only `agent` (give an `idempotencyKey`, so a retry
-    /// is not run twice) and `system-event` are allowed; the bridge refuses anything else with
-    /// `FORBIDDEN`. Fails with `UNAVAILABLE` when not connected.
-    public func call(_ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil) async -> Result<JSONValue?, ErrorMessage> {
+    /// Calls the gateway through the bridge and returns its payload. Only `agent` (give an
+    /// `idempotencyKey`, so a retry is not run twice) and `system-event` are allowed; the bridge
+    /// refuses anything else with `FORBIDDEN`. Throws the bridge's or gateway's code, `UNAVAILABLE`
+    /// when not connected (or the connection closes), `TIMEOUT` when no answer comes in `timeout`.
+    public func call(_ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil,
+                     timeout: Duration = .seconds(30)) async throws(LanbridgeError) -> JSONValue? {
         guard connected else {
-            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "not connected to the bridge", retryable: true))
+            throw LanbridgeError(code: LanbridgeError.unavailable, message: "not connected to the bridge", retryable: true)
         }
         nextCall += 1
         let id = "c\(nextCall)"
         let message = GatewayCall(id: id, method: method, params: params, idempotencyKey: idempotencyKey)
-        return await withCheckedContinuation { continuation in
+        let result = await withCheckedContinuation { continuation in
             calls[id] = continuation
+            deadlines[id] = Task { [weak self] in
+                try? await Task.sleep(for: timeout)
+                guard !Task.isCancelled else { return }
+                await self?.answer(id, .failure(ErrorMessage(code: ErrorMessage.timeout, message: "no answer within \(timeout)", retryable: true)))
+            }
             Task { await self.send(message) }
         }
+        switch result {
+        case let .success(payload): return payload
+        case let .failure(error): throw LanbridgeError(error)
+        }
+    }
+
+    /// Completes a call once: by its result, its deadline, or the connection closing.
+    private func answer(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) {
+        deadlines.removeValue(forKey: id)?.cancel()
+        calls.removeValue(forKey: id)?.resume(returning: result)
     }
 
     /// Connects, pairs if needed, and stays connected, reconnecting with capped exponential backoff,
@@ -170,9 +198,9 @@ public actor NodeClient {
         defer {
             outbound = nil
             connected = false
-            let waiting = calls.values
-            calls.removeAll()
-            waiting.forEach { $0.resume(returning: .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true))) }
+            for id in Array(calls.keys) {
+                answer(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true)))
+            }
         }
         try await channel.executeThenClose { inbound, outbound in
             self.outbound = outbound
@@ -258,7 +286,7 @@ public actor NodeClient {
         case let invoke as Invoke:
             Task { await self.run(invoke) }  // long commands must not hold up pings and other invokes
         case let result as GatewayCallResult:
-            calls.removeValue(forKey: result.id)?.resume(returning: result.ok
+            answer(result.id, result.ok
                 ? .success(result.payload)
                 : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
         case let error as ErrorMessage:
@@ -292,6 +320,8 @@ public actor NodeClient {
         }
         do {
             await send(InvokeResult(id: invoke.id, payload: try await handler(invoke.params)))
+        } catch let error as LanbridgeError {
+            await send(InvokeResult(id: invoke.id, error: error.errorMessage))
         } catch let error as ErrorMessage {
             await send(InvokeResult(id: invoke.id, error: error))
         } catch {

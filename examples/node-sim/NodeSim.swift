@@ -70,9 +70,9 @@ struct NodeSim: AsyncParsableCommand {
                 case ("bg", _), ("background", _): if foreground.set(false) { Task { await move(client, toForeground: false) } }
                 case ("fg", _), ("foreground", _): if foreground.set(true) { Task { await move(client, toForeground: true) } }
                 case let ("agent", text):
-                    Task { report("agent", await client.call("agent", params: ["message": .string(text)], idempotencyKey: key)) }
+                    Task { await report("agent") { () async throws(LanbridgeError) in try await client.call("agent", params: ["message": .string(text)], idempotencyKey: key) } }
                 case let ("call", method):
-                    Task { report("call", await client.call(method, params: [:], idempotencyKey: key)) }
+                    Task { await report("call") { () async throws(LanbridgeError) in try await client.call(method, params: [:], idempotencyKey: key) } }
                 case let ("event", name):
                     Task { await client.send(event: name, payload: ["at": .number(Date().timeIntervalSince1970)]); say("event sent \(name)") }
                 default: break
@@ -80,8 +80,9 @@ struct NodeSim: AsyncParsableCommand {
             }
         }
 
+        let events = client.events  // subscribed now, before run: no event is missed
         let printer = Task {
-            for await event in client.events {
+            for await event in events {
                 switch event {
                 case let .verificationCode(code, requestId): say("code \(code) request \(requestId)")
                 case let .pairingPending(requestId): say("pending \(requestId)")
@@ -144,10 +145,12 @@ struct NodeSim: AsyncParsableCommand {
             canvas.set(visible: false, url: nil)
             return ["visible": false]
         }
-        await handle("canvas.navigate") { params in
-            guard let url = params?["url"]?.stringValue else { throw ErrorMessage(code: "INVALID_PARAMS", message: "canvas.navigate needs a url") }
-            canvas.set(visible: true, url: url)
-            return ["url": .string(url)]
+        // A typed handler: params that are not a Navigate are answered INVALID_PARAMS by the library.
+        struct Navigate: Codable, Sendable { var url: String }
+        await client.handle("canvas.navigate") { (params: Navigate) in
+            say("invoke canvas.navigate")
+            canvas.set(visible: true, url: params.url)
+            return params
         }
         await handle("canvas.snapshot") { params in
             func size(_ key: String, _ fallback: Int) -> Int {
@@ -174,12 +177,13 @@ func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }
 
-func report(_ what: String, _ result: Result<JSONValue?, ErrorMessage>) {
-    switch result {
-    case let .success(payload):
+func report(_ what: String, _ call: () async throws(LanbridgeError) -> JSONValue?) async {
+    do {
+        let payload = try await call()
         let json = (try? JSONEncoder().encode(payload ?? .null)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
         say("\(what) ok \(json)")
-    case let .failure(error): say("\(what) error \(error.code) \(error.message)")
+    } catch {
+        say("\(what) error \(error.code) \(error.message)")
     }
 }
 
