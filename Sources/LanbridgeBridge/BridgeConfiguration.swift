@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 
 public struct BridgeConfiguration: Sendable {

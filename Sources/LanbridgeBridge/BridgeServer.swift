@@ -2,7 +2,9 @@ import Foundation
 import LanbridgeCrypto
 import LanbridgeDiscovery
 import LanbridgeNet
+import LanbridgeTransport
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 import Logging
 import NIOCore

@@ -1,8 +1,8 @@
 import Foundation
 import LanbridgeCrypto
-import LanbridgeNet
+import LanbridgeTransport
 import LanbridgeProtocol
-import LanbridgeState
+import LanbridgeFiles
 import Logging
 import NIOCore
 import NIOPosix

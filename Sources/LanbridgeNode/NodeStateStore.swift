@@ -1,7 +1,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
-import LanbridgeState
+import LanbridgeFiles
 
 /// The bridge a node has paired with: its key is pinned, and a bridge that presents any other key
 /// is refused. Kept as `bridge.json` beside the node's `identity.key`.
@@ -28,7 +28,7 @@ struct NodeStateStore: Sendable {
     func pin() throws -> BridgePin? {
         guard let data = try? Data(contentsOf: pinURL) else { return nil }
         do {
-            return try PairingStore.decoder.decode(BridgePin.self, from: data)
+            return try StateJSON.decoder.decode(BridgePin.self, from: data)
         } catch {
             throw StoreError.corrupt(pinURL, "\(error)")
         }
@@ -36,7 +36,7 @@ struct NodeStateStore: Sendable {
 
     func save(_ pin: BridgePin) throws {
         try directory.prepare()
-        try AtomicFile.write(PairingStore.encode(pin), to: pinURL)
+        try AtomicFile.write(StateJSON.encode(pin), to: pinURL)
     }
 
     func forgetPin() {

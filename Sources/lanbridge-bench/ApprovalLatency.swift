@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeBridge
 import LanbridgeNode
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 import Logging
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LanbridgeDiscovery
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 
 struct DoctorCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 
 struct IdentityCommand: ParsableCommand {

@@ -3,6 +3,7 @@ import Foundation
 import LanbridgeBridge
 import LanbridgeDiscovery
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 
 struct InviteCommand: ParsableCommand {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import LanbridgeBridge
+import LanbridgeFiles
 import LanbridgeState
 
 /// A startup setting that cannot work as given (exit 78).

@@ -4,6 +4,7 @@ import Foundation
 import LanbridgeBridge
 import LanbridgeCrypto
 import LanbridgeNet
+import LanbridgeFiles
 import LanbridgeState
 import Logging
 

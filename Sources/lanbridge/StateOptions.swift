@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import LanbridgeFiles
 import LanbridgeState
 
 /// Options every command that touches the state directory shares.

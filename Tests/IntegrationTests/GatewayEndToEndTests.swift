@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 import Testing
 import TestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeNet
+import LanbridgeTransport
 import LanbridgeProtocol
 import Logging
 import NIOConcurrencyHelpers

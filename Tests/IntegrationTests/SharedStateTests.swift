@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeFiles
 import LanbridgeState
 import Testing
 import TestSupport

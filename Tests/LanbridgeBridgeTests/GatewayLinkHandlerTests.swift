@@ -1,6 +1,7 @@
 import Foundation
 @testable import LanbridgeBridge
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 import Logging
 import NIOCore

@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
+import LanbridgeFiles
 @testable import LanbridgeState
 import Synchronization
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeNet
+import LanbridgeTransport
 import LanbridgeProtocol
 import LanbridgeState
 import Logging

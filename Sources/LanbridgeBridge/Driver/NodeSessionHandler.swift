@@ -1,4 +1,5 @@
 import LanbridgeNet
+import LanbridgeTransport
 import NIOCore
 
 /// The top of a node's channel: hands the bridge driver the handshake's result, each decrypted

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeFiles
 import LanbridgeCrypto
 import LanbridgeProtocol
 #if canImport(Glibc)

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeFiles
 import LanbridgeProtocol
 
 /// The operator's config file (`config.json` in the state directory, or `--config`): gateway link,

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeFiles
 import LanbridgeCrypto
 import LanbridgeProtocol
 
@@ -193,18 +194,9 @@ public struct PairingStore: Sendable {
 
     // MARK: - JSON
 
-    package static let decoder: JSONDecoder = {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .iso8601
-        return d
-    }()
+    package static var decoder: JSONDecoder { StateJSON.decoder }
 
-    package static func encode(_ value: some Encodable) throws -> [UInt8] {
-        let e = JSONEncoder()
-        e.dateEncodingStrategy = .iso8601
-        e.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return Array(try e.encode(value)) + [UInt8(ascii: "\n")]
-    }
+    package static func encode(_ value: some Encodable) throws -> [UInt8] { try StateJSON.encode(value) }
 
     private static func schemaVersion(of data: Data) -> Int? {
         struct Versioned: Decodable { let version: Int }

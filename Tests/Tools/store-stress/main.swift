@@ -8,6 +8,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
+import LanbridgeFiles
 import LanbridgeState
 
 /// Unbuffered, so a line the test reads is a commit that already happened.

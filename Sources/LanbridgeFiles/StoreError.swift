@@ -31,6 +31,6 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
 }
 
 /// `errno` as text, for I/O errors.
-func posixError(_ what: String) -> String {
+package func posixError(_ what: String) -> String {
     "\(what): \(String(cString: strerror(errno)))"
 }

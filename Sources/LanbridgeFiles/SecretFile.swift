@@ -2,6 +2,8 @@ import Foundation
 import LanbridgeCrypto
 #if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
 #endif
 
 /// Reads a file that holds a secret (identity.key, the gateway token): a regular file, not a
@@ -23,7 +25,7 @@ public enum SecretFile {
         return try SecureBytes(count: Int(info.st_size)) { buffer in
             var offset = 0
             while offset < buffer.count {
-                let n = Glibc.read(fd, buffer.baseAddress! + offset, buffer.count - offset)
+                let n = SystemCalls.read(fd, buffer.baseAddress! + offset, buffer.count - offset)
                 if n < 0, errno == EINTR { continue }
                 guard n > 0 else { throw StoreError.io(url, posixError("read")) }
                 offset += n

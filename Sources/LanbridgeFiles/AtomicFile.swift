@@ -67,7 +67,7 @@ public enum AtomicFile {
     private static func writeAll(_ fd: Int32, _ buffer: UnsafeRawBufferPointer, url: URL) throws {
         var offset = 0
         while offset < buffer.count {
-            let n = Glibc.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
+            let n = SystemCalls.write(fd, buffer.baseAddress! + offset, buffer.count - offset)
             if n < 0 {
                 if errno == EINTR { continue }
                 throw StoreError.io(url, posixError("write"))
