@@ -155,7 +155,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LanbridgeNet", "LanbridgeState", "TestSupport",
+                "LanbridgeNet", "LanbridgeState", "LanbridgeNode", "TestSupport",
                 "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim", "lanbridge-gateway-sim",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -18,6 +18,8 @@ import NIOPosix
 public actor NodeClient {
     public struct Configuration: Sendable {
         public var stateDirectory: URL
+        /// Where the key pair and the pin live; nil: `FileKeyStore` in `stateDirectory`.
+        public var keyStore: (any NodeKeyStore)?
         public var details: NodeDetails
         public var foreground: Bool
         public var minimumBackoff: Double = 0.5
@@ -71,7 +73,7 @@ public actor NodeClient {
     public nonisolated let nodeID: String
     private let configuration: Configuration
     private let identity: X25519.KeyPair
-    private let store: NodeStateStore
+    private let store: any NodeKeyStore
     private var pin: BridgePin?
     private var handlers: [String: Handler] = [:]
     private var foreground: Bool
@@ -84,7 +86,7 @@ public actor NodeClient {
 
     public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
         self.configuration = configuration
-        store = NodeStateStore(directory: StateDirectory(url: configuration.stateDirectory))
+        store = configuration.keyStore ?? FileKeyStore(directory: configuration.stateDirectory)
         identity = try store.identity()
         pin = try store.pin()
         nodeID = Fingerprint(publicKey: identity.publicKey).description
@@ -97,8 +99,8 @@ public actor NodeClient {
 
     /// Unpairs locally: forgets the pinned bridge (the node's key, and so its ID, stays). The next
     /// `run` pairs again; a connection open now is not closed by this.
-    public func forgetBridge() {
-        store.forgetPin()
+    public func forgetBridge() throws {
+        try store.forgetPin()
         pin = nil
     }
 
@@ -254,7 +256,7 @@ public actor NodeClient {
             } else {
                 if pin != nil {
                     // We thought we were paired, but the bridge no longer knows us.
-                    store.forgetPin()
+                    try? store.forgetPin()
                     pin = nil
                     throw ClientError.revoked
                 }
@@ -280,7 +282,7 @@ public actor NodeClient {
         case let ping as Ping:
             await send(Pong(id: ping.id))
         case is Revoked:
-            store.forgetPin()
+            try? store.forgetPin()
             pin = nil
             throw ClientError.revoked
         case let invoke as Invoke:

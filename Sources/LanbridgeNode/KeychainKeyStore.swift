@@ -1,0 +1,67 @@
+#if canImport(Security)
+import Foundation
+import LanbridgeCrypto
+import LanbridgeFiles
+import Security
+
+/// `NodeKeyStore` in the Keychain (iOS, macOS): the private key and the pin as two generic-password
+/// items of `service`, readable only while the device is unlocked and never synced or backed up to
+/// another device. Not compiled on Linux, where this project is built and tested: keep it small.
+public struct KeychainKeyStore: NodeKeyStore {
+    public let service: String
+
+    public init(service: String = "lanbridge.node") {
+        self.service = service
+    }
+
+    public func identity() throws -> X25519.KeyPair {
+        if let stored = try read("identity") {
+            return try X25519.KeyPair(privateKey: SecureBytes(copying: Array(stored)))
+        }
+        let fresh = X25519.KeyPair.generate()
+        try write("identity", fresh.privateKey.withUnsafeBytes { Data($0) })
+        return fresh
+    }
+
+    public func pin() throws -> BridgePin? {
+        try read("bridge").map { try StateJSON.decoder.decode(BridgePin.self, from: $0) }
+    }
+
+    public func save(_ pin: BridgePin) throws {
+        try write("bridge", Data(try StateJSON.encode(pin)))
+    }
+
+    public func forgetPin() throws {
+        let status = SecItemDelete(query("bridge") as CFDictionary)
+        guard status == errSecSuccess || status == errSecItemNotFound else { throw KeychainError(status: status) }
+    }
+
+    public struct KeychainError: Error, CustomStringConvertible {
+        public let status: OSStatus
+        public var description: String { "Keychain error \(status)" }
+    }
+
+    private func query(_ account: String) -> [String: Any] {
+        [kSecClass as String: kSecClassGenericPassword, kSecAttrService as String: service, kSecAttrAccount as String: account]
+    }
+
+    private func read(_ account: String) throws -> Data? {
+        var query = query(account)
+        query[kSecReturnData as String] = true
+        var item: CFTypeRef?
+        let status = SecItemCopyMatching(query as CFDictionary, &item)
+        if status == errSecItemNotFound { return nil }
+        guard status == errSecSuccess, let data = item as? Data else { throw KeychainError(status: status) }
+        return data
+    }
+
+    private func write(_ account: String, _ data: Data) throws {
+        SecItemDelete(query(account) as CFDictionary)
+        var attributes = query(account)
+        attributes[kSecValueData as String] = data
+        attributes[kSecAttrAccessible as String] = kSecAttrAccessibleWhenUnlockedThisDeviceOnly
+        let status = SecItemAdd(attributes as CFDictionary, nil)
+        guard status == errSecSuccess else { throw KeychainError(status: status) }
+    }
+}
+#endif

@@ -1,0 +1,65 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeProtocol
+import LanbridgeFiles
+
+/// The bridge a node has paired with: its key is pinned, and a bridge that presents any other key
+/// is refused. Kept as `bridge.json` beside the node's `identity.key`.
+public struct BridgePin: Codable, Equatable, Sendable {
+    public var publicKey: PublicKey
+    public var fingerprint: Fingerprint
+    public var host: String
+    public var port: Int
+    public var bridgeName: String?
+    public var pairedAt: Date
+}
+
+/// Where a node keeps its secrets: its X25519 key pair and the pinned bridge. `FileKeyStore`
+/// keeps them in a state directory; on Apple platforms `KeychainKeyStore` keeps them in the
+/// Keychain; an app may supply its own (a test, a hardware-backed store).
+public protocol NodeKeyStore: Sendable {
+    /// The node's key pair, created on first use and the same ever after (it is the node's ID).
+    func identity() throws -> X25519.KeyPair
+    /// The pinned bridge, or nil before pairing.
+    func pin() throws -> BridgePin?
+    func save(_ pin: BridgePin) throws
+    func forgetPin() throws
+}
+
+/// A node's state directory: `identity.key` (mode 0600, the key pair) and `bridge.json` (the pin),
+/// in the formats PROTOCOL.md §2.1 gives and the Python package shares.
+public struct FileKeyStore: NodeKeyStore {
+    static let pinFileName = "bridge.json"
+    let directory: StateDirectory
+
+    public init(directory: URL) {
+        self.directory = StateDirectory(url: directory)
+    }
+
+    var pinURL: URL { directory.file(Self.pinFileName) }
+
+    public func identity() throws -> X25519.KeyPair {
+        try IdentityStore(directory: directory).loadOrCreate()
+    }
+
+    public func pin() throws -> BridgePin? {
+        guard let data = try? Data(contentsOf: pinURL) else { return nil }
+        do {
+            return try StateJSON.decoder.decode(BridgePin.self, from: data)
+        } catch {
+            throw StoreError.corrupt(pinURL, "\(error)")
+        }
+    }
+
+    public func save(_ pin: BridgePin) throws {
+        try directory.prepare()
+        try AtomicFile.write(StateJSON.encode(pin), to: pinURL)
+    }
+
+    public func forgetPin() throws {
+        do {
+            try FileManager.default.removeItem(at: pinURL)
+        } catch CocoaError.fileNoSuchFile {
+        }
+    }
+}
