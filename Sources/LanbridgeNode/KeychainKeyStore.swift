@@ -8,12 +8,15 @@ import Security
 /// items of `service`, readable only while the device is unlocked and never synced or backed up to
 /// another device. Not compiled on Linux, where this project is built and tested: keep it small.
 public struct KeychainKeyStore: NodeKeyStore {
+    /// The Keychain service the two items are filed under; one per node identity.
     public let service: String
 
+    /// A store under `service`; give each node identity in one app its own.
     public init(service: String = "lanbridge.node") {
         self.service = service
     }
 
+    /// The key pair from the Keychain, made and stored on first use.
     public func identity() throws -> X25519.KeyPair {
         if let stored = try read("identity") {
             return try X25519.KeyPair(privateKey: SecureBytes(copying: Array(stored)))
@@ -23,21 +26,27 @@ public struct KeychainKeyStore: NodeKeyStore {
         return fresh
     }
 
+    /// The pinned bridge, or nil before pairing.
     public func pin() throws -> BridgePin? {
         try read("bridge").map { try StateJSON.decoder.decode(BridgePin.self, from: $0) }
     }
 
+    /// Pins `pin`, replacing any earlier one.
     public func save(_ pin: BridgePin) throws {
         try write("bridge", Data(try StateJSON.encode(pin)))
     }
 
+    /// Removes the pin; a pin that is not there is no error.
     public func forgetPin() throws {
         let status = SecItemDelete(query("bridge") as CFDictionary)
         guard status == errSecSuccess || status == errSecItemNotFound else { throw KeychainError(status: status) }
     }
 
+    /// A Keychain call that failed, with its `OSStatus`.
     public struct KeychainError: Error, CustomStringConvertible {
+        /// What Security.framework returned.
         public let status: OSStatus
+        /// "Keychain error -25300".
         public var description: String { "Keychain error \(status)" }
     }
 

@@ -14,6 +14,7 @@ public struct LanbridgeError: Error, Equatable, Sendable, CustomStringConvertibl
     /// Structured detail, as the bridge or gateway sent it.
     public var details: JSONValue?
 
+    /// An error to throw from a handler (answered with `code`), or to match on.
     public init(code: String, message: String, retryable: Bool = false, retryAfterMs: Int? = nil, details: JSONValue? = nil) {
         (self.code, self.message, self.retryable, self.retryAfterMs, self.details) = (code, message, retryable, retryAfterMs, details)
     }
@@ -26,6 +27,7 @@ public struct LanbridgeError: Error, Equatable, Sendable, CustomStringConvertibl
         ErrorMessage(code: code, message: message, details: details, retryable: retryable ? true : nil, retryAfterMs: retryAfterMs)
     }
 
+    /// "FORBIDDEN: system.run is not allowed".
     public var description: String { "\(code): \(message)" }
 
     /// The bridge or gateway did not answer within the call's timeout.

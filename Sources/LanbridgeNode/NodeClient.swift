@@ -16,39 +16,58 @@ import NIOPosix
 ///     Task { for await event in events { print(event) } }
 ///     try await client.run(host: "192.168.1.10", port: 18790)
 public actor NodeClient {
+    /// What a client needs before it runs.
     public struct Configuration: Sendable {
+        /// Where `FileKeyStore` keeps the key pair and the pin (unused with another `keyStore`).
         public var stateDirectory: URL
         /// Where the key pair and the pin live; nil: `FileKeyStore` in `stateDirectory`.
         public var keyStore: (any NodeKeyStore)?
+        /// What the node tells the bridge when it pairs: name, platform, commands, capabilities.
         public var details: NodeDetails
+        /// Whether the app starts in the foreground (sent on every connect).
         public var foreground: Bool
+        /// The first reconnect delay, in seconds; it doubles after each failure.
         public var minimumBackoff: Double = 0.5
+        /// The longest reconnect delay, in seconds.
         public var maximumBackoff: Double = 30
+        /// A configuration with the file key store in `stateDirectory`.
         public init(stateDirectory: URL, details: NodeDetails, foreground: Bool = true) {
             (self.stateDirectory, self.details, self.foreground) = (stateDirectory, details, foreground)
         }
     }
 
+    /// What happens to the client, in order, for every subscriber of `events`.
     public enum Event: Sendable, Equatable {
         /// Paired and connected: commands may arrive.
         case connected(bridgeName: String)
         /// Show this code to the user; the operator compares it with `lanbridge nodes pending`.
         case verificationCode(String, requestId: String)
+        /// The request reached the operator and waits for a decision.
         case pairingPending(requestId: String)
+        /// Approved: the bridge is pinned (its fingerprint, for the user to compare).
         case paired(bridgeFingerprint: String)
+        /// The connection ended; `run` reconnects unless it throws.
         case disconnected(reason: String)
+        /// The bridge sent an error message (PROTOCOL.md §9.5).
         case error(code: String, message: String)
     }
 
     /// Reasons to stop trying: reconnecting would not help.
     public enum ClientError: Error, Equatable, CustomStringConvertible {
+        /// The bridge presented another key than the pinned one (or the invite's fingerprint).
         case bridgeKeyMismatch(expected: String, presented: String)
+        /// The operator rejected this device, or its key is blocked.
         case pairingRejected
+        /// The request expired before the operator decided.
         case pairingExpired
+        /// The operator removed this node's pairing; the pin is forgotten.
         case revoked
+        /// Another connection with this node's key took over.
         case replaced
+        /// The invite was unknown, expired or used.
         case inviteRefused(String)
 
+        /// What went wrong and what to do, for people.
         public var description: String {
             switch self {
             case let .bridgeKeyMismatch(expected, presented):
@@ -62,6 +81,8 @@ public actor NodeClient {
         }
     }
 
+    /// A command handler on JSON: params in (nil when the invoke had none), payload out. Throw a
+    /// `LanbridgeError` to answer with its code; anything else answers `COMMAND_FAILED`.
     public typealias Handler = @Sendable (JSONValue?) async throws -> JSONValue
 
     /// A new subscription to the client's events: every subscriber sees every event from the
@@ -84,6 +105,7 @@ public actor NodeClient {
     private var connected = false
     private let logger: Logger
 
+    /// Loads (or creates) the node's key pair and pin from the key store; throws if they cannot be read.
     public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
         self.configuration = configuration
         store = configuration.keyStore ?? FileKeyStore(directory: configuration.stateDirectory)
@@ -104,6 +126,8 @@ public actor NodeClient {
         pin = nil
     }
 
+    /// Registers the handler for `command` (replacing an earlier one). An invoke of a command with
+    /// no handler is answered `UNKNOWN_COMMAND`. Handlers run concurrently.
     public func handle(_ command: String, _ handler: @escaping Handler) {
         handlers[command] = handler
     }
@@ -115,6 +139,8 @@ public actor NodeClient {
         await send(AppState(foreground: foreground))
     }
 
+    /// Sends an event to the gateway through the bridge (dropped if not connected; the bridge
+    /// limits events per minute, PROTOCOL.md §9.4).
     public func send(event: String, payload: JSONValue? = nil) async {
         await send(NodeEvent(event: event, payload: payload))
     }

@@ -6,11 +6,17 @@ import LanbridgeFiles
 /// The bridge a node has paired with: its key is pinned, and a bridge that presents any other key
 /// is refused. Kept as `bridge.json` beside the node's `identity.key`.
 public struct BridgePin: Codable, Equatable, Sendable {
+    /// The bridge's static X25519 key, as it presented it when pairing.
     public var publicKey: PublicKey
+    /// The key's fingerprint, as `lanbridge identity` prints it on the bridge.
     public var fingerprint: Fingerprint
+    /// Where the node reached the bridge when it paired.
     public var host: String
+    /// The bridge's port.
     public var port: Int
+    /// The bridge's name from its welcome, if it gave one.
     public var bridgeName: String?
+    /// When the pairing was approved.
     public var pairedAt: Date
 }
 
@@ -32,16 +38,19 @@ public struct FileKeyStore: NodeKeyStore {
     static let pinFileName = "bridge.json"
     let directory: StateDirectory
 
+    /// A store in `directory` (made 0700 on first write).
     public init(directory: URL) {
         self.directory = StateDirectory(url: directory)
     }
 
     var pinURL: URL { directory.file(Self.pinFileName) }
 
+    /// The key pair from `identity.key`, created on first use.
     public func identity() throws -> X25519.KeyPair {
         try IdentityStore(directory: directory).loadOrCreate()
     }
 
+    /// The pin from `bridge.json`, or nil; a damaged file is an error, not a missing pin.
     public func pin() throws -> BridgePin? {
         guard let data = try? Data(contentsOf: pinURL) else { return nil }
         do {
@@ -51,11 +60,13 @@ public struct FileKeyStore: NodeKeyStore {
         }
     }
 
+    /// Writes `bridge.json` atomically.
     public func save(_ pin: BridgePin) throws {
         try directory.prepare()
         try AtomicFile.write(StateJSON.encode(pin), to: pinURL)
     }
 
+    /// Removes `bridge.json`; a file that is not there is no error.
     public func forgetPin() throws {
         do {
             try FileManager.default.removeItem(at: pinURL)
