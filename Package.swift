@@ -24,6 +24,8 @@ let package = Package(
         // Counters for the monitoring endpoint (`serve --metrics-listen`), exported in Prometheus's format.
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        // `swift package generate-documentation --target LanbridgeNode` (the DocC catalog in Sources/LanbridgeNode).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin.git", from: "1.5.0"),
     ],
     targets: [
         // C libraries from Debian (libsodium-dev, libavahi-client-dev).
