@@ -1,12 +1,12 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 // Layers point one way, top to bottom:
 //   lanbridge (CLI)  ->  LanbridgeNet (SwiftNIO)  ->  LanbridgeState (files)
-//   ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium)
+//   ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium or swift-crypto, by trait)
 let package = Package(
     name: "lanbridge",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v14), .iOS(.v16)],
     products: [
         .executable(name: "lanbridge", targets: ["lanbridge"]),
         .executable(name: "lanbridge-bench", targets: ["lanbridge-bench"]),
@@ -15,10 +15,20 @@ let package = Package(
         .library(name: "LanbridgeNode", targets: ["LanbridgeNode"]),
         .library(name: "LanbridgeProtocol", targets: ["LanbridgeProtocol"]),
     ],
+    // The crypto backend under LanbridgeCrypto: libsodium for the bridge (the default), or
+    // swift-crypto (CryptoKit on Apple platforms) for node apps: `traits: ["SwiftCrypto"]` on the
+    // package dependency. scripts/test builds both and runs the Noise vectors on each.
+    traits: [
+        .trait(name: "Sodium", description: "libsodium (libsodium-dev) for the crypto: the bridge's default"),
+        .trait(name: "SwiftCrypto", description: "swift-crypto for the crypto, as node apps on Apple platforms build"),
+        .default(enabledTraits: ["Sodium"]),
+    ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        // The SwiftCrypto trait's backend (CryptoKit's API; BoringSSL on Linux).
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
         // TLS for a gateway reached over wss:// (only when the operator allows a remote gateway).
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // Counters for the monitoring endpoint (`serve --metrics-listen`), exported in Prometheus's format.
@@ -46,7 +56,13 @@ let package = Package(
             providers: [.apt(["libqrencode-dev"])]
         ),
 
-        .target(name: "LanbridgeCrypto", dependencies: ["CSodium"]),
+        .target(
+            name: "LanbridgeCrypto",
+            dependencies: [
+                .target(name: "CSodium", condition: .when(traits: ["Sodium"])),
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(traits: ["SwiftCrypto"])),
+            ]
+        ),
         .target(name: "LanbridgeProtocol", dependencies: ["LanbridgeCrypto"]),
         // Files a node app needs too (state directory, atomic and secret files, identity): portable.
         .target(name: "LanbridgeFiles", dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]),
@@ -99,7 +115,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "lanbridge-node-sim",
-            dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
                            .product(name: "Logging", package: "swift-log")],
             path: "examples/node-sim"
         ),

@@ -1,6 +1,4 @@
-import CSodium
-
-/// SHA-256 (FIPS 180-4) via libsodium.
+/// SHA-256 (FIPS 180-4), on the build's crypto backend.
 public enum SHA256 {
     public static let length = 32
 
@@ -10,22 +8,11 @@ public enum SHA256 {
     }
 
     public static func hash(parts: [any ContiguousByteStorage]) -> [UInt8] {
-        Sodium.ready()
-        var state = crypto_hash_sha256_state()
-        crypto_hash_sha256_init(&state)
-        for part in parts {
-            part.withUnsafeBytes {
-                _ = crypto_hash_sha256_update(&state, $0.bindMemory(to: UInt8.self).baseAddress, UInt64($0.count))
-            }
-        }
-        var out = [UInt8](repeating: 0, count: length)
-        crypto_hash_sha256_final(&state, &out)
-        withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
-        return out
+        Backend.sha256(parts)
     }
 }
 
-/// HMAC-SHA-256 (RFC 2104) via libsodium, with keys of any length.
+/// HMAC-SHA-256 (RFC 2104), with keys of any length, on the build's crypto backend.
 public enum HMACSHA256 {
     public static let length = 32
 
@@ -35,33 +22,15 @@ public enum HMACSHA256 {
     }
 
     public static func authenticate(key: some ContiguousByteStorage, parts: [any ContiguousByteStorage]) -> SecureBytes {
-        Sodium.ready()
-        return SecureBytes(count: length) { out in
-            var state = crypto_auth_hmacsha256_state()
-            key.withUnsafeBytes { k in
-                // An empty key is legal HMAC; libsodium still wants a valid pointer.
-                withUnsafeBytes(of: UInt8(0)) { empty in
-                    let pointer = (k.count > 0 ? k : empty).bindMemory(to: UInt8.self).baseAddress!
-                    _ = crypto_auth_hmacsha256_init(&state, pointer, k.count)
-                }
-            }
-            for part in parts {
-                part.withUnsafeBytes {
-                    _ = crypto_auth_hmacsha256_update(&state, $0.bindMemory(to: UInt8.self).baseAddress, UInt64($0.count))
-                }
-            }
-            crypto_auth_hmacsha256_final(&state, out.bindMemory(to: UInt8.self).baseAddress!)
-            withUnsafeMutableBytes(of: &state) { Sodium.wipe($0) }
-        }
+        SecureBytes(count: length) { out in key.withUnsafeBytes { Backend.hmacSHA256(key: $0, parts, into: out) } }
     }
 }
 
-/// Cryptographically secure random bytes (libsodium `randombytes_buf`).
+/// Cryptographically secure random bytes, from the build's crypto backend.
 public enum SecureRandom {
     public static func bytes(_ count: Int) -> [UInt8] {
-        Sodium.ready()
         var out = [UInt8](repeating: 0, count: count)
-        out.withUnsafeMutableBytes { if let base = $0.baseAddress { randombytes_buf(base, $0.count) } }
+        out.withUnsafeMutableBytes { Backend.randomBytes(into: $0) }
         return out
     }
 }

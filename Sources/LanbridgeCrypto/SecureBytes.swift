@@ -1,7 +1,5 @@
-import CSodium
-
 /// A fixed-size buffer for secret material (private keys, chaining keys, cipher keys, PSKs).
-/// A class, so it is never copied implicitly; wiped with `sodium_memzero` when released.
+/// A class, so it is never copied implicitly; wiped (`SecureMemory.wipe`) when released.
 public final class SecureBytes: ContiguousByteStorage, @unchecked Sendable {
     // @unchecked: the buffer is written only inside `init`; afterwards it is read-only.
     private let storage: UnsafeMutableRawBufferPointer
@@ -9,13 +7,12 @@ public final class SecureBytes: ContiguousByteStorage, @unchecked Sendable {
 
     /// A zero-filled buffer of `count` bytes, then filled by `initialize`.
     public init(count: Int, initialize: (UnsafeMutableRawBufferPointer) throws -> Void) rethrows {
-        Sodium.ready()
         let storage = UnsafeMutableRawBufferPointer.allocate(byteCount: max(count, 1), alignment: 16)
         storage.initializeMemory(as: UInt8.self, repeating: 0)
         do {
             try initialize(UnsafeMutableRawBufferPointer(rebasing: storage[0..<count]))
         } catch {
-            Sodium.wipe(storage)
+            SecureMemory.wipe(storage)
             storage.deallocate()
             throw error
         }
@@ -31,7 +28,7 @@ public final class SecureBytes: ContiguousByteStorage, @unchecked Sendable {
     }
 
     public static func random(count: Int) -> SecureBytes {
-        SecureBytes(count: count) { randombytes_buf($0.baseAddress!, $0.count) }
+        SecureBytes(count: count) { Backend.randomBytes(into: $0) }
     }
 
     public func withUnsafeBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
@@ -51,7 +48,7 @@ public final class SecureBytes: ContiguousByteStorage, @unchecked Sendable {
     }
 
     deinit {
-        Sodium.wipe(storage)
+        SecureMemory.wipe(storage)
         storage.deallocate()
     }
 }

@@ -1,5 +1,3 @@
-import CSodium
-
 public enum CryptoError: Error, Equatable, CustomStringConvertible {
     case invalidKeyLength(expected: Int, got: Int)
     /// The DH result was all zeros: the peer sent a low-order point.
@@ -15,7 +13,7 @@ public enum CryptoError: Error, Equatable, CustomStringConvertible {
     }
 }
 
-/// Curve25519 Diffie-Hellman (RFC 7748) via libsodium's `crypto_scalarmult`.
+/// Curve25519 Diffie-Hellman (RFC 7748), on the build's crypto backend.
 public enum X25519 {
     public static let keyLength = 32
 
@@ -39,29 +37,18 @@ public enum X25519 {
     }
 
     public static func publicKey(for privateKey: SecureBytes) -> [UInt8] {
-        Sodium.ready()
         var out = [UInt8](repeating: 0, count: keyLength)
-        privateKey.withUnsafeBytes { sk in
-            _ = crypto_scalarmult_curve25519_base(&out, sk.bindMemory(to: UInt8.self).baseAddress!)
-        }
+        privateKey.withUnsafeBytes { sk in out.withUnsafeMutableBytes { Backend.x25519PublicKey(secret: sk, into: $0) } }
         return out
     }
 
     /// DH(privateKey, publicKey). The result is secret.
     public static func sharedSecret(_ privateKey: SecureBytes, _ publicKey: some ContiguousByteStorage) throws -> SecureBytes {
-        Sodium.ready()
         let pkCount = publicKey.withUnsafeBytes { $0.count }
         guard pkCount == keyLength else { throw CryptoError.invalidKeyLength(expected: keyLength, got: pkCount) }
         return try SecureBytes(count: keyLength) { out in
-            let rc = privateKey.withUnsafeBytes { sk in
-                publicKey.withUnsafeBytes { pk in
-                    crypto_scalarmult_curve25519(
-                        out.bindMemory(to: UInt8.self).baseAddress!,
-                        sk.bindMemory(to: UInt8.self).baseAddress!,
-                        pk.bindMemory(to: UInt8.self).baseAddress!)
-                }
-            }
-            if rc != 0 { throw CryptoError.weakPublicKey }
+            let ok = privateKey.withUnsafeBytes { sk in publicKey.withUnsafeBytes { pk in Backend.x25519(secret: sk, public: pk, into: out) } }
+            if !ok { throw CryptoError.weakPublicKey }
         }
     }
 }

@@ -82,7 +82,7 @@ final class RelayStack: @unchecked Sendable {
     let nodeID: String
 
     /// If a later part fails to start, the earlier ones are stopped by their deinit.
-    init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = []) throws {
+    init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil) throws {
         gateway = try SimulatedGateway()
         let state = TemporaryDirectory("bridge")
         var arguments = gateway.bridgeArguments + bridgeArguments
@@ -93,7 +93,7 @@ final class RelayStack: @unchecked Sendable {
         }
         bridge = try BridgeDaemon(state: state, arguments: arguments)
         try gateway.waitFor("bridge connected")
-        node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments)
+        node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments, executable: nodeExecutable)
         nodeID = try node.pair(with: bridge)
         try gateway.waitForEvent("connected")
     }

@@ -54,11 +54,17 @@ final class SimulatedNode: @unchecked Sendable {
     let state: TemporaryDirectory
     let process: ChildProcess
 
-    init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = [], launcher: [String] = []) throws {
+    /// `executable`: another build of node-sim (the swift-crypto one) instead of this build's.
+    init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = [], launcher: [String] = [],
+         executable: URL? = nil) throws {
         self.state = state
         let connect = port.map { ["--connect", "127.0.0.1:\($0)"] } ?? []
-        process = try launch("lanbridge-node-sim", ["--state-dir", state.path] + connect + arguments, launcher: launcher,
-                             mergeStandardError: true, standardInput: true)
+        let all = ["--state-dir", state.path] + connect + arguments
+        if let executable {
+            process = try ChildProcess(executable, all, mergeStandardError: true, standardInput: true)
+        } else {
+            process = try launch("lanbridge-node-sim", all, launcher: launcher, mergeStandardError: true, standardInput: true)
+        }
     }
 
     /// The next line starting with `prefix`, without the prefix.

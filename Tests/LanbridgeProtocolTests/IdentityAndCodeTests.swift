@@ -63,3 +63,15 @@ struct NodeDetailsSanitisingTests {
         #expect(NodeDetails(displayName: "\u{1B}", platform: "ios").sanitized().displayName == "unnamed device")
     }
 }
+
+/// What every crypto backend must do the same (this suite runs on libsodium and on swift-crypto).
+struct CryptoBackendTests {
+    /// A low-order public key makes an all-zero DH result: refused, whichever backend (CryptoKit
+    /// does not refuse it itself).
+    @Test func aLowOrderPublicKeyIsRefused() {
+        let keys = X25519.KeyPair.generate()
+        for point in [[UInt8](repeating: 0, count: 32), [1] + [UInt8](repeating: 0, count: 31)] {
+            #expect(throws: CryptoError.weakPublicKey) { try X25519.sharedSecret(keys.privateKey, point) }
+        }
+    }
+}

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import LanbridgeDiscovery
+import LanbridgeCrypto
 import LanbridgeNode
 import LanbridgeProtocol
 import Logging
@@ -52,6 +53,7 @@ struct NodeSim: AsyncParsableCommand {
         let client = try NodeClient(configuration: .init(stateDirectory: URL(fileURLWithPath: stateDir), details: details, foreground: !background),
                                     logger: Logger(label: "node-sim") { var h = StreamLogHandler.standardError(label: $0); h.logLevel = level; return h })
         say("node \(client.nodeID)")
+        say("crypto \(CryptoInfo.backend)")
         let canvas = Canvas()
         await register(client, canvas: canvas, details: details)
 

@@ -45,7 +45,7 @@ public enum GatewayProof {
         let parts = header.split(separator: " ")
         guard parts.count == 2, let nonce = try? Hex.decode(String(parts[0])), let proof = try? Hex.decode(String(parts[1])),
               nonce.count == nonceLength, proof.count == 32 else { throw .malformed }
-        guard Sodium.constantTimeEqual(proof, gatewayProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: nonce)) else { throw .wrong }
+        guard SecureMemory.constantTimeEqual(proof, gatewayProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: nonce)) else { throw .wrong }
         return nonce
     }
 

@@ -20,7 +20,7 @@ public enum VerificationCode {
 
     /// Constant-time check of a revealed nonce against its commitment.
     public static func verify(commitment: [UInt8], handshakeHash: [UInt8], nodeNonce: [UInt8]) -> Bool {
-        Sodium.constantTimeEqual(commitment, Self.commitment(handshakeHash: handshakeHash, nodeNonce: nodeNonce))
+        SecureMemory.constantTimeEqual(commitment, Self.commitment(handshakeHash: handshakeHash, nodeNonce: nodeNonce))
     }
 
     public static func code(handshakeHash: [UInt8], nodeNonce: [UInt8], bridgeNonce: [UInt8]) -> String {

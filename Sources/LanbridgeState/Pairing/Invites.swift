@@ -41,7 +41,7 @@ extension PairingState {
         let hex = Hex.encode(id)
         guard let index = invites.invites.firstIndex(where: { $0.id == hex }), invites.invites[index].expiresAt > now,
               SecureSession.Invite.id(forSecret: secret) == id,
-              Sodium.constantTimeEqual(SecureSession.Invite.psk(forSecret: secret),
+              SecureMemory.constantTimeEqual(SecureSession.Invite.psk(forSecret: secret),
                                        (try? Hex.decode(invites.invites[index].psk)) ?? [])
         else { throw PairingError.invalidInvite }
         if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }

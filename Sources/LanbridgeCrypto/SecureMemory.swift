@@ -1,28 +1,29 @@
-import CSodium
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
-/// libsodium must be initialised once before use; every wrapper in this module calls `Sodium.ready()`.
-public enum Sodium {
-    private static let initialised: Bool = {
-        // 0 = initialised now, 1 = already initialised, -1 = failure (no entropy source).
-        sodium_init() >= 0
-    }()
-
-    @inline(__always)
-    public static func ready() {
-        precondition(initialised, "libsodium failed to initialise (no entropy source?)")
-    }
-
+/// Memory handling for secrets, the same whichever crypto backend is built.
+public enum SecureMemory {
     /// Overwrites memory in a way the compiler will not optimise away.
     public static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
-        sodium_memzero(base, buffer.count)
+        #if canImport(Glibc)
+        explicit_bzero(base, buffer.count)
+        #else
+        _ = memset_s(base, buffer.count, 0, buffer.count)
+        #endif
     }
 
-    /// Constant-time equality for secrets and MACs.
+    /// Equality for secrets and MACs in time that depends only on the length.
     public static func constantTimeEqual(_ a: some ContiguousByteStorage, _ b: some ContiguousByteStorage) -> Bool {
         a.withUnsafeBytes { pa in
             b.withUnsafeBytes { pb in
-                pa.count == pb.count && (pa.count == 0 || sodium_memcmp(pa.baseAddress!, pb.baseAddress!, pa.count) == 0)
+                guard pa.count == pb.count else { return false }
+                var difference: UInt8 = 0
+                for index in 0..<pa.count { difference |= pa[index] ^ pb[index] }
+                return difference == 0
             }
         }
     }
