@@ -16,21 +16,24 @@ from lanbridge_node.store import public_key
 class FakeBridge:
     """One connection at a time on 127.0.0.1; `script(session)` plays the bridge's side."""
 
-    def __init__(self, script, invites=None):
+    def __init__(self, script, invites=None, connections=1):
         self.key = os.urandom(32)
         self.public = public_key(self.key)
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
-        self.script, self.invites, self.errors = script, invites, []
+        self.script, self.invites, self.errors, self.connections = script, invites, [], connections
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def _run(self):
+        """`script(session)`, or `script(session, n)` for the n-th of several connections."""
         try:
-            sock, _ = self.listener.accept()
-            with sock:
-                sock.settimeout(10)
-                self.script(wire.accept(sock, self.key, invites=self.invites))
+            for n in range(self.connections):
+                sock, _ = self.listener.accept()
+                with sock:
+                    sock.settimeout(10)
+                    session = wire.accept(sock, self.key, invites=self.invites)
+                    self.script(session, n) if self.connections > 1 else self.script(session)
         except Exception as error:  # reported by the test through .errors
             self.errors.append(error)
 
@@ -201,3 +204,24 @@ def test_the_state_files_are_the_swift_librarys():
     from lanbridge_node.store import BridgePin
     parsed = BridgePin.from_json(json.loads(json.dumps(pin)))
     assert parsed.fingerprint == pin["fingerprint"] and parsed.to_json() == pin
+
+
+def test_reconnects_after_the_bridge_drops_it_and_stops_when_revoked(tmp_path):
+    seen = []
+
+    def bridge(session, n):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": True, "nodeId": "n"})
+        seen.append(receive(session))  # the state, sent again on every connect
+        if n == 1:
+            send(session, {"type": "revoked", "nodeId": "n"})
+        # n == 0: the connection just closes, as a restarting bridge's does
+
+    fake = FakeBridge(bridge, connections=2)
+    node = paired_node(tmp_path, fake)
+    events = []
+    node.on_event = lambda kind, detail: events.append(kind)
+    with pytest.raises(Revoked):
+        asyncio.run(asyncio.wait_for(node.run(), 20))
+    fake.join()
+    assert seen == [{"type": "state", "foreground": True}] * 2
+    assert events[:3] == ["connected", "disconnected", "connected"], events
