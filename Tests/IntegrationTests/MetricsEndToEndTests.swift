@@ -68,11 +68,14 @@ struct MetricsEndToEndTests {
         // Two silent connections from one address, with a per-address cap of one: the second is refused.
         let first = silentConnection(to: stack.bridge.port), second = silentConnection(to: stack.bridge.port)
         defer { close(first); close(second) }
-        let refused = try scrape(port) { ($0["lanbridge_admission_refusals_total{reason=\"over_the_per_address_cap\"}"] ?? 0) >= 1 }
+        try stack.bridge.waitForLog("refused connection")  // logged after it is counted
+        let refused = try scrape(port)
         #expect(refused["lanbridge_admission_refusals_total{reason=\"over_the_per_address_cap\"}"] == 1)
 
         // The gateway goes away: health says why, the gauge drops.
         stack.gateway.kill()
+        try stack.bridge.waitForLog("gateway link down")
+        // The link's own loop logs that; the driver may learn it a moment later: wait on the gauge.
         let down = try scrape(port) { $0["lanbridge_gateway_link_up"] == 0 }
         #expect(down["lanbridge_gateway_link_up"] == 0)
         let unhealthy = try HTTPClient.request("GET", port: port, path: "/healthz")
