@@ -81,7 +81,7 @@ public enum BridgeServer {
         do {
             monitoring = try await configuration.metrics.asyncMap { address in
                 let channel = try await BindProblem.explaining(host: address.host, port: address.port) {
-                    try await MetricsEndpoint.bind(host: address.host, port: address.port, registry: registry, metrics: metrics, driver: driver)
+                    try await MetricsEndpoint.bind(host: address.host, port: address.port, registry: registry, driver: driver)
                 }
                 let url = "http://\(ListenAddress.format(host: address.host, port: channel.localAddress?.port ?? address.port))/metrics"
                 logger.info("metrics endpoint listening", metadata: ["metrics": "\(url)"])

@@ -41,10 +41,6 @@ struct EventBroadcastTests {
     }
 }
 
-extension AsyncStream {
-    fileprivate init() { self.init { _ in } }
-}
-
 extension Array {
     fileprivate init(_ stream: AsyncStream<Element>) async {
         self = []

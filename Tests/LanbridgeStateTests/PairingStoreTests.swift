@@ -106,7 +106,7 @@ struct PairingStoreTests {
         var pending = PendingFile()
         pending.requests = [PendingRequest(requestId: "abcdefgh", publicKey: node.publicKey, details: node.details,
                                            sourceAddress: nil, createdAt: now, expiresAt: now + 300)]
-        try AtomicFile.write(PairingStore.encode(pending), to: store.pendingURL)
+        try AtomicFile.write(StateJSON.encode(pending), to: store.pendingURL)
         let state = try store.read()
         #expect(state.paired.nodes == [node])
         #expect(state.pending.requests.isEmpty)

@@ -8,14 +8,13 @@ import Prometheus
 /// or 503 and the reasons), on a loopback address unless the admin forces another. Nothing else is
 /// served; request bodies are not read.
 enum MetricsEndpoint {
-    static func bind(host: String, port: Int, registry: PrometheusCollectorRegistry, metrics: BridgeMetrics,
-                     driver: BridgeDriver) async throws -> any Channel {
+    static func bind(host: String, port: Int, registry: PrometheusCollectorRegistry, driver: BridgeDriver) async throws -> any Channel {
         try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(Handler(registry: registry, metrics: metrics, driver: driver))
+                    try channel.pipeline.syncOperations.addHandler(Handler(registry: registry, driver: driver))
                 }
             }
             .bind(host: host, port: port).get()
@@ -26,12 +25,11 @@ enum MetricsEndpoint {
         typealias OutboundOut = HTTPServerResponsePart
 
         let registry: PrometheusCollectorRegistry
-        let metrics: BridgeMetrics
         let driver: BridgeDriver
         private var request: HTTPRequestHead?
 
-        init(registry: PrometheusCollectorRegistry, metrics: BridgeMetrics, driver: BridgeDriver) {
-            (self.registry, self.metrics, self.driver) = (registry, metrics, driver)
+        init(registry: PrometheusCollectorRegistry, driver: BridgeDriver) {
+            (self.registry, self.driver) = (registry, driver)
         }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -62,7 +60,7 @@ enum MetricsEndpoint {
                     handler.write(problems.isEmpty ? .ok : .serviceUnavailable,
                                   problems.isEmpty ? "ok\n" : problems.joined(separator: "\n") + "\n", head: head, context: context)
                 } else {
-                    handler.metrics.sample(snapshot)
+                    handler.driver.metrics.sample(snapshot)
                     var body: [UInt8] = []
                     handler.registry.emit(into: &body)
                     handler.write(.ok, body, head: head, context: context, type: "text/plain; version=0.0.4; charset=utf-8")

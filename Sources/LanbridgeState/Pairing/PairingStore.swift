@@ -75,9 +75,9 @@ public struct PairingStore: Sendable {
             // invites.json first (a crash after it loses an invite, never reuses one), then
             // paired.json, then pending.json; the journal makes the set all-or-nothing anyway.
             var files: [Journal.File] = []
-            if state.invites != before.invites { files.append(.init(name: Self.invitesFileName, bytes: try Self.encode(state.invites))) }
-            if state.paired != before.paired { files.append(.init(name: Self.pairedFileName, bytes: try Self.encode(state.paired))) }
-            if state.pending != before.pending { files.append(.init(name: Self.pendingFileName, bytes: try Self.encode(state.pending))) }
+            if state.invites != before.invites { files.append(.init(name: Self.invitesFileName, bytes: try StateJSON.encode(state.invites))) }
+            if state.paired != before.paired { files.append(.init(name: Self.pairedFileName, bytes: try StateJSON.encode(state.paired))) }
+            if state.pending != before.pending { files.append(.init(name: Self.pendingFileName, bytes: try StateJSON.encode(state.pending))) }
             let entries = AuditEntry.changes(from: before, to: state, actor: actor, now: Date())
             guard !files.isEmpty || !entries.isEmpty else { return result }
             try commit(Journal(tx: Hex.encode(SecureRandom.bytes(8)), files: files, audit: entries))
@@ -160,7 +160,7 @@ public struct PairingStore: Sendable {
             throw StoreError.corrupt(url, "schema version \(version) is not supported (this lanbridge reads version \(PairedFile.currentVersion))")
         }
         do {
-            return try Self.decoder.decode(T.self, from: data)
+            return try StateJSON.decoder.decode(T.self, from: data)
         } catch let error as DecodingError {
             throw StoreError.corrupt(url, Self.explain(error))
         } catch {
@@ -193,10 +193,6 @@ public struct PairingStore: Sendable {
     }
 
     // MARK: - JSON
-
-    package static var decoder: JSONDecoder { StateJSON.decoder }
-
-    package static func encode(_ value: some Encodable) throws -> [UInt8] { try StateJSON.encode(value) }
 
     private static func schemaVersion(of data: Data) -> Int? {
         struct Versioned: Decodable { let version: Int }
