@@ -52,7 +52,7 @@ public struct AccessPolicy: Sendable, Equatable {
         self.backgroundRetryAfterMs = backgroundRetryAfterMs
     }
 
-    public static let defaultForeground = ["canvas.*", "camera.*", "screen.*"].map { try! CommandPattern($0) }
+    public static let defaultForeground = CommandPattern.foregroundByDefault
     public static let defaultInput = ["input.*", "screen.tap", "screen.type"].map { try! CommandPattern($0) }
 
     public func decide(_ command: String, rules: AccessRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {

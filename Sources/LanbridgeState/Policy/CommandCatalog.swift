@@ -1,3 +1,5 @@
+import LanbridgeProtocol
+
 /// The command names lanbridge knows. Access rules in the config file and `nodes allow|deny` are
 /// checked against it, so a typo (`camera.snpa`) is an error instead of a rule that never applies.
 /// Apps with their own commands name them in the config file's `commands.extra`.

@@ -4,6 +4,8 @@
 /// more remaining segments. Every command name the bridge meets is checked here, and only here.
 public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
     public static let maxLength = 128
+    /// Commands that need the app in the foreground unless the config says otherwise (canvas, camera, screen).
+    public static let foregroundByDefault = ["canvas.*", "camera.*", "screen.*"].map { try! CommandPattern($0) }
 
     public let description: String
     private let segments: [Substring]
