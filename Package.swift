@@ -13,6 +13,7 @@ let package = Package(
         .executable(name: "lanbridge-node-sim", targets: ["lanbridge-node-sim"]),
         .executable(name: "lanbridge-gateway-sim", targets: ["lanbridge-gateway-sim"]),
         .library(name: "LanbridgeNode", targets: ["LanbridgeNode"]),
+        .library(name: "LanbridgeNodeTesting", targets: ["LanbridgeNodeTesting"]),
         .library(name: "LanbridgeProtocol", targets: ["LanbridgeProtocol"]),
     ],
     // The crypto backend under LanbridgeCrypto: libsodium for the bridge (the default), or
@@ -113,6 +114,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // For apps' own tests: an in-memory bridge behind the NodeTransport seam.
+        .target(name: "LanbridgeNodeTesting", dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeCrypto"]),
         .executableTarget(
             name: "lanbridge-node-sim",
             dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -169,7 +172,7 @@ let package = Package(
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")]
         ),
-        .testTarget(name: "LanbridgeNodeTests", dependencies: ["LanbridgeNode"]),
+        .testTarget(name: "LanbridgeNodeTests", dependencies: ["LanbridgeNode", "LanbridgeNodeTesting"]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

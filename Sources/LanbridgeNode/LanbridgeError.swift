@@ -19,11 +19,13 @@ public struct LanbridgeError: Error, Equatable, Sendable, CustomStringConvertibl
         (self.code, self.message, self.retryable, self.retryAfterMs, self.details) = (code, message, retryable, retryAfterMs, details)
     }
 
-    init(_ error: ErrorMessage) {
+    /// The error a bridge or gateway sent, as a Swift error.
+    public init(_ error: ErrorMessage) {
         self.init(code: error.code, message: error.message, retryable: error.retryable ?? false, retryAfterMs: error.retryAfterMs, details: error.details)
     }
 
-    var errorMessage: ErrorMessage {
+    /// The error as the wire carries it (PROTOCOL.md §9.5).
+    public var errorMessage: ErrorMessage {
         ErrorMessage(code: code, message: message, details: details, retryable: retryable ? true : nil, retryAfterMs: retryAfterMs)
     }
 

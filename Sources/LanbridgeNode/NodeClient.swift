@@ -1,11 +1,8 @@
 import Foundation
 import LanbridgeCrypto
-import LanbridgeTransport
 import LanbridgeProtocol
 import LanbridgeFiles
 import Logging
-import NIOCore
-import NIOPosix
 
 /// What a node app links to talk to a lanbridge: pairing (by code or invite), a pinned bridge key,
 /// a connection kept up with backoff, foreground state, command handlers and events.
@@ -30,6 +27,8 @@ public actor NodeClient {
         public var minimumBackoff: Double = 0.5
         /// The longest reconnect delay, in seconds.
         public var maximumBackoff: Double = 30
+        /// How the client reaches the bridge; nil: `TCPNodeTransport` (tests pass a `FakeBridge`).
+        public var transport: (any NodeTransport)?
         /// A configuration with the file key store in `stateDirectory`.
         public init(stateDirectory: URL, details: NodeDetails, foreground: Bool = true) {
             (self.stateDirectory, self.details, self.foreground) = (stateDirectory, details, foreground)
@@ -98,7 +97,8 @@ public actor NodeClient {
     private var pin: BridgePin?
     private var handlers: [String: Handler] = [:]
     private var foreground: Bool
-    private var outbound: NIOAsyncChannelOutboundWriter<[UInt8]>?
+    private let transport: any NodeTransport
+    private var connection: NodeConnection?
     private var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
     private var deadlines: [String: Task<Void, Never>] = [:]
     private var nextCall = 0
@@ -109,6 +109,7 @@ public actor NodeClient {
     public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
         self.configuration = configuration
         store = configuration.keyStore ?? FileKeyStore(directory: configuration.stateDirectory)
+        transport = configuration.transport ?? TCPNodeTransport(logger: logger)
         identity = try store.identity()
         pin = try store.pin()
         nodeID = Fingerprint(publicKey: identity.publicKey).description
@@ -207,43 +208,28 @@ public actor NodeClient {
     // MARK: - One connection
 
     private func connectOnce(host: String, port: Int, invite: InviteURI?) async throws -> String {
-        let sessionInvite = invite.map { SecureSession.Invite(secret: SecureBytes(copying: $0.secret)) }
-        let (session, opening) = try SecureSession.initiate(with: identity, invite: sessionInvite)
-        let logger = self.logger
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .connectTimeout(.seconds(10))
-            .channelOption(.socketOption(.so_keepalive), value: 1)
-            .connect(host: host, port: port) { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(IdleStateHandler(readTimeout: .seconds(45)))
-                    try sync.addHandler(IdleCloser(logger: logger))
-                    try sync.addHandler(SecureChannelHandler(initiator: session, opening: opening, logger: logger))
-                    return try NIOAsyncChannel<SecureChannelInbound, [UInt8]>(wrappingChannelSynchronously: channel)
-                }
-            }
+        let connection = try await transport.connect(host: host, port: port, identity: identity, invite: invite)
         var established = false
+        self.connection = connection
         defer {
-            outbound = nil
+            connection.close()
+            self.connection = nil
             connected = false
             for id in Array(calls.keys) {
                 answer(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true)))
             }
         }
-        try await channel.executeThenClose { inbound, outbound in
-            self.outbound = outbound
-            var exchange = PairingProgress()
-            for try await event in inbound {
-                switch event {
-                case let .established(result):
-                    try checkBridgeKey(result, invite: invite)
-                    established = true
-                    exchange.handshakeHash = result.handshakeHash
-                    exchange.bridgeKey = PublicKey(bytes: result.remoteStaticKey)
-                case let .message(bytes):
-                    guard let message = try? SessionMessages.decode(bytes) else { continue }
-                    try await handle(message, exchange: &exchange, channel: channel.channel, host: host, port: port, invite: invite)
-                }
+        var exchange = PairingProgress()
+        for try await event in connection.events {
+            switch event {
+            case let .established(bridgeKey, handshakeHash):
+                try checkBridgeKey(bridgeKey, invite: invite)
+                established = true
+                exchange.handshakeHash = handshakeHash
+                exchange.bridgeKey = PublicKey(bytes: bridgeKey)
+            case let .message(bytes):
+                guard established, let message = try? SessionMessages.decode(bytes) else { continue }
+                try await handle(message, exchange: &exchange, connection: connection, host: host, port: port, invite: invite)
             }
         }
         if !established, invite != nil {
@@ -260,9 +246,9 @@ public actor NodeClient {
         var code: String?
     }
 
-    private func checkBridgeKey(_ result: SecureSession.HandshakeResult, invite: InviteURI?) throws {
-        let presented = Fingerprint(publicKey: result.remoteStaticKey)
-        if let pin, pin.publicKey.bytes != result.remoteStaticKey {
+    private func checkBridgeKey(_ bridgeKey: [UInt8], invite: InviteURI?) throws {
+        let presented = Fingerprint(publicKey: bridgeKey)
+        if let pin, pin.publicKey.bytes != bridgeKey {
             throw ClientError.bridgeKeyMismatch(expected: pin.fingerprint.description, presented: presented.description)
         }
         if let invite, invite.bridgeFingerprint != presented {
@@ -270,13 +256,13 @@ public actor NodeClient {
         }
     }
 
-    private func handle(_ message: any SessionMessage, exchange: inout PairingProgress, channel: any Channel,
+    private func handle(_ message: any SessionMessage, exchange: inout PairingProgress, connection: NodeConnection,
                         host: String, port: Int, invite: InviteURI?) async throws {
         switch message {
         case let welcome as Welcome:
             exchange.bridgeName = welcome.bridgeName
             if welcome.paired {
-                try await becomeConnected(exchange, channel: channel, host: host, port: port)
+                try await becomeConnected(exchange, connection: connection, host: host, port: port)
             } else if let invite {
                 await send(InviteRedeem(secret: Hex.encode(invite.secret), details: configuration.details))
             } else {
@@ -301,7 +287,7 @@ public actor NodeClient {
             emit.yield(.pairingPending(requestId: pending.requestId))
         case let resolved as PairResolved:
             switch resolved.outcome {
-            case .approved: try await becomeConnected(exchange, channel: channel, host: host, port: port)
+            case .approved: try await becomeConnected(exchange, connection: connection, host: host, port: port)
             case .rejected: throw ClientError.pairingRejected
             case .expired: throw ClientError.pairingExpired
             }
@@ -328,8 +314,8 @@ public actor NodeClient {
         }
     }
 
-    private func becomeConnected(_ exchange: PairingProgress, channel: any Channel, host: String, port: Int) async throws {
-        try await channel.triggerUserOutboundEvent(SecureChannelHandler.Authorize()).get()
+    private func becomeConnected(_ exchange: PairingProgress, connection: NodeConnection, host: String, port: Int) async throws {
+        try await connection.authorize()
         if pin == nil, let key = exchange.bridgeKey {
             let newPin = BridgePin(publicKey: key, fingerprint: key.fingerprint, host: host, port: port,
                                    bridgeName: exchange.bridgeName, pairedAt: Date())
@@ -358,6 +344,6 @@ public actor NodeClient {
     }
 
     private func send(_ message: some SessionMessage) async {
-        try? await outbound?.write(SessionMessages.encode(message))
+        try? await connection?.send(SessionMessages.encode(message))
     }
 }

@@ -1,0 +1,200 @@
+import Foundation
+import LanbridgeNode
+import LanbridgeNodeTesting
+import LanbridgeProtocol
+import Testing
+
+/// `NodeClient` driven through `FakeBridge`, as an app's own tests would: no sockets, no daemon.
+struct FakeBridgeTests {
+    /// A client on a fresh state directory, running against `bridge` until the test ends.
+    struct Running {
+        let client: NodeClient
+        let task: Task<Void, any Error>
+        let directory: URL
+        /// Subscribed before `run`, so no event is missed.
+        let events: AsyncStream<NodeClient.Event>
+
+        /// Awaits the client's next event that `match` accepts.
+        func next(_ match: (NodeClient.Event) -> Bool) async -> NodeClient.Event? {
+            for await event in events where match(event) { return event }
+            return nil
+        }
+
+        func connected() async {
+            _ = await next { if case .connected = $0 { true } else { false } }
+        }
+        func stop() async {
+            task.cancel()
+            _ = await task.result
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    static func start(_ bridge: FakeBridge, details: NodeDetails = NodeDetails(displayName: "Test phone", platform: "ios", commands: ["device.echo", "canvas.snapshot"], flags: .init(requiresForeground: true)),
+                      invite: InviteURI? = nil, setUp: (NodeClient) async -> Void = { _ in }) async throws -> Running {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanbridge-fake-\(UUID().uuidString)")
+        var configuration = NodeClient.Configuration(stateDirectory: directory, details: details)
+        configuration.transport = bridge
+        configuration.minimumBackoff = 0.01
+        let client = try NodeClient(configuration: configuration)
+        await setUp(client)
+        let events = client.events
+        let task = Task { try await client.run(host: "bridge.test", port: 18790, invite: invite) }
+        return Running(client: client, task: task, directory: directory, events: events)
+    }
+
+    /// Pairs by code: the operator sees the code the node shows, and approves; returns once both
+    /// sides are connected.
+    static func pair(_ bridge: FakeBridge, _ node: Running) async throws -> String {
+        let request = await bridge.nextPairingRequest()
+        let shown = await node.next { if case .verificationCode = $0 { true } else { false } }
+        #expect(shown == .verificationCode(request.code, requestId: request.requestId))
+        #expect(request.nodeID == node.client.nodeID)
+        try await bridge.approve(request.requestId)
+        #expect(await bridge.nextConnection() == node.client.nodeID)
+        await node.connected()
+        return request.nodeID
+    }
+
+    @Test func pairsByCodeThenAnswersInvokesWithItsHandlers() async throws {
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge) { client in
+            await client.handle("device.echo") { params in params ?? .null }
+        }
+        let nodeID = try await Self.pair(bridge, node)
+        #expect(await node.client.bridge?.fingerprint == bridge.fingerprint)
+        #expect(try await bridge.invoke(nodeID, "device.echo", params: ["hi": 1]) == ["hi": 1])
+        await #expect(throws: LanbridgeError.self) { try await bridge.invoke(nodeID, "device.missing") }
+        do {
+            _ = try await bridge.invoke(nodeID, "device.missing")
+        } catch {
+            #expect(error.code == "UNKNOWN_COMMAND")
+        }
+        await node.stop()
+    }
+
+    @Test func typedHandlersRefuseParamsOfTheWrongShape() async throws {
+        struct Size: Codable, Sendable { var width: Int }
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge) { client in
+            await client.handle("canvas.snapshot") { (size: Size) in Size(width: size.width * 2) }
+        }
+        let nodeID = try await Self.pair(bridge, node)
+        #expect(try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": 21]) == ["width": 42])
+        do {
+            _ = try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": "wide"])
+            Issue.record("a string width was accepted")
+        } catch {
+            #expect(error.code == LanbridgeError.invalidParams)
+        }
+        await node.stop()
+    }
+
+    @Test func pairsByInviteOnceAndTheInviteCannotBeUsedAgain() async throws {
+        let bridge = FakeBridge()
+        let invite = await bridge.makeInvite()
+        let node = try await Self.start(bridge, invite: invite)
+        let nodeID = await bridge.nextConnection()
+        #expect(nodeID == node.client.nodeID)
+        #expect(await bridge.isPaired(nodeID))
+        await node.stop()
+
+        let second = try await Self.start(bridge, invite: invite)
+        do {
+            try await second.task.value
+            Issue.record("a used invite paired a second node")
+        } catch let error as NodeClient.ClientError {
+            guard case .inviteRefused = error else { Issue.record("\(error)"); return }
+        }
+        await second.stop()
+    }
+
+    @Test func backgroundFastFailsForegroundCommandsUntilTheAppReturns() async throws {
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge) { client in
+            await client.handle("canvas.snapshot") { _ in ["ok": true] }
+        }
+        let nodeID = try await Self.pair(bridge, node)
+        await node.client.setForeground(false)
+        _ = await bridge.next { if case .appState(_, false) = $0 { true } else { nil } }
+        do {
+            _ = try await bridge.invoke(nodeID, "canvas.snapshot")
+            Issue.record("a backgrounded node was invoked")
+        } catch {
+            #expect(error.code == ErrorMessage.backgroundUnavailable)
+            #expect(error.retryable)
+        }
+        await node.client.setForeground(true)
+        _ = await bridge.next { if case .appState(_, true) = $0 { true } else { nil } }
+        #expect(try await bridge.invoke(nodeID, "canvas.snapshot") == ["ok": true])
+        await node.stop()
+    }
+
+    @Test func revocationForgetsThePinAndStopsTheClient() async throws {
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge)
+        let nodeID = try await Self.pair(bridge, node)
+        await bridge.revoke(nodeID)
+        await #expect(throws: NodeClient.ClientError.revoked) { try await node.task.value }
+        #expect(await node.client.bridge == nil)
+        await node.stop()
+    }
+
+    @Test func aDroppedConnectionIsReconnectedWithoutPairingAgain() async throws {
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge) { client in
+            await client.handle("device.echo") { params in params ?? .null }
+        }
+        let nodeID = try await Self.pair(bridge, node)
+        await bridge.disconnect(nodeID)
+        #expect(await bridge.nextConnection() == nodeID)
+        #expect(try await bridge.invoke(nodeID, "device.echo", params: "again") == "again")
+        await node.stop()
+    }
+
+    @Test func callsReachTheGatewayAndThrowItsErrors() async throws {
+        let bridge = FakeBridge()
+        await bridge.answerCalls { method, params in
+            method == "agent" ? .success(["echo": params ?? .null]) : .failure(LanbridgeError(code: ErrorMessage.forbidden, message: "no"))
+        }
+        let node = try await Self.start(bridge)
+        _ = try await Self.pair(bridge, node)
+        #expect(try await node.client.call("agent", params: "hello", idempotencyKey: "k1") == ["echo": "hello"])
+        do {
+            _ = try await node.client.call("system.run")
+            Issue.record("a refused call returned")
+        } catch {
+            #expect(error.code == ErrorMessage.forbidden)
+        }
+        await node.stop()
+    }
+
+    @Test func aCallWithNoAnswerThrowsTimeoutAtItsDeadline() async throws {
+        let bridge = FakeBridge()
+        await bridge.answerCalls { _, _ in nil }  // the gateway never answers
+        let node = try await Self.start(bridge)
+        _ = try await Self.pair(bridge, node)
+        do {
+            _ = try await node.client.call("agent", params: "slow", timeout: .milliseconds(50))
+            Issue.record("an unanswered call returned")
+        } catch {
+            #expect(error.code == LanbridgeError.timeout)
+            #expect(error.retryable)
+        }
+        await node.stop()
+    }
+
+    @Test func aCallInFlightWhenTheConnectionDropsThrowsUnavailable() async throws {
+        let bridge = FakeBridge()
+        await bridge.answerCalls { _, _ in nil }
+        let node = try await Self.start(bridge)
+        let nodeID = try await Self.pair(bridge, node)
+        async let outcome: LanbridgeError? = {
+            do throws(LanbridgeError) { _ = try await node.client.call("agent", params: "x", timeout: .seconds(600)); return nil } catch { return error }
+        }()
+        _ = await bridge.next { if case .gatewayCall = $0 { true } else { nil } }
+        await bridge.disconnect(nodeID)
+        #expect(await outcome?.code == LanbridgeError.unavailable)
+        await node.stop()
+    }
+}
