@@ -1,4 +1,4 @@
-/// The primitives the Noise engine needs, as each crypto backend provides them. The public types
+/// The primitives the Noise engine (and the OpenClaw device identity's Ed25519) need, as each crypto backend provides them. The public types
 /// of this module (`X25519`, `ChaChaPoly`, `SHA256`, `HMACSHA256`, `SecureRandom`, `SecureBytes`)
 /// are written once over this; the package trait picks the backend at build time:
 ///
@@ -24,6 +24,12 @@ protocol CryptoBackend {
     static func hmacSHA256(key: UnsafeRawBufferPointer, _ parts: [any ContiguousByteStorage], into out: UnsafeMutableRawBufferPointer)
     /// Cryptographically secure random bytes.
     static func randomBytes(into out: UnsafeMutableRawBufferPointer)
+    /// The Ed25519 public key (32 bytes) of a 32-byte seed (RFC 8032's private key).
+    static func ed25519PublicKey(seed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+    /// The 64-byte Ed25519 signature of `message` with the key of `seed`.
+    static func ed25519Sign(seed: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer)
+    /// Whether `signature` is `publicKey`'s signature of `message` (false for a malformed key).
+    static func ed25519Verify(publicKey: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool
 }
 
 #if Sodium

@@ -91,5 +91,35 @@ enum SodiumBackend: CryptoBackend {
         ready()
         if let base = out.baseAddress { randombytes_buf(base, out.count) }
     }
+
+    static func ed25519PublicKey(seed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        withExpandedKey(seed) { _ in } publicKey: { out.copyMemory(from: $0) }
+    }
+
+    static func ed25519Sign(seed: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        withExpandedKey(seed) { secret in
+            _ = crypto_sign_detached(out.bindMemory(to: UInt8.self).baseAddress!, nil,
+                                     message.bindMemory(to: UInt8.self).baseAddress, UInt64(message.count), secret)
+        } publicKey: { _ in }
+    }
+
+    static func ed25519Verify(publicKey: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool {
+        ready()
+        guard publicKey.count == 32, signature.count == 64 else { return false }
+        return crypto_sign_verify_detached(signature.bindMemory(to: UInt8.self).baseAddress!, message.bindMemory(to: UInt8.self).baseAddress,
+                                           UInt64(message.count), publicKey.bindMemory(to: UInt8.self).baseAddress!) == 0
+    }
+
+    /// libsodium's 64-byte signing key (seed and public key) from the seed, wiped after `body`.
+    private static func withExpandedKey(_ seed: UnsafeRawBufferPointer, _ body: (UnsafePointer<UInt8>) -> Void,
+                                        publicKey: (UnsafeRawBufferPointer) -> Void) {
+        ready()
+        var pk = [UInt8](repeating: 0, count: 32)
+        let sk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 16)
+        defer { SecureMemory.wipe(sk); sk.deallocate() }
+        _ = crypto_sign_seed_keypair(&pk, sk.bindMemory(to: UInt8.self).baseAddress!, seed.bindMemory(to: UInt8.self).baseAddress!)
+        body(UnsafePointer(sk.bindMemory(to: UInt8.self).baseAddress!))
+        pk.withUnsafeBytes(publicKey)
+    }
 }
 #endif

@@ -53,5 +53,27 @@ enum SwiftCryptoBackend: CryptoBackend {
         var generator = SystemRandomNumberGenerator()  // the system's CSPRNG (getrandom, arc4random)
         for index in out.indices { out[index] = UInt8.random(in: .min ... .max, using: &generator) }
     }
+
+    static func ed25519PublicKey(seed: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        signingKey(seed).publicKey.rawRepresentation.withUnsafeBytes { out.copyMemory(from: $0) }
+    }
+
+    static func ed25519Sign(seed: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) {
+        // BoringSSL signs deterministically (RFC 8032); CryptoKit on Apple platforms randomises:
+        // both verify the same.
+        guard let signature = try? signingKey(seed).signature(for: message) else { preconditionFailure("Ed25519 signing failed") }
+        signature.withUnsafeBytes { out.copyMemory(from: $0) }
+    }
+
+    static func ed25519Verify(publicKey: UnsafeRawBufferPointer, message: UnsafeRawBufferPointer, signature: UnsafeRawBufferPointer) -> Bool {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey) else { return false }
+        return key.isValidSignature(signature, for: message)
+    }
+
+    private static func signingKey(_ seed: UnsafeRawBufferPointer) -> Curve25519.Signing.PrivateKey {
+        // Any 32 bytes are a valid seed: this cannot throw.
+        guard let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: seed) else { preconditionFailure("Ed25519 seed of \(seed.count) bytes") }
+        return key
+    }
 }
 #endif
