@@ -1,0 +1,33 @@
+/// lanbridge's command names and OpenClaw's, in one table (README, "Using lanbridge with
+/// OpenClaw"). A command with the same name and contract on both sides passes as it is; one that
+/// differs only in name is renamed; anything else OpenClaw does not know is not offered to it.
+public enum OpenClawCommands {
+    /// Renamed on the way: (lanbridge, OpenClaw).
+    public static let renamed: [(lanbridge: String, openClaw: String)] = [
+        ("system.info", "device.info"),
+    ]
+
+    /// The node commands OpenClaw's gateway knows (its platform allowlists and its dangerous list,
+    /// openclaw-gateway-protocol.md §5), where lanbridge has a command of the same name and meaning.
+    public static let shared: Set<String> = [
+        "canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot",
+        "canvas.a2ui.push", "canvas.a2ui.reset",
+        "camera.list", "camera.snap", "camera.clip",
+        "screen.record", "screen.snapshot",
+        "location.get",
+        "sms.send",
+        "system.notify", "system.run",
+    ]
+
+    /// OpenClaw's name for a lanbridge command, or nil when it is not offered to OpenClaw.
+    public static func openClawName(_ lanbridge: String) -> String? {
+        if let pair = renamed.first(where: { $0.lanbridge == lanbridge }) { return pair.openClaw }
+        return shared.contains(lanbridge) ? lanbridge : nil
+    }
+
+    /// lanbridge's name for a command OpenClaw invokes, or nil when lanbridge has none.
+    public static func lanbridgeName(_ openClaw: String) -> String? {
+        if let pair = renamed.first(where: { $0.openClaw == openClaw }) { return pair.lanbridge }
+        return shared.contains(openClaw) ? openClaw : nil
+    }
+}

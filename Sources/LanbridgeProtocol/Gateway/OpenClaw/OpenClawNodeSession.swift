@@ -1,0 +1,355 @@
+import Foundation
+
+/// One lanbridge node's WebSocket session at an OpenClaw gateway, as role `node`
+/// (openclaw-gateway-protocol.md §2, §4), sans I/O: frames and the node's answers go in, actions
+/// come out. The bridge holds one per connected, paired node; `OpenClawLink` carries the actions out.
+///
+///     gateway → connect.challenge {nonce, ts}
+///     session → req connect {minProtocol 3, maxProtocol 4, client node-host/node, role node,
+///               scopes [], device {id, publicKey, signature over v3 (or v2), signedAt = ts, nonce}, auth}
+///     gateway → res hello-ok {protocol, auth.deviceToken, policy.tickIntervalMs}
+///     gateway → event node.invoke.request {id, nodeId, command, paramsJSON, timeoutMs, idempotencyKey}
+///     session → req node.invoke.result {id, nodeId, ok, payloadJSON | error}
+///
+/// Nothing about the node is sent before the gateway's challenge, and nothing it sends is acted
+/// on before `hello-ok`.
+public struct OpenClawNodeSession: Sendable {
+    /// What the session connects with. The tokens are secrets: never logged.
+    public struct Configuration: Sendable {
+        public var device: OpenClawDevice
+        public var claims: OpenClawDevice.Claims
+        /// Unique per node: the gateway retires silently paired devices that share a name (§3.5).
+        public var displayName: String
+        /// lanbridge's node ID, as the gateway's `client.instanceId`.
+        public var instanceId: String
+        public var version: String
+        public var modelIdentifier: String?
+        public var caps: [String]
+        /// OpenClaw's names (`OpenClawCommands.openClawName`).
+        public var commands: [String]
+        /// The gateway's shared token, for the first contact and after a device token is refused.
+        public var sharedToken: String?
+        /// The token the gateway issued this device, once it has.
+        public var deviceToken: String?
+        public var signature: OpenClawDevice.PayloadVersion = .v3
+        public static let protocols = 3...4
+        public static let handshakeTimeoutMs: Int64 = 15_000
+
+        public init(device: OpenClawDevice, claims: OpenClawDevice.Claims, displayName: String, instanceId: String, version: String,
+                    modelIdentifier: String? = nil, caps: [String], commands: [String], sharedToken: String?, deviceToken: String?) {
+            (self.device, self.claims, self.displayName, self.instanceId, self.version) = (device, claims, displayName, instanceId, version)
+            (self.modelIdentifier, self.caps, self.commands, self.sharedToken, self.deviceToken) = (modelIdentifier, caps, commands, sharedToken, deviceToken)
+        }
+    }
+
+    /// An invoke for the lanbridge node, in lanbridge's vocabulary.
+    public struct Invoke: Sendable, Equatable {
+        public var id: String
+        public var command: String
+        public var params: JSONValue?
+        public var timeoutMs: Int?
+        public var idempotencyKey: String?
+        /// Queued by the gateway while the node was in the background (`node.pending.pull`):
+        /// its answer goes nowhere, the action is acknowledged once run.
+        public var queued: Bool
+    }
+
+    /// How the next connection should differ, when the gateway said why it refused this one.
+    public enum Retry: Sendable, Equatable {
+        /// Back off and try again as before.
+        case backoff
+        /// The gateway does not know v3 signatures: sign v2 (at once).
+        case signV2
+        /// The device token was refused: forget it, connect with the shared token (at once, once).
+        case sharedToken
+        /// Needs a person: approve the device at the gateway, or fix the configuration. Retried slowly.
+        case operatorNeeded(String)
+    }
+
+    public enum Action: Sendable, Equatable {
+        /// A text frame for the gateway.
+        case send([UInt8])
+        /// `hello-ok`: the session is up.
+        case connected(protocolVersion: Int)
+        /// The gateway issued (or rotated) this device's token: store it (0600).
+        case storeDeviceToken(String)
+        /// Run this invoke on the node; answer with `nodeAnswered`.
+        case invoke(Invoke)
+        /// The gateway gave up on an invoke: stop waiting for it.
+        case cancel(invokeId: String)
+        /// Close the socket.
+        case close(reason: String, retry: Retry)
+    }
+
+    private enum State: Sendable {
+        case awaitingChallenge(since: Int64)
+        case awaitingHello(requestId: String, since: Int64)
+        case ready
+        case closed
+    }
+
+    public private(set) var configuration: Configuration
+    private var state: State
+    private var protocolVersion = 0
+    private var tickIntervalMs: Int64 = 30_000
+    private var lastFrameMs: Int64
+    private var inFlight: Set<String> = []
+    /// Queued actions pulled and being run; acknowledged once all have answered.
+    private var queuedRunning: Set<String> = []
+    private var queuedDone: [String] = []
+    private var nextRequest = 0
+
+    public init(_ configuration: Configuration, nowMs: Int64) {
+        self.configuration = configuration
+        state = .awaitingChallenge(since: nowMs)
+        lastFrameMs = nowMs
+    }
+
+    public var isReady: Bool { if case .ready = state { true } else { false } }
+
+    // MARK: - Events
+
+    /// A text frame from the gateway.
+    public mutating func received(_ bytes: [UInt8], nowMs: Int64) -> [Action] {
+        lastFrameMs = nowMs
+        let frame: GatewayFrame
+        do { frame = try GatewayFrame.decode(bytes) } catch {
+            return close("the gateway sent an unreadable frame: \(error)", .backoff)
+        }
+        switch (state, frame) {
+        case let (.awaitingChallenge, .event(name, payload)) where name == "connect.challenge":
+            return connect(challenge: payload, nowMs: nowMs)
+        case (.awaitingChallenge, _):
+            return []  // nothing but the challenge counts before it
+        case let (.awaitingHello(requestId, _), .response(id, result)) where id == requestId:
+            return hello(result)
+        case (.awaitingHello, _):
+            return []
+        case let (.ready, .event(name, payload)):
+            return event(name, payload)
+        case let (.ready, .response(id, result)):
+            return response(id, result)
+        case (.ready, .request), (.closed, _):
+            return []  // the gateway sends nodes no requests
+        }
+    }
+
+    /// The node (or lanbridge's gate, for it) answered an invoke.
+    public mutating func nodeAnswered(invokeId: String, _ answer: Result<InvokePayload, ErrorMessage>) -> [Action] {
+        guard isReady else { return [] }
+        if queuedRunning.remove(invokeId) != nil {
+            // Back in the background already: leave it queued for the next pull.
+            if case let .failure(error) = answer, error.code == ErrorMessage.backgroundUnavailable {} else { queuedDone.append(invokeId) }
+            guard queuedRunning.isEmpty, !queuedDone.isEmpty else { return [] }
+            defer { queuedDone = [] }
+            return [request("node.pending.ack", ["ids": .array(queuedDone.map(JSONValue.string))])]
+        }
+        guard inFlight.remove(invokeId) != nil else { return [] }  // cancelled, or answered already
+        var params: [String: JSONValue] = ["id": .string(invokeId), "nodeId": .string(configuration.device.deviceId)]
+        switch answer {
+        case let .success(payload):
+            params["ok"] = true
+            // The node's JSON text, validated by the bridge, as the gateway's payloadJSON string.
+            params["payloadJSON"] = .string(String(decoding: payload.bytes, as: UTF8.self))
+        case let .failure(error):
+            params["ok"] = false
+            params["error"] = ["code": .string(error.code), "message": .string(error.message)]
+        }
+        return [request("node.invoke.result", .object(params))]
+    }
+
+    /// The node came to the foreground: fetch what the gateway queued for it meanwhile.
+    public mutating func nodeForeground(_ foreground: Bool) -> [Action] {
+        guard isReady, foreground, queuedRunning.isEmpty else { return [] }
+        return [request("node.pending.pull", [:], id: "pull")]
+    }
+
+    /// Time passed: a handshake that takes too long, or a gateway silent for two ticks, ends the session.
+    public mutating func timer(nowMs: Int64) -> [Action] {
+        switch state {
+        case let .awaitingChallenge(since), let .awaitingHello(_, since):
+            if nowMs - since > Configuration.handshakeTimeoutMs { return close("the gateway did not complete the handshake in time", .backoff) }
+        case .ready:
+            if nowMs - lastFrameMs > 2 * tickIntervalMs { return close("the gateway was silent for two tick intervals", .backoff) }
+        case .closed:
+            break
+        }
+        return []
+    }
+
+    /// When `timer` should next be called.
+    public var nextDeadlineMs: Int64? {
+        switch state {
+        case let .awaitingChallenge(since), let .awaitingHello(_, since): since + Configuration.handshakeTimeoutMs + 1
+        case .ready: lastFrameMs + 2 * tickIntervalMs + 1
+        case .closed: nil
+        }
+    }
+
+    // MARK: - Handshake
+
+    private mutating func connect(challenge payload: JSONValue?, nowMs: Int64) -> [Action] {
+        guard case let .string(nonce)? = payload?["nonce"], !nonce.isEmpty,
+              case let .number(ts)? = payload?["ts"], ts >= 0, ts == ts.rounded(), ts < 9e15 else {
+            return close("the gateway's challenge had no nonce or no valid ts", .backoff)
+        }
+        let c = configuration
+        // The signed token is what `auth.token ?? auth.deviceToken` resolves to: send one of them.
+        var auth: [String: JSONValue] = [:]
+        let signedToken: String
+        if let deviceToken = c.deviceToken {
+            (auth["deviceToken"], signedToken) = (.string(deviceToken), deviceToken)
+        } else if let shared = c.sharedToken {
+            (auth["token"], signedToken) = (.string(shared), shared)
+        } else {
+            signedToken = ""
+        }
+        var client: [String: JSONValue] = [
+            "id": .string(c.claims.clientId), "mode": .string(c.claims.clientMode), "displayName": .string(c.displayName),
+            "version": .string(c.version), "platform": .string(c.claims.platform), "instanceId": .string(c.instanceId),
+        ]
+        // v2 does not bind the family, and the Rust node-host leaves it out there too.
+        if c.signature == .v3, let family = c.claims.deviceFamily, !family.isEmpty { client["deviceFamily"] = .string(family) }
+        if let model = c.modelIdentifier, !model.isEmpty { client["modelIdentifier"] = .string(model) }
+        let params: JSONValue = [
+            "minProtocol": .number(Double(Configuration.protocols.lowerBound)),
+            "maxProtocol": .number(Double(Configuration.protocols.upperBound)),
+            "client": .object(client),
+            "role": .string(c.claims.role), "scopes": .array(c.claims.scopes.map(JSONValue.string)),
+            "caps": .array(c.caps.map(JSONValue.string)), "commands": .array(c.commands.map(JSONValue.string)),
+            "permissions": .object([:]),
+            "device": c.device.proof(c.signature, claims: c.claims, signedAtMs: Int64(ts), token: signedToken, nonce: nonce),
+            "auth": .object(auth),
+        ]
+        let id = "connect"
+        state = .awaitingHello(requestId: id, since: nowMs)
+        return [.send(GatewayFrame.request(id: id, method: "connect", params: params).encoded())]
+    }
+
+    private mutating func hello(_ result: Result<JSONValue?, ErrorMessage>) -> [Action] {
+        switch result {
+        case let .success(payload):
+            guard payload?["type"] == "hello-ok", case let .number(version)? = payload?["protocol"],
+                  Configuration.protocols.contains(Int(version)), version == version.rounded() else {
+                return close("the gateway's hello-ok is not for protocol 3 or 4", .operatorNeeded("an OpenClaw gateway of protocol 3 or 4"))
+            }
+            protocolVersion = Int(version)
+            if case let .number(tick)? = payload?["policy"]?["tickIntervalMs"], tick >= 1000, tick <= 600_000 { tickIntervalMs = Int64(tick) }
+            state = .ready
+            var actions: [Action] = []
+            if case let .string(token)? = payload?["auth"]?["deviceToken"], !token.isEmpty, token != configuration.deviceToken {
+                configuration.deviceToken = token
+                actions.append(.storeDeviceToken(token))
+            }
+            actions.append(.connected(protocolVersion: protocolVersion))
+            return actions
+        case let .failure(error):
+            return close("the gateway refused the connect: \(error.code): \(error.message)", Self.retry(after: error, configuration))
+        }
+    }
+
+    /// What to change before the next attempt, from the refusal's `details.code` (§2.5).
+    static func retry(after error: ErrorMessage, _ configuration: Configuration) -> Retry {
+        guard case let .string(code)? = error.details?["code"] else { return .backoff }
+        switch code {
+        case "DEVICE_AUTH_SIGNATURE_INVALID" where configuration.signature == .v3: return .signV2
+        case "AUTH_DEVICE_TOKEN_MISMATCH" where configuration.sharedToken != nil: return .sharedToken
+        case "PAIRING_REQUIRED":
+            let request = if case let .string(id)? = error.details?["requestId"] { " (request \(id))" } else { "" }
+            return .operatorNeeded("approve the device at the gateway: openclaw devices approve\(request)")
+        case "AUTH_TOKEN_MISSING", "AUTH_TOKEN_MISMATCH", "AUTH_DEVICE_TOKEN_MISMATCH":
+            return .operatorNeeded("set the gateway's token in lanbridge's gateway.tokenFile")
+        case "PROTOCOL_MISMATCH":
+            return .operatorNeeded("an OpenClaw gateway of protocol 3 or 4")
+        default: return .backoff
+        }
+    }
+
+    // MARK: - Ready
+
+    private mutating func event(_ name: String, _ payload: JSONValue?) -> [Action] {
+        switch name {
+        case "node.invoke.request":
+            return invokeRequested(payload)
+        case "node.invoke.cancel":
+            guard case let .string(id)? = payload?["invokeId"], inFlight.remove(id) != nil else { return [] }
+            return [.cancel(invokeId: id)]
+        default:
+            return []  // tick, health, presence, voicewake.changed…: seen (lastFrameMs), nothing to do
+        }
+    }
+
+    private mutating func invokeRequested(_ payload: JSONValue?) -> [Action] {
+        guard case let .string(id)? = payload?["id"], !id.isEmpty, !inFlight.contains(id) else { return [] }
+        inFlight.insert(id)
+        do throws(ErrorMessage) {
+            guard payload?["nodeId"] == .string(configuration.device.deviceId) else {
+                throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "this socket is node \(configuration.device.deviceId)")
+            }
+            guard case let .string(command)? = payload?["command"], let lanbridge = OpenClawCommands.lanbridgeName(command) else {
+                throw ErrorMessage(code: "UNKNOWN_COMMAND", message: "lanbridge has no such command")
+            }
+            let invoke = Invoke(id: id, command: lanbridge, params: try Self.params(payload?["paramsJSON"]),
+                                timeoutMs: try Self.timeout(payload?["timeoutMs"]),
+                                idempotencyKey: { if case let .string(key)? = payload?["idempotencyKey"], !key.isEmpty { key } else { nil } }(),
+                                queued: false)
+            return [.invoke(invoke)]
+        } catch {
+            return nodeAnswered(invokeId: id, .failure(error))
+        }
+    }
+
+    /// `paramsJSON`: a string of JSON (an object), null, or absent. Read by the one strict reader.
+    static func params(_ value: JSONValue?) throws(ErrorMessage) -> JSONValue? {
+        switch value {
+        case nil, .null?: return nil
+        case let .string(text)?:
+            let bytes = Array(text.utf8)
+            guard (try? JSONScanner.members([], in: bytes)) != nil, case .object = JSONValue(validated: bytes) else {
+                throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "paramsJSON is not a JSON object")
+            }
+            return JSONValue(validated: bytes)
+        default:
+            throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "paramsJSON must be a string")
+        }
+    }
+
+    /// `timeoutMs`: absent, or 0 for "no bound" (lanbridge's default applies), else 1…2³¹−1.
+    static func timeout(_ value: JSONValue?) throws(ErrorMessage) -> Int? {
+        switch value {
+        case nil, .null?: return nil
+        case let .number(ms)? where ms == 0: return nil
+        case let .number(ms)? where ms >= 1 && ms <= Double(Int32.max) && ms == ms.rounded(): return Int(ms)
+        default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "timeoutMs must be a whole number of milliseconds")
+        }
+    }
+
+    private mutating func response(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [Action] {
+        guard id.hasPrefix("pull"), case let .success(payload) = result, case let .array(actions)? = payload?["actions"] else { return [] }
+        var out: [Action] = []
+        for action in actions {
+            guard case let .string(actionId)? = action["id"], !actionId.isEmpty, !queuedRunning.contains(actionId) else { continue }
+            queuedRunning.insert(actionId)
+            // (`try?` would flatten "no params" into "bad params".)
+            guard case let .string(command)? = action["command"], let lanbridge = OpenClawCommands.lanbridgeName(command),
+                  case let .success(params) = Result(catching: { () throws(ErrorMessage) in try Self.params(action["paramsJSON"]) }) else {
+                out += nodeAnswered(invokeId: actionId, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "unusable queued action")))
+                continue
+            }
+            out.append(.invoke(Invoke(id: actionId, command: lanbridge, params: params, timeoutMs: nil, idempotencyKey: "queued-\(actionId)", queued: true)))
+        }
+        return out
+    }
+
+    // MARK: - Plumbing
+
+    private mutating func request(_ method: String, _ params: JSONValue, id: String? = nil) -> Action {
+        nextRequest += 1
+        return .send(GatewayFrame.request(id: "\(id ?? "r")\(nextRequest)", method: method, params: params).encoded())
+    }
+
+    private mutating func close(_ reason: String, _ retry: Retry) -> [Action] {
+        state = .closed
+        return [.close(reason: reason, retry: retry)]
+    }
+}
