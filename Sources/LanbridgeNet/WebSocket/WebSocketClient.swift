@@ -125,8 +125,11 @@ public enum WebSocketClient {
                         notUpgradingCompletionHandler: { channel in
                             channel.eventLoop.makeCompletedFuture { .refused(try NIOAsyncChannel(wrappingChannelSynchronously: channel)) }
                         })
-                    let upgraded = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-                        configuration: .init(upgradeConfiguration: configuration))
+                    // Bytes behind the 101 in the same read are the server's first frames (OpenClaw's
+                    // challenge comes at once): NIO drops them unless told to pass them on.
+                    var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
+                    pipeline.leftOverBytesStrategy = .forwardBytes
+                    let upgraded = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: pipeline)
                     // A listener that accepts and never answers must not wedge the caller.
                     let deadline = channel.eventLoop.scheduleTask(in: upgradeTimeout) {
                         refusal.withLockedValue { $0 = $0 ?? WebSocketError.responseRefused("no answer to the upgrade within \(upgradeTimeout)") }
