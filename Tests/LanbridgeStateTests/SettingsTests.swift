@@ -28,9 +28,15 @@ struct BridgeSettingsTests {
         (#"{"limits": {"maxConcurrentInvokes": 0}}"#, "limits.maxConcurrentInvokes: expected a whole number in 1...1024"),
         (#"{"commands": {"extra": ["custom.*"]}}"#, "commands.extra[0]"),
         ("[1,", "not valid JSON"),
+        (#"{"gateway": {"protocol": "mqtt"}}"#, "gateway.protocol: expected \"lanbridge\" or \"openclaw\""),
     ])
     func everyBadEntryIsNamed(_ config: String, _ expected: String) {
         #expect(error(config).contains(expected), "\(error(config))")
+    }
+
+    @Test func theGatewayProtocolIsChosenInTheConfig() throws {
+        #expect(try parse("{}").gateway.wire == "lanbridge")
+        #expect(try parse(#"{"gateway": {"url": "ws://127.0.0.1:18789", "protocol": "openclaw"}}"#).gateway.wire == "openclaw")
     }
 
     @Test func customCommandsBecomeKnown() throws {

@@ -22,6 +22,10 @@ public struct BridgeSettings: Sendable {
         public var auth = "proof"
         /// Users (names or uids) who may own the gateway's socket; empty: root and the daemon's user.
         public var owners: [String] = []
+        /// What the gateway speaks: "lanbridge" (PROTOCOL.md §12, one link) or "openclaw" (one
+        /// role-node socket per connected node, as OpenClaw's gateway expects).
+        public var wire = "lanbridge"
+        public static let wires = ["lanbridge", "openclaw"]
     }
 
     public struct Limits: Sendable, Equatable {
@@ -197,7 +201,11 @@ public struct BridgeSettings: Sendable {
                 if let v = a["lockoutSeconds"] { settings.admission.lockoutSeconds = try count(v, "admission.lockoutSeconds", range: 0...86_400) }
             }
             if let gateway = top["gateway"] {
-                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled", "caFile", "auth", "owner"])
+                let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled", "caFile", "auth", "owner", "protocol"])
+                if let v = g["protocol"] {
+                    settings.gateway.wire = try string(v, "gateway.protocol")
+                    guard Gateway.wires.contains(settings.gateway.wire) else { throw fail("gateway.protocol", "expected \"lanbridge\" or \"openclaw\"") }
+                }
                 if let v = g["auth"] {
                     settings.gateway.auth = try string(v, "gateway.auth")
                     guard ["proof", "bearer"].contains(settings.gateway.auth) else { throw fail("gateway.auth", "expected \"proof\" or \"bearer\"") }

@@ -25,6 +25,10 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var pairingMethod: PairingMethod
     public var pairedAt: Date
     public var lastSeen: Date
+    /// With the OpenClaw gateway protocol, while connected: the node's device ID at the gateway
+    /// (hex SHA-256 of its Ed25519 key, the ID agents use) and its socket's state.
+    public var gatewayDeviceId: String?
+    public var gatewaySession: String?
 
     public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy) {
         nodeId = node.nodeId.description
@@ -47,6 +51,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         pairingMethod = node.pairingMethod
         pairedAt = node.pairedAt
         lastSeen = live == nil ? node.lastSeen : Date()
+        gatewayDeviceId = live?.gatewayDeviceId
+        gatewaySession = live?.gatewaySession
     }
 }
 

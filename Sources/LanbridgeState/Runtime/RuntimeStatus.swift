@@ -14,6 +14,9 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
         public var address: String
         public var foreground: Bool
         public var connectedAt: Date
+        /// With the OpenClaw gateway protocol: the node's device ID there, and its session's state.
+        public var gatewayDeviceId: String?
+        public var gatewaySession: String?
         public init(address: String, foreground: Bool, connectedAt: Date) {
             (self.address, self.foreground, self.connectedAt) = (address, foreground, connectedAt)
         }

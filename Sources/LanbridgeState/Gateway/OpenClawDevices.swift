@@ -1,0 +1,99 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeFiles
+import LanbridgeProtocol
+
+/// The identities lanbridge holds at an OpenClaw gateway, one per paired node
+/// (`openclaw-devices.json`, mode 0600: the seeds and the gateway's device tokens are secrets).
+/// Only the daemon reads and writes it; the device IDs reach the CLI through runtime.json.
+///
+/// A node's identity is made the first time it connects with the OpenClaw gateway protocol on, and
+/// removed when its pairing is: on revocation, and at every start for nodes revoked while the
+/// daemon was down (`keepOnly`). Its platform and device family are fixed at creation, as the
+/// gateway pins them.
+public struct OpenClawDevices: Sendable {
+    public static let fileName = "openclaw-devices.json"
+    public static let maxFileBytes = 4 << 20
+
+    public struct Record: Codable, Sendable, Equatable {
+        /// The Ed25519 seed, base64url.
+        public var seed: String
+        public var platform: String
+        public var deviceFamily: String
+        /// The token the gateway issued, once it has.
+        public var deviceToken: String?
+    }
+
+    struct File: Codable {
+        var version = 1
+        var devices: [String: Record] = [:]
+    }
+
+    public let url: URL
+    public init(directory: StateDirectory) { url = directory.file(Self.fileName) }
+
+    /// The node's device, made (and stored) if it has none.
+    public func device(for node: Fingerprint, platform: String) throws -> (OpenClawDevice, Record) {
+        var file = try read()
+        if let record = file.devices[node.description], let seed = Base64URL.decode(record.seed) {
+            return (OpenClawDevice(key: try Ed25519.KeyPair(seed: SecureBytes(copying: seed))), record)
+        }
+        let key = Ed25519.KeyPair.generate()
+        let (platform, family) = Self.claims(platform)
+        let record = Record(seed: key.seed.withUnsafeBytes { Base64URL.encode($0) }, platform: platform, deviceFamily: family)
+        file.devices[node.description] = record
+        try write(file)
+        return (OpenClawDevice(key: key), record)
+    }
+
+    /// Stores (or, with nil, forgets) the gateway's token for the node.
+    public func setDeviceToken(_ token: String?, for node: Fingerprint) throws {
+        var file = try read()
+        guard file.devices[node.description] != nil, file.devices[node.description]?.deviceToken != token else { return }
+        file.devices[node.description]?.deviceToken = token
+        try write(file)
+    }
+
+    /// Forgets the node's identity (its pairing is gone).
+    public func forget(_ node: Fingerprint) throws {
+        var file = try read()
+        guard file.devices.removeValue(forKey: node.description) != nil else { return }
+        try write(file)
+    }
+
+    /// Forgets every identity but those of `nodes` (the paired ones); returns how many went.
+    @discardableResult
+    public func keepOnly(_ nodes: Set<Fingerprint>) throws -> Int {
+        var file = try read()
+        let keep = Set(nodes.map(\.description))
+        let before = file.devices.count
+        file.devices = file.devices.filter { keep.contains($0.key) }
+        guard file.devices.count != before else { return 0 }
+        try write(file)
+        return before - file.devices.count
+    }
+
+    /// OpenClaw's `client.platform` and `deviceFamily` for a lanbridge platform. `ios` matters:
+    /// the gateway queues foreground-only commands only for nodes whose platform starts with it.
+    static func claims(_ platform: String) -> (String, String) {
+        switch platform {
+        case "ios": ("ios", "iPhone")
+        case "android": ("android", "Android")
+        case "macos": ("macos", "Mac")
+        default: ("linux", "Linux")
+        }
+    }
+
+    private func read() throws -> File {
+        guard let bytes = try SecretFile.read(url, maxLength: Self.maxFileBytes) else { return File() }
+        do {
+            return try bytes.withUnsafeBytes { try JSONDecoder().decode(File.self, from: Data($0)) }
+        } catch {
+            throw StoreError.corrupt(url, "\(error)")
+        }
+    }
+
+    private func write(_ file: File) throws {
+        try AtomicFile.write(SecureBytes(copying: try StateJSON.encode(file)), to: url, mode: 0o600)
+    }
+}
