@@ -75,6 +75,8 @@ public struct BridgeConfiguration: Sendable {
         /// Who may own the gateway's listening socket (loopback TCP or Unix): root and the daemon's
         /// own user unless configured.
         public var owners: Set<UInt32> = [0, getuid()]
+        /// PROTOCOL.md §12, or OpenClaw's node protocol (one socket per node).
+        public var wire: GatewayWire = .lanbridge
         public init(endpoint: GatewayEndpoint, token: SecureBytes, trustRootsFile: String? = nil) {
             (self.endpoint, self.token, self.trustRootsFile) = (endpoint, token, trustRootsFile)
         }
@@ -82,6 +84,10 @@ public struct BridgeConfiguration: Sendable {
 
     public enum GatewayAuth: String, Sendable {
         case proof, bearer
+    }
+
+    public enum GatewayWire: String, Sendable {
+        case lanbridge, openclaw
     }
 
     public init(stateDirectory: StateDirectory, name: String) {

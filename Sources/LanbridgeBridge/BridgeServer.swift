@@ -72,10 +72,21 @@ public enum BridgeServer {
                               runtime: RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date()),
                               initial: initial, pairedVersion: initialVersion, logger: logger)
         core.gateway.configured = configuration.gateway != nil
+        core.gateway.openClaw = configuration.gateway?.wire == .openclaw
         // What is known before the listener, in the first runtime.json already.
         if !configuration.mdns { core.runtime.mdns = "off" }
         if configuration.gateway == nil { core.runtime.gateway = "off" }
         let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, logger: logger)
+        // Before the listener: the first node to connect gets its socket at the gateway.
+        var openClawLinks: OpenClawLinks?
+        if let gateway = configuration.gateway, gateway.wire == .openclaw {
+            let links = OpenClawLinks(.init(endpoint: gateway.endpoint, owners: gateway.owners, token: gateway.token, version: BridgeServer.version,
+                                            maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20)),
+                                      devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
+            links.forgetAllBut(Set(initial.paired.nodes.map(\.nodeId)))
+            try await loop.submit { driver.openClaw = links }.get()
+            openClawLinks = links
+        }
         // The monitoring endpoint first: a bad address stops the start before nodes are accepted.
         let monitoring: (any Channel)?
         do {
@@ -122,10 +133,15 @@ public enum BridgeServer {
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
-        let link = configuration.gateway.map {
-            GatewayLink($0, driver: driver, maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20), logger: logger)
+        let maxMessageSize = configuration.settings.limits.maxResultBytes * 2 + (1 << 20)
+        let link = configuration.gateway.flatMap { gateway in
+            gateway.wire == .lanbridge ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, logger: logger) : nil
         }
-        if link == nil { driver.setGatewayStatus("off") }
+        if let gateway = configuration.gateway, gateway.wire == .openclaw {
+            driver.setGatewayStatus("openclaw: a socket per connected node at \(gateway.endpoint)")
+        } else if link == nil {
+            driver.setGatewayStatus("off")
+        }
         let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(Fingerprint(publicKey: identity.publicKey).description),
                                 "protocol": 1, "version": .string(BridgeServer.version)]
         let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
@@ -195,6 +211,7 @@ public enum BridgeServer {
         }
         watchdog?.cancel()
         publisher?.stop()  // withdraw first, so peers see the bridge go at once
+        if let openClawLinks { try? await loop.submit { openClawLinks.stopAll() }.get() }
         if control != nil { unlink(controlPath) }
         await driver.shutdown()
         logger.info("lanbridge stopped")

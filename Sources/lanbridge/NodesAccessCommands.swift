@@ -85,6 +85,9 @@ extension NodesCommand {
                   may run:    \(list(d.allowedCommands))
                   flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
                 """)
+                if let device = d.gatewayDeviceId {
+                    print("  gateway:    OpenClaw device \(device): \(d.gatewaySession ?? "?")")
+                }
             }
         }
     }

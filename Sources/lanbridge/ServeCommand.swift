@@ -45,6 +45,8 @@ struct ServeCommand: AsyncParsableCommand {
     @Flag(help: "Run without a gateway link.") var noGateway = false
     @Option(help: ArgumentHelp("How the bridge shows the token: proof (never sends it; the gateway proves it first) or bearer (sends it, for a gateway that cannot do the proof). Default: the config's gateway.auth, else proof.", valueName: "proof|bearer"))
     var gatewayAuth: String?
+    @Option(help: ArgumentHelp("What the gateway speaks: lanbridge (PROTOCOL.md §12) or openclaw (each connected node gets its own role-node socket at an OpenClaw gateway). Default: the config's gateway.protocol, else lanbridge.", valueName: "lanbridge|openclaw"))
+    var gatewayProtocol: String?
     @Option(help: ArgumentHelp("Serve /metrics (Prometheus) and /healthz on this loopback address, e.g. 127.0.0.1:18791. Default: the config's metrics.listen, else off.", valueName: "host:port"))
     var metricsListen: String?
     @Flag(help: "Allow --metrics-listen on an address that is not loopback (the endpoint has no authentication).") var metricsAllowRemote = false
@@ -126,6 +128,13 @@ struct ServeCommand: AsyncParsableCommand {
             throw ConfigurationProblem(description: "gateway CA file \(roots) cannot be read")
         }
         var link = BridgeConfiguration.Gateway(endpoint: endpoint, token: token, trustRootsFile: roots)
+        guard let wire = BridgeConfiguration.GatewayWire(rawValue: gatewayProtocol ?? settings.gateway.wire) else {
+            throw ValidationError("--gateway-protocol takes lanbridge or openclaw")
+        }
+        link.wire = wire
+        if wire == .openclaw, endpoint.secure || endpoint.socketPath != nil {
+            throw ConfigurationProblem(description: "gateway.protocol openclaw dials ws:// on loopback (OpenClaw's gateway listens on ws://127.0.0.1:18789); \(endpoint) is not supported with it")
+        }
         let auth = gatewayAuth ?? settings.gateway.auth
         guard let mode = BridgeConfiguration.GatewayAuth(rawValue: auth) else { throw ValidationError("--gateway-auth takes proof or bearer") }
         link.auth = mode

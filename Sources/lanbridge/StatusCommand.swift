@@ -23,6 +23,9 @@ struct StatusCommand: ParsableCommand {
         let startedAt: Date?
         let nodes: Nodes
         struct Nodes: Encodable { let paired, connected, foreground, pending, blocked, invites: Int }
+        /// With the OpenClaw gateway protocol: each connected node's socket there.
+        let gatewaySessions: [GatewaySession]
+        struct GatewaySession: Encodable { let nodeId, deviceId, session: String }
     }
 
     func run() throws {
@@ -37,7 +40,10 @@ struct StatusCommand: ParsableCommand {
                 mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
                 nodes: .init(paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
                              pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
-                             invites: current.invites.invites.filter { $0.expiresAt > now }.count))
+                             invites: current.invites.invites.filter { $0.expiresAt > now }.count),
+                gatewaySessions: (runtime?.nodes ?? [:]).filter { paired.contains($0.key) }.sorted { $0.key < $1.key }.compactMap { id, node in
+                    node.gatewayDeviceId.map { Report.GatewaySession(nodeId: id, deviceId: $0, session: node.gatewaySession ?? "unknown") }
+                })
             if json {
                 try Output.json(report)
             } else if let runtime {
@@ -51,6 +57,9 @@ struct StatusCommand: ParsableCommand {
             if !json {
                 let n = report.nodes
                 print("  nodes:      \(n.connected) connected (\(n.foreground) in the foreground) of \(n.paired) paired; \(n.pending) pending, \(n.blocked) blocked, \(n.invites) live invites")
+                for session in report.gatewaySessions {
+                    print("  at gateway: \(session.nodeId) as \(session.deviceId.prefix(16))…: \(session.session)")
+                }
             }
             if runtime == nil { throw ExitCode(69) }
         }

@@ -12,6 +12,8 @@ typealias ConnectionID = Int
 enum AnswerTarget: Hashable, Sendable {
     case gateway(generation: Int, requestID: String)
     case control(Int)
+    /// An invoke on a node's own socket at an OpenClaw gateway.
+    case openClaw(node: Fingerprint, invokeID: String)
 }
 
 /// What the core asks its driver to do. The driver carries these out in order and reports back
@@ -38,6 +40,8 @@ enum BridgeAction: Sendable {
     case slotWaiting(Admission.Slot)
     /// Wake the core (`timerFired`) no later than this.
     case armTimer(Moment)
+    /// With the OpenClaw gateway protocol: a paired node came, changed or went.
+    case nodePresence(NodePresence)
 }
 
 /// A change to the pairing store the core needs made. Each is one `PairingStore.update`.

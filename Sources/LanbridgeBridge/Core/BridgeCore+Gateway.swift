@@ -10,6 +10,8 @@ struct GatewayLinkState {
     private(set) var up = false
     /// Whether the bridge has a gateway at all.
     var configured = false
+    /// The gateway speaks OpenClaw's protocol: one socket per node, no §12 link.
+    var openClaw = false
     struct Call {
         var connection: ConnectionID
         /// The node's own ID for the call, which its answer carries.
@@ -94,6 +96,7 @@ extension BridgeCore {
     // MARK: - Events (bridge → gateway)
 
     mutating func emit(_ kind: NodeEventKind, node: Fingerprint, _ extra: [String: JSONValue] = [:]) {
+        if gateway.openClaw { return announcePresence(kind, node: node) }
         guard gateway.up else { return }
         var payload: [String: JSONValue] = ["type": .string(kind.rawValue), "nodeId": .string(node.description)]
         if let name = paired[node]?.details.displayName { payload["displayName"] = .string(name) }

@@ -29,6 +29,8 @@ final class BridgeDriver: @unchecked Sendable {
 
     /// The gateway link now up, if any.
     private var link: GatewayLinkHandler?
+    /// With the OpenClaw gateway protocol: the nodes' sockets there (set before the bridge listens).
+    var openClaw: OpenClawLinks?
     private var nextGeneration = 0
 
     private var controlRequests: [Int: EventLoopPromise<InvokeAnswer>] = [:]
@@ -123,6 +125,17 @@ final class BridgeDriver: @unchecked Sendable {
 
     func gatewayDrained(_ generation: Int, droppedEvents: Int) {
         inOrder { [self] in perform(core.gatewayDrained(generation, droppedEvents: droppedEvents)) }
+    }
+
+    // MARK: - OpenClaw (called on the loop by `OpenClawLinks`)
+
+    func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke) {
+        withFreshStore { [self] in perform(core.openClawInvoke(node: node, invoke, now: .now, wall: Date())) }
+    }
+
+    /// May be called from anywhere: hops to the loop.
+    func openClawSession(node: Fingerprint, deviceId: String?, state: String) {
+        loop.execute { [self] in inOrder { [self] in perform(core.openClawSession(node: node, deviceId: deviceId, state: state)) } }
     }
 
     // MARK: - From elsewhere (these hop to the loop)
@@ -269,6 +282,10 @@ final class BridgeDriver: @unchecked Sendable {
                 if let link, link.generation == generation { link.send(GatewayFrame.response(id: requestID, answer: answer)) }
             case let .answer(.control(token), answer):
                 controlRequests.removeValue(forKey: token)?.succeed(answer)
+            case let .answer(.openClaw(node, invokeID), answer):
+                openClaw?.answer(node, invokeID, answer)
+            case let .nodePresence(presence):
+                openClaw?.presence(presence)
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in

@@ -1,0 +1,64 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+
+/// A paired node's comings and goings, for the OpenClaw gateway protocol: each connected node has
+/// its own socket at the gateway (`OpenClawLinks`), opened when it comes and closed when it goes.
+struct NodePresence: Sendable, Equatable {
+    enum Change: Sendable, Equatable {
+        /// Connected: what it may be asked (OpenClaw's names of the commands its rules allow).
+        case online(details: NodeDetails, commands: [String], foreground: Bool)
+        case foreground(Bool)
+        case offline
+        /// Its pairing is gone: so is its gateway identity.
+        case revoked
+    }
+
+    var node: Fingerprint
+    var change: Change
+}
+
+/// Invokes from an OpenClaw gateway: the same gate, rules and fast-fail as §12's `node.invoke`.
+extension BridgeCore {
+    /// The gateway invoked a command on one node's socket.
+    mutating func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke, now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        let request = InvokeRequest(node: node.description, command: invoke.command, params: invoke.params,
+                                    timeoutMs: invoke.timeoutMs, idempotencyKey: invoke.idempotencyKey)
+        self.invoke(request, origin: .gateway, for: .openClaw(node: node, invokeID: invoke.id), now: now, wall: wall)
+        return drain()
+    }
+
+    /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
+    mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String) -> [BridgeAction] {
+        if runtime.nodes[node.description] != nil {
+            runtime.nodes[node.description]?.gatewayDeviceId = deviceId
+            runtime.nodes[node.description]?.gatewaySession = state
+            runtimeChanged = true
+        }
+        return drain()
+    }
+
+    /// The §12 node events, as presence changes for the OpenClaw links.
+    mutating func announcePresence(_ kind: NodeEventKind, node: Fingerprint) {
+        let change: NodePresence.Change
+        switch kind {
+        case .connected:
+            guard let paired = paired[node], let connection = pairedConnection(node) else { return }
+            let rules = self.rules[node] ?? CompiledRules(paired.access)
+            let allowed = paired.details.commands.filter { command in
+                switch settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
+                case .allow, .backgroundUnavailable: true
+                case .deny: false
+                }
+            }
+            change = .online(details: paired.details, commands: allowed.compactMap(OpenClawCommands.openClawName), foreground: connection.foreground)
+        case .disconnected: change = .offline
+        case .foreground: change = .foreground(true)
+        case .background: change = .foreground(false)
+        case .revoked: change = .revoked
+        case .pairRequested, .pairResolved, .nodeEvent: return
+        }
+        actions.append(.nodePresence(NodePresence(node: node, change: change)))
+    }
+}

@@ -1,0 +1,140 @@
+import LanbridgeNet
+import LanbridgeProtocol
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOWebSocket
+
+/// The top of one node's socket at an OpenClaw gateway, after the WebSocket upgrade: runs the
+/// node's `OpenClawNodeSession` on the driver's event loop and carries its actions out (frames to
+/// the gateway; invokes, tokens and state to `OpenClawLinks`).
+final class OpenClawLinkHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    /// How the socket ended, for the redial loop.
+    final class Ending: Sendable {
+        private let box = NIOLockedValueBox<(reason: String, retry: OpenClawNodeSession.Retry)?>(nil)
+        func set(_ reason: String, _ retry: OpenClawNodeSession.Retry = .backoff) { box.withLockedValue { $0 = $0 ?? (reason, retry) } }
+        var value: (reason: String, retry: OpenClawNodeSession.Retry) { box.withLockedValue { $0 } ?? ("the gateway closed the socket", .backoff) }
+    }
+
+    let node: Fingerprint
+    private var session: OpenClawNodeSession
+    private let links: OpenClawLinks
+    private let ending: Ending
+    private let logger: Logger
+    private var context: ChannelHandlerContext?
+    private var timer: Scheduled<Void>?
+    private var closeSent = false
+    /// Completed once the session is up or the socket is gone: the dialler's handshake slot is free.
+    private let handshake: EventLoopPromise<Void>
+
+    init(node: Fingerprint, session: OpenClawNodeSession, links: OpenClawLinks, ending: Ending, handshake: EventLoopPromise<Void>, logger: Logger) {
+        (self.node, self.session, self.links, self.ending, self.handshake, self.logger) = (node, session, links, ending, handshake, logger)
+    }
+
+    static var nowMs: Int64 { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        links.attach(self)
+        arm()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        self.context = nil
+    }
+
+    // MARK: - From the bridge
+
+    func nodeAnswered(_ invokeID: String, _ answer: Result<InvokePayload, ErrorMessage>) {
+        perform(session.nodeAnswered(invokeId: invokeID, answer))
+    }
+
+    func nodeForeground(_ foreground: Bool) {
+        perform(session.nodeForeground(foreground))
+    }
+
+    // MARK: - From the gateway
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            logger.trace("frame from the OpenClaw gateway", metadata: ["node": "\(node)", "bytes": "\(frame.length)"])
+            perform(session.received(Array(buffer: frame.unmaskedData), nowMs: Self.nowMs))
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            var data = frame.unmaskedData
+            let code = data.readWebSocketErrorCode().map { UInt16(webSocketErrorCode: $0) }
+            let reason = data.readString(length: data.readableBytes) ?? ""
+            ending.set("the gateway closed the socket (\(code.map(String.init) ?? "no code")\(reason.isEmpty ? "" : ": \(reason)"))")
+            sendClose(.normalClosure, "")
+            context.close(promise: nil)
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        ending.set("the gateway closed the socket")
+        handshake.succeed()
+        links.detach(self)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        ending.set("\(error)")
+        context.close(promise: nil)
+    }
+
+    // MARK: - Carrying the session's actions out
+
+    private func perform(_ actions: [OpenClawNodeSession.Action]) {
+        for action in actions {
+            switch action {
+            case let .send(bytes):
+                guard let context else { return }
+                let buffer = context.channel.allocator.buffer(bytes: bytes)
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
+            case let .connected(version):
+                handshake.succeed()
+                links.sessionUp(self, protocolVersion: version, deviceId: session.configuration.device.deviceId)
+            case let .storeDeviceToken(token):
+                links.store(deviceToken: token, for: node)
+            case let .invoke(invoke):
+                links.invoke(invoke, on: node)
+            case let .cancel(invokeID):
+                logger.info("the gateway cancelled an invoke", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
+            case let .close(reason, retry):
+                ending.set(reason, retry)
+                sendClose(.policyViolation, "")
+                context?.close(promise: nil)
+            }
+        }
+        arm()
+    }
+
+    private func arm() {
+        guard let context, let deadline = session.nextDeadlineMs else { return }
+        timer?.cancel()
+        let delay = TimeAmount.milliseconds(max(0, deadline - Self.nowMs))
+        let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: delay) {
+            let handler = loopBound.value
+            handler.perform(handler.session.timer(nowMs: Self.nowMs))
+        }
+    }
+
+    private func sendClose(_ code: WebSocketErrorCode, _ reason: String) {
+        guard let context, !closeSent else { return }
+        closeSent = true
+        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+        data.write(webSocketErrorCode: code)
+        data.writeString(reason)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)), promise: nil)
+    }
+}

@@ -1,0 +1,225 @@
+import Foundation
+import LanbridgeCrypto
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// With `gateway.protocol: "openclaw"`: every connected, paired node has its own WebSocket at the
+/// OpenClaw gateway, as role `node` with its own Ed25519 identity (the protocol binds one node to
+/// one socket). The socket opens when the node connects to the bridge and closes when it leaves,
+/// so the gateway sees the node come and go; it redials with backoff while the node stays.
+///
+/// The listener's owner is checked before the upgrade request, as for §12, and at most
+/// `maxConnecting` handshakes are under way at once (the gateway allows 32 unauthenticated
+/// sockets per address, and every node's socket comes from the bridge's).
+///
+/// Everything but the redial tasks runs on the driver's event loop.
+final class OpenClawLinks: @unchecked Sendable {
+    struct Options: Sendable {
+        var endpoint: GatewayEndpoint
+        var owners: Set<UInt32>
+        var token: SecureBytes?
+        var version: String
+        var maxMessageSize: Int
+        var maxConnecting = 4
+        var backoff: ClosedRange<TimeInterval> = 0.5...30
+    }
+
+    private final class NodeLink {
+        var task: Task<Void, Never>?
+        var handler: OpenClawLinkHandler?
+        var foreground: Bool
+        init(foreground: Bool) { self.foreground = foreground }
+    }
+
+    let loop: any EventLoop
+    private weak var driver: BridgeDriver?
+    private let options: Options
+    private let devices: OpenClawDevices
+    /// The devices file is read, changed and written whole: one change at a time.
+    private let devicesLock = NIOLock()
+    private let connecting: ConnectSlots
+    private let logger: Logger
+    private var nodes: [Fingerprint: NodeLink] = [:]
+
+    init(_ options: Options, devices: OpenClawDevices, driver: BridgeDriver, logger: Logger) {
+        (self.options, self.devices, self.driver, loop, self.logger) = (options, devices, driver, driver.loop, logger)
+        connecting = ConnectSlots(options.maxConnecting)
+    }
+
+    /// At start: identities of nodes revoked while the daemon was down go.
+    func forgetAllBut(_ paired: Set<Fingerprint>) {
+        do {
+            let removed = try devicesLock.withLock { try devices.keepOnly(paired) }
+            if removed > 0 { logger.info("removed \(removed) OpenClaw identities of nodes no longer paired") }
+        } catch {
+            logger.error("cannot read \(OpenClawDevices.fileName): \(error)")
+        }
+    }
+
+    // MARK: - From the driver (on the loop)
+
+    func presence(_ presence: NodePresence) {
+        loop.preconditionInEventLoop()
+        let node = presence.node
+        switch presence.change {
+        case let .online(details, commands, foreground):
+            guard nodes[node] == nil else { return }
+            let link = NodeLink(foreground: foreground)
+            nodes[node] = link
+            link.task = Task { await self.run(node, details: details, commands: commands) }
+        case let .foreground(foreground):
+            nodes[node]?.foreground = foreground
+            nodes[node]?.handler?.nodeForeground(foreground)
+        case .offline:
+            nodes.removeValue(forKey: node)?.task?.cancel()
+        case .revoked:
+            nodes.removeValue(forKey: node)?.task?.cancel()
+            Task { [devices, devicesLock, logger] in
+                do {
+                    try devicesLock.withLock { try devices.forget(node) }
+                    logger.info("OpenClaw identity removed", metadata: ["node": "\(node)"])
+                } catch {
+                    logger.error("cannot remove the OpenClaw identity of \(node): \(error)")
+                }
+            }
+        }
+    }
+
+    /// The bridge is stopping: every node's socket closes.
+    func stopAll() {
+        for link in nodes.values { link.task?.cancel() }
+        nodes.removeAll()
+    }
+
+    func answer(_ node: Fingerprint, _ invokeID: String, _ answer: Result<InvokePayload, ErrorMessage>) {
+        nodes[node]?.handler?.nodeAnswered(invokeID, answer)
+    }
+
+    // MARK: - From a node's socket (on the loop)
+
+    func attach(_ handler: OpenClawLinkHandler) {
+        nodes[handler.node]?.handler = handler
+    }
+
+    func detach(_ handler: OpenClawLinkHandler) {
+        if nodes[handler.node]?.handler === handler { nodes[handler.node]?.handler = nil }
+    }
+
+    func sessionUp(_ handler: OpenClawLinkHandler, protocolVersion: Int, deviceId: String) {
+        logger.info("node attached to the OpenClaw gateway", metadata: ["node": "\(handler.node)", "deviceId": "\(deviceId)", "protocol": "\(protocolVersion)"])
+        driver?.openClawSession(node: handler.node, deviceId: deviceId, state: "connected (protocol \(protocolVersion))")
+        // Whatever the gateway queued while the node was away or in the background.
+        if nodes[handler.node]?.foreground == true { handler.nodeForeground(true) }
+    }
+
+    func store(deviceToken: String, for node: Fingerprint) {
+        Task { [devices, devicesLock, logger] in
+            do { try devicesLock.withLock { try devices.setDeviceToken(deviceToken, for: node) } } catch {
+                logger.error("cannot store the gateway's device token for \(node): \(error)")
+            }
+        }
+    }
+
+    func invoke(_ invoke: OpenClawNodeSession.Invoke, on node: Fingerprint) {
+        driver?.openClawInvoke(node: node, invoke)
+    }
+
+    // MARK: - One node's socket, redialled while the node stays
+
+    private func run(_ node: Fingerprint, details: NodeDetails, commands: [String]) async {
+        let made: (OpenClawDevice, OpenClawDevices.Record)
+        do { made = try devicesLock.withLock { try devices.device(for: node, platform: details.platform) } } catch {
+            logger.error("cannot make the OpenClaw identity of \(node): \(error)")
+            return
+        }
+        let (device, record) = made
+        var configuration = OpenClawNodeSession.Configuration(
+            device: device, claims: .node(platform: record.platform, deviceFamily: record.deviceFamily),
+            // Unique per node: the gateway retires silently paired devices that share a name.
+            displayName: "\(details.displayName) (lanbridge \(node.description.prefix(4)))",
+            instanceId: node.description, version: options.version, modelIdentifier: details.deviceModel,
+            caps: details.caps, commands: commands,
+            sharedToken: options.token.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }, deviceToken: record.deviceToken)
+        var delay = options.backoff.lowerBound
+        while !Task.isCancelled {
+            driver?.openClawSession(node: node, deviceId: device.deviceId, state: "connecting")
+            let started = Date()
+            let (reason, retry) = await connectOnce(node, configuration)
+            if Task.isCancelled { break }
+            if Date().timeIntervalSince(started) > 30 { delay = options.backoff.lowerBound }
+            var wait = delay * Double.random(in: 0.8...1.2)
+            switch retry {
+            case .signV2:
+                configuration.signature = .v2
+                wait = 0
+            case .sharedToken:
+                configuration.deviceToken = nil
+                try? devicesLock.withLock { try devices.setDeviceToken(nil, for: node) }
+                wait = 0
+            case let .operatorNeeded(hint):
+                logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)")
+                wait = options.backoff.upperBound
+            case .backoff:
+                delay = min(delay * 2, options.backoff.upperBound)
+            }
+            logger.info("node's OpenClaw socket down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["node": "\(node)"])
+            driver?.openClawSession(node: node, deviceId: device.deviceId, state: "disconnected: \(reason)")
+            try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+        }
+    }
+
+    /// One socket, from dial to close. The handshake holds one of the `maxConnecting` slots.
+    private func connectOnce(_ node: Fingerprint, _ configuration: OpenClawNodeSession.Configuration) async -> (String, OpenClawNodeSession.Retry) {
+        await connecting.acquire()
+        var released = false
+        defer { if !released { Task { await connecting.release() } } }
+        let ending = OpenClawLinkHandler.Ending()
+        let handshake = loop.makePromise(of: Void.self)
+        let (owners, logger, links) = (options.owners, logger, self)
+        let channel: any Channel
+        do {
+            channel = try await WebSocketClient.connect(
+                to: options.endpoint.target, path: options.endpoint.path, on: loop, maxMessageSize: options.maxMessageSize,
+                verifyPeer: { GatewayOwner.check($0, allowed: owners) }
+            ) { channel in
+                let session = OpenClawNodeSession(configuration, nowMs: OpenClawLinkHandler.nowMs)
+                try channel.pipeline.syncOperations.addHandler(OpenClawLinkHandler(node: node, session: session, links: links, ending: ending,
+                                                                                         handshake: handshake, logger: logger))
+            }
+        } catch {
+            handshake.succeed()
+            return ("\(error)", .backoff)
+        }
+        // The handshake is short (the session ends it after 15 s): the slot is held for it only.
+        try? await handshake.futureResult.get()
+        released = true
+        await connecting.release()
+        await withTaskCancellationHandler {
+            try? await channel.closeFuture.get()
+        } onCancel: {
+            channel.close(promise: nil)
+        }
+        return ending.value
+    }
+}
+
+/// At most `limit` holders at once; the rest wait in order.
+actor ConnectSlots {
+    private var free: Int
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    init(_ limit: Int) { free = limit }
+
+    func acquire() async {
+        if free > 0 { free -= 1; return }
+        await withCheckedContinuation { waiting.append($0) }
+    }
+
+    func release() {
+        if waiting.isEmpty { free += 1 } else { waiting.removeFirst().resume() }
+    }
+}

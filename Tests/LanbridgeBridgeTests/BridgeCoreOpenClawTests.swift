@@ -1,0 +1,58 @@
+import Foundation
+import LanbridgeCrypto
+@testable import LanbridgeBridge
+@testable import LanbridgeProtocol
+@testable import LanbridgeState
+import Testing
+
+/// The core with the OpenClaw gateway protocol: presence instead of §12 events, and the gateway's
+/// invokes through the same gate, answered to the node's own socket.
+struct BridgeCoreOpenClawTests {
+    let base = BridgeCoreTests()
+
+    func core() throws -> BridgeCore {
+        var core = try base.core(gatewayUp: false)
+        core.gateway.openClaw = true
+        return core
+    }
+
+    static func presence(_ actions: [BridgeAction]) -> [NodePresence.Change] {
+        actions.compactMap { if case let .nodePresence(presence) = $0 { presence.change } else { nil } }
+    }
+
+    @Test func aConnectingNodeIsAnnouncedWithTheCommandsItsRulesAllowInOpenClawsNames() throws {
+        var core = try core()
+        let opened = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        // Declared camera.snap and device.info, both allowed; OpenClaw knows camera.snap, and not
+        // lanbridge's device.info (its own device.info is lanbridge's system.info).
+        guard case let .online(details, commands, foreground)? = Self.presence(opened).first else { Issue.record("\(opened)"); return }
+        #expect(details.displayName == "Ada's phone" && commands == ["camera.snap"] && foreground)
+        #expect(BridgeCoreTests.events(opened).isEmpty, "no §12 events")
+        #expect(Self.presence(core.received(Array(#"{"type":"state","foreground":false}"#.utf8), from: 1, now: base.t0 + 1, wall: base.wall))
+                == [.foreground(false)])
+        #expect(Self.presence(core.channelClosed(1, now: base.t0 + 2)) == [.offline])
+    }
+
+    @Test func theGatewaysInvokeGoesThroughTheGateAndIsAnsweredOnTheNodesSocket() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        let invoke = OpenClawNodeSession.Invoke(id: "oc-1", command: "camera.snap", params: nil, timeoutMs: 1000, idempotencyKey: "k", queued: false)
+        let relayed = core.openClawInvoke(node: node, invoke, now: base.t0, wall: base.wall)
+        let sent = try #require(BridgeCoreTests.invokeSent(relayed))
+        let answered = core.received(base.result(for: sent), from: 1, now: base.t0 + 0.1, wall: base.wall)
+        #expect(BridgeCoreTests.answers(answered).first?.0 == .openClaw(node: node, invokeID: "oc-1"))
+
+        // The gate's rules first: a command the operator did not allow never reaches the node.
+        let denied = core.openClawInvoke(node: node, .init(id: "oc-2", command: "screen.record", params: nil, timeoutMs: nil, idempotencyKey: nil, queued: false),
+                                         now: base.t0 + 1, wall: base.wall)
+        #expect(BridgeCoreTests.invokeSent(denied) == nil)
+        #expect(BridgeCoreTests.answers(denied).first?.1.failureCode == ErrorMessage.forbidden)
+
+        // The background fast-fail, with the code OpenClaw queues on.
+        _ = core.received(Array(#"{"type":"state","foreground":false}"#.utf8), from: 1, now: base.t0 + 2, wall: base.wall)
+        let background = core.openClawInvoke(node: node, .init(id: "oc-3", command: "camera.snap", params: nil, timeoutMs: nil, idempotencyKey: nil, queued: false),
+                                             now: base.t0 + 3, wall: base.wall)
+        #expect(BridgeCoreTests.answers(background).first?.1.failureCode == ErrorMessage.backgroundUnavailable)
+    }
+}
