@@ -1,0 +1,185 @@
+import Foundation
+import LanbridgeFiles
+import LanbridgeProtocol
+import LanbridgeState
+import Testing
+import TestSupport
+
+/// A simulated OpenClaw gateway (python/openclaw_gateway.py, written from the protocol study, not
+/// from lanbridge), a real `lanbridge serve --gateway-protocol openclaw` and a real node-sim.
+final class OpenClawGatewaySim: @unchecked Sendable {
+    static let script = Repository.url("Tests/IntegrationTests/python/openclaw_gateway.py").path
+    let process: ChildProcess
+    let port: Int
+    let token = "oc-shared-\(UUID().uuidString)"
+    let directory = TemporaryDirectory("openclaw")
+    let tokenFile: String
+
+    init(arguments: [String] = ["--tick-ms", "1000"]) throws {
+        tokenFile = writeTokenFile(token, in: directory)
+        process = try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.script, token] + arguments, standardInput: true)
+        port = Int(try process.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count))!
+    }
+
+    var bridgeArguments: [String] {
+        ["--gateway", "ws://127.0.0.1:\(port)", "--gateway-token-file", tokenFile, "--gateway-protocol", "openclaw"]
+    }
+
+    /// The next line starting with `prefix`, split into words (the prefix dropped).
+    @discardableResult
+    func waitFor(_ prefix: String) throws -> [String] {
+        do {
+            return try process.waitForLine(timeout: 30) { $0.hasPrefix(prefix + " ") }.dropFirst(prefix.count + 1).split(separator: " ").map(String.init)
+        } catch {
+            throw Failure(description: "waiting for \"\(prefix)\" from the gateway sim: \(error); its stderr: \(process.standardError)")
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    /// Invokes through the gateway as an operator would; returns the node.invoke.result params (or the gateway's error).
+    func invoke(_ device: String, _ command: String, params: String = "null", timeoutMs: Int = 10_000) throws -> JSONValue {
+        process.write(line: "invoke \(device) \(command) \(params) \(timeoutMs)")
+        let id = try waitFor("invoking")[0]
+        let line = try process.waitForLine(timeout: 30) { $0.hasPrefix("result \(id) ") }
+        return try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("result \(id) ".count).utf8))
+    }
+
+    func command(_ line: String) { process.write(line: line) }
+
+    deinit { process.killIfRunning() }
+}
+
+@Suite(.enabled(if: Python.hasModule("websockets") && Python.hasModule("cryptography"), "needs Python's websockets and cryptography (scripts/setup installs them)"))
+struct OpenClawEndToEndTests {
+    /// Gateway sim, bridge, one paired node; returns once the node's socket is up at the gateway.
+    struct Stack {
+        let gateway: OpenClawGatewaySim
+        let bridge: BridgeDaemon
+        let node: SimulatedNode
+        let nodeID: String
+        let device: String
+        let connectedLine: [String]
+
+        init(gatewayArguments: [String] = ["--tick-ms", "1000"], nodeArguments: [String] = []) throws {
+            gateway = try OpenClawGatewaySim(arguments: gatewayArguments)
+            // system.info (OpenClaw's device.info) is not in an iPhone's default rules: allowed here, at approval.
+            let state = TemporaryDirectory("bridge")
+            try Data(#"{"access": {"defaults": {"ios": {"add": ["system.info"]}}}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
+            bridge = try BridgeDaemon(state: state, arguments: gateway.bridgeArguments)
+            node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments)
+            nodeID = try node.pair(with: bridge)
+            if gatewayArguments.contains("--manual") {
+                device = ""
+                connectedLine = []
+                return
+            }
+            device = try gateway.waitFor("paired")[0]
+            connectedLine = try gateway.waitFor("connected")
+        }
+    }
+
+    @Test func aPairedNodeAppearsAtTheGatewayAndAnswersItsInvokes() throws {
+        let stack = try Stack()
+        // One device per node, identified as the gateway derives it; a unique name; only commands OpenClaw knows.
+        #expect(stack.connectedLine[0] == stack.device && stack.connectedLine[1] == "ios")
+        let rest = stack.connectedLine.dropFirst(2).joined(separator: " ")
+        #expect(rest.hasPrefix("phone (lanbridge \(stack.nodeID.prefix(4)))|commands="))
+        let offered = Set(rest.split(separator: "=").last!.split(separator: ",").map(String.init))
+        #expect(offered.contains("canvas.snapshot") && offered.contains("device.info") && !offered.contains("device.echo"))
+
+        let snapshot = try stack.gateway.invoke(stack.device, "canvas.snapshot", params: #"{"width":4,"height":4}"#)
+        #expect(snapshot["ok"] == true)
+        guard case let .string(text)? = snapshot["payloadJSON"] else { Issue.record("no payloadJSON: \(snapshot)"); return }
+        let payload = try JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+        #expect(payload["format"] == "png")
+
+        // Renamed on the way: OpenClaw's device.info is lanbridge's system.info.
+        let info = try stack.gateway.invoke(stack.device, "device.info")
+        #expect(info["ok"] == true)
+
+        // The bridge's status shows the node's gateway session and device ID.
+        let status = try CLI.run(["status", "--json", "--state-dir", stack.bridge.state.path])
+        #expect(status.stdout.contains(stack.device))
+    }
+
+    @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
+        let stack = try Stack()
+        #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.snapshot"]).status == 0)
+        let refused = try stack.gateway.invoke(stack.device, "canvas.snapshot")
+        #expect(refused["ok"] == false && refused["error"]?["code"] == .string(ErrorMessage.forbidden))
+    }
+
+    @Test func aBackgroundedPhoneIsQueuedAtTheGatewayAndDrainedWhenItReturns() throws {
+        let stack = try Stack()
+        stack.node.process.write(line: "bg")
+        try stack.bridge.waitForLog("node moved to the background")
+        // The sim prints "queued ACTION" before the invoke's result: the action's ID is read from the result.
+        let answer = try stack.gateway.invoke(stack.device, "canvas.snapshot", params: #"{"width":2,"height":2}"#)
+        #expect(answer["error"]?["details"]?["code"] == "QUEUED_UNTIL_FOREGROUND")
+        #expect(answer["error"]?["details"]?["nodeError"]?["code"] == .string(ErrorMessage.backgroundUnavailable))
+        guard case let .string(queued)? = answer["error"]?["details"]?["queuedActionId"] else { Issue.record("not queued: \(answer)"); return }
+        stack.node.process.write(line: "fg")
+        #expect(try stack.gateway.waitFor("acked") == [queued])
+    }
+
+    @Test func whenTheNodeLeavesItsSocketClosesAndItComesBackWithTheSameDevice() throws {
+        let stack = try Stack()
+        stack.node.stop()
+        #expect(try stack.gateway.waitFor("disconnected") == [stack.device])
+        let gone = try stack.gateway.invoke(stack.device, "canvas.snapshot")
+        #expect(gone["error"]?["details"]?["code"] == "NOT_CONNECTED")
+
+        let again = try SimulatedNode(state: stack.node.state, port: stack.bridge.port, arguments: ["--name", "phone"])
+        try again.waitFor("connected")
+        #expect(try stack.gateway.waitFor("connected")[0] == stack.device)
+    }
+
+    @Test func aRestartedBridgeReconnectsWithTheDeviceTokenAndARotatedTokenFallsBackToTheSharedOne() throws {
+        let stack = try Stack()
+        stack.bridge.stop()
+        try stack.gateway.waitFor("disconnected")
+        let bridge = try BridgeDaemon(state: stack.bridge.state, port: stack.bridge.port, arguments: stack.gateway.bridgeArguments)
+        try stack.node.waitFor("connected")
+        #expect(try stack.gateway.waitFor("connected")[0] == stack.device, "the same identity, no new pairing")
+        let devices = OpenClawDevices(directory: StateDirectory(url: stack.bridge.state.url))
+        let mode = try FileManager.default.attributesOfItem(atPath: devices.url.path)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        stack.gateway.command("rotate \(stack.device)")
+        #expect(try stack.gateway.waitFor("refused") == [stack.device, "AUTH_DEVICE_TOKEN_MISMATCH"])
+        #expect(try stack.gateway.waitFor("connected")[0] == stack.device, "reconnected with the shared token")
+        _ = bridge
+    }
+
+    @Test func revokingANodeDeletesItsGatewayIdentity() throws {
+        let stack = try Stack()
+        let devices = try String(contentsOf: StateDirectory(url: stack.bridge.state.url).file(OpenClawDevices.fileName), encoding: .utf8)
+        #expect(devices.contains(stack.nodeID))
+        #expect(try stack.cli(["nodes", "revoke", stack.nodeID]).status == 0)
+        #expect(try stack.gateway.waitFor("disconnected") == [stack.device])
+        try stack.bridge.waitForLog("OpenClaw identity removed")
+        let after = try String(contentsOf: StateDirectory(url: stack.bridge.state.url).file(OpenClawDevices.fileName), encoding: .utf8)
+        #expect(!after.contains(stack.nodeID))
+    }
+
+    @Test func withManualApprovalTheBridgeWaitsForTheGatewaysOperator() throws {
+        let stack = try Stack(gatewayArguments: ["--manual", "--tick-ms", "1000"])
+        let request = try stack.gateway.waitFor("pending")
+        #expect(try stack.gateway.waitFor("refused")[1] == "PAIRING_REQUIRED")
+        stack.gateway.command("approve \(request[0])")
+        try stack.gateway.waitFor("paired")
+        // The bridge retries slowly after PAIRING_REQUIRED; a kick of the node makes it dial now.
+        stack.node.stop()
+        let again = try SimulatedNode(state: stack.node.state, port: stack.bridge.port, arguments: ["--name", "phone"])
+        try again.waitFor("connected")
+        #expect(try stack.gateway.waitFor("connected")[0] == request[1])
+    }
+}
+
+extension OpenClawEndToEndTests.Stack {
+    @discardableResult
+    func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try CLI.run(arguments + ["--state-dir", bridge.state.path])
+    }
+}
