@@ -163,6 +163,18 @@ struct OpenClawEndToEndTests {
         #expect(!after.contains(stack.nodeID))
     }
 
+    /// The squatting defence of §12 holds here too: a listener owned by someone other than the
+    /// allowed owners hears nothing, not even the upgrade request, and learns no identity.
+    @Test func aGatewayOwnedBySomeoneElseHearsNothing() throws {
+        let gateway = try OpenClawGatewaySim()
+        let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + ["--gateway-owner", "nobody"])
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"])
+        try node.pair(with: bridge)
+        try bridge.waitForLog("squatting")
+        gateway.command("devices")
+        #expect(try gateway.waitFor("devices") == ["0", "upgrades", "0"])
+    }
+
     @Test func withManualApprovalTheBridgeWaitsForTheGatewaysOperator() throws {
         let stack = try Stack(gatewayArguments: ["--manual", "--tick-ms", "1000"])
         let request = try stack.gateway.waitFor("pending")

@@ -14,7 +14,7 @@ Prints "listening PORT", then one line per thing a test waits for:
 Reads commands on stdin:
   invoke DEVICE COMMAND PARAMSJSON [TIMEOUTMS]   (prints "invoking INVOKE" first)
   approve REQUEST     rotate DEVICE     kick DEVICE     cancel INVOKE
-  devices             (prints "devices N" and one "device ID PLATFORM FAMILY" line each)
+  devices             (prints "devices N upgrades M" and one "device ID PLATFORM FAMILY" line each)
 """
 import asyncio, base64, hashlib, hmac, json, os, secrets, sys, time, uuid
 from cryptography.exceptions import InvalidSignature
@@ -54,6 +54,7 @@ pending = {}   # requestId -> device record awaiting approval
 sessions = {}  # deviceId -> (websocket, commands)
 invokes = {}   # invokeId -> (deviceId, command, future)
 queue = {}     # deviceId -> [action]
+upgraded = [0]  # WebSocket upgrades accepted, for the squatting test
 
 
 def say(line):
@@ -130,6 +131,7 @@ def closed_schema(params):
 
 
 async def handshake(ws):
+    upgraded[0] += 1
     nonce = str(uuid.uuid4())
     await ws.send(frame("event", event="connect.challenge", payload={"nonce": nonce, "ts": int(time.time() * 1000)}))
     try:
@@ -342,7 +344,7 @@ async def commands():
             device_id = invokes[words[1]][0]
             await sessions[device_id][0].send(frame("event", event="node.invoke.cancel", payload={"invokeId": words[1], "nodeId": device_id}))
         elif words[0] == "devices":
-            say(f"devices {len(devices)}")
+            say(f"devices {len(devices)} upgrades {upgraded[0]}")
             for device_id, record in devices.items():
                 say(f"device {device_id} {record['platform']} {record['family']}")
 
