@@ -75,9 +75,21 @@ struct DoctorCommand: ParsableCommand {
                                 detail: published ? "advertised as \"\(runtime.mdnsName ?? "?")\" (_lanbridge._tcp)" : "advertising: \(runtime.mdns ?? "unknown")",
                                 fix: published || runtime.mdns == "off" ? nil : "see the avahi-daemon check"))
             let link = runtime.gateway ?? "unknown"
-            let linked = link.hasPrefix("connected") || link == "off"
-            checks.append(Check(name: "gateway link", ok: linked, detail: link,
-                                fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
+            if link.hasPrefix("openclaw") {
+                // One socket per connected node: each is a check of its own.
+                checks.append(Check(name: "gateway", ok: true, detail: link, fix: nil))
+                for (node, live) in runtime.nodes.sorted(by: { $0.key < $1.key }) {
+                    let session = live.gatewaySession ?? "not started"
+                    let up = session.hasPrefix("connected")
+                    checks.append(Check(name: "gateway session \(node)", ok: up,
+                                        detail: "\(session)\(live.gatewayDeviceId.map { " (device \($0.prefix(16))…)" } ?? "")",
+                                        fix: up ? nil : "is the OpenClaw gateway running, does it accept the token, and has its operator approved the device (openclaw devices approve)?"))
+                }
+            } else {
+                let linked = link.hasPrefix("connected") || link == "off"
+                checks.append(Check(name: "gateway link", ok: linked, detail: link,
+                                    fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
+            }
         } else {
             checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is not running (start it: lanbridge serve)", fix: nil))
         }

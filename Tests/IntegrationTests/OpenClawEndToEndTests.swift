@@ -101,6 +101,10 @@ struct OpenClawEndToEndTests {
         // The bridge's status shows the node's gateway session and device ID.
         let status = try CLI.run(["status", "--json", "--state-dir", stack.bridge.state.path])
         #expect(status.stdout.contains(stack.device))
+        let doctor = try CLI.run(["doctor", "--state-dir", stack.bridge.state.path])
+        #expect(doctor.stdout.contains("gateway session \(stack.nodeID)") && doctor.stdout.contains("connected (protocol 4)"), "\(doctor.stdout)")
+        let describe = try stack.cli(["nodes", "describe", stack.nodeID, "--json"])
+        #expect(describe.stdout.contains("\"gatewayDeviceId\" : \"\(stack.device)\"") || describe.stdout.contains("\"gatewayDeviceId\":\"\(stack.device)\""), "\(describe.stdout)")
     }
 
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
