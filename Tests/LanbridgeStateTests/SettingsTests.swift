@@ -36,6 +36,11 @@ struct BridgeSettingsTests {
 
     @Test func theGatewayProtocolIsChosenInTheConfig() throws {
         #expect(try parse("{}").gateway.wire == "lanbridge")
+        // The README's "Using lanbridge with OpenClaw" config, as printed.
+        let readme = try String(contentsOf: Repository.url("README.md"), encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## Using lanbridge with OpenClaw").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        #expect(try parse(block).gateway.wire == "openclaw")
         #expect(try parse(#"{"gateway": {"url": "ws://127.0.0.1:18789", "protocol": "openclaw"}}"#).gateway.wire == "openclaw")
     }
 
