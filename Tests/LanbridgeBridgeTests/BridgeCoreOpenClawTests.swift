@@ -33,6 +33,18 @@ struct BridgeCoreOpenClawTests {
         #expect(Self.presence(core.channelClosed(1, now: base.t0 + 2)) == [.offline])
     }
 
+    /// Bug: a node whose session was replaced lost its gateway device ID from runtime.json (its
+    /// gateway socket stays up, so nothing reported it again).
+    @Test func aReplacedSessionKeepsTheGatewaySessionState() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        _ = core.openClawSession(node: node, deviceId: "dev", state: "connected (protocol 4)")
+        _ = core.opened(base.opening(2), now: base.t0 + 1, wall: base.wall)
+        #expect(core.runtime.nodes[node.description]?.gatewayDeviceId == "dev")
+        #expect(core.runtime.nodes[node.description]?.gatewaySession == "connected (protocol 4)")
+    }
+
     @Test func theGatewaysInvokeGoesThroughTheGateAndIsAnsweredOnTheNodesSocket() throws {
         var core = try core()
         let node = Fingerprint(publicKey: base.phoneKey.publicKey)
