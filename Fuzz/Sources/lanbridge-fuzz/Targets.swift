@@ -7,7 +7,7 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw
 }
 
 let target: Target = {
@@ -38,6 +38,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .json: json(bytes)
     case .txt: txt(bytes)
     case .invite: invite(bytes)
+    case .openclaw: openclaw(bytes)
     }
     return 0
 }
@@ -117,6 +118,44 @@ func session(_ bytes: [UInt8]) {
 func gateway(_ bytes: [UInt8]) {
     guard let frame = try? GatewayFrame.decode(bytes) else { return }
     invariant((try? GatewayFrame.decode(frame.encoded())) == frame, "gateway frame round trip")
+}
+
+/// An OpenClaw gateway's frames, as the challenge and once the session is up: whatever comes in,
+/// what goes out is a frame that decodes, an invoke has object params, and it is answered once.
+let openClawDevice = OpenClawDevice(key: try! Ed25519.KeyPair(seed: SecureBytes(copying: [UInt8](repeating: 7, count: 32))))
+let openClawConfiguration = OpenClawNodeSession.Configuration(
+    device: openClawDevice, claims: .node(platform: "ios", deviceFamily: "iPhone"), displayName: "fuzz", instanceId: "fuzz",
+    version: "0", caps: [], commands: ["canvas.snapshot"], sharedToken: "t", deviceToken: nil)
+
+let openClawReady: OpenClawNodeSession = {
+    var session = OpenClawNodeSession(openClawConfiguration, nowMs: 0)
+    _ = session.received(Array(#"{"type":"event","event":"connect.challenge","payload":{"nonce":"n","ts":1}}"#.utf8), nowMs: 1)
+    _ = session.received(Array(#"{"type":"res","id":"connect","ok":true,"payload":{"type":"hello-ok","protocol":4}}"#.utf8), nowMs: 2)
+    return session
+}()
+
+func openclaw(_ bytes: [UInt8]) {
+    func check(_ actions: [OpenClawNodeSession.Action], _ session: inout OpenClawNodeSession) {
+        for action in actions {
+            switch action {
+            case let .send(frame):
+                invariant((try? GatewayFrame.decode(frame)) != nil, "the session sends only frames that decode")
+            case let .invoke(invoke):
+                if let params = invoke.params, case .object = params {} else { invariant(invoke.params == nil, "invoke params are an object") }
+                let answers = session.nodeAnswered(invokeId: invoke.id, .success(.value(nil)))
+                invariant(answers.count <= 1, "one answer per invoke")
+                invariant(session.nodeAnswered(invokeId: invoke.id, .success(.value(nil))).isEmpty, "never answered twice")
+            default:
+                break
+            }
+        }
+    }
+    var fresh = OpenClawNodeSession(openClawConfiguration, nowMs: 0)
+    check(fresh.received(bytes, nowMs: 1), &fresh)
+    var ready = openClawReady  // a value: each run starts from the same session, signed once
+    invariant(ready.isReady, "the fixed handshake completes")
+    check(ready.received(bytes, nowMs: 3), &ready)
+    check(ready.nodeForeground(true), &ready)
 }
 
 /// The scanner accepts only what Foundation reads, and finds the same members.
