@@ -19,7 +19,7 @@ public enum Ed25519 {
         }
 
         public static func generate() -> KeyPair {
-            // Any 32 random bytes are a seed.
+            // Any 32 random bytes are a seed, and these are 32: the init cannot throw here.
             try! KeyPair(seed: .random(count: seedLength))
         }
 

@@ -5,6 +5,7 @@
 public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
     public static let maxLength = 128
     /// Commands that need the app in the foreground unless the config says otherwise (canvas, camera, screen).
+    /// Constant, valid patterns: `try!` cannot trap (every policy test builds them).
     public static let foregroundByDefault = ["canvas.*", "camera.*", "screen.*"].map { try! CommandPattern($0) }
 
     public let description: String
