@@ -92,10 +92,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     private func sendClose(code: WebSocketErrorCode, reason: String, context: ChannelHandlerContext) {
         guard !closeSent else { return }
         closeSent = true
-        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.close(code, reason: reason, maskKey: .random())), promise: nil)
     }
 
     // MARK: - Gateway → bridge
@@ -113,14 +110,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
         case .ping:
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
-            var data = frame.unmaskedData
-            let code = data.readWebSocketErrorCode()
-            let reason = data.readString(length: data.readableBytes) ?? ""
-            if let code, code != .normalClosure {
-                ending.set(WebSocketError.closed(code: "\(UInt16(webSocketErrorCode: code))", reason: reason).description)
-            } else {
-                ending.set("the gateway closed the link")
-            }
+            ending.set(frame.closeError?.description ?? "the gateway closed the link")
             sendClose(code: .normalClosure, reason: "", context: context)
             context.close(promise: nil)
         default:

@@ -68,10 +68,7 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
         case .ping:
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
-            var data = frame.unmaskedData
-            let code = data.readWebSocketErrorCode().map { UInt16(webSocketErrorCode: $0) }
-            let reason = data.readString(length: data.readableBytes) ?? ""
-            ending.set("the gateway closed the socket (\(code.map(String.init) ?? "no code")\(reason.isEmpty ? "" : ": \(reason)"))")
+            ending.set(frame.closeError?.description ?? "the gateway closed the socket")
             sendClose(.normalClosure, "")
             context.close(promise: nil)
         default:
@@ -132,9 +129,6 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     private func sendClose(_ code: WebSocketErrorCode, _ reason: String) {
         guard let context, !closeSent else { return }
         closeSent = true
-        var data = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: data)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.close(code, reason: reason, maskKey: .random())), promise: nil)
     }
 }

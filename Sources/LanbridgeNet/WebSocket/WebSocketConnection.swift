@@ -38,14 +38,7 @@ public struct WebSocketConnection: Sendable {
                                 try await writer.write(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData))
                             case .connectionClose:
                                 try? await writer.close()
-                                var data = frame.unmaskedData
-                                let code = data.readWebSocketErrorCode()
-                                let reason = data.readString(length: data.readableBytes) ?? ""
-                                if let code, code != .normalClosure {
-                                    continuation.finish(throwing: WebSocketError.closed(code: "\(UInt16(webSocketErrorCode: code))", reason: reason))
-                                } else {
-                                    continuation.finish()
-                                }
+                                continuation.finish(throwing: frame.closeError)
                                 return
                             default:
                                 break
@@ -90,10 +83,7 @@ public final class WebSocketWriter: Sendable {
     /// Sends a close frame once: 1000 (normal) unless told otherwise.
     public func close(code: WebSocketErrorCode = .normalClosure, reason: String = "") async throws {
         guard closed.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
-        var data = ByteBuffer()
-        data.write(webSocketErrorCode: code)
-        data.writeString(reason)
-        try await write(WebSocketFrame(fin: true, opcode: .connectionClose, data: data))
+        try await write(.close(code, reason: reason))
     }
 
     func write(_ frame: WebSocketFrame) async throws {
