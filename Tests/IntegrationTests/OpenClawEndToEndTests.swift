@@ -104,7 +104,8 @@ struct OpenClawEndToEndTests {
         let doctor = try CLI.run(["doctor", "--state-dir", stack.bridge.state.path])
         #expect(doctor.stdout.contains("gateway session \(stack.nodeID)") && doctor.stdout.contains("connected (protocol 4)"), "\(doctor.stdout)")
         let describe = try stack.cli(["nodes", "describe", stack.nodeID, "--json"])
-        #expect(describe.stdout.contains("\"gatewayDeviceId\" : \"\(stack.device)\"") || describe.stdout.contains("\"gatewayDeviceId\":\"\(stack.device)\""), "\(describe.stdout)")
+        let described = try JSONDecoder().decode(JSONValue.self, from: Data(describe.stdout.utf8))
+        #expect(described["gatewayDeviceId"] == .string(stack.device), "\(describe.stdout)")
     }
 
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {

@@ -43,6 +43,19 @@ struct FakeBridgeTests {
         return Running(client: client, task: task, directory: directory, events: events)
     }
 
+    /// The error `body` throws; an issue (and nil) if it returns instead.
+    static func failure(_ what: Comment, _ body: () async throws -> JSONValue?) async -> LanbridgeError? {
+        do {
+            _ = try await body()
+            Issue.record("\(what) did not fail")
+        } catch let error as LanbridgeError {
+            return error
+        } catch {
+            Issue.record("\(what) threw \(error), not a LanbridgeError")
+        }
+        return nil
+    }
+
     /// Pairs by code: the operator sees the code the node shows, and approves; returns once both
     /// sides are connected.
     static func pair(_ bridge: FakeBridge, _ node: Running) async throws -> String {
@@ -64,12 +77,7 @@ struct FakeBridgeTests {
         let nodeID = try await Self.pair(bridge, node)
         #expect(await node.client.bridge?.fingerprint == bridge.fingerprint)
         #expect(try await bridge.invoke(nodeID, "device.echo", params: ["hi": 1]) == ["hi": 1])
-        await #expect(throws: LanbridgeError.self) { try await bridge.invoke(nodeID, "device.missing") }
-        do {
-            _ = try await bridge.invoke(nodeID, "device.missing")
-        } catch {
-            #expect(error.code == "UNKNOWN_COMMAND")
-        }
+        #expect(await Self.failure("an unknown command") { try await bridge.invoke(nodeID, "device.missing") }?.code == "UNKNOWN_COMMAND")
         await node.stop()
     }
 
@@ -81,12 +89,8 @@ struct FakeBridgeTests {
         }
         let nodeID = try await Self.pair(bridge, node)
         #expect(try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": 21]) == ["width": 42])
-        do {
-            _ = try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": "wide"])
-            Issue.record("a string width was accepted")
-        } catch {
-            #expect(error.code == LanbridgeError.invalidParams)
-        }
+        #expect(await Self.failure("a string width") { try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": "wide"]) }?.code
+                == LanbridgeError.invalidParams)
         await node.stop()
     }
 
@@ -117,13 +121,8 @@ struct FakeBridgeTests {
         let nodeID = try await Self.pair(bridge, node)
         await node.client.setForeground(false)
         _ = await bridge.next { if case .appState(_, false) = $0 { true } else { nil } }
-        do {
-            _ = try await bridge.invoke(nodeID, "canvas.snapshot")
-            Issue.record("a backgrounded node was invoked")
-        } catch {
-            #expect(error.code == ErrorMessage.backgroundUnavailable)
-            #expect(error.retryable)
-        }
+        let background = await Self.failure("an invoke in the background") { try await bridge.invoke(nodeID, "canvas.snapshot") }
+        #expect(background?.code == ErrorMessage.backgroundUnavailable && background?.retryable == true)
         await node.client.setForeground(true)
         _ = await bridge.next { if case .appState(_, true) = $0 { true } else { nil } }
         #expect(try await bridge.invoke(nodeID, "canvas.snapshot") == ["ok": true])
@@ -160,12 +159,7 @@ struct FakeBridgeTests {
         let node = try await Self.start(bridge)
         _ = try await Self.pair(bridge, node)
         #expect(try await node.client.call("agent", params: "hello", idempotencyKey: "k1") == ["echo": "hello"])
-        do {
-            _ = try await node.client.call("system.run")
-            Issue.record("a refused call returned")
-        } catch {
-            #expect(error.code == ErrorMessage.forbidden)
-        }
+        #expect(await Self.failure("a refused call") { try await node.client.call("system.run") }?.code == ErrorMessage.forbidden)
         await node.stop()
     }
 
@@ -174,13 +168,8 @@ struct FakeBridgeTests {
         await bridge.answerCalls { _, _ in nil }  // the gateway never answers
         let node = try await Self.start(bridge)
         _ = try await Self.pair(bridge, node)
-        do {
-            _ = try await node.client.call("agent", params: "slow", timeout: .milliseconds(50))
-            Issue.record("an unanswered call returned")
-        } catch {
-            #expect(error.code == LanbridgeError.timeout)
-            #expect(error.retryable)
-        }
+        let late = await Self.failure("an unanswered call") { try await node.client.call("agent", params: "slow", timeout: .milliseconds(50)) }
+        #expect(late?.code == LanbridgeError.timeout && late?.retryable == true)
         await node.stop()
     }
 
