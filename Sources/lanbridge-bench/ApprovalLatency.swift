@@ -10,7 +10,9 @@ import Logging
 /// CLI's write returns to the node's "connected" event. The budget is 200 ms.
 /// The daemon and the nodes run in this process over loopback; the approval goes through the files,
 /// as `lanbridge nodes approve` does, and reaches the daemon through inotify.
-func approvalLatencies(count: Int) async throws -> [Double] {
+/// All pairings come from 127.0.0.1, which the bridge lets ask for `ChallengeLimits.perAddress`
+/// code challenges an hour: more would be refused, so that is the most it measures.
+func approvalLatencies(count: Int = ChallengeLimits.perAddress) async throws -> [Double] {
     let state = FileManager.default.temporaryDirectory.appendingPathComponent("lanbridge-bench-\(UUID().uuidString.prefix(8))")
     defer { try? FileManager.default.removeItem(at: state) }
     var configuration = BridgeConfiguration(stateDirectory: StateDirectory(url: state), name: "bench")
@@ -41,6 +43,10 @@ func approvalLatencies(count: Int) async throws -> [Double] {
                 let elapsed = ContinuousClock.now - start
                 latencies.append(Double(elapsed.components.attoseconds) / 1e15 + Double(elapsed.components.seconds) * 1000)
                 break
+            } else if case let .error(code, message) = event {
+                // The client would retry for ever; a benchmark that waits for ever measures nothing.
+                run.cancel()
+                throw BenchError.pairingRefused("\(code): \(message)")
             }
         }
         run.cancel()
@@ -52,4 +58,13 @@ func percentile(_ values: [Double], _ p: Double) -> Double {
     let sorted = values.sorted()
     guard !sorted.isEmpty else { return .nan }
     return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * p).rounded()))]
+}
+
+enum BenchError: Error, CustomStringConvertible {
+    case pairingRefused(String)
+    var description: String {
+        switch self {
+        case let .pairingRefused(why): "the bridge refused a pairing: \(why)"
+        }
+    }
 }

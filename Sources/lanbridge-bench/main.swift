@@ -8,6 +8,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
+import TestSupport
 
 let arguments = CommandLine.arguments
 if arguments.dropFirst().first == "gateway-load" {
@@ -114,18 +115,47 @@ func transportBytesPerSecond(messageSize: Int) throws -> Double {
     }
 }
 
-var figures: [Figure] = [
-    Figure(name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
-           measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"),
-]
+func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
+var figures: [Figure] = []
+/// Prints each figure as soon as it is measured (flushed: a run that is stopped keeps what it had).
+@MainActor func report(_ figure: Figure) {
+    figures.append(figure)
+    guard !asJSON else { return }
+    print(pad(figure.name, 52) + pad(String(format: "%.1f %@", figure.measured, figure.unit), 22)
+          + pad(String(format: "%.1f %@", figure.ceiling, figure.unit), 22) + String(format: "%.2f", figure.ratio))
+    fflush(nil)
+}
+if !asJSON {
+    print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s", dhPerSecond, basePerSecond))
+    print("")
+    print(pad("figure", 52) + pad("lanbridge", 22) + pad("baseline", 22) + "ratio")
+}
+report(Figure(name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
+              measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"))
 for (label, size) in [("1 KiB", 1024), ("1 MiB", 1 << 20)] {
-    figures.append(Figure(name: "transport, \(label) messages (seal + open)", unit: "MB/s",
-                          measured: try transportBytesPerSecond(messageSize: size) / 1e6,
-                          ceiling: try rawAEADBytesPerSecond(messageSize: size) / 1e6,
-                          ceilingSource: "raw ChaCha20-Poly1305 seal+open of the same message in the same chunks"))
+    report(Figure(name: "transport, \(label) messages (seal + open)", unit: "MB/s",
+                  measured: try transportBytesPerSecond(messageSize: size) / 1e6,
+                  ceiling: try rawAEADBytesPerSecond(messageSize: size) / 1e6,
+                  ceilingSource: "raw ChaCha20-Poly1305 seal+open of the same message in the same chunks"))
 }
 
-let approvals = try await approvalLatencies(count: 30)
+// MARK: - The scanner under adversarial shapes
+
+/// Bytes per second `JSONScanner` validates, for a 4 MiB document of `shape`.
+func scannerBytesPerSecond(_ shape: JSONShape) throws -> Double {
+    let document = shape.document(size: 4 << 20)
+    return try rate {
+        try JSONScanner.validate(document)
+        return document.count
+    }
+}
+let plainScan = try scannerBytesPerSecond(.plain)
+for shape in JSONShape.allCases where shape != .plain {
+    report(Figure(name: "scanner, 4 MiB \(shape.rawValue)", unit: "MB/s", measured: try scannerBytesPerSecond(shape) / 1e6,
+                  ceiling: plainScan / 1e6, ceilingSource: "the scanner on a plain object of the same size (long strings), same run"))
+}
+
+let approvals = try await approvalLatencies()
 let approvalP50 = percentile(approvals, 0.5), approvalP99 = percentile(approvals, 0.99)
 
 struct Report: Encodable {
@@ -143,14 +173,6 @@ if asJSON {
                                                      x25519BasePerSecond: basePerSecond, figures: figures,
                                                      approvalLatencyMs: ["p50": approvalP50, "p99": approvalP99, "budget": 200])), as: UTF8.self))
 } else {
-    print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s", dhPerSecond, basePerSecond))
-    print("")
-    func pad(_ s: String, _ n: Int) -> String { s.count >= n ? s : s + String(repeating: " ", count: n - s.count) }
-    print(pad("figure", 48) + pad("lanbridge", 22) + pad("libsodium ceiling", 22) + "ratio")
-    for f in figures {
-        print(pad(f.name, 48) + pad(String(format: "%.1f %@", f.measured, f.unit), 22)
-              + pad(String(format: "%.1f %@", f.ceiling, f.unit), 22) + String(format: "%.2f", f.ratio))
-    }
     print("")
     print(String(format: "approval reaches the waiting node (%d pairings): p50 %.1f ms, p99 %.1f ms; budget 200 ms (p99/budget %.2f)",
                  approvals.count, approvalP50, approvalP99, approvalP99 / 200))

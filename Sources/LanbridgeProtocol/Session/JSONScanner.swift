@@ -28,8 +28,9 @@ public enum JSONScanner {
         do {
             try bytes.withUnsafeBufferPointer { buffer throws(Invalid) in
                 var scanner = Scanner(bytes: buffer)
+                defer { scanner.release() }
                 try scanner.document(requireObject: true) { key, range in
-                    if let k = wanted.firstIndex(where: { $0 == key }) { found[keys[k]] = range }
+                    if let k = wanted.firstIndex(where: { $0.elementsEqual(key) }) { found[keys[k]] = range }
                 }
             }
         } catch {
@@ -45,7 +46,19 @@ public enum JSONScanner {
         let array = Array(bytes)
         try array.withUnsafeBufferPointer { buffer throws(Invalid) in
             var scanner = Scanner(bytes: buffer)
+            defer { scanner.release() }
             try scanner.document(requireObject: false) { _, _ in }
+        }
+    }
+
+    /// The work a scan of `bytes` does, in steps: tokens, plus every byte a key's check hashes or
+    /// compares. Linear in the input whatever its shape (tests hold it to a constant per byte).
+    public static func steps(_ bytes: [UInt8]) -> Int {
+        bytes.withUnsafeBufferPointer { buffer in
+            var scanner = Scanner(bytes: buffer)
+            defer { scanner.release() }
+            _ = try? scanner.document(requireObject: false) { _, _ in }
+            return scanner.steps + scanner.i
         }
     }
 
@@ -60,14 +73,42 @@ public enum JSONScanner {
         }
     }
 
+    /// A key of one object, for the duplicate check: its decoded bytes, borrowed from the input
+    /// (or from `Scanner.decodedKeys` when it had escapes), and which object it belongs to.
+    private struct ObjectKey: Hashable {
+        let object: Int
+        let bytes: UnsafeRawBufferPointer
+
+        static func == (a: ObjectKey, b: ObjectKey) -> Bool { a.object == b.object && a.bytes.elementsEqual(b.bytes) }
+        func hash(into hasher: inout Hasher) {
+            hasher.combine(object)
+            hasher.combine(bytes: bytes)  // seeded per process: colliding keys cannot be precomputed
+        }
+    }
+
     private struct Scanner {
         let bytes: UnsafeBufferPointer<UInt8>
         var i = 0
+        /// Work beyond moving through the input (tokens, key bytes hashed and compared).
+        var steps = 0
+        /// Every key of the document, tagged with its object: one table, inserted into in place.
+        /// (A set per object held in the stack's enum was copied out and back for each key, which
+        /// made a wide object cost the square of its keys.)
+        private var keys: Set<ObjectKey> = []
+        private var objects = 0
+        /// Keys that had escapes, decoded; freed by `release`.
+        private var decodedKeys: [UnsafeMutableRawBufferPointer] = []
 
         init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
+        mutating func release() {
+            for buffer in decodedKeys { buffer.deallocate() }
+            decodedKeys = []
+        }
+
         private enum Container {
-            case object(keys: Set<[UInt8]>)
+            /// The object's number, which tags its keys.
+            case object(Int)
             case array
         }
 
@@ -75,10 +116,10 @@ public enum JSONScanner {
 
         func fail(_ reason: String) -> Invalid { Invalid(offset: i, reason: reason) }
 
-        mutating func document(requireObject: Bool, member: (_ key: [UInt8], _ value: Range<Int>) -> Void) throws(Invalid) {
+        mutating func document(requireObject: Bool, member: (_ key: UnsafeRawBufferPointer, _ value: Range<Int>) -> Void) throws(Invalid) {
             var stack: [Container] = []
             var expect = Expect.value
-            var topKey: [UInt8]?
+            var topKey: UnsafeRawBufferPointer?
             var topValueStart = 0
             skipSpace()
             if requireObject, i >= bytes.count || bytes[i] != UInt8(ascii: "{") { throw fail("expected an object") }
@@ -86,6 +127,7 @@ public enum JSONScanner {
                 skipSpace()
                 guard i < bytes.count else { throw fail("unexpected end") }
                 let c = bytes[i]
+                steps += 1
                 var completed = false
                 switch expect {
                 case .value, .valueOrEnd:
@@ -99,7 +141,8 @@ public enum JSONScanner {
                     switch c {
                     case UInt8(ascii: "{"):
                         guard stack.count < JSONScanner.maxDepth else { throw fail("nested deeper than \(JSONScanner.maxDepth)") }
-                        stack.append(.object(keys: []))
+                        objects += 1
+                        stack.append(.object(objects))
                         i += 1
                         expect = .keyOrEnd
                     case UInt8(ascii: "["):
@@ -125,10 +168,13 @@ public enum JSONScanner {
                     }
                     guard c == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                     let start = i
-                    let key = try string()
-                    guard case var .object(keys) = stack[stack.count - 1] else { throw fail("key outside an object") }
-                    guard keys.insert(key).inserted else { i = start; throw fail("duplicate key \"\(String(decoding: key, as: UTF8.self))\"") }
-                    stack[stack.count - 1] = .object(keys: keys)
+                    let key = try keyBytes()
+                    guard case let .object(object) = stack[stack.count - 1] else { throw fail("key outside an object") }
+                    steps += key.count
+                    guard keys.insert(ObjectKey(object: object, bytes: key)).inserted else {
+                        i = start
+                        throw fail("duplicate key \"\(String(decoding: key, as: UTF8.self))\"")
+                    }
                     if stack.count == 1 { topKey = key }
                     expect = .colon
                 case .colon:
@@ -205,8 +251,9 @@ public enum JSONScanner {
                 }
             }
             // Beyond a double's range (1e400) decoders disagree (infinity, or an error): refused.
-            // Only long tokens or exponents can get there, so plain ones cost nothing more.
-            if exponent || i - start > 15, let value = Double(String(decoding: bytes[start..<i], as: UTF8.self)), !value.isFinite {
+            // Only long tokens or exponents can get there, so plain ones cost nothing more; and the
+            // check reads the token once, never handing a parser more than a bounded string.
+            if exponent || i - start > 15, !JSONNumber.isFinite(UnsafeBufferPointer(rebasing: bytes[start..<i])) {
                 throw fail("number out of range")
             }
         }
@@ -225,6 +272,23 @@ public enum JSONScanner {
             throw fail("unterminated string")
         }
 
+        /// A key's value as UTF-8: the input's own bytes when it has no escapes, else decoded into
+        /// a buffer the scanner owns until `release`.
+        mutating func keyBytes() throws(Invalid) -> UnsafeRawBufferPointer {
+            let start = i
+            try skipString()
+            let inner = UnsafeRawBufferPointer(rebasing: UnsafeRawBufferPointer(bytes)[(start + 1)..<(i - 1)])
+            guard inner.contains(UInt8(ascii: "\\")) else { return inner }
+            let end = i
+            i = start
+            let decoded = try string()
+            i = end
+            let copy = UnsafeMutableRawBufferPointer.allocate(byteCount: decoded.count, alignment: 1)
+            decoded.withUnsafeBytes { copy.copyMemory(from: $0) }
+            decodedKeys.append(copy)
+            return UnsafeRawBufferPointer(copy)
+        }
+
         /// A string token's value, as UTF-8.
         mutating func string() throws(Invalid) -> [UInt8] {
             var out: [UInt8] = []
@@ -234,7 +298,7 @@ public enum JSONScanner {
                 if c == UInt8(ascii: "\"") { i += 1; return out }
                 if c == UInt8(ascii: "\\") {
                     let scalar = try escape()
-                    out.append(contentsOf: String(Character(scalar)).utf8)
+                    UTF8.encode(scalar) { out.append($0) }
                     continue
                 }
                 if c < 0x20 { throw fail("control character in a string") }

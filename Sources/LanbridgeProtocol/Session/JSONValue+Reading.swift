@@ -64,7 +64,7 @@ extension JSONValue {
             default:
                 let start = i
                 while i < bytes.count, Self.numberBytes.contains(bytes[i]) { i += 1 }
-                return .number(Double(String(decoding: bytes[start..<i], as: UTF8.self)) ?? 0)
+                return .number(JSONNumber.double(bytes[start..<i]))
             }
         }
 
