@@ -99,6 +99,10 @@ public actor NodeClient {
     private var foreground: Bool
     private let transport: any NodeTransport
     private var connection: NodeConnection?
+    /// Handlers running for invokes of the current connection: cancelled when it ends, since their
+    /// answers could only go to the connection the invoke came on, which is gone.
+    private var running: [Int: Task<Void, Never>] = [:]
+    private var nextRunning = 0
     private var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
     private var deadlines: [String: Task<Void, Never>] = [:]
     private var nextCall = 0
@@ -128,7 +132,8 @@ public actor NodeClient {
     }
 
     /// Registers the handler for `command` (replacing an earlier one). An invoke of a command with
-    /// no handler is answered `UNKNOWN_COMMAND`. Handlers run concurrently.
+    /// no handler is answered `UNKNOWN_COMMAND`. Handlers run concurrently; when the connection an
+    /// invoke came on ends, its handler's task is cancelled (its answer could go nowhere else).
     public func handle(_ command: String, _ handler: @escaping Handler) {
         handlers[command] = handler
     }
@@ -152,12 +157,12 @@ public actor NodeClient {
     /// when not connected (or the connection closes), `TIMEOUT` when no answer comes in `timeout`.
     public func call(_ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil,
                      timeout: Duration = .seconds(30)) async throws(LanbridgeError) -> JSONValue? {
-        guard connected else {
+        guard connected, let connection else {
             throw LanbridgeError(code: LanbridgeError.unavailable, message: "not connected to the bridge", retryable: true)
         }
         nextCall += 1
         let id = "c\(nextCall)"
-        let message = GatewayCall(id: id, method: method, params: params, idempotencyKey: idempotencyKey)
+        let message = SessionMessages.encode(GatewayCall(id: id, method: method, params: params, idempotencyKey: idempotencyKey))
         let result = await withCheckedContinuation { continuation in
             calls[id] = continuation
             deadlines[id] = Task { [weak self] in
@@ -165,13 +170,20 @@ public actor NodeClient {
                 guard !Task.isCancelled else { return }
                 await self?.answer(id, .failure(ErrorMessage(code: ErrorMessage.timeout, message: "no answer within \(timeout)", retryable: true)))
             }
-            Task { await self.send(message) }
+            // Only on the connection the call was made on, and only while it still waits: once the
+            // connection's end has answered it UNAVAILABLE, it must not go out on the next one.
+            Task { [weak self] in
+                guard await self?.isWaiting(id) == true else { return }
+                try? await connection.send(message)
+            }
         }
         switch result {
         case let .success(payload): return payload
         case let .failure(error): throw LanbridgeError(error)
         }
     }
+
+    private func isWaiting(_ call: String) -> Bool { calls[call] != nil }
 
     /// Completes a call once: by its result, its deadline, or the connection closing.
     private func answer(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) {
@@ -215,6 +227,8 @@ public actor NodeClient {
             connection.close()
             self.connection = nil
             connected = false
+            for task in running.values { task.cancel() }
+            running.removeAll()
             for id in Array(calls.keys) {
                 answer(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true)))
             }
@@ -298,7 +312,14 @@ public actor NodeClient {
             pin = nil
             throw ClientError.revoked
         case let invoke as Invoke:
-            Task { await self.run(invoke) }  // long commands must not hold up pings and other invokes
+            // Long commands must not hold up pings and other invokes; the answer goes back on the
+            // connection the invoke came on, never on a later one.
+            nextRunning += 1
+            let key = nextRunning
+            running[key] = Task {
+                await self.run(invoke, on: connection)
+                self.finished(key)
+            }
         case let result as GatewayCallResult:
             answer(result.id, result.ok
                 ? .success(result.payload)
@@ -328,20 +349,25 @@ public actor NodeClient {
         emit.yield(.connected(bridgeName: exchange.bridgeName))
     }
 
-    private func run(_ invoke: Invoke) async {
-        guard let handler = handlers[invoke.command] else {
-            return await send(InvokeResult(id: invoke.id, error: ErrorMessage(code: "UNKNOWN_COMMAND", message: "this node has no \(invoke.command) command")))
+    private func run(_ invoke: Invoke, on connection: NodeConnection) async {
+        let result: InvokeResult
+        if let handler = handlers[invoke.command] {
+            do {
+                result = InvokeResult(id: invoke.id, payload: try await handler(invoke.params))
+            } catch let error as LanbridgeError {
+                result = InvokeResult(id: invoke.id, error: error.errorMessage)
+            } catch let error as ErrorMessage {
+                result = InvokeResult(id: invoke.id, error: error)
+            } catch {
+                result = InvokeResult(id: invoke.id, error: ErrorMessage(code: "COMMAND_FAILED", message: "\(error)"))
+            }
+        } else {
+            result = InvokeResult(id: invoke.id, error: ErrorMessage(code: "UNKNOWN_COMMAND", message: "this node has no \(invoke.command) command"))
         }
-        do {
-            await send(InvokeResult(id: invoke.id, payload: try await handler(invoke.params)))
-        } catch let error as LanbridgeError {
-            await send(InvokeResult(id: invoke.id, error: error.errorMessage))
-        } catch let error as ErrorMessage {
-            await send(InvokeResult(id: invoke.id, error: error))
-        } catch {
-            await send(InvokeResult(id: invoke.id, error: ErrorMessage(code: "COMMAND_FAILED", message: "\(error)")))
-        }
+        try? await connection.send(SessionMessages.encode(result))
     }
+
+    private func finished(_ key: Int) { running[key] = nil }
 
     private func send(_ message: some SessionMessage) async {
         try? await connection?.send(SessionMessages.encode(message))

@@ -134,6 +134,28 @@ struct BridgeCoreTests {
         #expect((try? timedOut.1.get()) == nil && timedOut.1.failureCode == ErrorMessage.timeout)
     }
 
+    /// Issue 21: a result was accepted from any of the node's connections, so a handler of the old
+    /// session finishing late answered whatever the new session had been sent under that ID.
+    @Test func aResultOnlyAnswersOnTheConnectionItsInvokeWentOutOn() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        let out = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1"), now: t0, wall: wall)
+        let sentInvoke = try #require(Self.invokeSent(out))
+        // The node reconnects: the old session's invoke fails at once (retryable), not after its timeout.
+        let replaced = core.opened(opening(2), now: t0 + 0.1, wall: wall)
+        let failed = try #require(Self.answers(replaced).first)
+        #expect(failed.0 == .gateway(generation: 1, requestID: "g1") && failed.1.failureCode == ErrorMessage.nodeNotConnected)
+        // The old handler's answer, arriving on the new connection, answers nothing.
+        let next = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g2"), now: t0 + 0.2, wall: wall)
+        let second = try #require(Self.invokeSent(next))
+        #expect(second.id != sentInvoke.id)
+        #expect(Self.answers(core.received(result(for: sentInvoke), from: 2, now: t0 + 0.3, wall: wall)).isEmpty)
+        // Nor does anything on the old connection answer the new invoke.
+        #expect(Self.answers(core.received(result(for: second), from: 1, now: t0 + 0.3, wall: wall)).isEmpty)
+        let answer = try #require(Self.answers(core.received(result(for: second), from: 2, now: t0 + 0.4, wall: wall)).first)
+        #expect(answer.0 == .gateway(generation: 1, requestID: "g2"))
+    }
+
     /// Bug: an answer from before a reconnect could reach a restarted gateway under an ID it reused.
     @Test func anAnswerForAnEarlierLinkIsDropped() throws {
         var core = try core()

@@ -186,4 +186,30 @@ struct FakeBridgeTests {
         #expect(await outcome?.code == LanbridgeError.unavailable)
         await node.stop()
     }
+
+    /// Issue 21: handlers kept running after their connection ended, and answered on whatever
+    /// connection was current when they finished. Now a connection's end cancels its handlers
+    /// (the hour-long sleep below is cancelled at once; without that the time limit fails it).
+    @Test(.timeLimit(.minutes(1)))
+    func aConnectionThatEndsCancelsItsRunningHandlers() async throws {
+        let bridge = FakeBridge()
+        let (started, startedSink) = AsyncStream.makeStream(of: Void.self)
+        let (ended, endedSink) = AsyncStream.makeStream(of: Bool.self)
+        let node = try await Self.start(bridge) { client in
+            await client.handle("device.echo") { params in
+                startedSink.yield()
+                do { try await Task.sleep(for: .seconds(3600)); endedSink.yield(false) } catch { endedSink.yield(true) }
+                return params ?? .null
+            }
+        }
+        let nodeID = try await Self.pair(bridge, node)
+        let invoke = Task { await Self.failure("an invoke whose connection dropped") { try await bridge.invoke(nodeID, "device.echo", params: "slow") } }
+        var starts = started.makeAsyncIterator()
+        _ = await starts.next()
+        await bridge.disconnect(nodeID)
+        #expect(await invoke.value != nil, "the invoke failed with the connection")
+        var ends = ended.makeAsyncIterator()
+        #expect(await ends.next() == true, "the handler saw the cancellation")
+        await node.stop()
+    }
 }

@@ -79,7 +79,7 @@ extension BridgeCore {
         case let .relay(node, connection, timeoutMs):
             nextRequest += 1
             let requestID = "r\(nextRequest)"
-            switch router.start(requestID: requestID, nodeID: node.nodeId.description, command: request.command, params: request.params,
+            switch router.start(requestID: requestID, nodeID: node.nodeId.description, connection: connection, command: request.command, params: request.params,
                                 timeout: Double(timeoutMs) / 1000, origin: origin, now: now) {
             case let .failure(error):
                 finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: now), now: now)
@@ -94,7 +94,7 @@ extension BridgeCore {
     /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
     mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
         let limit = settings.limits.maxResultBytes
-        let outcome = router.received(result, from: connection.nodeId.description, now: now, size: size, limit: limit)
+        let outcome = router.received(result, from: connection.nodeId.description, connection: connection.id, now: now, size: size, limit: limit)
         metrics.relayed(bytes: size, toGateway: true)
         if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {
             logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: meta(connection))

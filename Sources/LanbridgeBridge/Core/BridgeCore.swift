@@ -207,12 +207,13 @@ struct BridgeCore {
         guard let connection = connections.removeValue(forKey: id) else { return }
         if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
         if let slot = connection.slot { actions.append(.releaseSlot(slot)) }
+        // What went out on this connection cannot be answered on another (nor on a newer session).
+        if connection.isPaired { complete(router.connectionClosed(id)) }
         // A replaced session closing is not the node going away.
         guard connection.isPaired, !connection.replaced, sessions[connection.nodeId] == nil,
               runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil else { return }
         runtimeChanged = true
         logger.info("node disconnected", metadata: meta(connection))
-        complete(router.nodeDisconnected(connection.nodeId.description))
         seen.insert(connection.nodeId)
         emit(.disconnected, node: connection.nodeId)
     }
@@ -245,7 +246,7 @@ struct BridgeCore {
             logger.notice("bad message: \(error)", metadata: meta(connection))
             // A malformed answer fails its invoke now rather than leaving it to time out.
             if connection.isPaired, case let .malformed(invalid, type, invokeID) = error, type == nil || type == InvokeResult.type {
-                complete(router.malformedResult(invokeID: invokeID, from: connection.nodeId.description, reason: invalid.description))
+                complete(router.malformedResult(invokeID: invokeID, from: connection.nodeId.description, connection: id, reason: invalid.description))
             }
             let reply = ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)")
             if connection.isPaired { send(reply, to: id) } else { fail(id, reply) }

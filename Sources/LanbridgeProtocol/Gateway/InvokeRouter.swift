@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 
 /// The bridge's book of invokes in flight, sans I/O: requests, results, timeouts and disconnects
 /// go in; what to send, and to whom, comes out. The clock is an argument, so deadlines are tested
@@ -8,6 +9,10 @@ import Foundation
 /// a result after its deadline is dropped and reported, never delivered twice; when a node goes
 /// away its invokes fail with `NODE_NOT_CONNECTED`, and when the gateway goes away every invoke
 /// it asked for fails with `UNAVAILABLE` at once instead of hanging.
+///
+/// An answer belongs to its request: invoke IDs carry a random prefix drawn once per router (so
+/// once per bridge process) and never repeat across restarts, and a result counts only when it
+/// comes back on the connection its invoke went out on (PROTOCOL.md §9.4).
 public struct InvokeRouter: Sendable {
     /// Who asked: the gateway link, or an operator through the control socket. Losing the gateway
     /// fails only the gateway's invokes.
@@ -23,6 +28,8 @@ public struct InvokeRouter: Sendable {
         public let command: String
         public let origin: Origin
         public let deadline: Moment
+        /// The connection the invoke went out on; only a result from there answers it.
+        public let connection: Int
     }
 
     public enum Outcome: Equatable, Sendable {
@@ -41,10 +48,16 @@ public struct InvokeRouter: Sendable {
     private var pending: [String: Pending] = [:]
     private var perNode: [String: Int] = [:]
     private var nextID = 0
+    /// "i" and 12 random hex digits: this process's invoke IDs are `<prefix>.<n>`.
+    public let idPrefix: String
 
-    public init(maxConcurrentPerNode: Int = 8) {
+    public init(maxConcurrentPerNode: Int = 8, idPrefix: String = InvokeRouter.randomPrefix()) {
         self.maxConcurrentPerNode = maxConcurrentPerNode
+        self.idPrefix = idPrefix
     }
+
+    /// 48 random bits: two bridge processes share a prefix about once in 2^24 restarts of a pair.
+    public static func randomPrefix() -> String { "i" + Hex.encode(SecureRandom.bytes(6)) }
 
     public var inFlight: Int { pending.count }
 
@@ -55,7 +68,7 @@ public struct InvokeRouter: Sendable {
 
     /// Registers an invoke for `nodeID`; returns the message to send to the node, or the error to
     /// answer with at once.
-    public mutating func start(requestID: String, nodeID: String, command: String, params: JSONValue?,
+    public mutating func start(requestID: String, nodeID: String, connection: Int, command: String, params: JSONValue?,
                                timeout: TimeInterval, origin: Origin = .gateway, now: Moment) -> Swift.Result<Invoke, ErrorMessage> {
         let busy = perNode[nodeID, default: 0]
         guard busy < maxConcurrentPerNode else {
@@ -64,9 +77,9 @@ public struct InvokeRouter: Sendable {
                                          retryable: true, retryAfterMs: 100))
         }
         nextID += 1
-        let invokeID = "i\(nextID)"
+        let invokeID = "\(idPrefix).\(nextID)"
         pending[invokeID] = Pending(invokeID: invokeID, requestID: requestID, nodeID: nodeID, command: command,
-                                    origin: origin, deadline: now.addingTimeInterval(timeout))
+                                    origin: origin, deadline: now.addingTimeInterval(timeout), connection: connection)
         perNode[nodeID] = busy + 1
         return .success(Invoke(id: invokeID, command: command, params: params, timeoutMs: Int(timeout * 1000)))
     }
@@ -74,15 +87,20 @@ public struct InvokeRouter: Sendable {
     /// A node answered. Only the node the invoke went to may answer it. A node's own failure
     /// reaches the asker as `COMMAND_FAILED` (or `TIMEOUT`, if the node timed out itself), with
     /// the node's error in `details.nodeError`.
-    public mutating func received(_ result: InvokeResult, from nodeID: String, now: Moment) -> Outcome {
-        received(result.received, from: nodeID, now: now)
+    public mutating func received(_ result: InvokeResult, from nodeID: String, connection: Int, now: Moment) -> Outcome {
+        received(result.received, from: nodeID, connection: connection, now: now)
     }
 
-    /// A node's answer. `size` is the whole message's; over `limit`, a successful result is refused
-    /// with PAYLOAD_TOO_LARGE (the node stays connected).
-    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, now: Moment, size: Int = 0, limit: Int = .max) -> Outcome {
+    /// A node's answer, on `connection`. `size` is the whole message's; over `limit`, a successful
+    /// result is refused with PAYLOAD_TOO_LARGE (the node stays connected).
+    public mutating func received(_ result: InvokeResult.Received, from nodeID: String, connection: Int, now: Moment,
+                                  size: Int = 0, limit: Int = .max) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
+        }
+        guard entry.connection == connection else {
+            // A handler of an earlier connection finishing late: its answer is not for this request.
+            return .dropped(invokeID: result.id, nodeID: nodeID, reason: "sent on another connection than its invoke went out on")
         }
         remove(entry)
         guard entry.deadline > now else {
@@ -116,19 +134,20 @@ public struct InvokeRouter: Sendable {
     /// The node sent something that is not strict JSON where a result may have been. Its answer to
     /// `invokeID` fails at once; if the ID could not be read, so do all of the node's invokes in
     /// flight (a node that sends malformed results is broken; waiting out timeouts helps nobody).
-    public mutating func malformedResult(invokeID: String?, from nodeID: String, reason: String) -> [Outcome] {
+    public mutating func malformedResult(invokeID: String?, from nodeID: String, connection: Int, reason: String) -> [Outcome] {
         let message = "the node's result is malformed: \(reason)"
-        if let invokeID, let entry = pending[invokeID], entry.nodeID == nodeID {
+        if let invokeID, let entry = pending[invokeID], entry.nodeID == nodeID, entry.connection == connection {
             remove(entry)
             return [.complete(requestID: entry.requestID, result: .failed(ErrorMessage(
                 code: ErrorMessage.invalidResult, message: message, details: details(entry), retryable: false)))]
         }
-        return failAll(where: { $0.nodeID == nodeID }, code: ErrorMessage.invalidResult, message, retryable: false)
+        return failAll(where: { $0.nodeID == nodeID && $0.connection == connection }, code: ErrorMessage.invalidResult, message, retryable: false)
     }
 
-    /// The node's connection ended: its invokes cannot complete.
-    public mutating func nodeDisconnected(_ nodeID: String) -> [Outcome] {
-        failAll(where: { $0.nodeID == nodeID }, code: ErrorMessage.nodeNotConnected, "the node disconnected before answering")
+    /// One connection ended (a node that reconnected keeps its newer one): what went out on it
+    /// cannot be answered any more.
+    public mutating func connectionClosed(_ connection: Int) -> [Outcome] {
+        failAll(where: { $0.connection == connection }, code: ErrorMessage.nodeNotConnected, "the node's connection closed before it answered")
     }
 
     /// The gateway link dropped: nobody is waiting for the gateway's invokes any more.
