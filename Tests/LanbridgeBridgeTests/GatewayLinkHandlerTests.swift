@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 @testable import LanbridgeBridge
 import LanbridgeProtocol
 import LanbridgeFiles
@@ -29,6 +30,7 @@ struct GatewayLinkHandlerTests {
                                   invites: InviteCache(store: PairingStore(directory: directory)), logger: logger)
         let handler = GatewayLinkHandler(driver: driver, generation: driver.nextLinkGeneration(), hello: ["bridgeName": "t"], ending: .init(), logger: logger)
         try channel.pipeline.syncOperations.addHandler(handler)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return (channel, handler, io)
     }
 
@@ -71,5 +73,46 @@ struct GatewayLinkHandlerTests {
         let report = try #require(try sent(channel))
         #expect(report.contains("\"event\":\"bridge.events-dropped\"") && report.contains("\"events\":2"), "\(report)")
         await io.finish(on: MultiThreadedEventLoopGroup.singleton.next())
+    }
+
+    /// Issue 21: `start` is submitted from the dialling task and could run after the channel went
+    /// inactive; the dead link was then announced as up.
+    @Test func aLinkThatWentDownBeforeItStartedIsNeverAnnouncedUp() async throws {
+        let (channel, handler, io) = try link()
+        channel.pipeline.fireChannelInactive()  // the gateway hung up before the dial task got to start
+        handler.start()
+        #expect(try sent(channel) == nil, "no hello on a dead link")
+        let health = handler.driver.snapshot()
+        channel.embeddedEventLoop.run()
+        #expect(try health.wait().gatewayUp == false)
+        await io.finish(on: MultiThreadedEventLoopGroup.singleton.next())
+    }
+
+    /// Issue 21: after shutdown, a request that found the store changed waited for a read that
+    /// never came (`readStore` returned without reading), so `lanbridge nodes invoke` hung.
+    @Test(.timeLimit(.minutes(1)))
+    func aRequestAfterShutdownIsAnsweredNotHeld() async throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("lanbridge-stop-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: url) }
+        let directory = StateDirectory(url: url)
+        let store = PairingStore(directory: directory)
+        let core = BridgeCore(name: "t", settings: BridgeSettings(), pairingTiming: .standard,
+                              runtime: RuntimeStatus(bridgeName: "t", listening: [], startedAt: Date()), initial: PairingState(),
+                              pairedVersion: store.pairedFileVersion(), logger: logger)
+        let io = StateIO(directory: directory, logger: logger)
+        let driver = BridgeDriver(loop: MultiThreadedEventLoopGroup.singleton.next(), core: core, io: io,
+                                  admission: Admission(limits: .init(), logger: logger), invites: InviteCache(store: store), logger: logger)
+        await driver.shutdown()
+        let before = store.pairedFileVersion()
+        try store.update { state in  // the CLI approves a node after the bridge stopped
+            let request = try state.requestPairing(key: PublicKey(bytes: X25519.KeyPair.generate().publicKey)!,
+                                                   details: NodeDetails(displayName: "late", platform: "linux"), source: "10.0.0.5", now: Date())
+            state.setCode("123456", requestId: request.requestId)
+            _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: []), now: Date())
+        }
+        #expect(store.pairedFileVersion() != before, "the store changed, so the request waits for a read")
+        let answer = await driver.request(method: GatewayMethod.nodeList, params: nil)
+        #expect((try? answer.get()) != nil)
     }
 }

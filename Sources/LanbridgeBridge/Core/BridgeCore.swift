@@ -104,8 +104,11 @@ struct BridgeCore {
             runtimeChanged = false
             actions.append(.publishRuntime(runtime))
         }
-        defer { actions.removeAll(keepingCapacity: true) }
-        return actions
+        // Handed over, not copied: `removeAll(keepingCapacity:)` on the buffer just returned (now
+        // shared) allocated one of the high-water size on every later event.
+        var out: [BridgeAction] = []
+        swap(&out, &actions)
+        return out
     }
 
     mutating func send(_ message: some SessionMessage, to id: ConnectionID) {

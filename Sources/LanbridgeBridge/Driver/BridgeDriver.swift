@@ -233,6 +233,9 @@ final class BridgeDriver: @unchecked Sendable {
     /// Runs `event` once the cached store is the one on disk (one `stat`; a read off the loop when
     /// it changed), after any events already held.
     private func withFreshStore(_ event: @escaping () -> Void) {
+        // Stopped: no read will come to release a held event, and the core answers everything as
+        // a stopped bridge does.
+        if stopped { return event() }
         if held.isEmpty, !reading {
             if PairingStore.version(ofFile: pairedPath) == core.pairedVersion { return event() }
             readStore()
@@ -246,7 +249,12 @@ final class BridgeDriver: @unchecked Sendable {
     }
 
     private func readStore() {
-        guard !stopped else { return }
+        guard !stopped else {
+            // No read after a stop: what was held for one runs now, against the stopped core
+            // (which answers it as a stopping bridge), instead of waiting for ever.
+            while !held.isEmpty { held.removeFirst()() }
+            return
+        }
         reading = true
         io.read(on: loop).whenComplete { [self] result in
             reading = false

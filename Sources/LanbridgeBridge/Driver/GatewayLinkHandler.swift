@@ -25,7 +25,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     }
 
     let generation: Int
-    private let driver: BridgeDriver
+    let driver: BridgeDriver
     private let hello: JSONValue
     private let ending: Ending
     private let logger: Logger
@@ -41,6 +41,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     /// Frames that arrived before `start`, handled right after the hello.
     private var early: [WebSocketFrame] = []
     private var started = false
+    private var inactive = false
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
@@ -49,7 +50,9 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     /// The upgrade is complete and the HTTP handlers are gone: the hello goes out first, and only
     /// then does the driver learn of the link, so nothing can come before it.
     func start() {
-        guard let context, !started else { return }
+        // Submitted from the dialling task, so it can run after the channel has already gone
+        // inactive: a dead link must never be announced as up (healthz ok, calls waiting 30 s).
+        guard let context, !started, !inactive, context.channel.isActive else { return }
         started = true
         send([ArraySlice(GatewayFrame.event(name: GatewayMethod.helloEvent, payload: hello).encoded())])
         driver.gatewayUp(self)
@@ -132,6 +135,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        inactive = true
         ending.set("the gateway closed the link")
         driver.gatewayDown(generation)
         context.fireChannelInactive()
