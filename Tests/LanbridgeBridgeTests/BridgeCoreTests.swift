@@ -156,6 +156,26 @@ struct BridgeCoreTests {
         #expect(answer.0 == .gateway(generation: 1, requestID: "g2"))
     }
 
+    /// Issue 21: 256 answers were kept for all nodes together, so under load a retry came after
+    /// its answer was forgotten and ran the command again. The window is time and bytes now.
+    @Test func aRetryAfterTenThousandOtherInvokesIsAnsweredFromTheWindow() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        func run(_ key: String, _ requestID: String, at now: Moment) throws -> [BridgeAction] {
+            let out = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: key), from: .gateway(generation: 1, requestID: requestID), now: now, wall: wall)
+            guard let sent = Self.invokeSent(out) else { return out }
+            return core.received(result(for: sent), from: 1, now: now, wall: wall)
+        }
+        _ = try run("sms-1", "g0", at: t0)
+        for k in 0..<10_000 { _ = try run("other-\(k)", "g\(k + 1)", at: t0 + Double(k) / 1000) }
+        let retry = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "again"), now: t0 + 30, wall: wall)
+        #expect(Self.invokeSent(retry) == nil, "the command ran twice")
+        #expect(Self.answers(retry).first?.0 == .gateway(generation: 1, requestID: "again"))
+        // The window is 120 s: after it, the key is free again.
+        let later = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "later"), now: t0 + 200, wall: wall)
+        #expect(Self.invokeSent(later) != nil)
+    }
+
     /// Bug: an answer from before a reconnect could reach a restarted gateway under an ID it reused.
     @Test func anAnswerForAnEarlierLinkIsDropped() throws {
         var core = try core()

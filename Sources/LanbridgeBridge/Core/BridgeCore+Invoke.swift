@@ -47,7 +47,8 @@ extension BridgeCore {
     mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
         guard let key = request.idempotencyKey else { return run(request, origin: origin, for: target, slot: nil, now: now, wall: wall) }
         let slot = "\(origin.rawValue)/\(key)"
-        switch idempotency.start(slot, request: request.digest, now: now) {
+        let node = (try? lookUp(request.node))?.nodeId.description ?? request.node
+        switch idempotency.start(slot, request: request.digest, node: node, now: now) {
         case let .answered(earlier):
             answer(target, earlier)
         case .conflict:

@@ -2,26 +2,61 @@ import Foundation
 import LanbridgeProtocol
 
 /// Retries with the same idempotency key run the command once: a retry while it runs waits for
-/// the same answer, and one shortly after gets the answer again. Large results are not kept
-/// (a retry re-runs them), so the cache stays small.
+/// the same answer, and one within `keepFor` after gets the answer again. Large results are not
+/// kept (a retry re-runs them).
+///
+/// Bounded by time and by bytes, per node and in all, never by a count: a busy node cannot shrink
+/// another node's window, and thousands of small invokes a second keep the whole 120 s (a count of
+/// 256 for everyone let a retry of `sms.send` run twice once the bridge was busy). Over a budget,
+/// the oldest answers go first.
 struct IdempotencyCache {
     typealias Answer = Result<InvokePayload, ErrorMessage>
 
     static let keepFor: TimeInterval = 120
-    static let maxEntries = 256
+    static let maxBytesPerNode = 4 << 20
+    static let maxBytes = 32 << 20
+    /// What an entry costs beyond its key and answer (the table, the queues, the digest).
+    static let entryOverhead = 160
 
     private enum State {
         case running([AnswerTarget])
-        case done(Answer, at: Moment)
+        case done(Answer, at: Moment, serial: Int, cost: Int)
     }
 
     /// What the key was used for: a reuse for anything else is refused, never answered from here.
     private struct Entry {
         var request: [UInt8]
+        var node: String
         var state: State
+
+        mutating func append(waiting target: AnswerTarget) {
+            guard case var .running(waiting) = state else { return }
+            state = .running([])  // released before appending, so the array is not copied
+            waiting.append(target)
+            state = .running(waiting)
+        }
+    }
+
+    /// Kept answers in the order they were kept (so, of time): every node's, and each node's.
+    private struct Queue {
+        var items: [(serial: Int, key: String)] = []
+        var head = 0
+        var isEmpty: Bool { head == items.count }
+        var first: (serial: Int, key: String)? { isEmpty ? nil : items[head] }
+        mutating func append(_ item: (serial: Int, key: String)) { items.append(item) }
+        mutating func removeFirst() {
+            head += 1
+            if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
+            else if head > 1024, head * 2 > items.count { items.removeFirst(head); head = 0 }
+        }
     }
 
     private var entries: [String: Entry] = [:]
+    private var kept = Queue()
+    private var keptByNode: [String: Queue] = [:]
+    private(set) var bytes = 0
+    private var bytesByNode: [String: Int] = [:]
+    private var serial = 0
 
     enum Start {
         case run
@@ -31,30 +66,31 @@ struct IdempotencyCache {
         case conflict
     }
 
-    /// Called before running, with a digest of the request (`request`); `.wait` means call `join`.
-    mutating func start(_ key: String, request: [UInt8], now: Moment) -> Start {
+    var count: Int { entries.count }
+
+    /// Called before running, with a digest of the request (`request`) and the node it is for;
+    /// `.wait` means call `join`.
+    mutating func start(_ key: String, request: [UInt8], node: String, now: Moment) -> Start {
+        expire(now: now)
         switch entries[key] {
         case let entry? where entry.request != request:
-            if case let .done(_, at) = entry.state, now.timeIntervalSince(at) >= Self.keepFor { break }
             return .conflict
         case let entry?:
             switch entry.state {
-            case let .done(answer, at) where now.timeIntervalSince(at) < Self.keepFor: return .answered(answer)
+            case let .done(answer, _, _, _): return .answered(answer)
             case .running: return .wait
-            case .done: break
             }
         case nil:
             break
         }
-        entries[key] = Entry(request: request, state: .running([]))
+        entries[key] = Entry(request: request, node: node, state: .running([]))
         return .run
     }
 
     /// Another asker waits for the running attempt's answer; false if there is none.
     mutating func join(_ key: String, _ target: AnswerTarget) -> Bool {
-        guard case var .running(waiting)? = entries[key]?.state else { return false }
-        waiting.append(target)
-        entries[key]?.state = .running(waiting)
+        guard case .running? = entries[key]?.state else { return false }
+        entries[key]?.append(waiting: target)
         return true
     }
 
@@ -62,18 +98,61 @@ struct IdempotencyCache {
     mutating func finish(_ key: String, _ answer: Answer, keep: Bool, now: Moment) -> [AnswerTarget] {
         guard let entry = entries[key] else { return [] }
         let waiting: [AnswerTarget] = if case let .running(waiting) = entry.state { waiting } else { [] }
-        defer { trim(now: now) }
-        entries[key] = keep ? Entry(request: entry.request, state: .done(answer, at: now)) : nil
+        guard keep else {
+            entries[key] = nil
+            return waiting
+        }
+        serial += 1
+        // A raw payload is a slice of the node's whole message: kept on its own, so what is
+        // counted is what is held.
+        let answer: Answer = if case let .success(.raw(bytes)) = answer { .success(.raw(ArraySlice(Array(bytes)))) } else { answer }
+        let cost = Self.entryOverhead + key.utf8.count + entry.request.count + Self.size(of: answer)
+        entries[key]?.state = .done(answer, at: now, serial: serial, cost: cost)
+        kept.append((serial, key))
+        keptByNode[entry.node, default: Queue()].append((serial, key))
+        bytes += cost
+        bytesByNode[entry.node, default: 0] += cost
+        // The node's own budget first, then everyone's; the oldest answers go.
+        while bytesByNode[entry.node, default: 0] > Self.maxBytesPerNode, let oldest = keptByNode[entry.node]?.first {
+            keptByNode[entry.node]?.removeFirst()
+            forget(oldest)
+        }
+        while bytes > Self.maxBytes, let oldest = kept.first {
+            kept.removeFirst()
+            forget(oldest)
+        }
+        expire(now: now)
         return waiting
     }
 
-    /// Past `maxEntries`, expired answers go, then the oldest, down to three quarters: amortised
-    /// O(log n) an invoke, not a pass over the table each time.
-    private mutating func trim(now: Moment) {
-        guard entries.count > Self.maxEntries else { return }
-        entries = entries.filter { if case let .done(_, at) = $0.value.state { now.timeIntervalSince(at) < Self.keepFor } else { true } }
-        guard entries.count > Self.maxEntries * 3 / 4 else { return }
-        let done = entries.compactMap { key, entry -> (String, Moment)? in if case let .done(_, at) = entry.state { (key, at) } else { nil } }
-        for (key, _) in done.sorted(by: { $0.1 < $1.1 }).prefix(entries.count - Self.maxEntries * 3 / 4) { entries[key] = nil }
+    /// Answers kept longer than `keepFor` go (the queue is in time order: only its head is looked at).
+    private mutating func expire(now: Moment) {
+        while let oldest = kept.first {
+            guard let entry = entries[oldest.key], case let .done(_, at, serial, _) = entry.state, serial == oldest.serial else {
+                kept.removeFirst()  // forgotten already
+                continue
+            }
+            guard now.timeIntervalSince(at) >= Self.keepFor else { break }
+            kept.removeFirst()
+            forget(oldest)
+        }
+    }
+
+    /// Drops the kept answer `item` names, if it is still that one (queues are cleaned lazily).
+    private mutating func forget(_ item: (serial: Int, key: String)) {
+        guard let entry = entries[item.key], case let .done(_, _, serial, cost) = entry.state, serial == item.serial else { return }
+        entries[item.key] = nil
+        bytes -= cost
+        let left = bytesByNode[entry.node, default: cost] - cost
+        bytesByNode[entry.node] = left > 0 ? left : nil
+        if left <= 0 { keptByNode[entry.node] = nil }
+    }
+
+    private static func size(of answer: Answer) -> Int {
+        switch answer {
+        case let .success(.raw(bytes)): bytes.count
+        case .success(.value): 256
+        case let .failure(error): error.message.utf8.count + 256
+        }
     }
 }
