@@ -47,7 +47,7 @@ public enum BridgeServer {
         // PAYLOAD_TOO_LARGE rather than by dropping the node.
         let configuration = {
             var c = configuration
-            c.limits.maxMessageSize = max(c.limits.maxMessageSize, c.settings.limits.maxResultBytes * 2)
+            c.limits.maxMessageSize = max(c.limits.maxMessageSize, c.settings.limits.sessionMessageBytes)
             return c
         }()
         // The core, its driver and the admission policy are consulted from the first accept on,
@@ -81,7 +81,7 @@ public enum BridgeServer {
         var openClawLinks: OpenClawLinks?
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
             let links = OpenClawLinks(.init(endpoint: gateway.endpoint, owners: gateway.owners, token: gateway.token, version: BridgeServer.version,
-                                            maxMessageSize: configuration.settings.limits.maxResultBytes * 2 + (1 << 20)),
+                                            maxMessageSize: configuration.settings.limits.gatewayMessageBytes),
                                       devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
             links.forgetAllBut(Set(initial.paired.nodes.map(\.nodeId)))
             try await loop.submit { driver.openClaw = links }.get()
@@ -133,7 +133,7 @@ public enum BridgeServer {
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
-        let maxMessageSize = configuration.settings.limits.maxResultBytes * 2 + (1 << 20)
+        let maxMessageSize = configuration.settings.limits.gatewayMessageBytes
         let link = configuration.gateway.flatMap { gateway in
             gateway.wire == .lanbridge ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, logger: logger) : nil
         }
@@ -171,7 +171,12 @@ public enum BridgeServer {
                             notifier?.reloading()
                             defer { notifier?.ready(status: "listening on \(listening)") }
                             do {
-                                let next = try reload()
+                                var next = try reload()
+                                let kept: [String]
+                                (next.settings.limits, kept) = current.settings.limits.reloaded(to: next.settings.limits)
+                                if !kept.isEmpty {
+                                    logger.warning("\(kept.joined(separator: ", ")) applies after a restart: the message sizes the transports allow were fixed when they started; kept the running value")
+                                }
                                 let changes = Reloaded.changes(from: current, to: next)
                                 driver.reload(next.settings)
                                 if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }

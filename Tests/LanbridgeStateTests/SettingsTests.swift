@@ -70,3 +70,17 @@ struct AccessEditingTests {
     #expect(settings.gateway.tokenFile == "/etc/lanbridge/gateway.token")
     #expect(settings.metrics.listen.map { ListenAddress.format(host: $0.host, port: $0.port) } == "127.0.0.1:18791")
 }
+
+/// Issue 21: SIGHUP raised maxResultBytes in the core while the transport's message cap stayed
+/// as it was at start, so a result between the two closed the node's session instead of being
+/// answered PAYLOAD_TOO_LARGE. A reload now applies every limit but the sizes, and says so.
+@Test func aReloadKeepsTheSizeLimitsTheTransportsStartedWith() {
+    let running = BridgeSettings().limits
+    var new = running
+    new.maxResultBytes = 32 << 20
+    new.eventsPerMinute = 7
+    let (applied, kept) = running.reloaded(to: new)
+    #expect(applied.maxResultBytes == running.maxResultBytes && applied.sessionMessageBytes == running.sessionMessageBytes)
+    #expect(applied.eventsPerMinute == 7 && kept == ["maxResultBytes"])
+    #expect(running.reloaded(to: running).kept.isEmpty && running.reloaded(to: running).limits == running)
+}

@@ -20,6 +20,9 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     }
 
     let node: Fingerprint
+    /// Which of the node's links this socket belongs to (`OpenClawLinks` numbers them): a socket
+    /// of an earlier link, finishing late, must not take over or clear the current one.
+    let linkToken: Int
     private var session: OpenClawNodeSession
     private let links: OpenClawLinks
     private let ending: Ending
@@ -30,15 +33,20 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     /// Completed once the session is up or the socket is gone: the dialler's handshake slot is free.
     private let handshake: EventLoopPromise<Void>
 
-    init(node: Fingerprint, session: OpenClawNodeSession, links: OpenClawLinks, ending: Ending, handshake: EventLoopPromise<Void>, logger: Logger) {
-        (self.node, self.session, self.links, self.ending, self.handshake, self.logger) = (node, session, links, ending, handshake, logger)
+    init(node: Fingerprint, linkToken: Int, session: OpenClawNodeSession, links: OpenClawLinks, ending: Ending, handshake: EventLoopPromise<Void>,
+         logger: Logger) {
+        (self.node, self.linkToken, self.session, self.links, self.ending, self.handshake, self.logger) = (node, linkToken, session, links, ending, handshake, logger)
     }
 
     static var nowMs: Int64 { Int64(NIODeadline.now().uptimeNanoseconds / 1_000_000) }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        links.attach(self)
+        guard links.attach(self) else {
+            // The node left (or came back on a newer link) while this socket was being dialled.
+            ending.set("superseded by a newer link")
+            return context.close(promise: nil)
+        }
         arm()
     }
 

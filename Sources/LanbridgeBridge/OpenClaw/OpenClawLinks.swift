@@ -29,10 +29,11 @@ final class OpenClawLinks: @unchecked Sendable {
     }
 
     private final class NodeLink {
+        let token: Int
         var task: Task<Void, Never>?
         var handler: OpenClawLinkHandler?
         var foreground: Bool
-        init(foreground: Bool) { self.foreground = foreground }
+        init(token: Int, foreground: Bool) { (self.token, self.foreground) = (token, foreground) }
     }
 
     let loop: any EventLoop
@@ -44,6 +45,7 @@ final class OpenClawLinks: @unchecked Sendable {
     private let connecting: ConnectSlots
     private let logger: Logger
     private var nodes: [Fingerprint: NodeLink] = [:]
+    private var nextToken = 0
 
     init(_ options: Options, devices: OpenClawDevices, driver: BridgeDriver, logger: Logger) {
         (self.options, self.devices, self.driver, loop, self.logger) = (options, devices, driver, driver.loop, logger)
@@ -68,9 +70,11 @@ final class OpenClawLinks: @unchecked Sendable {
         switch presence.change {
         case let .online(details, commands, foreground):
             guard nodes[node] == nil else { return }
-            let link = NodeLink(foreground: foreground)
+            nextToken += 1
+            let link = NodeLink(token: nextToken, foreground: foreground)
             nodes[node] = link
-            link.task = Task { await self.run(node, details: details, commands: commands) }
+            let token = link.token
+            link.task = Task { await self.run(node, token: token, details: details, commands: commands) }
         case let .foreground(foreground):
             nodes[node]?.foreground = foreground
             nodes[node]?.handler?.nodeForeground(foreground)
@@ -101,12 +105,17 @@ final class OpenClawLinks: @unchecked Sendable {
 
     // MARK: - From a node's socket (on the loop)
 
-    func attach(_ handler: OpenClawLinkHandler) {
-        nodes[handler.node]?.handler = handler
+    /// A socket of the node's current link is up; false for one of an earlier link (the node
+    /// dropped and reconnected while it was dialled), which must close instead.
+    func attach(_ handler: OpenClawLinkHandler) -> Bool {
+        guard let link = nodes[handler.node], link.token == handler.linkToken else { return false }
+        link.handler = handler
+        return true
     }
 
     func detach(_ handler: OpenClawLinkHandler) {
-        if nodes[handler.node]?.handler === handler { nodes[handler.node]?.handler = nil }
+        guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
+        link.handler = nil
     }
 
     func sessionUp(_ handler: OpenClawLinkHandler, protocolVersion: Int, deviceId: String) {
@@ -130,7 +139,7 @@ final class OpenClawLinks: @unchecked Sendable {
 
     // MARK: - One node's socket, redialled while the node stays
 
-    private func run(_ node: Fingerprint, details: NodeDetails, commands: [String]) async {
+    private func run(_ node: Fingerprint, token: Int, details: NodeDetails, commands: [String]) async {
         let made: (OpenClawDevice, OpenClawDevices.Record)
         do { made = try devicesLock.withLock { try devices.device(for: node, platform: details.platform) } } catch {
             logger.error("cannot make the OpenClaw identity of \(node): \(error)")
@@ -148,7 +157,7 @@ final class OpenClawLinks: @unchecked Sendable {
         while !Task.isCancelled {
             driver?.openClawSession(node: node, deviceId: device.deviceId, state: "connecting")
             let started = Date()
-            let (reason, retry) = await connectOnce(node, configuration)
+            let (reason, retry) = await connectOnce(node, token: token, configuration)
             if Task.isCancelled { break }
             if Date().timeIntervalSince(started) > 30 { delay = options.backoff.lowerBound }
             var wait = delay * Double.random(in: 0.8...1.2)
@@ -173,8 +182,9 @@ final class OpenClawLinks: @unchecked Sendable {
     }
 
     /// One socket, from dial to close. The handshake holds one of the `maxConnecting` slots.
-    private func connectOnce(_ node: Fingerprint, _ configuration: OpenClawNodeSession.Configuration) async -> (String, OpenClawNodeSession.Retry) {
-        await connecting.acquire()
+    private func connectOnce(_ node: Fingerprint, token: Int, _ configuration: OpenClawNodeSession.Configuration) async -> (String, OpenClawNodeSession.Retry) {
+        // The node may leave while this waits for a slot or dials: both give up at once.
+        guard await connecting.acquire() else { return ("the node left", .backoff) }
         var released = false
         defer { if !released { Task { await connecting.release() } } }
         let ending = OpenClawLinkHandler.Ending()
@@ -187,12 +197,16 @@ final class OpenClawLinks: @unchecked Sendable {
                 verifyPeer: { GatewayOwner.check($0, allowed: owners) }
             ) { channel in
                 let session = OpenClawNodeSession(configuration, nowMs: OpenClawLinkHandler.nowMs)
-                try channel.pipeline.syncOperations.addHandler(OpenClawLinkHandler(node: node, session: session, links: links, ending: ending,
-                                                                                         handshake: handshake, logger: logger))
+                try channel.pipeline.syncOperations.addHandler(OpenClawLinkHandler(node: node, linkToken: token, session: session, links: links,
+                                                                                         ending: ending, handshake: handshake, logger: logger))
             }
         } catch {
             handshake.succeed()
             return ("\(error)", .backoff)
+        }
+        if Task.isCancelled {
+            channel.close(promise: nil)
+            handshake.succeed()
         }
         // The handshake is short (the session ends it after 15 s): the slot is held for it only.
         try? await handshake.futureResult.get()
@@ -207,19 +221,36 @@ final class OpenClawLinks: @unchecked Sendable {
     }
 }
 
-/// At most `limit` holders at once; the rest wait in order.
+/// At most `limit` holders at once; the rest wait in order. A waiter whose task is cancelled
+/// leaves the queue at once, holding nothing.
 actor ConnectSlots {
     private var free: Int
-    private var waiting: [CheckedContinuation<Void, Never>] = []
+    private var waiting: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
+    private var nextWaiter = 0
 
     init(_ limit: Int) { free = limit }
 
-    func acquire() async {
-        if free > 0 { free -= 1; return }
-        await withCheckedContinuation { waiting.append($0) }
+    /// True when a slot is held (release it); false when the task was cancelled first.
+    func acquire() async -> Bool {
+        guard !Task.isCancelled else { return false }
+        if free > 0 { free -= 1; return true }
+        nextWaiter += 1
+        let id = nextWaiter
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { waiting.append((id, $0)) }
+        } onCancel: {
+            Task { await self.cancel(id) }
+        }
     }
 
     func release() {
-        if waiting.isEmpty { free += 1 } else { waiting.removeFirst().resume() }
+        if waiting.isEmpty { free += 1 } else { waiting.removeFirst().continuation.resume(returning: true) }
     }
+
+    private func cancel(_ id: Int) {
+        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }  // already given a slot
+        waiting.remove(at: index).continuation.resume(returning: false)
+    }
+
+    var waitingCount: Int { waiting.count }
 }

@@ -29,6 +29,26 @@ public struct BridgeSettings: Sendable {
     }
 
     public struct Limits: Sendable, Equatable {
+        /// The largest message a paired node's session carries: room past `maxResultBytes`, so an
+        /// oversized result is answered PAYLOAD_TOO_LARGE instead of dropping the node.
+        public var sessionMessageBytes: Int { maxResultBytes * 2 }
+        /// The largest frame on a gateway socket (a result, spliced into a response, and its envelope).
+        public var gatewayMessageBytes: Int { maxResultBytes * 2 + (1 << 20) }
+
+        /// The limits the transports were sized by when they started; a reload keeps them.
+        public var sizesOnly: [String: Int] { ["maxResultBytes": maxResultBytes] }
+
+        /// `new` with this one's size limits: the transports' message caps are fixed when they
+        /// start, so a reload applies every other limit and no size limit (a raised result limit
+        /// that reached the core but not the transport closed the node's session instead of
+        /// answering PAYLOAD_TOO_LARGE). Returns what was kept, for the log.
+        public func reloaded(to new: Limits) -> (limits: Limits, kept: [String]) {
+            var applied = new
+            applied.maxResultBytes = maxResultBytes
+            let kept = new.sizesOnly.filter { sizesOnly[$0.key] != $0.value }.keys.sorted()
+            return (applied, kept)
+        }
+
         /// `agent` calls a node may forward to the gateway per minute.
         public var agentPerMinute = 30
         /// `system-event` beacons per node per minute.
@@ -36,7 +56,9 @@ public struct BridgeSettings: Sendable {
         /// Snapshot commands per node per minute (burst of a fifth of it, at least 1).
         public var snapshotsPerMinute = 30
         public var snapshotCommands = ["canvas.snapshot", "screen.snapshot", "camera.snap"]
-        /// The largest invoke result relayed; bigger ones fail with PAYLOAD_TOO_LARGE.
+        /// The largest invoke result relayed; bigger ones fail with PAYLOAD_TOO_LARGE. Every
+        /// message size the transports allow is derived from it (`sessionMessageBytes`,
+        /// `gatewayMessageBytes`), and it changes only on a restart (see `sizesOnly`).
         public var maxResultBytes = 8 << 20
         public var maxConcurrentInvokes = 8
         public var defaultTimeoutMs = 30_000
