@@ -53,6 +53,8 @@ struct MetricsEndToEndTests {
         let before = try scrape(port)
         #expect(before["lanbridge_nodes_paired"] == 1 && before["lanbridge_nodes_connected"] == 1 && before["lanbridge_nodes_foreground"] == 1)
         #expect(before["lanbridge_gateway_link_up"] == 1)
+        // The relay loop's lag, sampled every 250 ms from the loop itself (issue 21).
+        #expect(before["lanbridge_loop_lag_seconds"].map { $0 >= 0 } == true, "\(before.keys.filter { $0.contains("loop") })")
         #expect(before["lanbridge_handshakes_total{outcome=\"completed\"}"] ?? 0 >= 1)
 
         for _ in 0..<2 { #expect(try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": "https://example.com"]).ok) }

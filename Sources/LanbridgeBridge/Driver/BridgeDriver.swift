@@ -81,7 +81,7 @@ final class BridgeDriver: @unchecked Sendable {
     }
 
     func received(_ bytes: [UInt8], from id: ConnectionID) {
-        inOrder { [self] in perform(core.received(bytes, from: id, now: .now, wall: Date())) }
+        inOrder { [self] in timed("a \(bytes.count)-byte message from connection \(id)") { perform(core.received(bytes, from: id, now: .now, wall: Date())) } }
     }
 
     func closed(_ id: ConnectionID) {
@@ -114,7 +114,9 @@ final class BridgeDriver: @unchecked Sendable {
         switch frame {
         case let .request(id, method, params):
             withFreshStore { [self] in
-                perform(core.request(method: method, params: params, from: .gateway(generation: generation, requestID: id), now: .now, wall: Date()))
+                timed("the gateway's \(method) request") {
+                    perform(core.request(method: method, params: params, from: .gateway(generation: generation, requestID: id), now: .now, wall: Date()))
+                }
             }
         case let .response(id, result):
             inOrder { [self] in perform(core.gatewayAnswered(id, result, generation: generation)) }
@@ -199,18 +201,54 @@ final class BridgeDriver: @unchecked Sendable {
         try? await io.run(on: loop) { try file.write(status) }.get()
     }
 
+    // MARK: - The loop's own health
+
+    /// The longest event since the last lag check, and what it was: a stall is logged with it.
+    private var longest: (nanoseconds: UInt64, what: String) = (0, "")
+    private var lastStallLog = NIODeadline.distantPast
+
+    /// Runs one event, timing it: no single event may hold the relay loop for long, and when one
+    /// does, the log says which.
+    private func timed(_ what: @autoclosure () -> String, _ event: () -> Void) {
+        let start = NIODeadline.now()
+        event()
+        let took = (NIODeadline.now() - start).nanoseconds
+        if took > longest.nanoseconds { longest = (UInt64(took), what()) }
+    }
+
+    /// Every 250 ms: how late this check itself ran (the loop's lag, a gauge in the metrics); a
+    /// lag over a second is logged (at most once a minute), naming the longest event since the
+    /// last check.
+    private func checkLag(expected: NIODeadline) {
+        let now = NIODeadline.now()
+        let lag = max(0, Double((now - expected).nanoseconds) / 1e9)
+        metrics.loopLag(seconds: lag)
+        if lag > 1, now - lastStallLog > .seconds(60) {
+            lastStallLog = now
+            logger.warning("the relay loop was held for \(String(format: "%.1f", lag)) s; the longest event was \(longest.what) (\(String(format: "%.1f", Double(longest.nanoseconds) / 1e9)) s)")
+        }
+        longest = (0, "")
+        guard !stopped else { return }
+        let next = now + Self.lagInterval
+        loop.scheduleTask(deadline: next) { [self] in checkLag(expected: next) }
+    }
+
+    private static let lagInterval = TimeAmount.milliseconds(250)
+
     /// Once a second: admission deadlines, pending requests, coalesced states; pings every
     /// `pingInterval`.
     func startTimers(pingInterval: TimeInterval) {
+        let first = NIODeadline.now()
+        loop.execute { [self] in checkLag(expected: first) }  // the gauge exists from the start
         loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] task in
             guard !stopped else { return task.cancel() }
             admission.tick(now: .now)
-            inOrder { [self] in perform(core.tick(now: .now, wall: Date())) }
+            inOrder { [self] in timed("the once-a-second tick") { perform(core.tick(now: .now, wall: Date())) } }
         }
         let ping = TimeAmount.milliseconds(Int64(pingInterval * 1000))
         loop.scheduleRepeatedTask(initialDelay: ping, delay: ping) { [self] task in
             guard !stopped else { return task.cancel() }
-            inOrder { [self] in perform(core.pingAll()) }
+            inOrder { [self] in timed("the pings to every connection") { perform(core.pingAll()) } }
         }
     }
 

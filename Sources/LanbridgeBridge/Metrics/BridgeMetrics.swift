@@ -47,6 +47,9 @@ public final class BridgeMetrics: Sendable {
 
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
+    /// How late the relay loop ran a task scheduled on it (its lag), each quarter second.
+    func loopLag(seconds: Double) { gauge("lanbridge_loop_lag_seconds")?.record(seconds) }
+
     /// Invoke payloads carried: `to_node` (the gateway's params) or `to_gateway` (the node's results).
     func relayed(bytes: Int, toGateway: Bool) {
         guard factory != nil else { return }  // before the label array is made: twice per invoke
