@@ -21,87 +21,35 @@ public enum JSONShape: String, CaseIterable, Sendable {
 
     /// A strict JSON document of about `size` bytes (never less) in this shape.
     public func document(size: Int) -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(size + 1024)
-        func put(_ s: String) { out.append(contentsOf: s.utf8) }
         switch self {
-        case .plain:
-            put("{")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put("\"f\(k)\":\"" + String(repeating: "x", count: 4000) + "\"")
-                k += 1
-            }
-            put("}")
-        case .wideObject:
-            put("{")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put("\"a\(k)\":0")
-                k += 1
-            }
-            put("}")
+        case .plain: return Self.repeated("{", "}", size) { "\"f\($0)\":\"" + String(repeating: "x", count: 4000) + "\"" }
+        case .wideObject: return Self.repeated("{", "}", size) { "\"a\($0)\":0" }
         case .deepNesting:
             let depth = 511  // within JSONScanner.maxDepth with the outer array
-            put("[")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put(String(repeating: "[", count: depth) + "1" + String(repeating: "]", count: depth))
-                k += 1
-            }
-            put("]")
-        case .escapes:
-            put("[")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put("\"" + String(repeating: #"\n\u00e9\ud83d\ude00\"\\"#, count: 200) + "\"")
-                k += 1
-            }
-            put("]")
+            return Self.repeated("[", "]", size) { _ in String(repeating: "[", count: depth) + "1" + String(repeating: "]", count: depth) }
+        case .escapes: return Self.repeated("[", "]", size) { _ in "\"" + String(repeating: #"\n\u00e9\ud83d\ude00\"\\"#, count: 200) + "\"" }
         case .longNumbers:
-            put("[")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                // alternately far past a double's precision, and at the very edge of its range
-                put(k % 2 == 0 ? "-" + String(repeating: "9", count: 900) + ".5e-600"
-                               : "1" + String(repeating: "7", count: 851) + "e-543")
-                k += 1
-            }
-            put("]")
-        case .smallArrays:
-            put("[")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put(k % 2 == 0 ? "[]" : "[0]")
-                k += 1
-            }
-            put("]")
+            // alternately far past a double's precision, and at the very edge of its range
+            return Self.repeated("[", "]", size) { $0 % 2 == 0 ? "-" + String(repeating: "9", count: 900) + ".5e-600" : "1" + String(repeating: "7", count: 851) + "e-543" }
+        case .smallArrays: return Self.repeated("[", "]", size) { $0 % 2 == 0 ? "[]" : "[0]" }
         case .lateKeys:
             let prefix = String(repeating: "p", count: 200)
-            put("{")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put("\"\(prefix)\(k)\":0")
-                k += 1
-            }
-            put("}")
-        case .escapedKeys:
-            put("{")
-            var k = 0
-            while out.count < size {
-                if k > 0 { put(",") }
-                put("\"\\u0061\\u0062\(k)\":0")
-                k += 1
-            }
-            put("}")
+            return Self.repeated("{", "}", size) { "\"\(prefix)\($0)\":0" }
+        case .escapedKeys: return Self.repeated("{", "}", size) { "\"\\u0061\\u0062\($0)\":0" }
         }
+    }
+
+    /// `open`, then `item(0)`, `item(1)`, … separated by commas until `size` bytes, then `close`.
+    private static func repeated(_ open: String, _ close: String, _ size: Int, _ item: (Int) -> String) -> [UInt8] {
+        var out = Array(open.utf8)
+        out.reserveCapacity(size + 1024)
+        var k = 0
+        while out.count < size {
+            if k > 0 { out.append(UInt8(ascii: ",")) }
+            out.append(contentsOf: item(k).utf8)
+            k += 1
+        }
+        out.append(contentsOf: close.utf8)
         return out
     }
 }
