@@ -54,7 +54,7 @@ struct IdempotencyCache {
     private var entries: [String: Entry] = [:]
     private var kept = Queue()
     private var keptByNode: [String: Queue] = [:]
-    private(set) var bytes = 0
+    private var bytes = 0
     private var bytesByNode: [String: Int] = [:]
     private var serial = 0
 
@@ -65,8 +65,6 @@ struct IdempotencyCache {
         /// The key was used for another request (node, command or parameters differ).
         case conflict
     }
-
-    var count: Int { entries.count }
 
     /// Called before running, with a digest of the request (`request`) and the node it is for;
     /// `.wait` means call `join`.
