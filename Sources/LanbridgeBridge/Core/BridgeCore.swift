@@ -230,13 +230,18 @@ struct BridgeCore {
     /// One decrypted message from a node. One reader decides it: strict JSON, then its type.
     /// Results keep their payload as the validated bytes they arrived in, to be spliced on.
     mutating func received(_ bytes: [UInt8], from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
+        received(SessionMessages.check(bytes), size: bytes.count, from: id, now: now, wall: wall)
+    }
+
+    /// A message already read by `SessionMessages.read` (a large one is, off the relay loop).
+    mutating func received(_ read: SessionMessages.Checked, size: Int, from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         guard let connection = connections[id] else { return drain() }
         let message: any SessionMessage
         do throws(SessionMessageError) {
-            switch try SessionMessages.read(bytes) {
+            switch try read.get() {
             case let .result(result) where connection.isPaired:
-                resultReceived(result, size: bytes.count, from: connection, now: now)
+                resultReceived(result, size: size, from: connection, now: now)
                 return drain()
             case .result:
                 logger.notice("unpaired node sent \(InvokeResult.type)", metadata: meta(connection))
@@ -270,7 +275,7 @@ struct BridgeCore {
                 connections[id]?.coalescedStates += 1
             }
         case let event as NodeEvent where connection.isPaired:
-            nodeEvent(event, size: bytes.count, from: connection, now: now)
+            nodeEvent(event, size: size, from: connection, now: now)
         case let call as GatewayCall where connection.isPaired:
             nodeCalled(call, on: connection, now: now)
         case let request as PairRequest:

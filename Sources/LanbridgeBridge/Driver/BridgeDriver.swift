@@ -5,6 +5,7 @@ import LanbridgeProtocol
 import LanbridgeState
 import Logging
 import NIOCore
+import NIOPosix
 
 /// Runs the `BridgeCore` on one event loop: node channels, the gateway link and timers call in on
 /// that loop, the core decides, and the driver carries the actions out there and then. Sends are
@@ -12,7 +13,7 @@ import NIOCore
 /// (`StateIO`), whose results come back as events.
 ///
 /// Everything here is confined to `loop`; methods that may be called from elsewhere say so and hop.
-final class BridgeDriver: @unchecked Sendable {
+final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     let loop: any EventLoop
     private var core: BridgeCore
     private let io: StateIO
@@ -82,6 +83,22 @@ final class BridgeDriver: @unchecked Sendable {
 
     func received(_ bytes: [UInt8], from id: ConnectionID) {
         inOrder { [self] in timed("a \(bytes.count)-byte message from connection \(id)") { perform(core.received(bytes, from: id, now: .now, wall: Date())) } }
+    }
+
+    /// Messages this large or larger are read (strict JSON, type, a result's payload) on a worker
+    /// thread: a 16 MiB result holds the scanner for tens of milliseconds (longer if it is all
+    /// keys), and every other node would wait for the relay loop meanwhile. Below it, the hop
+    /// costs more than the read.
+    static let offLoopBytes = 64 * 1024
+
+    /// Reads a message on the blocking pool; the outcome comes back on the loop.
+    func check(_ bytes: [UInt8]) -> EventLoopFuture<SessionMessages.Checked> {
+        NIOThreadPool.singleton.runIfActive(eventLoop: loop) { SessionMessages.check(bytes) }
+            .recover { _ in SessionMessages.check(bytes) }  // no pool (never, in practice): read here
+    }
+
+    func received(_ checked: SessionMessages.Checked, size: Int, from id: ConnectionID) {
+        inOrder { [self] in timed("a \(size)-byte message from connection \(id)") { perform(core.received(checked, size: size, from: id, now: .now, wall: Date())) } }
     }
 
     func closed(_ id: ConnectionID) {

@@ -72,6 +72,13 @@ public enum SessionMessages {
         return .message(try decode(validated: bytes, type: type))
     }
 
+    /// `read`'s outcome as a value, to carry from the thread that read it to the one that acts on it.
+    public typealias Checked = Result<Inbound, SessionMessageError>
+
+    public static func check(_ bytes: [UInt8]) -> Checked {
+        do throws(SessionMessageError) { return .success(try read(bytes)) } catch { return .failure(error) }
+    }
+
     /// Decodes any message (a node reads the bridge's this way); strict JSON first, as `read`.
     public static func decode(_ bytes: [UInt8]) throws(SessionMessageError) -> any SessionMessage {
         switch try read(bytes) {
