@@ -40,6 +40,17 @@ final class BridgeDaemon: @unchecked Sendable {
         try process.waitForLine(timeout: 30) { $0.contains(text) }
     }
 
+    /// Waits until runtime.json says what `condition` wants: it is written off the relay loop a
+    /// moment after the change it shows (a node's welcome goes out first).
+    func waitForRuntime(_ what: String, _ condition: @escaping (RuntimeStatus) -> Bool) throws {
+        let file = RuntimeStatusFile(directory: StateDirectory(url: state.url))
+        guard try DirectoryWatcher(state.url).wait(timeout: 30, until: { file.read().map(condition) ?? false }) else {
+            throw RuntimeNeverShowed(description: "runtime.json never showed \(what)")
+        }
+    }
+
+    struct RuntimeNeverShowed: Error, CustomStringConvertible { let description: String }
+
     func stop() {
         process.signal(SIGTERM)
         process.wait()

@@ -99,6 +99,9 @@ struct OpenClawEndToEndTests {
         #expect(info["ok"] == true)
 
         // The bridge's status shows the node's gateway session and device ID.
+        try stack.bridge.waitForRuntime("the node's gateway session") {
+            $0.nodes[stack.nodeID]?.gatewayDeviceId == stack.device && $0.nodes[stack.nodeID]?.gatewaySession?.hasPrefix("connected") == true
+        }
         let status = try CLI.run(["status", "--json", "--state-dir", stack.bridge.state.path])
         #expect(status.stdout.contains(stack.device))
         let doctor = try CLI.run(["doctor", "--state-dir", stack.bridge.state.path])

@@ -202,6 +202,7 @@ struct OperatorCLITests {
         func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) { try CLI.run(arguments + ["--state-dir", bridge.state.path]) }
         let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "Tablet"])
         let id = try node.pair(with: bridge)
+        try bridge.waitForRuntime("the node connected") { $0.nodes[id] != nil }
         let status = try JSONDecoder().decode(Status.self, from: Data(try cli(["status", "--json"]).stdout.utf8))
         #expect(status.running && status.nodes.paired == 1 && status.nodes.connected == 1)
         #expect(try cli(["status"]).stdout.contains("1 connected"))

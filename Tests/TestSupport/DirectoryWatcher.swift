@@ -3,13 +3,14 @@ import Foundation
 import Glibc
 #endif
 
-/// Waits for a file to be created in a directory, via inotify: an event, not a polling loop.
+/// Waits for a file to be created (or renamed into place) in a directory, via inotify: an event,
+/// not a polling loop.
 public final class DirectoryWatcher {
     private let fd: Int32
 
     public init(_ directory: URL) throws {
         fd = inotify_init1(Int32(IN_CLOEXEC))
-        guard fd >= 0, inotify_add_watch(fd, directory.path, UInt32(IN_CREATE)) >= 0 else {
+        guard fd >= 0, inotify_add_watch(fd, directory.path, UInt32(IN_CREATE | IN_MOVED_TO)) >= 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
     }
@@ -34,6 +35,16 @@ public final class DirectoryWatcher {
                 offset += 16 + length
             }
         }
+    }
+
+    /// Checks `condition` now and after every entry created or renamed into place, until it holds
+    /// (true) or `timeout` passes (false). Create the watcher before what you wait for can happen.
+    public func wait(timeout: TimeInterval, until condition: () -> Bool) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !condition() {
+            guard deadline.timeIntervalSinceNow > 0, waitForCreation(prefix: "", timeout: deadline.timeIntervalSinceNow) != nil else { return condition() }
+        }
+        return true
     }
 
     deinit { close(fd) }
