@@ -16,7 +16,7 @@ import os
 import random
 import urllib.parse
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Dict, List, Optional
+from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import lanbridge_wire as wire
 
@@ -122,7 +122,7 @@ class Node:
         self._handlers: Dict[str, Handler] = {}
         self._session: Optional[AsyncSession] = None
         self._foreground = True
-        self._calls: Dict[str, asyncio.Future] = {}
+        self._calls: Dict[str, Tuple[AsyncSession, asyncio.Future]] = {}
         self._ids = itertools.count(1)
         self._stopping = False
         self._stopped: Optional[asyncio.Event] = None
@@ -261,7 +261,7 @@ class Node:
             raise LanbridgeError("UNAVAILABLE", "not connected to the bridge", retryable=True)
         call_id = "call-%d" % next(self._ids)
         future = asyncio.get_running_loop().create_future()
-        self._calls[call_id] = future
+        self._calls[call_id] = (session, future)
         message = {"type": "gateway.call", "id": call_id, "method": method, "params": params or {}}
         if idempotency_key is not None:
             message["idempotencyKey"] = idempotency_key
@@ -309,7 +309,9 @@ class Node:
                     elif kind == "ping":
                         await session.send({"type": "pong", "id": message.get("id")})
                     elif kind == "gateway.result":
-                        future = self._calls.get(str(message.get("id")))
+                        # An answer counts only on the connection its call went out on.
+                        session_future = self._calls.get(str(message.get("id")))
+                        future = session_future[1] if session_future and session_future[0] is session else None
                         if future is not None and not future.done():
                             if message.get("ok"):
                                 future.set_result(message.get("payload"))
@@ -330,8 +332,8 @@ class Node:
         finally:
             self._session = None
             self.connected.clear()
-            for future in self._calls.values():
-                if not future.done():
+            for call_session, future in self._calls.values():
+                if call_session is session and not future.done():
                     future.set_exception(LanbridgeError("UNAVAILABLE", "the connection to the bridge closed", retryable=True))
             session.close()
 

@@ -46,12 +46,13 @@ class AsyncSession:
             await self.writer.drain()
 
     async def receive(self, limit: int = 16 * 1024 * 1024) -> dict:
-        message = b""
+        # A bytearray grows in place: `bytes +=` copies everything so far, quadratic in the chunks.
+        message = bytearray()
         while True:
             plaintext = self.noise.decrypt(await _read_frame(self.reader, wire.MAX_NOISE_MESSAGE))
             if not plaintext or plaintext[0] not in (wire.CHUNK_MORE, wire.CHUNK_FINAL):
                 raise wire.ProtocolError("bad chunk flag")
-            message += plaintext[1:]
+            message += memoryview(plaintext)[1:]
             if len(message) > limit:
                 raise wire.ProtocolError("message too large")
             if plaintext[0] == wire.CHUNK_FINAL:
