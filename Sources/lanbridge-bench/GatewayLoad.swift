@@ -14,6 +14,10 @@ import NIOWebSocket
 ///     relay PORT COUNT WARMUP          -> relay P50_US P99_US     (the same bytes through a TCP relay to the echo server)
 ///     load SECONDS PERNODE NODE ...    -> load DONE SECONDS CPU   (PERNODE invokes in flight per node; CPU: this process)
 ///     large NODE COUNT                 -> large BYTES MS ...      (canvas.snapshot 1400x1400)
+///     bystander NODE BIG RESULTS SIDE  -> bystander P50_US P99_US SAMPLES BYTES
+///                                         (an invoke on NODE every 2 ms while BIG answers RESULTS
+///                                          SIDE x SIDE snapshots back to back; a SIDE of wN asks
+///                                          for objects of N keys instead)
 ///
 /// Everything runs on one event loop: no task, no stream, per request.
 enum GatewayLoad {
@@ -67,6 +71,11 @@ enum GatewayLoad {
             case "large":
                 let (bytes, times) = try await state.large(node: words[1], count: Int(words[2])!).get()
                 say("large \(bytes) " + times.map { String(format: "%.1f", $0) }.joined(separator: " "))
+            case "bystander":
+                let large = words[4].hasPrefix("w") ? ("device.echo", "{\"wideKeys\":\(words[4].dropFirst())}")
+                    : ("canvas.snapshot", "{\"width\":\(words[4]),\"height\":\(words[4])}")
+                let (samples, bytes) = try await state.bystander(node: words[1], big: words[2], results: Int(words[3])!, large: large).get()
+                say("bystander \(percentile(samples, 0.5)) \(percentile(samples, 0.99)) \(samples.count) \(bytes)")
             default:
                 say("error unknown command \(command)")
             }
@@ -186,6 +195,44 @@ final class LoadState: @unchecked Sendable {
                 }
             }
             for node in nodes { for _ in 0..<perNode { next(node) } }
+            return promise.futureResult
+        }
+    }
+
+    /// Small invokes on `node`, one every 2 ms whatever is outstanding, while `big` returns
+    /// `results` large answers back to back: what one node's large results cost everybody else.
+    /// Open loop, each timed from when it was due: a stall delays every invoke due during it, not
+    /// only the one in flight (sequential sampling would hide it in the 99th percentile).
+    func bystander(node: String, big: String, results: Int, large: (command: String, params: String)) -> EventLoopFuture<([Double], Int)> {
+        loop.flatSubmit { [self] in
+            let promise = loop.makePromise(of: ([Double], Int).self)
+            var samples: [Double] = [], done = 0, bytes = 0, outstanding = 0, finished = false
+            func nextLarge() {
+                invoke(node: big, command: large.command, params: large.params) { size in
+                    done += 1
+                    bytes = size
+                    if done < results { nextLarge() }
+                }
+            }
+            var due = NIODeadline.now()
+            func tick() {
+                guard done < results else {
+                    finished = true
+                    if outstanding == 0 { promise.succeed((samples, bytes)) }
+                    return
+                }
+                let at = due
+                outstanding += 1
+                invoke(node: node) { _ in
+                    samples.append(Double((NIODeadline.now() - at).nanoseconds) / 1000)
+                    outstanding -= 1
+                    if finished, outstanding == 0 { promise.succeed((samples, bytes)) }
+                }
+                due = due + .milliseconds(2)
+                loop.scheduleTask(deadline: due) { tick() }
+            }
+            nextLarge()
+            tick()
             return promise.futureResult
         }
     }
