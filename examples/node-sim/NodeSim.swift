@@ -15,14 +15,14 @@ struct NodeSim: AsyncParsableCommand {
         commandName: "lanbridge-node-sim",
         abstract: "A simulated lanbridge node: pairs, stays connected and answers a few commands.",
         discussion: """
-        Commands it answers: canvas.present, canvas.hide, canvas.navigate, canvas.snapshot (a PNG it renders), system.info, device.echo.
+        Commands it answers: canvas.present, canvas.hide, canvas.navigate, canvas.snapshot (a PNG it renders), system.info, device.echo; with --camera also camera.list and camera.snap.
 
         Send SIGUSR1, or type "bg" / "fg" on stdin, to move it to the background or foreground. Other stdin lines:
           agent TEXT        call the gateway's agent method (prints "agent ok …" or "agent error CODE …")
           call METHOD       call any gateway method (the bridge refuses all but agent and system-event)
           event NAME        send an event to the gateway
 
-        canvas.snapshot takes {"width","height"} (up to 4096); device.echo takes {"delayMs"} to answer late.
+        canvas.snapshot takes {"width","height"} (up to 4096); device.echo takes {"delayMs"} to answer late, {"wideKeys": N} to answer an object of N keys.
         """
     )
 
@@ -33,6 +33,7 @@ struct NodeSim: AsyncParsableCommand {
     @Option(help: "Display name.") var name = "node-sim"
     @Option(help: "Platform: ios, android, macos or linux.") var platform = "ios"
     @Flag(help: "Start in the background.") var background = false
+    @Flag(help: "Also declare camera.list and camera.snap (a rendered frame): sensitive, so granted only on purpose.") var camera = false
     @Option(help: "Log level for the client library.") var logLevel = "warning"
 
     func validate() throws {
@@ -46,6 +47,7 @@ struct NodeSim: AsyncParsableCommand {
         let target = discover && inviteURI == nil ? await discovered() : endpoint(inviteURI)
         guard let (host, port) = target else { throw ValidationError(discover ? "no bridge found" : "bad --connect") }
         let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "system.info", "device.echo"]
+            + (camera ? ["camera.list", "camera.snap"] : [])
         let details = NodeDetails(displayName: name, platform: platform, osVersion: "sim-1", appVersion: "0.1.0",
                                   deviceModel: "node-sim", caps: ["canvas", "device"], commands: commands,
                                   flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
@@ -163,6 +165,12 @@ struct NodeSim: AsyncParsableCommand {
             return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),
                     "base64": .string(Data(png).base64EncodedString())]
         }
+        if camera {
+            await handle("camera.list") { _ in ["cameras": [["id": "back", "facing": "back"]]] }
+            await handle("camera.snap") { _ in
+                ["format": "png", "width": 64, "height": 48, "base64": .string(Data(canvas.render(width: 64, height: 48)).base64EncodedString())]
+            }
+        }
         let nodeID = client.nodeID
         await handle("system.info") { _ in
             ["nodeId": .string(nodeID), "name": .string(details.displayName), "platform": .string(details.platform),
@@ -170,6 +178,10 @@ struct NodeSim: AsyncParsableCommand {
         }
         await handle("device.echo") { params in
             if case let .number(ms)? = params?["delayMs"], ms > 0 { try await Task.sleep(for: .milliseconds(Int(ms))) }
+            // The shape a hostile node picks (an object of many short keys), for the benchmarks.
+            if case let .number(keys)? = params?["wideKeys"], keys >= 1 {
+                return .object(Dictionary(uniqueKeysWithValues: (0..<min(Int(keys), 2_000_000)).map { ("k\($0)", JSONValue.number(0)) }))
+            }
             return params ?? .null
         }
     }
