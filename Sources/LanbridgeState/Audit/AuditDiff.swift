@@ -49,7 +49,9 @@ extension AuditEntry {
             let request = before.pending.requests.first { $0.publicKey == node.publicKey }
             add(node.pairingMethod == .invite ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
                 request: request?.requestId, (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
-                    + "allow: \(node.access.allow.joined(separator: ","))")
+                    + "allow: \(node.access.allow.joined(separator: ","))"
+                    + (node.access.confirmed.isEmpty ? "" : "; sensitive, on purpose: \(node.access.confirmed.joined(separator: ","))")
+                    + withheldSensitive(node))
         }
         for node in before.paired.nodes where !newNodes.contains(node.publicKey) {
             add("node.revoked", node: node.nodeId, node.details.displayName)
@@ -58,7 +60,8 @@ extension AuditEntry {
         for node in after.paired.nodes {
             if let access = oldAccess[node.publicKey], access != node.access {
                 add("node.access-changed", node: node.nodeId,
-                    "allow: \(node.access.allow.joined(separator: ","))" + (node.access.deny.isEmpty ? "" : "; deny: \(node.access.deny.joined(separator: ","))"))
+                    "allow: \(node.access.allow.joined(separator: ","))" + (node.access.deny.isEmpty ? "" : "; deny: \(node.access.deny.joined(separator: ","))")
+                        + (node.access.confirmed == access.confirmed ? "" : "; sensitive, on purpose: \(node.access.confirmed.joined(separator: ","))"))
             }
         }
         let oldBlocked = Set(before.paired.blocked.map(\.publicKey)), newBlocked = Set(after.paired.blocked.map(\.publicKey))
@@ -85,4 +88,10 @@ extension AuditEntry {
         }
         return entries
     }
+}
+
+/// The sensitive commands a new node declared and did not get: an approval records what it withheld too.
+private func withheldSensitive(_ node: PairedNode) -> String {
+    let withheld = ApprovalGrant.withheld(node.access, declared: node.details.commands).filter(\.sensitive).map(\.command)
+    return withheld.isEmpty ? "" : "; withheld (sensitive): \(withheld.joined(separator: ","))"
 }

@@ -9,8 +9,10 @@ public struct InviteRecord: Codable, Equatable, Sendable {
     public var psk: String
     /// The display name to pair the node under, if the operator gave one.
     public var name: String?
-    /// Access rules for the node; nil means the platform defaults.
+    /// Written before 0.8.0: the node's exact allow rules (nil: the platform defaults).
     public var allow: [String]?
+    /// From 0.8.0: what the node gets beyond its platform's everyday defaults.
+    public var grant: ApprovalGrant?
     public var createdAt: Date
     public var expiresAt: Date
 }
@@ -25,12 +27,12 @@ public struct InvitesFile: Codable, Equatable, Sendable {
 
 extension PairingState {
     /// Files a new invite and returns its secret (shown once, never stored).
-    public mutating func createInvite(name: String?, allow: [String]?, ttl: TimeInterval, now: Date) -> SecureBytes {
+    public mutating func createInvite(name: String?, grant: ApprovalGrant = ApprovalGrant(), ttl: TimeInterval, now: Date) -> SecureBytes {
         let secret = SecureBytes.random(count: SecureSession.Invite.secretLength)
         let psk = SecureSession.Invite.psk(forSecret: secret)
         invites.invites.append(InviteRecord(
             id: Hex.encode(SecureSession.Invite.id(forSecret: secret)), psk: psk.withUnsafeBytes { Hex.encode($0) },
-            name: name, allow: allow, createdAt: now, expiresAt: now.addingTimeInterval(ttl)))
+            name: name, grant: grant, createdAt: now, expiresAt: now.addingTimeInterval(ttl)))
         return secret
     }
 
@@ -50,24 +52,46 @@ extension PairingState {
         var details = details
         if let name = invite.name { details.displayName = name }
         pending.requests.removeAll { $0.publicKey == key }
-        let node = PairedNode(publicKey: key, details: details, pairingMethod: .invite, pairedAt: now, firstSeen: now,
-                              access: invite.allow.map { AccessRules(allow: $0) } ?? defaultAccess ?? AccessRules.defaults(forPlatform: details.platform))
+        let access = if let exact = invite.allow { ApprovalGrant(allow: exact).rules(defaults: AccessRules(), declared: details.commands) }
+            else { (invite.grant ?? ApprovalGrant()).rules(defaults: defaultAccess ?? .defaults(forPlatform: details.platform), declared: details.commands) }
+        let node = PairedNode(publicKey: key, details: details, pairingMethod: .invite, pairedAt: now, firstSeen: now, access: access)
         paired.nodes.append(node)
         return node
     }
 }
 
 extension AccessRules {
-    /// What a newly paired node may run, by the platform it reports. Deny by default: an unknown
-    /// platform gets nothing until the operator allows it.
+    /// What a newly paired node may run, by the platform it reports: everyday commands only
+    /// (`CommandCatalog.table`). Deny by default: an unknown platform gets nothing until the
+    /// operator allows it.
     public static func defaults(forPlatform platform: String) -> AccessRules {
-        let ios = ["canvas.*", "camera.list", "camera.snap", "screen.record", "location.get"]
-        return switch platform.lowercased() {
-        case "ios": AccessRules(allow: ios)
-        case "android": AccessRules(allow: ios + ["sms.send"])
-        case "macos": AccessRules(allow: ["canvas.*", "camera.list", "camera.snap", "screen.record", "screen.snapshot", "system.info"])
-        case "linux": AccessRules(allow: ["canvas.*", "screen.record", "screen.snapshot", "system.info"])
+        switch platform.lowercased() {
+        case "ios", "android": AccessRules(allow: ["canvas.*", "camera.list"])
+        case "macos": AccessRules(allow: ["canvas.*", "camera.list", "system.info"])
+        case "linux": AccessRules(allow: ["canvas.*", "system.info"])
         default: AccessRules()
         }
+    }
+
+    /// The defaults up to 0.7.0, which granted capture (and, on Android, sms.send): what they gave
+    /// and nobody confirmed is flagged, never silently taken away.
+    public static func defaultsUpTo070(forPlatform platform: String) -> [String] {
+        let ios = ["canvas.*", "camera.list", "camera.snap", "screen.record", "location.get"]
+        return switch platform.lowercased() {
+        case "ios": ios
+        case "android": ios + ["sms.send"]
+        case "macos": ["canvas.*", "camera.list", "camera.snap", "screen.record", "screen.snapshot", "system.info"]
+        case "linux": ["canvas.*", "screen.record", "screen.snapshot", "system.info"]
+        default: []
+        }
+    }
+}
+
+extension PairedNode {
+    /// Sensitive patterns in this node's allowlist that only the defaults before 0.8.0 gave it:
+    /// shown by `doctor` and `nodes describe` until `nodes allow --confirm-defaults` or `nodes deny`.
+    public var grantedByOldDefault: [String] {
+        let old = AccessRules.defaultsUpTo070(forPlatform: details.platform)
+        return access.allow.filter { old.contains($0) && CommandCatalog.isSensitive(pattern: $0) && !access.confirmed.contains($0) }
     }
 }

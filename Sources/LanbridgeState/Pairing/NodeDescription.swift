@@ -29,6 +29,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     /// (hex SHA-256 of its Ed25519 key, the ID agents use) and its socket's state.
     public var gatewayDeviceId: String?
     public var gatewaySession: String?
+    /// Sensitive patterns only the defaults before 0.8.0 granted, until confirmed or denied; nil if none.
+    public var grantedByOldDefault: [String]?
 
     public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy) {
         nodeId = node.nodeId.description
@@ -41,6 +43,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         declaredCommands = node.details.commands
         flags = node.details.flags
         access = node.access
+        grantedByOldDefault = node.grantedByOldDefault.isEmpty ? nil : node.grantedByOldDefault
         allowedCommands = node.details.commands.filter {
             policy.decide($0, rules: node.access, declared: node.details.commands, flags: node.details.flags, foreground: true) == .allow
         }

@@ -7,15 +7,37 @@ public struct AccessRules: Codable, Equatable, Sendable {
     public var allow: [String]
     /// Carve-outs from `allow` (`nodes deny` on a command a wildcard allows).
     public var deny: [String]
+    /// The sensitive patterns in `allow` an operator granted on purpose (approve or invite
+    /// `--allow`, `nodes allow`, `--confirm-defaults`, the config's defaults), as opposed to what
+    /// the platform defaults before 0.8.0 handed out. Omitted when empty.
+    public var confirmed: [String]
 
-    public init(allow: [String] = [], deny: [String] = []) {
-        (self.allow, self.deny) = (allow, deny)
+    public init(allow: [String] = [], deny: [String] = [], confirmed: [String] = []) {
+        (self.allow, self.deny, self.confirmed) = (allow, deny, confirmed)
     }
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
         allow = try c.decode([String].self, forKey: .allow)
         deny = try c.decodeIfPresent([String].self, forKey: .deny) ?? []  // absent before version 0.5
+        confirmed = try c.decodeIfPresent([String].self, forKey: .confirmed) ?? []  // absent before 0.8
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(allow, forKey: .allow)
+        try c.encode(deny, forKey: .deny)
+        if !confirmed.isEmpty { try c.encode(confirmed, forKey: .confirmed) }
+    }
+
+    private enum CodingKeys: String, CodingKey { case allow, deny, confirmed }
+
+    /// Adds an allow rule the operator chose (a deny rule for the same pattern goes); a sensitive
+    /// one is recorded as confirmed.
+    public mutating func grant(_ pattern: String) {
+        deny.removeAll { $0 == pattern }
+        if !allow.contains(pattern) { allow.append(pattern) }
+        if CommandCatalog.isSensitive(pattern: pattern), !confirmed.contains(pattern) { confirmed.append(pattern) }
     }
 }
 

@@ -4,10 +4,13 @@ import LanbridgeProtocol
 extension PairingState {
     /// `nodes allow`: the pattern is allowed, and an identical deny rule goes.
     public mutating func allow(_ pattern: String, node reference: String) throws -> PairedNode {
-        try editAccess(of: reference) { rules in
-            rules.deny.removeAll { $0 == pattern }
-            if !rules.allow.contains(pattern) { rules.allow.append(pattern) }
-        }
+        try editAccess(of: reference) { $0.grant(pattern) }
+    }
+
+    /// `nodes allow --confirm-defaults`: the operator keeps what the defaults before 0.8.0 granted.
+    public mutating func confirmDefaults(node reference: String) throws -> PairedNode {
+        let old = try node(matching: reference).grantedByOldDefault
+        return try editAccess(of: reference) { rules in rules.confirmed += old.filter { !rules.confirmed.contains($0) } }
     }
 
     /// `nodes deny`: an identical allow rule goes, and a deny rule is recorded, which wins over any
@@ -15,6 +18,7 @@ extension PairingState {
     public mutating func deny(_ pattern: String, node reference: String) throws -> PairedNode {
         try editAccess(of: reference) { rules in
             rules.allow.removeAll { $0 == pattern }
+            rules.confirmed.removeAll { $0 == pattern }
             if !rules.deny.contains(pattern) { rules.deny.append(pattern) }
         }
     }
@@ -26,7 +30,10 @@ extension PairingState {
             throw PairingError.noSuchRule(pattern, denying ? "deny" : "allow", current.nodeId)
         }
         return try editAccess(of: reference) { rules in
-            if denying { rules.deny.removeAll { $0 == pattern } } else { rules.allow.removeAll { $0 == pattern } }
+            if denying { rules.deny.removeAll { $0 == pattern } } else {
+                rules.allow.removeAll { $0 == pattern }
+                rules.confirmed.removeAll { $0 == pattern }
+            }
         }
     }
 

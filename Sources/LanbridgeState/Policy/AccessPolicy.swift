@@ -61,9 +61,7 @@ public struct AccessPolicy: Sendable, Equatable {
 
     /// The same, with the node's patterns parsed once (the daemon keeps them per node).
     public func decide(_ command: String, rules: CompiledRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
-        guard rules.allow.contains(where: { $0.matches(command) }), !rules.deny.contains(where: { $0.matches(command) }) else {
-            return .deny(.notAllowlisted)
-        }
+        guard rules.allows(command) else { return .deny(.notAllowlisted) }
         guard declared.contains(command) else { return .deny(.notDeclared) }
         if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
             return .deny(.capability("the node cannot inject input"))

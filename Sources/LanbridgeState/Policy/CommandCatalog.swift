@@ -4,18 +4,41 @@ import LanbridgeProtocol
 /// checked against it, so a typo (`camera.snpa`) is an error instead of a rule that never applies.
 /// Apps with their own commands name them in the config file's `commands.extra`.
 public struct CommandCatalog: Sendable {
-    public static let builtIn: [String] = [
-        "canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot",
-        "canvas.a2ui.push", "canvas.a2ui.reset",
-        "camera.list", "camera.snap", "camera.clip",
-        "screen.record", "screen.snapshot", "screen.tap", "screen.type",
-        "input.tap", "input.type", "input.key",
-        "location.get",
-        "sms.send",
-        "voice.start", "voice.stop",
-        "system.info", "system.notify", "system.run",
-        "device.echo",
+    /// Why a command is sensitive: never granted by a platform default, only on purpose.
+    public enum Sensitivity: String, Codable, Sendable {
+        case captures = "captures the camera, screen or microphone"
+        case sendsAsTheUser = "sends on the user's behalf"
+        case runsCode = "runs code on the device"
+        case readsPersonalData = "reads personal data"
+        case injectsInput = "injects input"
+    }
+
+    /// Every built-in command and, for the sensitive ones, why. The one table: platform defaults,
+    /// approval, `nodes describe`, `doctor` and the deny hint all read it (PROTOCOL.md §13.1).
+    public static let table: [(name: String, sensitive: Sensitivity?)] = [
+        ("canvas.present", nil), ("canvas.hide", nil), ("canvas.navigate", nil), ("canvas.eval", nil), ("canvas.snapshot", nil),
+        ("canvas.a2ui.push", nil), ("canvas.a2ui.reset", nil),
+        ("camera.list", nil), ("camera.snap", .captures), ("camera.clip", .captures),
+        ("screen.record", .captures), ("screen.snapshot", .captures), ("screen.tap", .injectsInput), ("screen.type", .injectsInput),
+        ("input.tap", .injectsInput), ("input.type", .injectsInput), ("input.key", .injectsInput),
+        ("location.get", .readsPersonalData),
+        ("sms.send", .sendsAsTheUser),
+        ("voice.start", .captures), ("voice.stop", .captures),
+        ("system.info", nil), ("system.notify", nil), ("system.run", .runsCode),
+        ("device.echo", nil),
     ]
+
+    public static let builtIn: [String] = table.map(\.name)
+    private static let sensitiveCommands: [String: Sensitivity] = Dictionary(uniqueKeysWithValues: table.compactMap { row in row.sensitive.map { (row.name, $0) } })
+
+    /// Why `command` is sensitive; nil for everyday and custom commands.
+    public static func sensitivity(of command: String) -> Sensitivity? { sensitiveCommands[command] }
+
+    /// Whether a pattern reaches any sensitive command (`camera.*` does, `canvas.*` does not).
+    public static func isSensitive(pattern: String) -> Bool {
+        guard let parsed = try? CommandPattern(pattern) else { return false }
+        return sensitiveCommands.keys.contains(where: parsed.matches)
+    }
 
     public let names: Set<String>
 

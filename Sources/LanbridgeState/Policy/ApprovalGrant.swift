@@ -1,0 +1,54 @@
+import LanbridgeProtocol
+
+/// What an approval (or an invite) grants beyond the platform's everyday defaults: the patterns
+/// the operator names (`--allow`), and with `--allow-sensitive`, every sensitive command the node
+/// declares. Sensitive commands are granted only this way, on purpose, and recorded as confirmed.
+public struct ApprovalGrant: Codable, Equatable, Sendable {
+    public var allow: [String]
+    public var allowSensitive: Bool
+
+    public init(allow: [String] = [], allowSensitive: Bool = false) {
+        (self.allow, self.allowSensitive) = (allow, allowSensitive)
+    }
+
+    /// The node's rules: `defaults` (the platform's, with the config's changes), then the grant.
+    /// A sensitive pattern in `defaults` came from the operator's config file: it counts as confirmed.
+    public func rules(defaults: AccessRules, declared: [String]) -> AccessRules {
+        var rules = defaults
+        rules.confirmed = rules.allow.filter { CommandCatalog.isSensitive(pattern: $0) }
+        for pattern in allow { rules.grant(pattern) }
+        if allowSensitive {
+            for command in declared where CommandCatalog.sensitivity(of: command) != nil && !CompiledRules(rules).allows(command) {
+                rules.grant(command)
+            }
+        }
+        return rules
+    }
+
+    /// What a node declared and may not run, and why: shown at approval with the line that grants it.
+    public struct Withheld: Codable, Equatable, Sendable {
+        public var command: String
+        public var sensitive: Bool
+        public var reason: String
+    }
+
+    public static func withheld(_ rules: AccessRules, declared: [String]) -> [Withheld] {
+        let compiled = CompiledRules(rules)
+        return declared.filter { !compiled.allows($0) }.map { command in
+            if let why = CommandCatalog.sensitivity(of: command) {
+                Withheld(command: command, sensitive: true, reason: "sensitive: \(why.rawValue); granted only on purpose")
+            } else if rules.deny.contains(where: { (try? CommandPattern($0))?.matches(command) == true }) {
+                Withheld(command: command, sensitive: false, reason: "denied by a rule")
+            } else {
+                Withheld(command: command, sensitive: false, reason: "not in this platform's defaults")
+            }
+        }
+    }
+}
+
+extension CompiledRules {
+    /// The rules alone (not the node's declaration or state): an allow pattern matches, no deny does.
+    public func allows(_ command: String) -> Bool {
+        allow.contains(where: { $0.matches(command) }) && !deny.contains(where: { $0.matches(command) })
+    }
+}
