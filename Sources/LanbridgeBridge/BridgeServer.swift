@@ -15,7 +15,7 @@ import Prometheus
 /// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
 public enum BridgeServer {
     /// The one place the version is written; `scripts/package` reads it from here.
-    public static let version = "0.7.0"
+    public static let version = "0.8.0"
 
     /// What a reload (SIGHUP) reads again: the config file and the gateway token.
     public struct Reloaded: Sendable {

@@ -9,7 +9,7 @@ struct DoctorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Check what nodes need to find and reach this bridge.",
-        discussion: "Checks the state directory's privacy, the identity, the config file, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on, the name it is advertised under and the gateway link. Exits 1 if anything needs fixing."
+        discussion: "Checks the state directory's privacy, the identity, the config file, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on, the name it is advertised under and the gateway link. Exits 1 if anything needs fixing; a WARN (a sensitive command an old default granted) wants a decision but does not change the exit code."
     )
 
     @OptionGroup var state: StateOptions
@@ -20,6 +20,8 @@ struct DoctorCommand: ParsableCommand {
         let ok: Bool
         let detail: String
         let fix: String?
+        /// Works, but wants the operator's decision (WARN; the exit code stays 0).
+        var warning: Bool? = nil
     }
 
     func run() throws {
@@ -45,6 +47,12 @@ struct DoctorCommand: ParsableCommand {
             do {
                 let current = try PairingStore(directory: directory).read()
                 checks.append(Check(name: "store", ok: true, detail: "\(current.paired.nodes.count) paired, \(current.pending.requests.count) pending", fix: nil))
+                for node in current.paired.nodes where !node.grantedByOldDefault.isEmpty {
+                    checks.append(Check(name: "grants of \(node.nodeId)", ok: true,
+                                        detail: "\(node.details.displayName) holds \(node.grantedByOldDefault.joined(separator: ", ")), granted by an old default (before 0.8.0), not on purpose",
+                                        fix: "keep: lanbridge nodes allow \(node.nodeId) --confirm-defaults; or take away: lanbridge nodes deny \(node.nodeId) COMMAND",
+                                        warning: true))
+                }
             } catch {
                 checks.append(Check(name: "store", ok: false, detail: "\(error)", fix: "repair the named file or move it aside; `lanbridge serve` will not start until then"))
             }
@@ -97,8 +105,8 @@ struct DoctorCommand: ParsableCommand {
             try Output.json(checks)
         } else {
             for check in checks {
-                print("\(check.ok ? "ok  " : "FAIL") \(check.name): \(check.detail)")
-                if let fix = check.fix, !check.ok { print("     fix: \(fix)") }
+                print("\(!check.ok ? "FAIL" : check.warning == true ? "WARN" : "ok  ") \(check.name): \(check.detail)")
+                if let fix = check.fix, !check.ok || check.warning == true { print("     fix: \(fix)") }
             }
         }
         if checks.contains(where: { !$0.ok }) { throw ExitCode(1) }

@@ -18,17 +18,23 @@ struct InviteCommand: ParsableCommand {
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
 
-        struct Row: Encodable { let id: String; let name: String?; let allow: [String]?; let createdAt: Date; let expiresAt: Date }
+        /// `allow`: exact rules (invites from before 0.8.0); `grant`: beyond the platform's everyday defaults.
+        struct Row: Encodable { let id: String; let name: String?; let allow: [String]?; let grant: ApprovalGrant?; let createdAt: Date; let expiresAt: Date }
 
         func run() throws {
             try Output.run {
                 let now = Date()
                 let rows = try PairingStore(directory: state.directory).read().invites.invites.filter { $0.expiresAt > now }
-                    .map { Row(id: String($0.id.prefix(8)), name: $0.name, allow: $0.allow, createdAt: $0.createdAt, expiresAt: $0.expiresAt) }
+                    .map { Row(id: String($0.id.prefix(8)), name: $0.name, allow: $0.allow, grant: $0.grant, createdAt: $0.createdAt, expiresAt: $0.expiresAt) }
                 if json { return try Output.json(rows) }
                 guard !rows.isEmpty else { return print("No live invites.") }
-                Output.table(["INVITE", "NAME", "ALLOW", "LEFT"], rows.map {
-                    [$0.id, $0.name ?? "-", $0.allow?.joined(separator: ",") ?? "(platform defaults)", Output.duration($0.expiresAt.timeIntervalSince(now))]
+                func grants(_ row: Row) -> String {
+                    if let exact = row.allow { return exact.joined(separator: ",") }
+                    let extra = (row.grant?.allow ?? []) + (row.grant?.allowSensitive == true ? ["every sensitive command it declares"] : [])
+                    return "platform defaults" + (extra.isEmpty ? "" : " + " + extra.joined(separator: ","))
+                }
+                Output.table(["INVITE", "NAME", "GRANTS", "LEFT"], rows.map {
+                    [$0.id, $0.name ?? "-", grants($0), Output.duration($0.expiresAt.timeIntervalSince(now))]
                 })
             }
         }
@@ -56,14 +62,17 @@ extension InviteCommand {
             abstract: "Create a one-time invite that pairs a device without a code (the default).",
             discussion: """
             Prints a lanbridge:// URI and the same as a QR code. A device that uses it pairs at once, over a Noise XXpsk3 handshake keyed by the invite's secret, and pins this bridge's fingerprint from the URI. The invite works once and expires; only hashes of its secret are stored. Treat the URI like a password until it is used.
+
+            The device gets its platform's everyday commands; --allow and --allow-sensitive pre-authorise more, as on `nodes approve`:
+
+              $ lanbridge invite --name "Ada's phone" --allow camera.snap
             """
         )
 
         @OptionGroup var state: StateOptions
         @Option(help: "How long the invite stays valid: 90s, 10m, 2h.") var ttl = Duration(argument: "10m")!
         @Option(help: "Display name to give the device.") var name: String?
-        @Option(help: ArgumentHelp("Commands the device may run, comma-separated patterns such as canvas.*. Default: its platform's defaults.", valueName: "cmd,..."))
-        var allow: String?
+        @OptionGroup var grant: GrantOptions
         @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: DialHost?
         @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Port?
         @Flag(help: "Do not draw the QR code.") var noQR = false
@@ -77,11 +86,7 @@ extension InviteCommand {
             try Output.run {
                 // Everything is checked before anything is written: the patterns as `nodes allow` checks them.
                 let settings = try state.settings()
-                let patterns = try allow.map { list in
-                    try list.split(separator: ",", omittingEmptySubsequences: false).map { item in
-                        do { return try settings.catalog.check(String(item)).description } catch { throw ValidationError("--allow: \(error)") }
-                    }
-                }
+                let grant = try grant.grant(settings.catalog)
                 let directory = state.directory
                 let runtime = RuntimeStatusFile(directory: directory).read()
                 let listening = runtime?.listening.first.flatMap(ListeningAddress.split)
@@ -90,7 +95,7 @@ extension InviteCommand {
                 let dialPort = port?.value ?? listening?.port ?? BridgeConfiguration.defaultPort
                 let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
                 let now = Date()
-                let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, allow: patterns, ttl: ttl.seconds, now: now) }
+                let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, grant: grant, ttl: ttl.seconds, now: now) }
                 let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
                                     secret: secret.withUnsafeBytes { Array($0) }, name: name)
                 let expires = now.addingTimeInterval(ttl.seconds)

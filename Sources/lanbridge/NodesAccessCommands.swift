@@ -16,15 +16,26 @@ extension NodesCommand {
               $ lanbridge nodes allow Pixel-7 device.echo --remove     # take the rule out again
 
             `*` allows every command the node declared, present and future: it needs --allow-everything.
+
+            Sensitive commands (capture, microphone, SMS, location, input, system.run) granted here are recorded as confirmed. Before 0.8.0 the platform defaults granted some of them on their own; `doctor` and `nodes describe` flag those as "granted by an old default" until you keep them or take them away:
+
+              $ lanbridge nodes allow Pixel-7 --confirm-defaults       # keep them
+              $ lanbridge nodes deny Pixel-7 camera.snap               # or take one away
             """)
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name.") var node: String
-        @Argument(help: "Command or pattern: camera.snap, canvas.*.") var pattern: String
+        @Argument(help: "Command or pattern: camera.snap, canvas.*.") var pattern: String?
         @Flag(help: "Remove this allow rule instead of adding it.") var remove = false
         @Flag(help: "Confirm that `*` (every command) is meant.") var allowEverything = false
+        @Flag(help: "Keep the sensitive commands an old default granted (no pattern).") var confirmDefaults = false
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
+            if confirmDefaults {
+                if pattern != nil || remove { throw ValidationError("--confirm-defaults takes a node and no pattern") }
+                return
+            }
+            guard let pattern else { throw ValidationError("give a command or pattern to allow (or --confirm-defaults)") }
             if pattern == "*", !remove, !allowEverything {
                 throw ValidationError("`*` lets the node run every command it declares, now and later; pass --allow-everything if that is meant")
             }
@@ -32,11 +43,22 @@ extension NodesCommand {
 
         func run() throws {
             try Output.run {
+                guard let pattern else { return try confirm() }
                 if remove {
                     return try removeRule(state, node: node, pattern: pattern, denying: false, json: json)
                 }
                 try editRules(state, node: node, pattern: pattern, json: json, verb: "Allowed") { try $0.allow(pattern, node: node) }
             }
+        }
+
+        private func confirm() throws {
+            let settings = try state.settings()
+            let store = PairingStore(directory: state.directory)
+            let kept = try store.read().node(matching: node).grantedByOldDefault
+            let updated = kept.isEmpty ? try store.read().node(matching: node) : try store.update { try $0.confirmDefaults(node: node) }
+            if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
+            print(kept.isEmpty ? "\(updated.details.displayName) (\(updated.nodeId)) holds nothing granted by an old default."
+                  : "Kept \(kept.joined(separator: ", ")) for \(updated.details.displayName) (\(updated.nodeId)), now as confirmed grants.")
         }
     }
 
@@ -80,7 +102,7 @@ extension NodesCommand {
                   state:      \(state)\(d.address.map { " from \($0)" } ?? "")
                   paired:     \(d.pairedAt.formatted(.iso8601)) by \(d.pairingMethod.rawValue)
                   declared:   \(list(d.declaredCommands))
-                  allow:      \(list(d.access.allow))
+                  allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default (before 0.8.0); keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
                   deny:       \(list(d.access.deny))
                   may run:    \(list(d.allowedCommands))
                   flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)

@@ -95,11 +95,19 @@ struct NodesCommand: AsyncParsableCommand {
             Pass --code with the code the device shows: the approval goes through only if it matches, and this is what defeats a man in the middle. A wrong code changes nothing but is written to the audit log and counted in `nodes pending`.
 
             --unverified approves without comparing codes. Anyone on the network who raced the real device would pass; it is recorded as unverified in the audit log. A request whose device has not shown a code yet, or that is LOCKED, cannot be approved at all. The node is told on its open connection.
+
+            The node gets its platform's everyday commands (canvas, camera.list, system.info). Sensitive ones (camera and screen capture, microphone, SMS, location, input, system.run) only if named:
+
+              $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow camera.snap
+              $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow-sensitive   # all it declares
+
+            The output lists what was granted and each declared command that was not, with the line that grants it later.
             """)
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
         @Option(help: "The 6-digit code the device shows; must match.") var code: String?
         @Flag(help: "Approve without comparing the code (a man in the middle would pass).") var unverified = false
+        @OptionGroup var grant: GrantOptions
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
@@ -114,14 +122,18 @@ struct NodesCommand: AsyncParsableCommand {
             try Output.run {
                 let settings = try state.settings()
                 // A wrong code is written (counted on the request, so audited) before it is refused.
-                let node = try PairingStore(directory: state.directory).update { state in
-                    let platform = state.request(requestId)?.details.platform ?? ""
-                    return Result { try state.approve(requestId: requestId, code: code, unverified: unverified,
-                                                      access: settings.defaultRules(forPlatform: platform), now: Date()) }
+                let store = PairingStore(directory: state.directory)
+                // The patterns are checked (against the request's declared commands too) before anything is written.
+                let declared = try store.read().request(requestId)?.details.commands ?? []
+                let grant = try grant.grant(settings.catalog, declared: declared)
+                let node = try store.update { state in
+                    let details = state.request(requestId)?.details
+                    let access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
+                    return Result { try state.approve(requestId: requestId, code: code, unverified: unverified, access: access, now: Date()) }
                 }.get()
-                if json { return try Output.json(node) }
+                if json { return try Output.json(GrantedNode(node: node)) }
                 print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")
-                print("Allowed commands: \(node.access.allow.isEmpty ? "none" : node.access.allow.joined(separator: ", "))")
+                GrantReport(node: node).print()
             }
         }
     }

@@ -57,7 +57,7 @@ struct GatewayEndToEndTests {
     @Test func anAllowedCommandTheNodeNeverDeclaredIsDenied() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        let denied = try stack.gateway.invoke(stack.nodeID, "camera.snap")  // in the ios defaults; node-sim has no camera
+        let denied = try stack.gateway.invoke(stack.nodeID, "camera.list")  // in the ios defaults; node-sim has no camera
         #expect(denied.code == ErrorMessage.forbidden)
         #expect(denied.error?["details"]?["reason"] == "NOT_DECLARED")
     }

@@ -28,7 +28,7 @@ struct OperatorCLITests {
             _ = try state.approve(requestId: r.requestId, code: "123456", now: Date())
             _ = try state.challenge(key: PublicKey(bytes: Array(repeating: 2, count: 32))!, details: NodeDetails(
                 displayName: "Phone", platform: "ios"), source: "10.0.0.3", now: Date())
-            _ = state.createInvite(name: "x", allow: nil, ttl: 600, now: Date())
+            _ = state.createInvite(name: "x", ttl: 600, now: Date())
         }
         return dir
     }

@@ -64,6 +64,15 @@ struct InvokeGate {
         // An offline node counts as in front, so the rules decide first.
         switch policy.decide(command, rules: rules ?? CompiledRules(paired.access), declared: paired.details.commands,
                              flags: paired.details.flags, foreground: session?.foreground ?? true) {
+        case .deny(.notAllowlisted):
+            // The operator's call, so the refusal names the exact line that grants it.
+            let hint = "lanbridge nodes allow \(paired.nodeId) \(command)"
+            let sensitive = CommandCatalog.sensitivity(of: command)
+            var extra: [String: JSONValue] = ["reason": .string(AccessDecision.DenyReason.notAllowlisted.code), "hint": .string(hint)]
+            if sensitive != nil { extra["sensitive"] = true }
+            let why = sensitive.map { "; it \($0.rawValue), so it is granted only on purpose" } ?? ""
+            return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(AccessDecision.DenyReason.notAllowlisted)\(why) (\(hint))",
+                                        details: details.merging(extra), retryable: false), denied: .notAllowlisted)
         case let .deny(reason):
             return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
                                         details: details.merging(["reason": .string(reason.code)]), retryable: false), denied: reason)

@@ -1,0 +1,62 @@
+import ArgumentParser
+import LanbridgeProtocol
+import LanbridgeState
+
+/// `--allow` and `--allow-sensitive`, the same on `nodes approve` and `invite`: what a node gets
+/// beyond its platform's everyday defaults. Sensitive commands (capture, sending, running code,
+/// personal data, input) are never granted by default, only named here or with `nodes allow`.
+struct GrantOptions: ParsableArguments {
+    @Option(name: .customLong("allow"), help: ArgumentHelp(
+        "Also grant this command or pattern, beyond the platform's everyday defaults; repeatable, or comma-separated (camera.snap,location.get).",
+        valueName: "command"))
+    var allow: [String] = []
+
+    @Flag(help: "Also grant every sensitive command the device declares (camera, screen, microphone, SMS, location, input, system.run), on purpose.")
+    var allowSensitive = false
+
+    /// Checks every pattern against the catalogue (and `declared`) before anything is written.
+    func grant(_ catalog: CommandCatalog, declared: [String] = []) throws -> ApprovalGrant {
+        let patterns = try allow.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }.map { item in
+            do { return try catalog.check(item, also: declared).description } catch { throw ValidationError("--allow: \(error)") }
+        }
+        if patterns.contains("*") { throw ValidationError("--allow: `*` grants every command, now and later; grant it after pairing with `lanbridge nodes allow NODE '*' --allow-everything`") }
+        return ApprovalGrant(allow: patterns, allowSensitive: allowSensitive)
+    }
+}
+
+/// What an approval or a redeemed invite gave the node, and what it declared but did not get.
+struct GrantReport {
+    let node: PairedNode
+
+    var withheld: [ApprovalGrant.Withheld] { ApprovalGrant.withheld(node.access, declared: node.details.commands) }
+
+    /// The granted rules, then each withheld command with the line that grants it.
+    func print() {
+        Swift.print("Granted: \(node.access.allow.isEmpty ? "nothing" : node.access.allow.joined(separator: ", "))")
+        let sensitive = withheld.filter(\.sensitive), other = withheld.filter { !$0.sensitive }
+        if !sensitive.isEmpty {
+            Swift.print("Not granted, sensitive (grant on purpose):")
+            for item in sensitive {
+                Swift.print("  \(item.command.padding(toLength: 16, withPad: " ", startingAt: 0))\(CommandCatalog.sensitivity(of: item.command)?.rawValue ?? "")")
+                Swift.print("    lanbridge nodes allow \(node.nodeId) \(item.command)")
+            }
+        }
+        if !other.isEmpty {
+            Swift.print("Also declared, not granted: \(other.map(\.command).joined(separator: ", ")) (`lanbridge nodes allow \(node.nodeId) COMMAND`)")
+        }
+    }
+}
+
+/// The node's JSON object (as `nodes approve` printed it before 0.8.0) plus `granted` and `withheld`.
+struct GrantedNode: Encodable {
+    let node: PairedNode
+
+    private enum Keys: String, CodingKey { case granted, withheld }
+
+    func encode(to encoder: any Encoder) throws {
+        try node.encode(to: encoder)
+        var c = encoder.container(keyedBy: Keys.self)
+        try c.encode(node.access.allow, forKey: .granted)
+        try c.encode(GrantReport(node: node).withheld, forKey: .withheld)
+    }
+}
