@@ -149,7 +149,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     // MARK: - OpenClaw (called on the loop by `OpenClawLinks`)
 
     func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke) {
-        withFreshStore { [self] in perform(core.openClawInvoke(node: node, invoke, now: .now, wall: Date())) }
+        withFreshStore { [self] in timed("an OpenClaw invoke for \(node)") { perform(core.openClawInvoke(node: node, invoke, now: .now, wall: Date())) } }
     }
 
     /// May be called from anywhere: hops to the loop.
@@ -314,7 +314,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         io.read(on: loop).whenComplete { [self] result in
             reading = false
             switch result {
-            case let .success((version, state)): perform(core.storeChanged(state, version: version, now: .now))
+            case let .success((version, state)): timed("the store's new state") { perform(core.storeChanged(state, version: version, now: .now)) }
             case let .failure(error): perform(core.storeUnreadable(error))
             }
             // Changed again during the read: read again before anything held runs.
@@ -352,7 +352,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in
-                    perform(core.storeUpdated(operation.id, result.mapError { $0 }, now: .now))
+                    timed("a store update's outcome") { perform(core.storeUpdated(operation.id, result.mapError { $0 }, now: .now)) }
                     // The bridge's own change reaches the core now, not when inotify reports it.
                     if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending {
                         if reading { readAgain = true } else { readStore() }
@@ -372,7 +372,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .armTimer(deadline):
                 timer?.cancel()
                 timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in
-                    inOrder { [self] in perform(core.timerFired(now: .now)) }
+                    inOrder { [self] in timed("the invoke deadline timer") { perform(core.timerFired(now: .now)) } }
                 }
             }
         }
