@@ -42,6 +42,8 @@ struct NodesCommand: AsyncParsableCommand {
             let keyChanged: Bool
             let keyChangedFrom: String?
             let sameNameAs: [String]
+            /// Declared sensitive commands: approval withholds them unless named (`--allow`, `--allow-sensitive`).
+            let sensitiveCommands: [String]
             let challenges, codeMismatches: Int
             let locked: String?
         }
@@ -71,6 +73,7 @@ struct NodesCommand: AsyncParsableCommand {
                                createdAt: r.createdAt, expiresAt: r.expiresAt, ageSeconds: Int(now.timeIntervalSince(r.createdAt)),
                                secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
                                keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
+                               sensitiveCommands: r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil },
                                challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue)
                 }
                 if json { return try Output.json(rows) }
@@ -85,6 +88,9 @@ struct NodesCommand: AsyncParsableCommand {
                      [$0.locked.map { "LOCKED: \($0)" }, $0.keyChanged ? "KEY CHANGED" : nil, $0.sameNameAs.isEmpty ? nil : "SAME NAME"]
                         .compactMap { $0 }.joined(separator: ", ")]
                 })
+                for row in rows where !row.sensitiveCommands.isEmpty && row.locked == nil {
+                    print("\(row.requestId) also declares \(row.sensitiveCommands.joined(separator: ", ")) (sensitive): approving grants them only with --allow CMD or --allow-sensitive")
+                }
             }
         }
     }

@@ -61,6 +61,8 @@ import TestSupport
         // The text form names what was withheld and the line that grants it.
         let third = try SimulatedNode(port: bridge.port, arguments: ["--name", "Third", "--camera"])
         let code = try third.waitFor("code").split(separator: " ")
+        let pending = try CLI.run(["nodes", "pending", "--state-dir", bridge.state.path]).stdout
+        #expect(pending.contains("\(code[2]) also declares camera.snap (sensitive)"), "\(pending)")
         let text = try CLI.run(["nodes", "approve", String(code[2]), "--code", String(code[0]), "--state-dir", bridge.state.path])
         #expect(text.stdout.contains("Not granted, sensitive") && text.stdout.contains("nodes allow") && text.stdout.contains("camera.snap"), "\(text.stdout)")
     }
