@@ -109,7 +109,7 @@ public enum WebSocketClient {
                     if let sslContext {
                         try channel.pipeline.syncOperations.addHandler(try NIOSSLClientHandler(context: sslContext, serverHostname: host))
                     }
-                    let upgrader = NIOTypedWebSocketClientUpgrader<Upgrade<Upgraded>>(maxFrameSize: maxMessageSize) { channel, response in
+                    let upgrader = WebSocketClientUpgrader<Upgrade<Upgraded>>(maxFrameSize: maxMessageSize) { channel, response in
                         channel.eventLoop.makeCompletedFuture {
                             do { try verifyResponse?(response) } catch {
                                 refusal.withLockedValue { $0 = WebSocketError.responseRefused("\(error)") }

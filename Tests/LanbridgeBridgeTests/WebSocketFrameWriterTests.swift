@@ -1,0 +1,36 @@
+import LanbridgeNet
+import NIOCore
+import NIOEmbedded
+import NIOWebSocket
+import Testing
+
+/// `WebSocketFrameWriter` writes exactly the bytes NIO's `WebSocketFrameEncoder` writes, for every
+/// length class, with and without a mask and extension data.
+struct WebSocketFrameWriterTests {
+    func encoded(_ frame: WebSocketFrame, nio: Bool) throws -> [UInt8] {
+        let channel = EmbeddedChannel()
+        if nio { try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder()) }
+        else { try channel.pipeline.syncOperations.addHandler(WebSocketFrameWriter()) }
+        try channel.writeOutbound(frame)
+        var bytes: [UInt8] = []
+        while var buffer = try channel.readOutbound(as: ByteBuffer.self) { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] }
+        _ = try channel.finish()
+        return bytes
+    }
+
+    @Test(arguments: [0, 1, 3, 7, 8, 9, 125, 126, 127, 1000, 65535, 65536, 70001])
+    func writesWhatNIOsEncoderWrites(length: Int) throws {
+        var generator = SystemRandomNumberGenerator()
+        let data = ByteBuffer(bytes: (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        let extensionData = ByteBuffer(bytes: [1, 2, 3, 4, 5])
+        for mask in [nil, WebSocketMaskingKey.random()] {
+            for ext in [nil, extensionData] {
+                let frame = WebSocketFrame(fin: length % 2 == 0, rsv1: ext != nil, opcode: length == 0 ? .ping : .text,
+                                           maskKey: mask, data: data, extensionData: ext)
+                let ours = try encoded(frame, nio: false), theirs = try encoded(frame, nio: true)
+                #expect(ours == theirs,
+                        "length \(length), masked \(mask != nil), extension \(ext != nil)")
+            }
+        }
+    }
+}
