@@ -111,6 +111,20 @@ struct OpenClawEndToEndTests {
         #expect(described["gatewayDeviceId"] == .string(stack.device), "\(describe.stdout)")
     }
 
+    /// Issue 23: a node paired by invite while connected got no socket at the gateway until it
+    /// reconnected (its presence was worked out before the core knew it as paired).
+    @Test func aNodePairedByInviteIsAtTheGatewayWithoutReconnecting() throws {
+        let gateway = try OpenClawGatewaySim()
+        let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
+        let uri = try CLI.json(BridgeEndToEndTests.InviteReport.self, ["invite", "--host", "127.0.0.1", "--port", String(bridge.port),
+                                                                       "--state-dir", bridge.state.path]).uri
+        let node = try SimulatedNode(arguments: ["--invite", uri, "--name", "tablet"])
+        try node.waitFor("connected")
+        let device = try gateway.waitFor("paired")[0]
+        #expect(try gateway.waitFor("connected")[0] == device)
+        #expect(try gateway.invoke(device, "canvas.snapshot", params: #"{"width":2,"height":2}"#)["ok"] == true)
+    }
+
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
         let stack = try Stack()
         #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.snapshot"]).status == 0)
