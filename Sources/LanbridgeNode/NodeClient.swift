@@ -102,6 +102,8 @@ public actor NodeClient {
     /// Handlers running for invokes of the current connection: cancelled when it ends, since their
     /// answers could only go to the connection the invoke came on, which is gone.
     private var running: [Int: Task<Void, Never>] = [:]
+    /// Which of them runs which invoke, for `invoke.cancel`.
+    private var runningInvokes: [String: Int] = [:]
     private var nextRunning = 0
     private var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
     private var deadlines: [String: Task<Void, Never>] = [:]
@@ -229,6 +231,7 @@ public actor NodeClient {
             connected = false
             for task in running.values { task.cancel() }
             running.removeAll()
+            runningInvokes.removeAll()
             for id in Array(calls.keys) {
                 answer(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true)))
             }
@@ -316,10 +319,14 @@ public actor NodeClient {
             // connection the invoke came on, never on a later one.
             nextRunning += 1
             let key = nextRunning
+            runningInvokes[invoke.id] = key
             running[key] = Task {
                 await self.run(invoke, on: connection)
-                self.finished(key)
+                self.finished(key, invoke: invoke.id)
             }
+        case let cancel as InvokeCancel:
+            // The asker gave up: the handler's task is cancelled, and its answer is not sent.
+            if let key = runningInvokes[cancel.id] { running[key]?.cancel() }
         case let result as GatewayCallResult:
             answer(result.id, result.ok
                 ? .success(result.payload)
@@ -364,10 +371,15 @@ public actor NodeClient {
         } else {
             result = InvokeResult(id: invoke.id, error: ErrorMessage(code: "UNKNOWN_COMMAND", message: "this node has no \(invoke.command) command"))
         }
+        // Cancelled (by `invoke.cancel`, or the connection's end): nobody waits for the answer.
+        guard !Task.isCancelled else { return }
         try? await connection.send(SessionMessages.encode(result))
     }
 
-    private func finished(_ key: Int) { running[key] = nil }
+    private func finished(_ key: Int, invoke: String) {
+        running[key] = nil
+        if runningInvokes[invoke] == key { runningInvokes[invoke] = nil }
+    }
 
     private func send(_ message: some SessionMessage) async {
         try? await connection?.send(SessionMessages.encode(message))

@@ -179,6 +179,8 @@ public actor FakeBridge: NodeTransport {
     /// Invokes a command on a connected node as the gateway would, and returns its payload; throws
     /// the node's error, `NODE_NOT_CONNECTED`, `NODE_BACKGROUND_UNAVAILABLE` or `UNAVAILABLE` if
     /// the connection drops first. No deadline: a handler that never returns hangs the test.
+    /// Cancelling the calling task cancels the invoke as a gateway's `node.invoke.cancel` does:
+    /// the node hears `invoke.cancel`, and this throws `CANCELLED` at once.
     public func invoke(_ nodeID: String, _ command: String, params: JSONValue? = nil,
                        timeoutMs: Int = 30_000) async throws(LanbridgeError) -> JSONValue? {
         guard let link = links[nodeID], link.authenticated else {
@@ -191,11 +193,21 @@ public actor FakeBridge: NodeTransport {
         }
         counter += 1
         let id = "i\(counter)"
-        let result = await withCheckedContinuation { continuation in
-            invokes[id] = (nodeID, continuation)
-            send(Invoke(id: id, command: command, params: params, timeoutMs: timeoutMs), to: nodeID)
+        let result = await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                invokes[id] = (nodeID, continuation)
+                send(Invoke(id: id, command: command, params: params, timeoutMs: timeoutMs), to: nodeID)
+            }
+        } onCancel: {
+            Task { await self.cancelInvoke(id) }
         }
         return try result.get()
+    }
+
+    private func cancelInvoke(_ id: String) {
+        guard let (nodeID, continuation) = invokes.removeValue(forKey: id) else { return }
+        send(InvokeCancel(id: id), to: nodeID)
+        continuation.resume(returning: .failure(LanbridgeError(code: ErrorMessage.cancelled, message: "the invoke was cancelled")))
     }
 
     // MARK: - NodeTransport

@@ -212,4 +212,31 @@ struct FakeBridgeTests {
         #expect(await ends.next() == true, "the handler saw the cancellation")
         await node.stop()
     }
+
+    /// Issue 23: `invoke.cancel` cancels the handler's task, and the node sends no result for it.
+    @Test(.timeLimit(.minutes(1)))
+    func invokeCancelCancelsTheHandlersTask() async throws {
+        let bridge = FakeBridge()
+        let (started, startedSink) = AsyncStream.makeStream(of: Void.self)
+        let (ended, endedSink) = AsyncStream.makeStream(of: Bool.self)
+        let node = try await Self.start(bridge) { client in
+            await client.handle("device.echo") { params in
+                if params == "slow" {
+                    startedSink.yield()
+                    do { try await Task.sleep(for: .seconds(3600)); endedSink.yield(false) } catch { endedSink.yield(true) }
+                }
+                return params ?? .null
+            }
+        }
+        let nodeID = try await Self.pair(bridge, node)
+        let invoke = Task { await Self.failure("a cancelled invoke") { try await bridge.invoke(nodeID, "device.echo", params: "slow") } }
+        var starts = started.makeAsyncIterator()
+        _ = await starts.next()
+        invoke.cancel()
+        #expect(await invoke.value?.code == ErrorMessage.cancelled)
+        var ends = ended.makeAsyncIterator()
+        #expect(await ends.next() == true, "the handler saw the cancellation while its connection stayed up")
+        #expect(try await bridge.invoke(nodeID, "device.echo", params: "again") == "again", "the node goes on answering")
+        await node.stop()
+    }
 }

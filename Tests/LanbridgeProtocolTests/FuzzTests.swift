@@ -102,7 +102,7 @@ extension FuzzTests {
             PairReveal(nonce: "cd"), PairResolved(outcome: .expired, nodeId: id), InviteRedeem(secret: "ef", details: details),
             ErrorMessage(code: ErrorMessage.notPaired, message: "pair first", retryable: false), Ping(id: 1), Pong(id: 1),
             AppState(foreground: false), Revoked(nodeId: id), Invoke(id: "9", command: "device.echo", params: ["k": "v"]),
-            InvokeResult(id: "9", error: ErrorMessage(code: "X", message: "y")), NodeEvent(event: "e", payload: [1, 2]),
+            InvokeResult(id: "9", error: ErrorMessage(code: "X", message: "y")), InvokeCancel(id: "9"), NodeEvent(event: "e", payload: [1, 2]),
             GatewayCall(id: "c1", method: "agent", params: ["message": "hi"], idempotencyKey: "k"),
             GatewayCallResult(id: "c1", result: .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "no", details: ["reason": "x"], retryAfterMs: 3))),
         ]

@@ -105,4 +105,24 @@ struct InvokeRouterTests {
         #expect(reason.contains("another connection") && router.inFlight == 1)
         #expect(router.received(InvokeResult(id: sent.id, payload: .null), from: "N1", connection: 1, now: t0) == .complete(requestID: "a", result: .ok(.value(.null))))
     }
+
+    /// Issue 23: a cancel answers the asker CANCELLED at once, frees the node's slot, and a result
+    /// that still comes is dropped as one that arrived after its cancel.
+    @Test func aCancelAnswersAtOnceAndALateResultIsDroppedAsCancelled() throws {
+        var router = InvokeRouter()
+        let sent = try #require(invoke(&router, "a", node: "N1"))
+        #expect(router.pending(requestID: "a")?.invokeID == sent.id)
+        let cancelled = router.cancel(requestID: "a")
+        let (pending, outcome) = try #require(cancelled)
+        #expect(pending.invokeID == sent.id && router.inFlight(forNode: "N1") == 0)
+        guard case let .complete("a", .failed(error)) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(error.code == ErrorMessage.cancelled && error.retryable == false)
+        let twice = router.cancel(requestID: "a")
+        #expect(twice == nil, "once")
+        guard case let .dropped(_, _, reason) = router.received(InvokeResult(id: sent.id, payload: .null), from: "N1", connection: 1, now: t0) else {
+            Issue.record("a cancelled invoke was answered")
+            return
+        }
+        #expect(reason.contains("cancelled"))
+    }
 }

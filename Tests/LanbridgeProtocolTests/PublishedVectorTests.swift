@@ -37,6 +37,22 @@ struct PublishedVectorTests {
         }
     }
 
+    struct MessageFile: Decodable { let cases: [Case]; struct Case: Decodable { let type, json: String; let fields: JSONValue } }
+
+    /// Each published message reads as its type with its fields, and lanbridge writes it the same.
+    @Test func sessionMessages() throws {
+        let file = try Repository.json(MessageFile.self, at: "pairing/vectors/messages.json")
+        #expect(file.cases.contains { $0.type == InvokeCancel.type })
+        for c in file.cases {
+            let message = try SessionMessages.decode(Array(c.json.utf8))
+            #expect(type(of: message).type == c.type)
+            let written = JSONValue(validated: SessionMessages.encode(message))
+            guard case var .object(expected) = c.fields else { Issue.record("fields must be an object"); continue }
+            expected["type"] = .string(c.type)
+            #expect(written == .object(expected), "\(c.type)")
+        }
+    }
+
     @Test func verificationCodes() throws {
         let file = try Repository.json(CodeFile.self, at: "pairing/vectors/verification-code.json")
         #expect(file.cases.contains { $0.code.hasPrefix("0") }, "a leading-zero case keeps the zero padding honest")

@@ -25,6 +25,7 @@ struct GatewaySim: AsyncParsableCommand {
           GET  /nodes           node.list
           GET  /nodes/ID        node.describe (ID or display name)
           POST /invoke          node.invoke; body {"nodeId","command","params"?,"timeoutMs"?,"idempotencyKey"?}
+          POST /cancel          node.invoke.cancel; body {"nodeId", "idempotencyKey" | "id"}
         Each answers with the bridge's response frame: {"ok":true,"payload":…} or {"ok":false,"error":{…}}. 503 when no bridge is connected.
 
         The token comes from $LANBRIDGE_GATEWAY_TOKEN or --token-file. By default the bridge must prove it (PROTOCOL.md §12.1: the gateway answers the bridge's challenge with its own proof, and checks the bridge's in bridge.hello); --auth bearer expects it in an Authorization header instead.
@@ -98,8 +99,13 @@ func handle(_ head: HTTPRequestHead, _ body: [UInt8], link: BridgeLink) async ->
         }
         if params["idempotencyKey"] == nil { params["idempotencyKey"] = .string(UUID().uuidString) }
         request = (GatewayMethod.nodeInvoke, .object(params))
+    case (.POST, "/cancel"):
+        guard let params = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
+            return .init(status: .badRequest, body: Array(#"{"error":"body must be a JSON object"}"#.utf8))
+        }
+        request = (GatewayMethod.nodeInvokeCancel, params)
     default:
-        return .init(status: .notFound, body: Array(#"{"error":"GET /nodes, GET /nodes/ID or POST /invoke"}"#.utf8))
+        return .init(status: .notFound, body: Array(#"{"error":"GET /nodes, GET /nodes/ID, POST /invoke or POST /cancel"}"#.utf8))
     }
     guard let answer = await link.request(request.0, params: request.1) else {
         return .init(status: .serviceUnavailable, body: Array(#"{"ok":false,"error":{"code":"UNAVAILABLE","message":"no bridge is connected"}}"#.utf8))

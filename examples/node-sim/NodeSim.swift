@@ -22,7 +22,7 @@ struct NodeSim: AsyncParsableCommand {
           call METHOD       call any gateway method (the bridge refuses all but agent and system-event)
           event NAME        send an event to the gateway
 
-        canvas.snapshot takes {"width","height"} (up to 4096); device.echo takes {"delayMs"} to answer late, {"wideKeys": N} to answer an object of N keys.
+        canvas.snapshot takes {"width","height"} (up to 4096) and {"delayMs"}; device.echo takes {"delayMs"} to answer late, {"wideKeys": N} to answer an object of N keys.
         """
     )
 
@@ -138,7 +138,10 @@ struct NodeSim: AsyncParsableCommand {
         func handle(_ command: String, _ body: @escaping NodeClient.Handler) async {
             await client.handle(command) { params in
                 say("invoke \(command)")
-                return try await body(params)
+                do { return try await body(params) } catch is CancellationError {
+                    say("cancelled \(command)")  // invoke.cancel reached the handler
+                    throw CancellationError()
+                }
             }
         }
         await handle("canvas.present") { params in
@@ -160,6 +163,7 @@ struct NodeSim: AsyncParsableCommand {
             func size(_ key: String, _ fallback: Int) -> Int {
                 if case let .number(n)? = params?[key], n >= 1 { return min(Int(n), 4096) } else { return fallback }
             }
+            if case let .number(ms)? = params?["delayMs"], ms > 0 { try await Task.sleep(for: .milliseconds(Int(ms))) }  // a slow capture
             let (width, height) = (size("width", 320), size("height", 200))
             let png = canvas.render(width: width, height: height)
             return ["format": "png", "width": .number(Double(width)), "height": .number(Double(height)),

@@ -119,11 +119,23 @@ def transcript(invite):
     return vector
 
 
+def messages():
+    """Session messages (§9) as exact JSON text, each parsed here by Python's json module."""
+    cases = [
+        {"direction": "bridge -> node", "type": "invoke.cancel", "fields": {"id": "i3f09a1c2b7d4.17"}},
+    ]
+    for case in cases:
+        case["json"] = json.dumps({"type": case["type"], **case["fields"]}, separators=(",", ":"), ensure_ascii=False)
+        assert json.loads(case["json"]) == {"type": case["type"], **case["fields"]}
+    return {"description": "session messages as they cross an established session (PROTOCOL.md §9); one object per message", "cases": cases}
+
+
 if __name__ == "__main__":
+    write("messages.json", messages())
     write("fingerprint.json", fingerprints())
     write("verification-code.json", codes())
     write("handshake.json", {
         "description": "complete lanbridge connections with fixed keys (PROTOCOL.md §3-§5); bytes are exactly what goes on the TCP stream",
         "vectors": [transcript(False), transcript(True)],
     })
-    print("wrote fingerprint.json, verification-code.json, handshake.json")
+    print("wrote messages.json, fingerprint.json, verification-code.json, handshake.json")

@@ -24,13 +24,50 @@ extension BridgeCore {
                 }
             case GatewayMethod.nodeInvoke:
                 invoke(try InvokeRequest(params: params), origin: origin, for: target, now: now, wall: wall)
+            case GatewayMethod.nodeInvokeCancel:
+                answer(target, .success(.value(try cancelRequested(params, origin: origin, from: target))))
             default:
-                throw ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(method)\" (node.list, node.describe, node.invoke)")
+                throw ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(method)\" (node.list, node.describe, node.invoke, node.invoke.cancel)")
             }
         } catch {
             answer(target, .failure(error))
         }
         return drain()
+    }
+
+    /// `node.invoke.cancel {nodeId, idempotencyKey | id}`: the asker's own invoke, named by its
+    /// idempotency key or by the ID of its `node.invoke` request on this link.
+    private mutating func cancelRequested(_ params: JSONValue?, origin: InvokeRouter.Origin, from target: AnswerTarget) throws(ErrorMessage) -> JSONValue {
+        let method = GatewayMethod.nodeInvokeCancel
+        let reference = try InvokeRequest.string("nodeId", in: params, method: method)!
+        let key = try InvokeRequest.string("idempotencyKey", in: params, method: method, required: false)
+        let id = try InvokeRequest.string("id", in: params, method: method, required: false)
+        guard (key == nil) != (id == nil) else {
+            throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method) takes idempotencyKey or id (one of them)")
+        }
+        guard let node = try? lookUp(reference) else {
+            throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "no paired node \"\(reference)\"", details: ["nodeId": .string(reference)])
+        }
+        let waiting: AnswerTarget? = switch target {
+            case let .gateway(generation, _): id.map { .gateway(generation: generation, requestID: $0) }
+            default: nil  // the control socket names its invokes by key only
+        }
+        let found = cancel(node: node.nodeId, where: { waiter in
+            if let key { return waiter.slot == "\(origin.rawValue)/\(key)" }
+            return waiting != nil && waiter.target == waiting
+        })
+        return ["cancelled": .bool(found), "nodeId": .string(node.nodeId.description)]
+    }
+
+    /// Cancels the invoke in flight to `node` whose waiter matches: its asker (and any retry
+    /// joined to it) hears CANCELLED, the node hears `invoke.cancel`. False if none is in flight.
+    mutating func cancel(node: Fingerprint, where matches: (Waiter) -> Bool) -> Bool {
+        // Another node's invoke is not this cancel's to touch.
+        guard let requestID = waiters.first(where: { matches($0.value) })?.key, router.pending(requestID: requestID)?.nodeID == node.description,
+              let (pending, outcome) = router.cancel(requestID: requestID) else { return false }
+        send(InvokeCancel(id: pending.invokeID), to: pending.connection)
+        complete([outcome])
+        return true
     }
 
     func describing(node: PairedNode) -> NodeDescription {
@@ -134,6 +171,7 @@ extension BridgeCore {
                 }
             case let .dropped(invokeID, nodeID, reason):
                 logger.notice("dropped a result: \(reason)", metadata: ["node": "\(nodeID)", "invoke": "\(invokeID)"])
+                metrics.resultDropped(reason.contains("cancelled") ? "cancelled" : reason.contains("deadline") ? "late" : "other")
             }
         }
     }

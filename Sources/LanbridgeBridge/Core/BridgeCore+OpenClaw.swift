@@ -29,6 +29,15 @@ extension BridgeCore {
         return drain()
     }
 
+    /// The gateway cancelled an invoke on the node's socket (`node.invoke.cancel`): as §12's cancel.
+    mutating func openClawCancel(node: Fingerprint, invokeID: String) -> [BridgeAction] {
+        let target = AnswerTarget.openClaw(node: node, invokeID: invokeID)
+        if !cancel(node: node, where: { $0.target == target }) {
+            logger.info("the gateway cancelled an invoke no longer in flight", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
+        }
+        return drain()
+    }
+
     /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
     mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String) -> [BridgeAction] {
         if runtime.nodes[node.description] != nil {

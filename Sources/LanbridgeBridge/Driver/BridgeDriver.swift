@@ -152,6 +152,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         withFreshStore { [self] in timed("an OpenClaw invoke for \(node)") { perform(core.openClawInvoke(node: node, invoke, now: .now, wall: Date())) } }
     }
 
+    func openClawCancel(node: Fingerprint, invokeID: String) {
+        inOrder { [self] in perform(core.openClawCancel(node: node, invokeID: invokeID)) }
+    }
+
     /// May be called from anywhere: hops to the loop.
     func openClawSession(node: Fingerprint, deviceId: String?, state: String) {
         loop.execute { [self] in inOrder { [self] in perform(core.openClawSession(node: node, deviceId: deviceId, state: state)) } }

@@ -47,6 +47,9 @@ public final class BridgeMetrics: Sendable {
 
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
+    /// A node's result nobody waited for any more: `late`, `cancelled` or `other`.
+    func resultDropped(_ reason: String) { counter("lanbridge_results_dropped_total", ("reason", reason))?.increment() }
+
     /// How late the relay loop ran a task scheduled on it (its lag), each quarter second.
     func loopLag(seconds: Double) { gauge("lanbridge_loop_lag_seconds")?.record(seconds) }
 

@@ -114,6 +114,7 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
                 links.invoke(invoke, on: node)
             case let .cancel(invokeID):
                 logger.info("the gateway cancelled an invoke", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
+                links.cancel(invokeID, on: node)
             case let .close(reason, retry):
                 ending.set(reason, retry)
                 sendClose(.policyViolation, "")

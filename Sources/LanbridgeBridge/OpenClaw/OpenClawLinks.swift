@@ -137,6 +137,10 @@ final class OpenClawLinks: @unchecked Sendable {
         driver?.openClawInvoke(node: node, invoke)
     }
 
+    func cancel(_ invokeID: String, on node: Fingerprint) {
+        driver?.openClawCancel(node: node, invokeID: invokeID)
+    }
+
     // MARK: - One node's socket, redialled while the node stays
 
     private func run(_ node: Fingerprint, token: Int, details: NodeDetails, commands: [String]) async {

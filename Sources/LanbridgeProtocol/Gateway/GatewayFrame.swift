@@ -154,6 +154,7 @@ public enum GatewayMethod {
     public static let nodeList = "node.list"
     public static let nodeDescribe = "node.describe"
     public static let nodeInvoke = "node.invoke"
+    public static let nodeInvokeCancel = "node.invoke.cancel"
     // bridge → gateway, on behalf of a node
     public static let agent = "agent"
     public static let systemEvent = "system-event"

@@ -96,6 +96,7 @@ public struct InvokeRouter: Sendable {
     public mutating func received(_ result: InvokeResult.Received, from nodeID: String, connection: Int, now: Moment,
                                   size: Int = 0, limit: Int = .max) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
+            if cancelled.contains(result.id) { return .dropped(invokeID: result.id, nodeID: nodeID, reason: "arrived after its invoke was cancelled") }
             return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
         }
         guard entry.connection == connection else {
@@ -120,6 +121,26 @@ public struct InvokeRouter: Sendable {
             details: details(entry, ["nodeError": Self.json(nodeError)]), retryable: timedOut || nodeError.retryable == true,
             retryAfterMs: nodeError.retryAfterMs)))
     }
+
+    /// The invoke in flight for the asker's `requestID`, if any.
+    public func pending(requestID: String) -> Pending? { pending.values.first { $0.requestID == requestID } }
+
+    /// The asker gave up: the invoke is answered `CANCELLED` now, and the caller tells the node
+    /// (`InvokeCancel` on `pending.connection`). A result that comes later is dropped as such.
+    public mutating func cancel(requestID: String) -> (pending: Pending, outcome: Outcome)? {
+        guard let entry = pending(requestID: requestID) else { return nil }
+        remove(entry)
+        cancelled.insert(entry.invokeID)
+        cancelledOrder.append(entry.invokeID)
+        if cancelledOrder.count > Self.cancelledRemembered { cancelled.remove(cancelledOrder.removeFirst()) }
+        return (entry, .complete(requestID: requestID, result: .failed(ErrorMessage(
+            code: ErrorMessage.cancelled, message: "\(entry.command) was cancelled", details: details(entry), retryable: false))))
+    }
+
+    /// Cancelled invokes remembered, so a result that still comes is reported as such (bounded).
+    private var cancelled: Set<String> = []
+    private var cancelledOrder: [String] = []
+    static let cancelledRemembered = 1024
 
     /// Fails every invoke whose deadline has passed with `TIMEOUT`.
     public mutating func expire(now: Moment) -> [Outcome] {

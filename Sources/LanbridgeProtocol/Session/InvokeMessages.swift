@@ -15,6 +15,14 @@ public struct Invoke: SessionMessage {
     }
 }
 
+/// bridge → node: whoever asked gave up on an `Invoke`. The node stops its handler if it still
+/// runs; a result it sends anyway is dropped (PROTOCOL.md §9.4).
+public struct InvokeCancel: SessionMessage {
+    public static let type = "invoke.cancel"
+    public var id: String
+    public init(id: String) { self.id = id }
+}
+
 /// node → bridge: the outcome of an `Invoke`.
 public struct InvokeResult: SessionMessage {
     public static let type = "invoke.result"

@@ -112,6 +112,8 @@ public struct ErrorMessage: SessionMessage, Error {
     public static let commandFailed = "COMMAND_FAILED"
     /// The node's result was not strict JSON (RFC 8259, UTF-8, no repeated keys).
     public static let invalidResult = "INVALID_RESULT"
+    /// The asker cancelled the invoke (`node.invoke.cancel`) before the node answered.
+    public static let cancelled = "CANCELLED"
 }
 
 /// Keepalive, either direction; the receiver answers with `Pong` of the same `id`.

@@ -297,15 +297,21 @@ class Node:
             self.connected.set()
             self.on_event("connected", str(welcome.get("bridgeName", "")))
             pinger = asyncio.ensure_future(self._ping(session))
-            tasks: set = set()
+            tasks: Dict[str, asyncio.Task] = {}  # by invoke id: this connection's running handlers
             try:
                 while True:
                     message = await asyncio.wait_for(session.receive(), self.IDLE_TIMEOUT)
                     kind = message["type"]
                     if kind == "invoke":
+                        invoke_id = str(message.get("id"))
                         task = asyncio.ensure_future(self._invoke(session, message))
-                        tasks.add(task)
-                        task.add_done_callback(tasks.discard)
+                        tasks[invoke_id] = task
+                        task.add_done_callback(lambda done, key=invoke_id: tasks.pop(key, None) if tasks.get(key) is done else None)
+                    elif kind == "invoke.cancel":
+                        # The asker gave up (§9.4): the handler is cancelled and answers nothing.
+                        task = tasks.get(str(message.get("id")))
+                        if task is not None:
+                            task.cancel()
                     elif kind == "ping":
                         await session.send({"type": "pong", "id": message.get("id")})
                     elif kind == "gateway.result":
@@ -327,7 +333,7 @@ class Node:
                         self.on_event("error", str(error))
             finally:
                 pinger.cancel()
-                for task in tasks:
+                for task in tasks.values():
                     task.cancel()
         finally:
             self._session = None

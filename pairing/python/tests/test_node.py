@@ -225,3 +225,46 @@ def test_reconnects_after_the_bridge_drops_it_and_stops_when_revoked(tmp_path):
     fake.join()
     assert seen == [{"type": "state", "foreground": True}] * 2
     assert events[:3] == ["connected", "disconnected", "connected"], events
+
+
+def test_invoke_cancel_stops_the_handler_and_sends_no_result(tmp_path):
+    seen = []
+
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": True, "nodeId": "n"})
+        assert receive(session)["type"] == "state"
+        send(session, {"type": "invoke", "id": "slow", "command": "device.slow"})
+        send(session, {"type": "invoke", "id": "fast", "command": "device.echo", "params": 1})
+        assert receive(session) == {"type": "invoke.result", "id": "fast", "ok": True, "payload": 1}
+        send(session, {"type": "invoke.cancel", "id": "slow"})
+        # The next invoke's answer is the next message: the cancelled one answered nothing.
+        send(session, {"type": "invoke", "id": "after", "command": "device.echo", "params": 2})
+        assert receive(session) == {"type": "invoke.result", "id": "after", "ok": True, "payload": 2}
+        send(session, {"type": "revoked", "nodeId": "n"})
+
+    fake = FakeBridge(bridge)
+    node = paired_node(tmp_path, fake)
+
+    @node.handle("device.echo")
+    async def echo(params):
+        seen.append(f"echo {params}")
+        return params
+
+    @node.handle("device.slow")
+    async def slow(params):
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            seen.append("cancelled")
+            raise
+        return "too late"
+
+    async def main():
+        runner = asyncio.ensure_future(node.run())
+        with pytest.raises(Revoked):
+            await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+    fake.join()
+    # Cancelled when the bridge said so, not when the connection ended.
+    assert seen == ["echo 1", "cancelled", "echo 2"]
