@@ -125,6 +125,32 @@ struct OpenClawEndToEndTests {
         #expect(try gateway.invoke(device, "canvas.snapshot", params: #"{"width":2,"height":2}"#)["ok"] == true)
     }
 
+    /// Issue 23: the node → agent direction. A voice transcript, an agent request and a node's own
+    /// event reach the gateway as the node.events OpenClaw acts on, on the node's socket, and the
+    /// node hears the gateway's reply.
+    @Test func voiceAgentAndEventsReachTheGatewayAsNodeEvents() throws {
+        let stack = try Stack()
+        stack.node.process.write(line: "voice what's on my calendar")
+        let voice = try stack.gateway.waitFor("node.event")
+        #expect(voice[0] == stack.device && voice[1] == "voice.transcript")
+        let transcript = try JSONDecoder().decode(JSONValue.self, from: Data(voice[2...].joined(separator: " ").utf8))
+        #expect(transcript["text"] == "what's on my calendar" && transcript["eventId"]?.stringValue?.isEmpty == false, "\(transcript)")
+        let heard = try stack.node.waitFor("voice")
+        #expect(heard.hasPrefix("ok") && heard.contains(#""handled":true"#), "\(heard)")
+
+        stack.node.process.write(line: "agent hello")
+        let agent = try stack.gateway.waitFor("node.event")
+        #expect(agent[1] == "agent.request" && agent[2] == #"{"message":"hello"}"#, "\(agent)")
+        #expect(try stack.node.waitFor("agent").hasPrefix("ok"))
+
+        // A plain event may not pose as one the bridge makes from calls; any other goes through.
+        stack.node.process.write(line: "event agent.request")
+        try stack.bridge.waitForLog("comes only from its calls")
+        stack.node.process.write(line: "event notifications.changed")
+        let event = try stack.gateway.waitFor("node.event")
+        #expect(event[1] == "notifications.changed", "the refused one never reached the gateway: \(event)")
+    }
+
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
         let stack = try Stack()
         #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.snapshot"]).status == 0)

@@ -67,4 +67,38 @@ struct BridgeCoreOpenClawTests {
                                              now: base.t0 + 3, wall: base.wall)
         #expect(BridgeCoreTests.answers(background).first?.1.failureCode == ErrorMessage.backgroundUnavailable)
     }
+
+    /// Issue 23: a node's agent call becomes a node.event on its socket, within the same `agent`
+    /// limit as §12, and the gateway's reply goes back to the node.
+    @Test func aNodesAgentCallBecomesANodeEventWithinTheSameLimits() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        func call(_ n: Int, _ params: String) -> [BridgeAction] {
+            core.received(Array(#"{"type":"gateway.call","id":"c\#(n)","method":"agent","params":\#(params),"idempotencyKey":"k\#(n)"}"#.utf8),
+                          from: 1, now: base.t0 + 1, wall: base.wall)
+        }
+        let voice = call(0, #"{"message":"lights off","source":"voice","sessionKey":"main","nodeId":"forged"}"#)
+        guard case let .openClawEvent(to, event, payload, tag?)? = voice.first(where: { if case .openClawEvent = $0 { true } else { false } }) else {
+            Issue.record("\(voice)")
+            return
+        }
+        #expect(to == node && event == "voice.transcript")
+        #expect(payload == ["text": "lights off", "sessionKey": "main", "eventId": "k0"], "only what upstream reads")
+        let replied = core.openClawEventAnswered(tag, .success(["ok": true, "handled": true]))
+        guard let result = BridgeCoreTests.sent(replied, to: 1).first as? GatewayCallResult else { Issue.record("\(replied)"); return }
+        #expect(result.id == "c0" && result.ok && result.payload?["handled"] == true)
+
+        // The same per-node agent limit as §12: past it, RATE_LIMITED and nothing for the gateway.
+        var limited: GatewayCallResult?
+        for n in 1...(core.settings.limits.agentPerMinute + 1) {
+            let actions = call(n, #"{"message":"again"}"#)
+            if let refused = BridgeCoreTests.sent(actions, to: 1).first as? GatewayCallResult {
+                limited = refused
+                #expect(!actions.contains { if case .openClawEvent = $0 { true } else { false } })
+                break
+            }
+        }
+        #expect(limited?.error?.code == ErrorMessage.rateLimited)
+    }
 }

@@ -19,6 +19,7 @@ struct NodeSim: AsyncParsableCommand {
 
         Send SIGUSR1, or type "bg" / "fg" on stdin, to move it to the background or foreground. Other stdin lines:
           agent TEXT        call the gateway's agent method (prints "agent ok …" or "agent error CODE …")
+          voice TEXT        the same, as a voice transcript ("source": "voice")
           call METHOD       call any gateway method (the bridge refuses all but agent and system-event)
           event NAME        send an event to the gateway
 
@@ -75,6 +76,10 @@ struct NodeSim: AsyncParsableCommand {
                 case ("fg", _), ("foreground", _): if foreground.set(true) { Task { await move(client, toForeground: true) } }
                 case let ("agent", text):
                     Task { await report("agent") { () async throws(LanbridgeError) in try await client.call("agent", params: ["message": .string(text)], idempotencyKey: key) } }
+                case let ("voice", text):
+                    Task { await report("voice") { () async throws(LanbridgeError) in
+                        try await client.call("agent", params: ["message": .string(text), "source": "voice"], idempotencyKey: key)
+                    } }
                 case let ("call", method):
                     Task { await report("call") { () async throws(LanbridgeError) in try await client.call(method, params: [:], idempotencyKey: key) } }
                 case let ("event", name):

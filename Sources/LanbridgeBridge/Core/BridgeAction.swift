@@ -42,6 +42,9 @@ enum BridgeAction: Sendable {
     case armTimer(Moment)
     /// With the OpenClaw gateway protocol: a paired node came, changed or went.
     case nodePresence(NodePresence)
+    /// With the OpenClaw gateway protocol: a `node.event` on the node's socket; with a `tag`, the
+    /// gateway's reply comes back through `openClawEventAnswered`.
+    case openClawEvent(node: Fingerprint, event: String, payload: JSONValue, tag: String?)
 }
 
 /// A change to the pairing store the core needs made. Each is one `PairingStore.update`.

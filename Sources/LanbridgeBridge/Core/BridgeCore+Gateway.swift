@@ -76,7 +76,20 @@ extension BridgeCore {
 
     /// The gateway answered a call a node made.
     mutating func gatewayAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>, generation: Int) -> [BridgeAction] {
-        guard gateway.isCurrent(generation), let call = gateway.calls.removeValue(forKey: id) else {
+        guard gateway.isCurrent(generation) else {
+            logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
+            return drain()
+        }
+        return callAnswered(id, result)
+    }
+
+    /// The OpenClaw gateway replied to a node's `node.event` made from its call.
+    mutating func openClawEventAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [BridgeAction] {
+        callAnswered(id, result)
+    }
+
+    private mutating func callAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [BridgeAction] {
+        guard let call = gateway.calls.removeValue(forKey: id) else {
             logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
             return drain()
         }
@@ -156,6 +169,14 @@ extension BridgeCore {
         guard gateway.configured else {
             return refuse(ErrorMessage(code: ErrorMessage.unavailable, message: "no gateway is configured", details: details, retryable: true))
         }
+        if gateway.openClaw {
+            // On the node's own socket, as the node.event OpenClaw's agent path acts on.
+            let (event, payload) = isAgent ? OpenClawNodeEvents.agent(params, idempotencyKey: call.idempotencyKey ?? "")
+                                           : OpenClawNodeEvents.systemEvent(params)
+            let id = awaitCall(call, from: connection, now: now)
+            actions.append(.openClawEvent(node: connection.nodeId, event: event, payload: payload, tag: id))
+            return
+        }
         guard gateway.up else {
             return refuse(ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway is not connected", details: details, retryable: true))
         }
@@ -163,11 +184,17 @@ extension BridgeCore {
         var forwarded = params
         forwarded["nodeId"] = .string(connection.nodeId.description)
         if let key = call.idempotencyKey { forwarded["idempotencyKey"] = .string(key) }
+        let id = awaitCall(call, from: connection, now: now)
+        actions.append(.toGateway(generation: gateway.generation, .request(id: id, method: call.method, params: .object(forwarded))))
+    }
+
+    /// Books a node's call for the gateway's answer (or its timeout); returns the bridge's ID for it.
+    private mutating func awaitCall(_ call: GatewayCall, from connection: Connection, now: Moment) -> String {
         gateway.nextCall += 1
         let id = "b\(gateway.nextCall)"
         let deadline = now.addingTimeInterval(Self.callTimeout)
         gateway.calls[id] = GatewayLinkState.Call(connection: connection.id, callID: call.id, method: call.method, deadline: deadline)
         arm(deadline)
-        actions.append(.toGateway(generation: gateway.generation, .request(id: id, method: call.method, params: .object(forwarded))))
+        return id
     }
 }

@@ -318,6 +318,17 @@ struct BridgeCore {
             connections[connection.id]?.droppedEvents += 1
             return
         }
+        if gateway.openClaw {
+            // On the node's own socket. The names the bridge makes from calls are not a plain
+            // event's to use: they start agent runs, which the `agent` limit counts.
+            guard !OpenClawNodeEvents.reserved.contains(event.event) else {
+                logger.notice("dropped an event from this node: \(event.event) comes only from its calls", metadata: meta(connection))
+                connections[connection.id]?.droppedEvents += 1
+                return
+            }
+            actions.append(.openClawEvent(node: connection.nodeId, event: event.event, payload: event.payload ?? .null, tag: nil))
+            return
+        }
         emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
     }
 

@@ -152,6 +152,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         withFreshStore { [self] in timed("an OpenClaw invoke for \(node)") { perform(core.openClawInvoke(node: node, invoke, now: .now, wall: Date())) } }
     }
 
+    func openClawEventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
+        inOrder { [self] in perform(core.openClawEventAnswered(tag, result)) }
+    }
+
     func openClawCancel(node: Fingerprint, invokeID: String) {
         inOrder { [self] in perform(core.openClawCancel(node: node, invokeID: invokeID)) }
     }
@@ -353,6 +357,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 openClaw?.answer(node, invokeID, answer)
             case let .nodePresence(presence):
                 openClaw?.presence(presence)
+            case let .openClawEvent(node, event, payload, tag):
+                openClaw?.nodeEvent(event, payload: payload, tag: tag, on: node)
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in

@@ -65,6 +65,10 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
         perform(session.nodeForeground(foreground))
     }
 
+    func nodeEvent(_ event: String, payload: JSONValue, tag: String?) {
+        perform(session.nodeEvent(event, payload: payload, tag: tag))
+    }
+
     // MARK: - From the gateway
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -115,6 +119,8 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
             case let .cancel(invokeID):
                 logger.info("the gateway cancelled an invoke", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
                 links.cancel(invokeID, on: node)
+            case let .eventAnswered(tag, result):
+                links.eventAnswered(tag, result)
             case let .close(reason, retry):
                 ending.set(reason, retry)
                 sendClose(.policyViolation, "")

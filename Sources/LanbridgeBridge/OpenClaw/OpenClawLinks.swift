@@ -103,6 +103,20 @@ final class OpenClawLinks: @unchecked Sendable {
         nodes[node]?.handler?.nodeAnswered(invokeID, answer)
     }
 
+    /// What the node says to the agent, on its socket; with no socket up, a tagged one is answered
+    /// UNAVAILABLE at once.
+    func nodeEvent(_ event: String, payload: JSONValue, tag: String?, on node: Fingerprint) {
+        if let handler = nodes[node]?.handler { return handler.nodeEvent(event, payload: payload, tag: tag) }
+        if let tag {
+            driver?.openClawEventAnswered(tag, .failure(ErrorMessage(code: ErrorMessage.unavailable,
+                                                                     message: "the node has no session at the OpenClaw gateway yet", retryable: true)))
+        }
+    }
+
+    func eventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
+        driver?.openClawEventAnswered(tag, result)
+    }
+
     // MARK: - From a node's socket (on the loop)
 
     /// A socket of the node's current link is up; false for one of an earlier link (the node

@@ -252,6 +252,23 @@ async def node_request(ws, device_id, msg, unauthorized):
         queue[device_id] = [a for a in queue.get(device_id, []) if a["id"] not in ids]
         await ws.send(frame("res", id=rid, ok=True, payload={"nodeId": device_id, "ackedIds": ids, "remainingCount": len(queue[device_id])}))
         say(f"acked {','.join(ids)}")
+    elif method == "node.event":
+        # openclaw-gateway-protocol.md §4.5 and OpenClaw's src/gateway/server-node-events.ts
+        # (handleNodeEvent): payloadJSON is preferred over payload; voice.transcript needs a `text`
+        # of at most 20,000 characters, agent.request a `message` (or attachments); unknown events
+        # are accepted. The reply is [L]'s {ok, event, handled, reason?}.
+        event = params.get("event")
+        try:
+            obj = json.loads(params["payloadJSON"]) if isinstance(params.get("payloadJSON"), str) else params.get("payload")
+        except ValueError:
+            obj = None
+        handled, reason = True, None
+        if event == "voice.transcript" and not (isinstance(obj, dict) and isinstance(obj.get("text"), str) and 0 < len(obj["text"].strip()) <= 20000):
+            handled, reason = False, "no text"
+        elif event == "agent.request" and not (isinstance(obj, dict) and (str(obj.get("message") or "").strip() or obj.get("attachments"))):
+            handled, reason = False, "no message"
+        say(f"node.event {device_id} {event} " + json.dumps(obj, separators=(",", ":"), sort_keys=True))
+        await ws.send(frame("res", id=rid, ok=True, payload={"ok": True, "event": event, "handled": handled, **({"reason": reason} if reason else {})}))
     else:
         await ws.send(frame("res", id=rid, ok=True, payload={"ok": True}))
 

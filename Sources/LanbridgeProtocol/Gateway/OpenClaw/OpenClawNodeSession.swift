@@ -77,6 +77,8 @@ public struct OpenClawNodeSession: Sendable {
         case invoke(Invoke)
         /// The gateway gave up on an invoke: stop waiting for it.
         case cancel(invokeId: String)
+        /// The gateway answered (or, the session ending, never will answer) a `nodeEvent` sent with `tag`.
+        case eventAnswered(tag: String, Result<JSONValue?, ErrorMessage>)
         /// Close the socket.
         case close(reason: String, retry: Retry)
     }
@@ -98,6 +100,8 @@ public struct OpenClawNodeSession: Sendable {
     private var queuedRunning: Set<String> = []
     private var queuedDone: [String] = []
     private var nextRequest = 0
+    /// `node.event` requests waiting for the gateway's reply, by request ID: the caller's tags.
+    private var eventsWaiting: [String: String] = [:]
 
     public init(_ configuration: Configuration, nowMs: Int64) {
         self.configuration = configuration
@@ -156,6 +160,19 @@ public struct OpenClawNodeSession: Sendable {
             params["error"] = ["code": .string(error.code), "message": .string(error.message)]
         }
         return [request("node.invoke.result", .object(params))]
+    }
+
+    /// Something the node says to the agent (`OpenClawNodeEvents`), as `node.event {event,
+    /// payloadJSON}`. With a `tag`, the gateway's reply comes back as `eventAnswered`.
+    public mutating func nodeEvent(_ event: String, payload: JSONValue, tag: String?) -> [Action] {
+        guard isReady else {
+            return tag.map { [.eventAnswered(tag: $0, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the node's gateway session is not up",
+                                                                             retryable: true)))] } ?? []
+        }
+        let (id, action) = request("node.event", ["event": .string(event), "payloadJSON": .string(String(decoding: payload.serialized, as: UTF8.self))],
+                                   id: "event")
+        if let tag { eventsWaiting[id] = tag }
+        return [action]
     }
 
     /// The node came to the foreground: fetch what the gateway queued for it meanwhile.
@@ -325,6 +342,7 @@ public struct OpenClawNodeSession: Sendable {
     }
 
     private mutating func response(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [Action] {
+        if let tag = eventsWaiting.removeValue(forKey: id) { return [.eventAnswered(tag: tag, result)] }
         guard id.hasPrefix("pull"), case let .success(payload) = result, case let .array(actions)? = payload?["actions"] else { return [] }
         var out: [Action] = []
         for action in actions {
@@ -344,12 +362,21 @@ public struct OpenClawNodeSession: Sendable {
     // MARK: - Plumbing
 
     private mutating func request(_ method: String, _ params: JSONValue, id: String? = nil) -> Action {
+        request(method, params, id: id ?? "r").action
+    }
+
+    private mutating func request(_ method: String, _ params: JSONValue, id: String) -> (id: String, action: Action) {
         nextRequest += 1
-        return .send(GatewayFrame.request(id: "\(id ?? "r")\(nextRequest)", method: method, params: params).encoded())
+        let requestID = "\(id)\(nextRequest)"
+        return (requestID, .send(GatewayFrame.request(id: requestID, method: method, params: params).encoded()))
     }
 
     private mutating func close(_ reason: String, _ retry: Retry) -> [Action] {
         state = .closed
-        return [.close(reason: reason, retry: retry)]
+        // Nobody will answer what waits: say so now rather than at the caller's timeout.
+        let unanswered = eventsWaiting.sorted { $0.key < $1.key }.map { Action.eventAnswered(tag: $0.value, .failure(ErrorMessage(
+            code: ErrorMessage.unavailable, message: "the node's gateway session ended", retryable: true))) }
+        eventsWaiting = [:]
+        return unanswered + [.close(reason: reason, retry: retry)]
     }
 }
