@@ -171,7 +171,7 @@ extension BridgeCore {
                 }
             case let .dropped(invokeID, nodeID, reason):
                 logger.notice("dropped a result: \(reason)", metadata: ["node": "\(nodeID)", "invoke": "\(invokeID)"])
-                metrics.resultDropped(reason.contains("cancelled") ? "cancelled" : reason.contains("deadline") ? "late" : "other")
+                metrics.resultDropped(reason.rawValue)
             }
         }
     }

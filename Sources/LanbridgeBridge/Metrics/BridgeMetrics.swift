@@ -47,7 +47,7 @@ public final class BridgeMetrics: Sendable {
 
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
-    /// A node's result nobody waited for any more: `late`, `cancelled` or `other`.
+    /// A node's result nobody waited for any more, by `InvokeRouter.DropReason`.
     func resultDropped(_ reason: String) { counter("lanbridge_results_dropped_total", ("reason", reason))?.increment() }
 
     /// How late the relay loop ran a task scheduled on it (its lag), each quarter second.

@@ -36,7 +36,21 @@ public struct InvokeRouter: Sendable {
         /// Answer the asker's request.
         case complete(requestID: String, result: Result)
         /// A result arrived after its invoke timed out (or for no invoke at all): log it.
-        case dropped(invokeID: String, nodeID: String, reason: String)
+        case dropped(invokeID: String, nodeID: String, reason: DropReason)
+    }
+
+    /// Why a result answered nobody; `rawValue` is the metrics label.
+    public enum DropReason: String, Equatable, Sendable, CustomStringConvertible {
+        case unknown, otherConnection = "other_connection", late, cancelled
+
+        public var description: String {
+            switch self {
+            case .unknown: "no such invoke in flight (late, duplicate or unknown)"
+            case .otherConnection: "sent on another connection than its invoke went out on"
+            case .late: "arrived after the deadline"
+            case .cancelled: "arrived after its invoke was cancelled"
+            }
+        }
     }
 
     public enum Result: Equatable, Sendable {
@@ -96,16 +110,15 @@ public struct InvokeRouter: Sendable {
     public mutating func received(_ result: InvokeResult.Received, from nodeID: String, connection: Int, now: Moment,
                                   size: Int = 0, limit: Int = .max) -> Outcome {
         guard let entry = pending[result.id], entry.nodeID == nodeID else {
-            if cancelled.contains(result.id) { return .dropped(invokeID: result.id, nodeID: nodeID, reason: "arrived after its invoke was cancelled") }
-            return .dropped(invokeID: result.id, nodeID: nodeID, reason: "no such invoke in flight (late, duplicate or unknown)")
+            return .dropped(invokeID: result.id, nodeID: nodeID, reason: cancelled.contains(result.id) ? .cancelled : .unknown)
         }
         guard entry.connection == connection else {
             // A handler of an earlier connection finishing late: its answer is not for this request.
-            return .dropped(invokeID: result.id, nodeID: nodeID, reason: "sent on another connection than its invoke went out on")
+            return .dropped(invokeID: result.id, nodeID: nodeID, reason: .otherConnection)
         }
         remove(entry)
         guard entry.deadline > now else {
-            return .dropped(invokeID: result.id, nodeID: nodeID, reason: "arrived after the deadline")
+            return .dropped(invokeID: result.id, nodeID: nodeID, reason: .late)
         }
         if result.ok, size > limit {
             return .complete(requestID: entry.requestID, result: .failed(ErrorMessage(
