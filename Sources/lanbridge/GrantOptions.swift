@@ -27,8 +27,12 @@ struct GrantOptions: ParsableArguments {
 /// What an approval or a redeemed invite gave the node, and what it declared but did not get.
 struct GrantReport {
     let node: PairedNode
+    let withheld: [ApprovalGrant.Withheld]
 
-    var withheld: [ApprovalGrant.Withheld] { ApprovalGrant.withheld(node.access, declared: node.details.commands) }
+    init(node: PairedNode) {
+        self.node = node
+        withheld = ApprovalGrant.withheld(node.access, declared: node.details.commands)
+    }
 
     /// The granted rules, then each withheld command with the line that grants it.
     func print() {
@@ -37,7 +41,7 @@ struct GrantReport {
         if !sensitive.isEmpty {
             Swift.print("Not granted, sensitive (grant on purpose):")
             for item in sensitive {
-                Swift.print("  \(item.command.padding(toLength: 16, withPad: " ", startingAt: 0))\(CommandCatalog.sensitivity(of: item.command)?.rawValue ?? "")")
+                Swift.print("  \(item.command.padding(toLength: 16, withPad: " ", startingAt: 0))\(CommandCatalog.sensitivity(of: item.command)?.rawValue ?? item.reason)")
                 Swift.print("    lanbridge nodes allow \(node.nodeId) \(item.command)")
             }
         }

@@ -89,8 +89,7 @@ extension BridgeCore {
             logger.info("node paired by invite", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
             // Known as paired from now, not from the store's next read: what is announced for the
             // node (its OpenClaw socket above all) needs its record (issue 23).
-            paired[node.nodeId] = node
-            rules[node.nodeId] = CompiledRules(node.access)
+            index(node)
             becomePaired(id, announce: .approved)
         case let (.redeemInvite, _, .failure(error)):
             logger.notice("invite redemption refused: \(error)", metadata: meta(connection))

@@ -135,8 +135,15 @@ struct BridgeCore {
     }
 
     private mutating func index(_ state: PairingState) {
-        paired = Dictionary(state.paired.nodes.map { ($0.nodeId, $0) }) { $1 }
-        rules = paired.mapValues { CompiledRules($0.access) }
+        paired = [:]
+        rules = [:]
+        for node in state.paired.nodes { index(node) }
+    }
+
+    /// One paired node into the index (a redeemed invite's at once, before the store's next read).
+    mutating func index(_ node: PairedNode) {
+        paired[node.nodeId] = node
+        rules[node.nodeId] = CompiledRules(node.access)
     }
 
     // MARK: - Settings
@@ -308,7 +315,10 @@ struct BridgeCore {
     /// A node's own event, relayed within its limits: size, count and bytes a minute.
     mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment) {
         let limits = settings.limits
-        let refusal: String? = if size > limits.maxEventBytes { "larger than \(limits.maxEventBytes) bytes" }
+        // With OpenClaw, the names the bridge makes from a node's calls are not a plain event's
+        // to use: they start agent runs, which the `agent` limit counts.
+        let refusal: String? = if gateway.openClaw, OpenClawNodeEvents.reserved.contains(event.event) { "\(event.event) comes only from its calls" }
+            else if size > limits.maxEventBytes { "larger than \(limits.maxEventBytes) bytes" }
             else if case .limited = buckets.take(.event, node: connection.nodeId, limits: limits, now: now) { "over \(limits.eventsPerMinute) events a minute" }
             else if case .limited = buckets.take(.eventBytes, node: connection.nodeId, count: size, limits: limits, now: now) {
                 "over \(limits.eventBytesPerMinute) event bytes a minute"
@@ -319,15 +329,8 @@ struct BridgeCore {
             return
         }
         if gateway.openClaw {
-            // On the node's own socket. The names the bridge makes from calls are not a plain
-            // event's to use: they start agent runs, which the `agent` limit counts.
-            guard !OpenClawNodeEvents.reserved.contains(event.event) else {
-                logger.notice("dropped an event from this node: \(event.event) comes only from its calls", metadata: meta(connection))
-                connections[connection.id]?.droppedEvents += 1
-                return
-            }
-            actions.append(.openClawEvent(node: connection.nodeId, event: event.event, payload: event.payload ?? .null, tag: nil))
-            return
+            // On the node's own socket.
+            return actions.append(.openClawEvent(node: connection.nodeId, event: event.event, payload: event.payload ?? .null, tag: nil))
         }
         emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
     }

@@ -37,7 +37,7 @@ public struct ApprovalGrant: Codable, Equatable, Sendable {
         return declared.filter { !compiled.allows($0) }.map { command in
             if let why = CommandCatalog.sensitivity(of: command) {
                 Withheld(command: command, sensitive: true, reason: "sensitive: \(why.rawValue); granted only on purpose")
-            } else if rules.deny.contains(where: { (try? CommandPattern($0))?.matches(command) == true }) {
+            } else if compiled.deny.contains(where: { $0.matches(command) }) {
                 Withheld(command: command, sensitive: false, reason: "denied by a rule")
             } else {
                 Withheld(command: command, sensitive: false, reason: "not in this platform's defaults")

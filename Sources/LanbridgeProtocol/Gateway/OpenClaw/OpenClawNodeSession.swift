@@ -169,7 +169,7 @@ public struct OpenClawNodeSession: Sendable {
             return tag.map { [.eventAnswered(tag: $0, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the node's gateway session is not up",
                                                                              retryable: true)))] } ?? []
         }
-        let (id, action) = request("node.event", ["event": .string(event), "payloadJSON": .string(String(decoding: payload.serialized, as: UTF8.self))],
+        let (id, action) = identifiedRequest("node.event", ["event": .string(event), "payloadJSON": .string(String(decoding: payload.serialized, as: UTF8.self))],
                                    id: "event")
         if let tag { eventsWaiting[id] = tag }
         return [action]
@@ -362,10 +362,11 @@ public struct OpenClawNodeSession: Sendable {
     // MARK: - Plumbing
 
     private mutating func request(_ method: String, _ params: JSONValue, id: String? = nil) -> Action {
-        request(method, params, id: id ?? "r").action
+        identifiedRequest(method, params, id: id ?? "r").action
     }
 
-    private mutating func request(_ method: String, _ params: JSONValue, id: String) -> (id: String, action: Action) {
+    /// A request, and the ID its response will carry.
+    private mutating func identifiedRequest(_ method: String, _ params: JSONValue, id: String) -> (id: String, action: Action) {
         nextRequest += 1
         let requestID = "\(id)\(nextRequest)"
         return (requestID, .send(GatewayFrame.request(id: requestID, method: method, params: params).encoded()))

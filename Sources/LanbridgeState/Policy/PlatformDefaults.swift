@@ -1,0 +1,37 @@
+import LanbridgeProtocol
+
+extension AccessRules {
+    /// What a newly paired node may run, by the platform it reports: everyday commands only
+    /// (`CommandCatalog.table`). Deny by default: an unknown platform gets nothing until the
+    /// operator allows it.
+    public static func defaults(forPlatform platform: String) -> AccessRules {
+        switch platform.lowercased() {
+        case "ios", "android": AccessRules(allow: ["canvas.*", "camera.list"])
+        case "macos": AccessRules(allow: ["canvas.*", "camera.list", "system.info"])
+        case "linux": AccessRules(allow: ["canvas.*", "system.info"])
+        default: AccessRules()
+        }
+    }
+
+    /// The defaults up to 0.7.0, which granted capture (and, on Android, sms.send): what they gave
+    /// and nobody confirmed is flagged, never silently taken away.
+    public static func defaultsUpTo070(forPlatform platform: String) -> [String] {
+        let ios = ["canvas.*", "camera.list", "camera.snap", "screen.record", "location.get"]
+        return switch platform.lowercased() {
+        case "ios": ios
+        case "android": ios + ["sms.send"]
+        case "macos": ["canvas.*", "camera.list", "camera.snap", "screen.record", "screen.snapshot", "system.info"]
+        case "linux": ["canvas.*", "screen.record", "screen.snapshot", "system.info"]
+        default: []
+        }
+    }
+}
+
+extension PairedNode {
+    /// Sensitive patterns in this node's allowlist that only the defaults before 0.8.0 gave it:
+    /// shown by `doctor` and `nodes describe` until `nodes allow --confirm-defaults` or `nodes deny`.
+    public var grantedByOldDefault: [String] {
+        let old = AccessRules.defaultsUpTo070(forPlatform: details.platform)
+        return access.allow.filter { old.contains($0) && CommandCatalog.isSensitive(pattern: $0) && !access.confirmed.contains($0) }
+    }
+}
