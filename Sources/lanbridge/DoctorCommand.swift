@@ -88,10 +88,17 @@ struct DoctorCommand: ParsableCommand {
                 checks.append(Check(name: "gateway", ok: true, detail: link, fix: nil))
                 for (node, live) in runtime.nodes.sorted(by: { $0.key < $1.key }) {
                     let session = live.gatewaySession ?? "not started"
+                    let device = live.gatewayDeviceId.map { " (device \($0.prefix(16))…)" } ?? ""
+                    if let approval = live.gatewayApproval {
+                        // The gateway's own approval, its operator's to give: a decision, not a fault.
+                        checks.append(Check(name: "gateway session \(node)", ok: true, detail: "\(approval.summary)\(device)",
+                                            fix: "on the gateway's host: \(approval.kind == .commands ? "openclaw nodes pending, then " : "")\(approval.approveWith)",
+                                            warning: true))
+                        continue
+                    }
                     let up = session.hasPrefix("connected")
-                    checks.append(Check(name: "gateway session \(node)", ok: up,
-                                        detail: "\(session)\(live.gatewayDeviceId.map { " (device \($0.prefix(16))…)" } ?? "")",
-                                        fix: up ? nil : "is the OpenClaw gateway running, does it accept the token, and has its operator approved the device (openclaw devices approve)?"))
+                    checks.append(Check(name: "gateway session \(node)", ok: up, detail: "\(session)\(device)",
+                                        fix: up ? nil : "is the OpenClaw gateway running, and does it accept the token (gateway.tokenFile)?"))
                 }
             } else {
                 let linked = link.hasPrefix("connected") || link == "off"

@@ -25,7 +25,11 @@ struct StatusCommand: ParsableCommand {
         struct Nodes: Encodable { let paired, connected, foreground, pending, blocked, invites: Int }
         /// With the OpenClaw gateway protocol: each connected node's socket there.
         let gatewaySessions: [GatewaySession]
-        struct GatewaySession: Encodable { let nodeId, deviceId, session: String }
+        struct GatewaySession: Encodable {
+            let nodeId, deviceId, session: String
+            /// What the gateway holds for its own operator's approval, if anything.
+            let approval: RuntimeStatus.GatewayApproval?
+        }
     }
 
     func run() throws {
@@ -42,7 +46,7 @@ struct StatusCommand: ParsableCommand {
                              pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
                              invites: current.invites.invites.filter { $0.expiresAt > now }.count),
                 gatewaySessions: (runtime?.nodes ?? [:]).filter { paired.contains($0.key) }.sorted { $0.key < $1.key }.compactMap { id, node in
-                    node.gatewayDeviceId.map { Report.GatewaySession(nodeId: id, deviceId: $0, session: node.gatewaySession ?? "unknown") }
+                    node.gatewayDeviceId.map { Report.GatewaySession(nodeId: id, deviceId: $0, session: node.gatewaySession ?? "unknown", approval: node.gatewayApproval) }
                 })
             if json {
                 try Output.json(report)

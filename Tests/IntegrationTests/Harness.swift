@@ -42,12 +42,23 @@ final class BridgeDaemon: @unchecked Sendable {
 
     /// Waits until runtime.json says what `condition` wants: it is written off the relay loop a
     /// moment after the change it shows (a node's welcome goes out first).
-    func waitForRuntime(_ what: String, _ condition: @escaping (RuntimeStatus) -> Bool) throws {
+    @discardableResult
+    func waitForRuntime(_ what: String, _ condition: @escaping (RuntimeStatus) -> Bool) throws -> RuntimeStatus {
         let file = RuntimeStatusFile(directory: StateDirectory(url: state.url))
-        guard try DirectoryWatcher(state.url).wait(timeout: 30, until: { file.read().map(condition) ?? false }) else {
+        var shown: RuntimeStatus?
+        guard try DirectoryWatcher(state.url).wait(timeout: 30, until: {
+            shown = file.read().flatMap { condition($0) ? $0 : nil }
+            return shown != nil
+        }), let shown else {
             throw RuntimeNeverShowed(description: "runtime.json never showed \(what)")
         }
+        return shown
     }
+
+    /// Everything the daemon logged so far.
+    var log: String { process.output.joined(separator: "\n") }
+
+    func logContains(_ text: String) -> Bool { process.output.contains { $0.contains(text) } }
 
     struct RuntimeNeverShowed: Error, CustomStringConvertible { let description: String }
 

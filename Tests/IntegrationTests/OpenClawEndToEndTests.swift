@@ -38,8 +38,9 @@ final class OpenClawGatewaySim: @unchecked Sendable {
     struct Failure: Error, CustomStringConvertible { let description: String }
 
     /// Invokes through the gateway as an operator would; returns the node.invoke.result params (or the gateway's error).
-    func invoke(_ device: String, _ command: String, params: String = "null", timeoutMs: Int = 10_000) throws -> JSONValue {
-        process.write(line: "invoke \(device) \(command) \(params) \(timeoutMs)")
+    /// `force`: as a gateway that ignores its own command policy would.
+    func invoke(_ device: String, _ command: String, params: String = "null", timeoutMs: Int = 10_000, force: Bool = false) throws -> JSONValue {
+        process.write(line: "\(force ? "force" : "invoke") \(device) \(command) \(params) \(timeoutMs)")
         let id = try waitFor("invoking")[0]
         let line = try process.waitForLine(timeout: 30) { $0.hasPrefix("result \(id) ") }
         return try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("result \(id) ".count).utf8))
@@ -61,11 +62,14 @@ struct OpenClawEndToEndTests {
         let device: String
         let connectedLine: [String]
 
-        init(gatewayArguments: [String] = ["--tick-ms", "1000"], nodeArguments: [String] = []) throws {
+        /// system.info (OpenClaw's device.info) is not in an iPhone's default rules: by default it is
+        /// allowed here, at approval.
+        init(gatewayArguments: [String] = ["--tick-ms", "1000"], nodeArguments: [String] = [], allowSystemInfo: Bool = true) throws {
             gateway = try OpenClawGatewaySim(arguments: gatewayArguments)
-            // system.info (OpenClaw's device.info) is not in an iPhone's default rules: allowed here, at approval.
             let state = TemporaryDirectory("bridge")
-            try Data(#"{"access": {"defaults": {"ios": {"add": ["system.info"]}}}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
+            if allowSystemInfo {
+                try Data(#"{"access": {"defaults": {"ios": {"add": ["system.info"]}}}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
+            }
             bridge = try BridgeDaemon(state: state, arguments: gateway.bridgeArguments)
             node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments)
             nodeID = try node.pair(with: bridge)
@@ -87,6 +91,7 @@ struct OpenClawEndToEndTests {
         #expect(rest.hasPrefix("phone (lanbridge \(stack.nodeID.prefix(4)))|commands="))
         let offered = Set(rest.split(separator: "=").last!.split(separator: ",").map(String.init))
         #expect(offered.contains("canvas.snapshot") && offered.contains("device.info") && !offered.contains("device.echo"))
+        #expect(!stack.bridge.logContains("waiting for the gateway's approval"), "the first surface comes with the device")
 
         let snapshot = try stack.gateway.invoke(stack.device, "canvas.snapshot", params: #"{"width":4,"height":4}"#)
         #expect(snapshot["ok"] == true)
@@ -154,8 +159,14 @@ struct OpenClawEndToEndTests {
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
         let stack = try Stack()
         #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.snapshot"]).status == 0)
-        let refused = try stack.gateway.invoke(stack.device, "canvas.snapshot")
-        #expect(refused["ok"] == false && refused["error"]?["code"] == .string(ErrorMessage.forbidden))
+        // Re-offered without it (issue 23): the gateway no longer asks for it…
+        var line = try stack.gateway.waitFor("connected")
+        while line.joined(separator: " ").contains("canvas.snapshot") { line = try stack.gateway.waitFor("connected") }
+        let notOffered = try stack.gateway.invoke(stack.device, "canvas.snapshot")
+        #expect(notOffered["error"]?["details"]?["reason"] == "command not declared by node", "\(notOffered)")
+        // …and a gateway that asks anyway is refused by lanbridge's rules.
+        let refused = try stack.gateway.invoke(stack.device, "canvas.snapshot", force: true)
+        #expect(refused["ok"] == false && refused["error"]?["code"] == .string(ErrorMessage.forbidden), "\(refused)")
     }
 
     @Test func aBackgroundedPhoneIsQueuedAtTheGatewayAndDrainedWhenItReturns() throws {
@@ -223,17 +234,80 @@ struct OpenClawEndToEndTests {
         #expect(try gateway.waitFor("devices") == ["0", "upgrades", "0"])
     }
 
-    @Test func withManualApprovalTheBridgeWaitsForTheGatewaysOperator() throws {
+    /// Issue 23: the bridge retried a held device every 30 s or more, logged it each time, and
+    /// status did not say what the gateway waited for.
+    @Test func withManualApprovalTheBridgeSaysWhatTheGatewayHoldsAndTakesTheApprovalWithoutHelp() throws {
         let stack = try Stack(gatewayArguments: ["--manual", "--tick-ms", "1000"])
         let request = try stack.gateway.waitFor("pending")
         #expect(try stack.gateway.waitFor("refused")[1] == "PAIRING_REQUIRED")
+        let runtime = try stack.bridge.waitForRuntime("the held device in runtime.json") { $0.nodes[stack.nodeID]?.gatewayApproval != nil }
+        #expect(runtime.nodes[stack.nodeID]?.gatewayApproval == .device(request[0]))
+        let doctor = try stack.cli(["doctor"])
+        #expect(doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID)")
+                && doctor.stdout.contains("openclaw devices approve \(request[0])"), "\(doctor.stdout)")
+        // Asked again (the same request at the gateway), logged once.
+        #expect(try stack.gateway.waitFor("refused")[1] == "PAIRING_REQUIRED")
+        #expect(stack.bridge.log.components(separatedBy: "holds node").count == 2, "logged once: \(stack.bridge.log)")
+
         stack.gateway.command("approve \(request[0])")
         try stack.gateway.waitFor("paired")
-        // The bridge retries slowly after PAIRING_REQUIRED; a kick of the node makes it dial now.
-        stack.node.stop()
-        let again = try SimulatedNode(state: stack.node.state, port: stack.bridge.port, arguments: ["--name", "phone"])
-        try again.waitFor("connected")
-        #expect(try stack.gateway.waitFor("connected")[0] == request[1])
+        #expect(try stack.gateway.waitFor("connected")[0] == request[1], "the next retry, with the node untouched")
+        try stack.bridge.waitForRuntime("the session up") {
+            $0.nodes[stack.nodeID]?.gatewayApproval == nil && $0.nodes[stack.nodeID]?.gatewaySession?.hasPrefix("connected") == true
+        }
+    }
+
+    /// A re-offer closes the node's gateway socket: it waits for the invokes in flight there, which
+    /// the gateway would otherwise fail as DISCONNECTED.
+    @Test func aReofferWaitsForTheInvokesInFlight() throws {
+        let stack = try Stack()
+        stack.gateway.command(#"invoke \#(stack.device) canvas.snapshot {"width":2,"height":2,"delayMs":1500} 10000"#)
+        let id = try stack.gateway.waitFor("invoking")[0]
+        try stack.node.waitFor("invoke canvas.snapshot")
+        #expect(try stack.cli(["nodes", "deny", stack.nodeID, "system.info"]).status == 0)
+        try stack.bridge.waitForLog("re-offering the node's commands")
+        let result = try stack.gateway.process.waitForLine(timeout: 30) { $0.hasPrefix("result \(id) ") }
+        #expect(result.contains(#""ok": true"#), "\(result)")
+        var line = try stack.gateway.waitFor("connected")
+        while line.joined(separator: " ").contains("device.info") { line = try stack.gateway.waitFor("connected") }
+    }
+
+    /// Issue 23: a rule change reached the gateway only at the node's next connection, and commands
+    /// added then were held by the gateway for its operator with no word from lanbridge.
+    @Test func aRuleChangeIsReofferedAtOnceAndCommandsTheGatewayHoldsAreShownUntilApproved() throws {
+        let stack = try Stack(allowSystemInfo: false)
+        #expect(!stack.connectedLine.joined(separator: " ").contains("device.info"))
+        #expect(try stack.cli(["nodes", "allow", stack.nodeID, "system.info"]).status == 0)
+
+        // Re-offered on a new socket, the node itself untouched; the gateway holds the new command.
+        let held = try stack.gateway.waitFor("surface-pending")
+        #expect(held[1] == stack.device && held[2].split(separator: ",").contains("device.info"))
+        #expect(try stack.gateway.waitFor("connected")[0] == stack.device)
+        let refused = try stack.gateway.invoke(stack.device, "device.info")
+        #expect(refused["error"]?["details"]?["reason"] == "command not declared by node", "\(refused)")
+        #expect(stack.bridge.process.output.filter { $0.contains("node connected") && !$0.contains("unpaired") }.count == 1, "the node connected once")
+
+        let runtime = try stack.bridge.waitForRuntime("the held commands in runtime.json") { $0.nodes[stack.nodeID]?.gatewayApproval != nil }
+        #expect(runtime.nodes[stack.nodeID]?.gatewayApproval == .commands(["device.info"]))
+        let doctor = try stack.cli(["doctor"])
+        #expect(doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID): waiting for the gateway's approval of device.info")
+                && doctor.stdout.contains("openclaw nodes approve"), "\(doctor.stdout)")
+        let status = try stack.cli(["status"])
+        #expect(status.stdout.contains("waiting for the gateway's approval of device.info"), "\(status.stdout)")
+
+        // Approved there: the bridge's next re-offer (5 s after the last) picks it up.
+        stack.gateway.command("approve \(held[0])")
+        try stack.gateway.waitFor("surface-approved")
+        var line = try stack.gateway.waitFor("connected")
+        while !line.joined(separator: " ").contains("device.info") { line = try stack.gateway.waitFor("connected") }
+        #expect(try stack.gateway.invoke(stack.device, "device.info")["ok"] == true)
+        try stack.bridge.waitForRuntime("the approval seen") {
+            $0.nodes[stack.nodeID]?.gatewayApproval == nil && $0.nodes[stack.nodeID]?.gatewaySession?.hasPrefix("connected") == true
+        }
+        #expect(stack.bridge.log.components(separatedBy: "holds the node's added commands").count == 2, "logged once")
+        // Stored: a restarted bridge does not ask again.
+        let devices = try String(contentsOf: StateDirectory(url: stack.bridge.state.url).file(OpenClawDevices.fileName), encoding: .utf8)
+        #expect(devices.contains("device.info"))
     }
 }
 

@@ -39,10 +39,33 @@ struct BridgeCoreOpenClawTests {
         var core = try core()
         let node = Fingerprint(publicKey: base.phoneKey.publicKey)
         _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
-        _ = core.openClawSession(node: node, deviceId: "dev", state: "connected (protocol 4)")
+        let approval = RuntimeStatus.GatewayApproval.commands(["camera.snap"])
+        _ = core.openClawSession(node: node, deviceId: "dev", state: approval.summary, approval: approval)
         _ = core.opened(base.opening(2), now: base.t0 + 1, wall: base.wall)
         #expect(core.runtime.nodes[node.description]?.gatewayDeviceId == "dev")
-        #expect(core.runtime.nodes[node.description]?.gatewaySession == "connected (protocol 4)")
+        #expect(core.runtime.nodes[node.description]?.gatewaySession == approval.summary)
+        #expect(core.runtime.nodes[node.description]?.gatewayApproval == approval)
+    }
+
+    /// Issue 23: a rule change reached the gateway only at the node's next connection.
+    @Test func aRuleChangeReoffersTheNodesCommandsWithoutDroppingTheNode() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        var state = core.lastState
+        _ = try state.deny("camera.snap", node: node.description)
+        let denied = core.storeChanged(state, version: "v2", now: base.t0 + 1)
+        #expect(Self.presence(denied) == [.commands([])])
+        #expect(!denied.contains { if case .close = $0 { true } else { false } }, "the node stays connected")
+        #expect(Self.presence(core.storeChanged(state, version: "v3", now: base.t0 + 2)).isEmpty, "nothing changed: nothing re-offered")
+        _ = try state.allow("camera.snap", node: node.description)
+        #expect(Self.presence(core.storeChanged(state, version: "v4", now: base.t0 + 3)) == [.commands(["camera.snap"])])
+
+        // A reloaded config (SIGHUP) can change the offer too: here camera.* counted as input
+        // injection, which this node says it cannot do.
+        var settings = core.settings
+        settings.policy.inputCommands = [try CommandPattern("camera.*")]
+        #expect(Self.presence(core.reload(settings)) == [.commands([])])
     }
 
     @Test func theGatewaysInvokeGoesThroughTheGateAndIsAnsweredOnTheNodesSocket() throws {

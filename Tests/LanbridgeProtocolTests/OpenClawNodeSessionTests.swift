@@ -91,13 +91,28 @@ struct OpenClawNodeSessionTests {
         #expect(got == retry)
     }
 
-    @Test func pairingRequiredNeedsTheOperator() {
+    @Test(arguments: [(JSONValue.string("req-1"), "req-1"), (.null, nil), (.string(""), nil), (.number(7), nil)] as [(JSONValue, String?)])
+    func pairingRequiredWaitsForTheGatewaysOperatorUnderItsRequest(requestId: JSONValue, expected: String?) {
         var session = OpenClawNodeSession(configuration(), nowMs: 0)
         _ = session.received(Self.challenge, nowMs: 1)
         let actions = session.received(Self.frame(["type": "res", "id": "connect", "ok": false, "error": [
-            "code": "NOT_PAIRED", "message": "pairing required", "details": ["code": "PAIRING_REQUIRED", "requestId": "req-1"]]]), nowMs: 2)
-        guard case let .close(_, .operatorNeeded(why))? = actions.first else { Issue.record("\(actions)"); return }
-        #expect(why.contains("req-1"))
+            "code": "NOT_PAIRED", "message": "pairing required", "details": ["code": "PAIRING_REQUIRED", "requestId": requestId]]]), nowMs: 2)
+        guard case let .close(_, retry)? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(retry == .deviceApproval(requestId: expected))
+    }
+
+    @Test func theSessionIsIdleOnlyWithNothingInFlight() {
+        var session = ready()
+        #expect(session.isIdle)
+        _ = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
+            "id": "inv-1", "nodeId": .string(device.deviceId), "command": "canvas.snapshot"]]), nowMs: 3)
+        #expect(!session.isIdle)
+        guard case let .send(bytes)? = session.nodeEvent("voice.transcript", payload: ["text": "hi"], tag: "t1").first,
+              case let .request(eventRequest, _, _)? = try? GatewayFrame.decode(bytes) else { Issue.record("no node.event sent"); return }
+        _ = session.nodeAnswered(invokeId: "inv-1", .failure(ErrorMessage(code: "X", message: "x")))
+        #expect(!session.isIdle, "the event's reply is still due")
+        _ = session.received(Self.frame(["type": "res", "id": .string(eventRequest), "ok": true, "payload": ["ok": true]]), nowMs: 4)
+        #expect(session.isIdle)
     }
 
     @Test func anInvokeIsRelayedInLanbridgesVocabularyAndAnsweredOnce() throws {

@@ -8,6 +8,8 @@ public final class ChildProcess: @unchecked Sendable {
     private let stdin = Pipe()
     private let condition = NSCondition()
     private var lines: [String] = []
+    /// Every stdout line so far, read or not.
+    private var transcript: [String] = []
     private var stdoutClosed = false
     private var errorText = ""
     private var stderrClosed = false
@@ -51,7 +53,7 @@ public final class ChildProcess: @unchecked Sendable {
                 let chunk = out.availableData
                 condition.lock()
                 if chunk.isEmpty {
-                    if !pending.isEmpty { lines.append(String(decoding: pending, as: UTF8.self)) }
+                    if !pending.isEmpty { lines.append(String(decoding: pending, as: UTF8.self)); transcript.append(lines[lines.count - 1]) }
                     stdoutClosed = true
                     condition.broadcast()
                     condition.unlock()
@@ -60,6 +62,7 @@ public final class ChildProcess: @unchecked Sendable {
                 pending.append(chunk)
                 while let newline = pending.firstIndex(of: 0x0A) {
                     lines.append(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
+                    transcript.append(lines[lines.count - 1])
                     pending.removeSubrange(pending.startIndex...newline)
                 }
                 condition.broadcast()
@@ -93,6 +96,13 @@ public final class ChildProcess: @unchecked Sendable {
             guard condition.wait(until: deadline) else { throw Timeout(description: "no output from \(process.executableURL!.lastPathComponent) in \(timeout) s") }
         }
         return lines.isEmpty ? nil : lines.removeFirst()
+    }
+
+    /// Every stdout line so far, whether a wait has read it or not.
+    public var output: [String] {
+        condition.lock()
+        defer { condition.unlock() }
+        return transcript
     }
 
     /// Reads lines until one satisfies `predicate`.

@@ -8,6 +8,8 @@ struct NodePresence: Sendable, Equatable {
     enum Change: Sendable, Equatable {
         /// Connected: what it may be asked (OpenClaw's names of the commands its rules allow).
         case online(details: NodeDetails, commands: [String], foreground: Bool)
+        /// Its rules (or the config's defaults) changed what it may be asked.
+        case commands([String])
         case foreground(Bool)
         case offline
         /// Its pairing is gone: so is its gateway identity.
@@ -39,13 +41,39 @@ extension BridgeCore {
     }
 
     /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
-    mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String) -> [BridgeAction] {
+    mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) -> [BridgeAction] {
         if runtime.nodes[node.description] != nil {
             runtime.nodes[node.description]?.gatewayDeviceId = deviceId
             runtime.nodes[node.description]?.gatewaySession = state
+            runtime.nodes[node.description]?.gatewayApproval = approval
             runtimeChanged = true
         }
         return drain()
+    }
+
+    /// OpenClaw's names of the commands a paired node's rules let the gateway ask of it.
+    func openClawOffer(_ paired: PairedNode) -> [String] {
+        let rules = self.rules[paired.nodeId] ?? CompiledRules(paired.access)
+        return paired.details.commands.filter { command in
+            switch settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
+            case .allow, .backgroundUnavailable: true
+            case .deny: false
+            }
+        }.compactMap(OpenClawCommands.openClawName)
+    }
+
+    /// After a change of rules or defaults: each connected node whose offer changed re-offers it,
+    /// at once, on its gateway socket (the node itself stays connected).
+    mutating func reofferChangedCommands() {
+        guard gateway.openClaw else { return }
+        for (node, id) in sessions.sorted(by: { $0.value < $1.value }) {
+            guard let connection = connections[id], connection.isPaired, let offered = connection.openClawOffer,
+                  let paired = paired[node] else { continue }
+            let commands = openClawOffer(paired)
+            guard commands != offered else { continue }
+            connections[id]?.openClawOffer = commands
+            actions.append(.nodePresence(NodePresence(node: node, change: .commands(commands))))
+        }
     }
 
     /// The §12 node events, as presence changes for the OpenClaw links.
@@ -54,14 +82,9 @@ extension BridgeCore {
         switch kind {
         case .connected:
             guard let paired = paired[node], let connection = pairedConnection(node) else { return }
-            let rules = self.rules[node] ?? CompiledRules(paired.access)
-            let allowed = paired.details.commands.filter { command in
-                switch settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
-                case .allow, .backgroundUnavailable: true
-                case .deny: false
-                }
-            }
-            change = .online(details: paired.details, commands: allowed.compactMap(OpenClawCommands.openClawName), foreground: connection.foreground)
+            let commands = openClawOffer(paired)
+            connections[connection.id]?.openClawOffer = commands
+            change = .online(details: paired.details, commands: commands, foreground: connection.foreground)
         case .disconnected: change = .offline
         case .foreground: change = .foreground(true)
         case .background: change = .foreground(false)

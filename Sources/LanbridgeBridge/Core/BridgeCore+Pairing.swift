@@ -149,6 +149,7 @@ extension BridgeCore {
         // A session that replaces another keeps the node's gateway socket, and so its state.
         runtime.nodes[connection.nodeId.description]?.gatewayDeviceId = previous?.gatewayDeviceId
         runtime.nodes[connection.nodeId.description]?.gatewaySession = previous?.gatewaySession
+        runtime.nodes[connection.nodeId.description]?.gatewayApproval = previous?.gatewayApproval
         runtimeChanged = true
         logger.info("node connected", metadata: meta(connection))
         emit(.connected, node: connection.nodeId, ["address": .string(connection.address)])

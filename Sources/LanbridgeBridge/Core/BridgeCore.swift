@@ -150,11 +150,13 @@ struct BridgeCore {
 
     /// SIGHUP: new access-rule defaults, command sets and limits apply from the next decision on.
     /// Invokes in flight keep the rules they were admitted under.
-    mutating func reload(_ new: BridgeSettings) {
+    mutating func reload(_ new: BridgeSettings) -> [BridgeAction] {
         settings = new
         gate = InvokeGate(settings: new)
         router.maxConcurrentPerNode = new.limits.maxConcurrentInvokes
         buckets.removeAll()  // rates refill under the new limits
+        reofferChangedCommands()
+        return drain()
     }
 
     mutating func setAdvertising(_ status: String, name: String?) -> [BridgeAction] {
@@ -346,6 +348,7 @@ struct BridgeCore {
         index(state)
         announceChanges(from: lastState, to: state)
         lastState = state
+        reofferChangedCommands()
         actions.append(.replaceInvites(state))
         for connection in connections.values.sorted(by: { $0.id < $1.id }) {
             switch connection.phase {

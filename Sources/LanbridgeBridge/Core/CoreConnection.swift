@@ -54,6 +54,8 @@ extension BridgeCore {
         var claimedName: String?
         /// A newer session of the same node took over: closing this one is not the node leaving.
         var replaced = false
+        /// With the OpenClaw gateway protocol: the commands its socket there was last told to offer.
+        var openClawOffer: [String]?
 
         var nodeId: Fingerprint { key.fingerprint }
         var isPaired: Bool { phase == .paired }

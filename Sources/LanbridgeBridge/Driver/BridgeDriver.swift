@@ -161,8 +161,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     }
 
     /// May be called from anywhere: hops to the loop.
-    func openClawSession(node: Fingerprint, deviceId: String?, state: String) {
-        loop.execute { [self] in inOrder { [self] in perform(core.openClawSession(node: node, deviceId: deviceId, state: state)) } }
+    func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval? = nil) {
+        loop.execute { [self] in inOrder { [self] in perform(core.openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)) } }
     }
 
     // MARK: - From elsewhere (these hop to the loop)
@@ -197,7 +197,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     }
 
     func reload(_ settings: BridgeSettings) {
-        loop.execute { [self] in core.reload(settings) }
+        loop.execute { [self] in perform(core.reload(settings)) }
     }
 
     func setAdvertising(_ status: String, name: String?) {

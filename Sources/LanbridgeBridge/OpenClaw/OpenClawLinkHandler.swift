@@ -30,6 +30,8 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
     private var closeSent = false
+    /// Asked to re-offer while invokes were in flight: closes once they are answered.
+    private var reofferWhenIdle = false
     /// Completed once the session is up or the socket is gone: the dialler's handshake slot is free.
     private let handshake: EventLoopPromise<Void>
 
@@ -68,6 +70,17 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     func nodeEvent(_ event: String, payload: JSONValue, tag: String?) {
         perform(session.nodeEvent(event, payload: payload, tag: tag))
     }
+
+    /// Reconnects to offer the node's current commands (they changed, or an approval at the gateway
+    /// takes effect only on a new connect), as soon as nothing is in flight.
+    func reoffer() {
+        guard session.isReady else { return }  // a socket still dialling gets the new set when up
+        reofferWhenIdle = true
+        perform([])
+    }
+
+    var deviceId: String { session.configuration.device.deviceId }
+    var protocolVersion: Int { session.protocolVersion }
 
     // MARK: - From the gateway
 
@@ -111,11 +124,11 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
                 context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
             case let .connected(version):
                 handshake.succeed()
-                links.sessionUp(self, protocolVersion: version, deviceId: session.configuration.device.deviceId)
+                links.sessionUp(self, protocolVersion: version, deviceId: deviceId, offered: session.configuration.commands)
             case let .storeDeviceToken(token):
                 links.store(deviceToken: token, for: node)
             case let .invoke(invoke):
-                links.invoke(invoke, on: node)
+                links.invoke(invoke, on: node, session: self)
             case let .cancel(invokeID):
                 logger.info("the gateway cancelled an invoke", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
                 links.cancel(invokeID, on: node)
@@ -126,6 +139,12 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
                 sendClose(.policyViolation, "")
                 context?.close(promise: nil)
             }
+        }
+        if reofferWhenIdle, session.isIdle, context != nil {
+            reofferWhenIdle = false
+            ending.set("re-offering the node's commands", .reoffer)
+            sendClose(.normalClosure, "")
+            context?.close(promise: nil)
         }
         arm()
     }

@@ -33,8 +33,29 @@ final class OpenClawLinks: @unchecked Sendable {
         var task: Task<Void, Never>?
         var handler: OpenClawLinkHandler?
         var foreground: Bool
-        init(token: Int, foreground: Bool) { (self.token, self.foreground) = (token, foreground) }
+        /// What the socket offers (OpenClaw's names); a change re-offers at once.
+        var commands: [String]
+        /// What the gateway approved of them, once the device's record is read.
+        var surface: OpenClawSurface?
+        /// Added commands already logged as held by the gateway (logged once per set).
+        var loggedAwaiting: Set<String> = []
+        /// While the gateway holds added commands: the next re-offer, which picks up an approval.
+        var reoffer: Scheduled<Void>?
+        var reofferDelay = OpenClawLinks.reofferDelays.lowerBound
+        init(token: Int, foreground: Bool, commands: [String]) { (self.token, self.foreground, self.commands) = (token, foreground, commands) }
+
+        func stop() {
+            task?.cancel()
+            reoffer?.cancel()
+        }
     }
+
+    /// The gateway applies an approval of added commands only at the node's next connect, and
+    /// drops a request not approved in 5 minutes (openclaw-gateway-protocol.md §3.2): while it holds
+    /// some, the node's socket reconnects when idle after these delays, doubling.
+    static let reofferDelays: ClosedRange<TimeAmount> = .seconds(5) ... .seconds(120)
+    /// While the gateway holds the device itself, it is asked again this often.
+    static let deviceApprovalRetry: TimeInterval = 10
 
     let loop: any EventLoop
     private weak var driver: BridgeDriver?
@@ -69,19 +90,22 @@ final class OpenClawLinks: @unchecked Sendable {
         let node = presence.node
         switch presence.change {
         case let .online(details, commands, foreground):
-            guard nodes[node] == nil else { return }
+            // A session replacing another keeps the node's socket.
+            guard nodes[node] == nil else { return offer(commands, on: node) }
             nextToken += 1
-            let link = NodeLink(token: nextToken, foreground: foreground)
+            let link = NodeLink(token: nextToken, foreground: foreground, commands: commands)
             nodes[node] = link
             let token = link.token
-            link.task = Task { await self.run(node, token: token, details: details, commands: commands) }
+            link.task = Task { await self.run(node, token: token, details: details) }
+        case let .commands(commands):
+            offer(commands, on: node)
         case let .foreground(foreground):
             nodes[node]?.foreground = foreground
             nodes[node]?.handler?.nodeForeground(foreground)
         case .offline:
-            nodes.removeValue(forKey: node)?.task?.cancel()
+            nodes.removeValue(forKey: node)?.stop()
         case .revoked:
-            nodes.removeValue(forKey: node)?.task?.cancel()
+            nodes.removeValue(forKey: node)?.stop()
             Task { [devices, devicesLock, logger] in
                 do {
                     try devicesLock.withLock { try devices.forget(node) }
@@ -95,8 +119,17 @@ final class OpenClawLinks: @unchecked Sendable {
 
     /// The bridge is stopping: every node's socket closes.
     func stopAll() {
-        for link in nodes.values { link.task?.cancel() }
+        for link in nodes.values { link.stop() }
         nodes.removeAll()
+    }
+
+    /// The node's rules changed what the gateway may ask: its socket reconnects with the new set
+    /// once nothing is in flight on it (a socket still dialling offers it anyway).
+    private func offer(_ commands: [String], on node: Fingerprint) {
+        guard let link = nodes[node], link.commands != commands else { return }
+        link.commands = commands
+        logger.info("re-offering the node's commands to the OpenClaw gateway", metadata: ["node": "\(node)", "commands": "\(commands.joined(separator: ","))"])
+        link.handler?.reoffer()
     }
 
     func answer(_ node: Fingerprint, _ invokeID: String, _ answer: Result<InvokePayload, ErrorMessage>) {
@@ -132,11 +165,44 @@ final class OpenClawLinks: @unchecked Sendable {
         link.handler = nil
     }
 
-    func sessionUp(_ handler: OpenClawLinkHandler, protocolVersion: Int, deviceId: String) {
-        logger.info("node attached to the OpenClaw gateway", metadata: ["node": "\(handler.node)", "deviceId": "\(deviceId)", "protocol": "\(protocolVersion)"])
-        driver?.openClawSession(node: handler.node, deviceId: deviceId, state: "connected (protocol \(protocolVersion))")
+    func sessionUp(_ handler: OpenClawLinkHandler, protocolVersion: Int, deviceId: String, offered: [String]) {
+        let node = handler.node
+        logger.info("node attached to the OpenClaw gateway", metadata: ["node": "\(node)", "deviceId": "\(deviceId)", "protocol": "\(protocolVersion)"])
+        guard let link = nodes[node] else { return }
+        var surface = link.surface ?? OpenClawSurface(approved: nil)
+        if surface.sessionUp(offering: offered) { storeApproved(surface, for: node) }
+        link.surface = surface
+        publish(node, deviceId: deviceId, protocolVersion: protocolVersion)
+        if !surface.awaiting.isEmpty {
+            if link.loggedAwaiting != surface.awaiting {
+                link.loggedAwaiting = surface.awaiting
+                logger.warning("the OpenClaw gateway holds the node's added commands for its operator: \(RuntimeStatus.GatewayApproval.commands(surface.awaiting.sorted()).summary) (device \(deviceId)); until then it keeps to the ones it approved, and lanbridge re-offers them now and then so that an approval takes effect",
+                               metadata: ["node": "\(node)"])
+            }
+            link.reoffer?.cancel()
+            link.reoffer = loop.scheduleTask(in: link.reofferDelay) { [weak link] in link?.handler?.reoffer() }
+            link.reofferDelay = min(link.reofferDelay * 2, Self.reofferDelays.upperBound)
+        }
+        // The rules changed while this socket was dialled.
+        if offered != link.commands { handler.reoffer() }
         // Whatever the gateway queued while the node was away or in the background.
-        if nodes[handler.node]?.foreground == true { handler.nodeForeground(true) }
+        if link.foreground { handler.nodeForeground(true) }
+    }
+
+    /// The session's state and what the gateway holds, for status and doctor.
+    private func publish(_ node: Fingerprint, deviceId: String, protocolVersion: Int) {
+        let awaiting = nodes[node]?.surface?.awaiting ?? []
+        let approval = awaiting.isEmpty ? nil : RuntimeStatus.GatewayApproval.commands(awaiting.sorted())
+        driver?.openClawSession(node: node, deviceId: deviceId, state: approval?.summary ?? "connected (protocol \(protocolVersion))", approval: approval)
+    }
+
+    private func storeApproved(_ surface: OpenClawSurface, for node: Fingerprint) {
+        guard let approved = surface.approved else { return }
+        Task { [devices, devicesLock, logger] in
+            do { try devicesLock.withLock { try devices.setApprovedCommands(approved, for: node) } } catch {
+                logger.error("cannot store the commands the gateway approved for \(node): \(error)")
+            }
+        }
     }
 
     func store(deviceToken: String, for node: Fingerprint) {
@@ -147,7 +213,16 @@ final class OpenClawLinks: @unchecked Sendable {
         }
     }
 
-    func invoke(_ invoke: OpenClawNodeSession.Invoke, on node: Fingerprint) {
+    func invoke(_ invoke: OpenClawNodeSession.Invoke, on node: Fingerprint, session: OpenClawLinkHandler) {
+        if let link = nodes[node], var surface = link.surface, let name = OpenClawCommands.openClawName(invoke.command), surface.invoked(name) {
+            // Held back until its operator approved: so the approval is in.
+            link.surface = surface
+            (link.loggedAwaiting, link.reofferDelay) = ([], Self.reofferDelays.lowerBound)
+            link.reoffer?.cancel()
+            storeApproved(surface, for: node)
+            logger.info("the OpenClaw gateway's operator approved the node's added commands", metadata: ["node": "\(node)"])
+            publish(node, deviceId: session.deviceId, protocolVersion: session.protocolVersion)
+        }
         driver?.openClawInvoke(node: node, invoke)
     }
 
@@ -157,13 +232,22 @@ final class OpenClawLinks: @unchecked Sendable {
 
     // MARK: - One node's socket, redialled while the node stays
 
-    private func run(_ node: Fingerprint, token: Int, details: NodeDetails, commands: [String]) async {
+    private func run(_ node: Fingerprint, token: Int, details: NodeDetails) async {
         let made: (OpenClawDevice, OpenClawDevices.Record)
         do { made = try devicesLock.withLock { try devices.device(for: node, platform: details.platform) } } catch {
             logger.error("cannot make the OpenClaw identity of \(node): \(error)")
             return
         }
         let (device, record) = made
+        // What the gateway approved, and (each time round) what the rules offer now.
+        let current = { [loop] (approved: [String]??) async -> [String]? in
+            try? await loop.submit { () -> [String]? in
+                guard let link = self.nodes[node], link.token == token else { return nil }
+                if let approved, link.surface == nil { link.surface = OpenClawSurface(approved: approved) }
+                return link.commands
+            }.get()
+        }
+        guard let commands = await current(.some(record.approvedCommands)) else { return }
         var configuration = OpenClawNodeSession.Configuration(
             device: device, claims: .node(platform: record.platform, deviceFamily: record.deviceFamily),
             // Unique per node: the gateway retires silently paired devices that share a name.
@@ -172,13 +256,16 @@ final class OpenClawLinks: @unchecked Sendable {
             caps: details.caps, commands: commands,
             sharedToken: options.token.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }, deviceToken: record.deviceToken)
         var delay = options.backoff.lowerBound
+        var heldDevice: String??
         while !Task.isCancelled {
+            if let commands = await current(nil) { configuration.commands = commands }
             driver?.openClawSession(node: node, deviceId: device.deviceId, state: "connecting")
             let started = Date()
             let (reason, retry) = await connectOnce(node, token: token, configuration)
             if Task.isCancelled { break }
             if Date().timeIntervalSince(started) > 30 { delay = options.backoff.lowerBound }
             var wait = delay * Double.random(in: 0.8...1.2)
+            var approval: RuntimeStatus.GatewayApproval?
             switch retry {
             case .signV2:
                 configuration.signature = .v2
@@ -187,14 +274,25 @@ final class OpenClawLinks: @unchecked Sendable {
                 configuration.deviceToken = nil
                 try? devicesLock.withLock { try devices.setDeviceToken(nil, for: node) }
                 wait = 0
+            case .reoffer:
+                wait = 0
+            case let .deviceApproval(requestId):
+                approval = .device(requestId)
+                if heldDevice != .some(requestId) {
+                    heldDevice = .some(requestId)
+                    logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(approval?.summary ?? "")")
+                }
+                wait = Self.deviceApprovalRetry
             case let .operatorNeeded(hint):
                 logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)")
                 wait = options.backoff.upperBound
             case .backoff:
                 delay = min(delay * 2, options.backoff.upperBound)
             }
-            logger.info("node's OpenClaw socket down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["node": "\(node)"])
-            driver?.openClawSession(node: node, deviceId: device.deviceId, state: "disconnected: \(reason)")
+            if retry != .reoffer {
+                logger.info("node's OpenClaw socket down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["node": "\(node)"])
+            }
+            driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval)
             try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
         }
     }

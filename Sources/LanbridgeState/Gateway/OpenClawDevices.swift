@@ -22,6 +22,9 @@ public struct OpenClawDevices: Sendable {
         public var deviceFamily: String
         /// The token the gateway issued, once it has.
         public var deviceToken: String?
+        /// The commands (OpenClaw's names) the gateway approved for the node (`OpenClawSurface`);
+        /// absent before its first session, and in files written before 0.9.
+        public var approvedCommands: [String]?
     }
 
     struct File: Codable {
@@ -51,6 +54,15 @@ public struct OpenClawDevices: Sendable {
         var file = try read()
         guard file.devices[node.description] != nil, file.devices[node.description]?.deviceToken != token else { return }
         file.devices[node.description]?.deviceToken = token
+        try write(file)
+    }
+
+    /// Records the commands the gateway approved for the node.
+    public func setApprovedCommands(_ commands: Set<String>, for node: Fingerprint) throws {
+        var file = try read()
+        let sorted = commands.sorted()
+        guard file.devices[node.description] != nil, file.devices[node.description]?.approvedCommands != sorted else { return }
+        file.devices[node.description]?.approvedCommands = sorted
         try write(file)
     }
 

@@ -29,6 +29,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     /// (hex SHA-256 of its Ed25519 key, the ID agents use) and its socket's state.
     public var gatewayDeviceId: String?
     public var gatewaySession: String?
+    /// What that gateway holds for its own operator's approval, if anything.
+    public var gatewayApproval: RuntimeStatus.GatewayApproval?
     /// Sensitive patterns only the defaults before 0.8.0 granted, until confirmed or denied; nil if none.
     public var grantedByOldDefault: [String]?
 
@@ -56,6 +58,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         lastSeen = live == nil ? node.lastSeen : Date()
         gatewayDeviceId = live?.gatewayDeviceId
         gatewaySession = live?.gatewaySession
+        gatewayApproval = live?.gatewayApproval
     }
 }
 

@@ -17,8 +17,51 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
         /// With the OpenClaw gateway protocol: the node's device ID there, and its session's state.
         public var gatewayDeviceId: String?
         public var gatewaySession: String?
+        /// With the OpenClaw gateway protocol: what the gateway holds for its operator, if anything.
+        public var gatewayApproval: GatewayApproval?
         public init(address: String, foreground: Bool, connectedAt: Date) {
             (self.address, self.foreground, self.connectedAt) = (address, foreground, connectedAt)
+        }
+    }
+
+    /// Something an OpenClaw gateway holds for its own operator's approval (its second approval,
+    /// after lanbridge's own).
+    public struct GatewayApproval: Codable, Equatable, Sendable {
+        public enum Kind: String, Codable, Sendable {
+            /// The node's device: no session until it is approved.
+            case device
+            /// Commands added to the node's surface: the gateway keeps to the approved ones meanwhile.
+            case commands
+        }
+
+        public var kind: Kind
+        /// The gateway's request, when it said (it tells nodes the device's, not the commands').
+        public var requestId: String?
+        /// The added commands (OpenClaw's names), for `commands`.
+        public var commands: [String]?
+        /// What the gateway's operator runs there.
+        public var approveWith: String
+
+        public init(kind: Kind, requestId: String? = nil, commands: [String]? = nil, approveWith: String) {
+            (self.kind, self.requestId, self.commands, self.approveWith) = (kind, requestId, commands, approveWith)
+        }
+
+        /// The device, held under `requestId`.
+        public static func device(_ requestId: String?) -> Self {
+            Self(kind: .device, requestId: requestId, approveWith: "openclaw devices approve \(requestId ?? "<requestId from: openclaw devices list>")")
+        }
+
+        /// Added commands; the gateway does not tell the node the request's ID.
+        public static func commands(_ commands: [String]) -> Self {
+            Self(kind: .commands, commands: commands, approveWith: "openclaw nodes approve <requestId from: openclaw nodes pending>")
+        }
+
+        /// One line for status, doctor and the log.
+        public var summary: String {
+            switch kind {
+            case .device: "waiting for the gateway's approval of the device: \(approveWith)"
+            case .commands: "waiting for the gateway's approval of \((commands ?? []).joined(separator: ", ")): \(approveWith)"
+            }
         }
     }
 

@@ -11,9 +11,12 @@ Prints "listening PORT", then one line per thing a test waits for:
   pending REQUEST DEVICE              refused DEVICE DETAILCODE
   result INVOKE JSON                  queued ACTION DEVICE COMMAND
   acked IDS                           disconnected DEVICE
+  surface-pending REQUEST DEVICE a,b  surface-approved DEVICE a,b
 Reads commands on stdin:
   invoke DEVICE COMMAND PARAMSJSON [TIMEOUTMS]   (prints "invoking INVOKE" first)
-  approve REQUEST     rotate DEVICE     kick DEVICE     cancel INVOKE
+  force DEVICE COMMAND PARAMSJSON [TIMEOUTMS]    (the same, skipping the command policy, as a
+                                                   gateway that ignores it would: not upstream)
+  approve REQUEST (a device's or a node surface's)     rotate DEVICE     kick DEVICE     cancel INVOKE
   devices             (prints "devices N upgrades M" and one "device ID PLATFORM FAMILY" line each)
 """
 import asyncio, base64, hashlib, hmac, json, os, secrets, sys, time, uuid
@@ -54,6 +57,8 @@ pending = {}   # requestId -> device record awaiting approval
 sessions = {}  # deviceId -> (websocket, commands)
 invokes = {}   # invokeId -> (deviceId, command, future)
 queue = {}     # deviceId -> [action]
+surfaces = {}  # deviceId -> the node commands its operator approved (the paired-node record)
+surface_requests = {}  # requestId -> (deviceId, commands) awaiting node.pair approval
 upgraded = [0]  # WebSocket upgrades accepted, for the squatting test
 
 
@@ -215,6 +220,7 @@ async def handshake(ws):
     if not known.get("token"):
         known["token"] = base64.urlsafe_b64encode(secrets.token_bytes(32)).rstrip(b"=").decode()
     declared = [c for c in p.get("commands", []) if c in ALLOW.get(platform_of(client.get("platform")), [])]
+    declared = reconcile_surface(device_id, declared)
     if device_id in sessions:  # a new session replaces the old one
         await sessions[device_id][0].close(1000, "replaced")
     sessions[device_id] = (ws, declared)
@@ -226,6 +232,26 @@ async def handshake(ws):
         "policy": {"maxPayload": 26214400, "maxBufferedBytes": 52428800, "tickIntervalMs": TICK_MS}}))
     say(f"connected {device_id} {platform} {client.get('displayName', '')}|commands={','.join(declared)}")
     return device_id
+
+
+def reconcile_surface(device_id, declared):
+    """The node's effective commands for this session, after the node-surface approval of
+    openclaw-gateway-protocol.md §3.2. Follows OpenClaw's reconcileNodePairingOnConnect
+    (src/gateway/node-connect-reconcile.ts:54-118, applied by message-handler.ts:1143-1157):
+    with an approved record that lacks some declared command, a pending node.pair request is made
+    and the session keeps to the approved commands. One pending request per node, refreshed on each
+    connect (src/infra/node-pairing.ts:183-221). The first surface is approved with the device, as
+    the current gateway does on loopback (reference §3.2, [L] connect-node-session.ts)."""
+    approved = surfaces.get(device_id)
+    if approved is None:
+        surfaces[device_id] = declared
+        return declared
+    if all(c in approved for c in declared):
+        return declared
+    request_id = next((r for r, (d, _) in surface_requests.items() if d == device_id), None) or str(uuid.uuid4())
+    surface_requests[request_id] = (device_id, declared)
+    say(f"surface-pending {request_id} {device_id} {','.join(declared)}")
+    return list(approved)  # resolveApprovedReconnectCommands: the approved ones (within the allowlist already)
 
 
 async def node_request(ws, device_id, msg, unauthorized):
@@ -240,10 +266,13 @@ async def node_request(ws, device_id, msg, unauthorized):
     if method == "node.invoke.result":
         if params.get("nodeId") != device_id:
             return await ws.send(frame("res", id=rid, ok=False, error={"code": "INVALID_REQUEST", "message": "nodeId mismatch"}))
+        # The result is taken before the reply, as OpenClaw's handleNodeInvokeResult does
+        # (src/gateway/server-methods/nodes.handlers.invoke-result.ts:54-71): a node may close
+        # right after sending it.
         entry = invokes.pop(params.get("id"), None)
-        await ws.send(frame("res", id=rid, ok=True, payload={"ok": True, **({} if entry else {"ignored": True})}))
         if entry:
             entry[2].set_result(params)
+        await ws.send(frame("res", id=rid, ok=True, payload={"ok": True, **({} if entry else {"ignored": True})}))
     elif method == "node.pending.pull":
         actions = queue.get(device_id, [])
         await ws.send(frame("res", id=rid, ok=True, payload={"nodeId": device_id, "actions": actions}))
@@ -304,14 +333,14 @@ async def connection(ws):
             say(f"disconnected {device_id}")
 
 
-async def invoke(device_id, command, params_json, timeout_ms):
+async def invoke(device_id, command, params_json, timeout_ms, force=False):
     invoke_id = str(uuid.uuid4())
     say(f"invoking {invoke_id}")
     session = sessions.get(device_id)
     if not session:
         return say(f"result {invoke_id} " + json.dumps({"ok": False, "error": {"code": "UNAVAILABLE", "message": "node not connected", "details": {"code": "NOT_CONNECTED"}}}))
     ws, declared = session
-    if command not in declared:
+    if command not in declared and not force:
         return say(f"result {invoke_id} " + json.dumps({"ok": False, "error": {"code": "INVALID_REQUEST", "message": "command not allowlisted", "details": {"reason": "command not declared by node", "command": command}}}))
     future = asyncio.get_running_loop().create_future()
     invokes[invoke_id] = (device_id, command, future)
@@ -344,8 +373,15 @@ async def commands():
         words = line.split(maxsplit=4)
         if not words:
             continue
-        if words[0] == "invoke":
-            asyncio.create_task(invoke(words[1], words[2], words[3], int(words[4]) if len(words) > 4 else 30000))
+        if words[0] in ("invoke", "force"):
+            asyncio.create_task(invoke(words[1], words[2], words[3], int(words[4]) if len(words) > 4 else 30000, force=words[0] == "force"))
+        elif words[0] == "approve" and words[1] in surface_requests:
+            # node.pair.approve (src/gateway/server-methods/nodes.ts:579-620): the record takes the
+            # request's commands; only operators hear node.pair.resolved, and the node's live session
+            # keeps its commands until it reconnects.
+            device_id, approved = surface_requests.pop(words[1])
+            surfaces[device_id] = approved
+            say(f"surface-approved {device_id} {','.join(approved)}")
         elif words[0] == "approve" and words[1] in pending:
             record = pending.pop(words[1])
             device_id = record.pop("deviceId", None) or next(d for d, r in devices.items() if r["publicKey"] == record["publicKey"])

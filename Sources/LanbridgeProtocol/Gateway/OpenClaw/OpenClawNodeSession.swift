@@ -62,8 +62,14 @@ public struct OpenClawNodeSession: Sendable {
         case signV2
         /// The device token was refused: forget it, connect with the shared token (at once, once).
         case sharedToken
-        /// Needs a person: approve the device at the gateway, or fix the configuration. Retried slowly.
+        /// Needs a person: fix the configuration. Retried slowly.
         case operatorNeeded(String)
+        /// The gateway holds the device for its operator's approval (`PAIRING_REQUIRED`), under this
+        /// request when it said which. Retried often enough that an approval takes effect soon; the
+        /// gateway keeps one request per device across the retries.
+        case deviceApproval(requestId: String?)
+        /// The bridge closed the socket to offer a changed set of commands: at once.
+        case reoffer
     }
 
     public enum Action: Sendable, Equatable {
@@ -92,7 +98,7 @@ public struct OpenClawNodeSession: Sendable {
 
     public private(set) var configuration: Configuration
     private var state: State
-    private var protocolVersion = 0
+    public private(set) var protocolVersion = 0
     private var tickIntervalMs: Int64 = 30_000
     private var lastFrameMs: Int64
     private var inFlight: Set<String> = []
@@ -110,6 +116,9 @@ public struct OpenClawNodeSession: Sendable {
     }
 
     public var isReady: Bool { if case .ready = state { true } else { false } }
+
+    /// Nothing is in flight on the socket: closing it now loses no invoke and no event's reply.
+    public var isIdle: Bool { inFlight.isEmpty && queuedRunning.isEmpty && eventsWaiting.isEmpty }
 
     // MARK: - Events
 
@@ -272,8 +281,7 @@ public struct OpenClawNodeSession: Sendable {
         case "DEVICE_AUTH_SIGNATURE_INVALID" where configuration.signature == .v3: return .signV2
         case "AUTH_DEVICE_TOKEN_MISMATCH" where configuration.sharedToken != nil: return .sharedToken
         case "PAIRING_REQUIRED":
-            let request = if case let .string(id)? = error.details?["requestId"] { " (request \(id))" } else { "" }
-            return .operatorNeeded("approve the device at the gateway: openclaw devices approve\(request)")
+            return .deviceApproval(requestId: { if case let .string(id)? = error.details?["requestId"], !id.isEmpty { id } else { nil } }())
         case "AUTH_TOKEN_MISSING", "AUTH_TOKEN_MISMATCH", "AUTH_DEVICE_TOKEN_MISMATCH":
             return .operatorNeeded("set the gateway's token in lanbridge's gateway.tokenFile")
         case "PROTOCOL_MISMATCH":
