@@ -15,7 +15,7 @@ import Prometheus
 /// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
 public enum BridgeServer {
     /// The one place the version is written; `scripts/package` reads it from here.
-    public static let version = "0.8.0"
+    public static let version = "0.9.0"
 
     /// What a reload (SIGHUP) reads again: the config file and the gateway token.
     public struct Reloaded: Sendable {
@@ -76,6 +76,7 @@ public enum BridgeServer {
         // What is known before the listener, in the first runtime.json already.
         if !configuration.mdns { core.runtime.mdns = "off" }
         if configuration.gateway == nil { core.runtime.gateway = "off" }
+        io.forgetUnpairedPushTokens(initial)
         let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, logger: logger)
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?

@@ -159,12 +159,32 @@ public actor NodeClient {
     /// when not connected (or the connection closes), `TIMEOUT` when no answer comes in `timeout`.
     public func call(_ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil,
                      timeout: Duration = .seconds(30)) async throws(LanbridgeError) -> JSONValue? {
+        try await request(timeout: timeout) { GatewayCall(id: "c\($0)", method: method, params: params, idempotencyKey: idempotencyKey) }
+    }
+
+    /// Tells the bridge where to wake this node (PROTOCOL.md §9.6): the push provider's token, and
+    /// for APNs the environment and the app's bundle ID as `topic`. The latest registration
+    /// replaces the one before: register again whenever the provider issues a new token. The
+    /// bridge keeps the token from logs and from the CLI's output; with an OpenClaw gateway an APNs
+    /// token also reaches the gateway, for its own wake. Throws `INVALID_REQUEST` (checked here
+    /// first), `RATE_LIMITED` (it counts as one of the node's events), `UNAVAILABLE`, `TIMEOUT`.
+    public func registerPush(provider: String, token: String, environment: String? = nil, topic: String? = nil,
+                             timeout: Duration = .seconds(30)) async throws(LanbridgeError) {
+        let check = PushRegister(id: "", provider: provider, token: token, environment: environment, topic: topic)
+        do throws(ErrorMessage) { _ = try check.validated() } catch { throw LanbridgeError(error) }
+        _ = try await request(timeout: timeout) { PushRegister(id: "p\($0)", provider: provider, token: token, environment: environment, topic: topic) }
+    }
+
+    /// Sends a message that the bridge answers by its `id` (`gateway.result`, `push.result`), and
+    /// waits for that answer, the deadline, or the connection's end.
+    private func request<M: SessionMessage & Identified>(timeout: Duration, _ make: (Int) -> M) async throws(LanbridgeError) -> JSONValue? {
         guard connected, let connection else {
             throw LanbridgeError(code: LanbridgeError.unavailable, message: "not connected to the bridge", retryable: true)
         }
         nextCall += 1
-        let id = "c\(nextCall)"
-        let message = SessionMessages.encode(GatewayCall(id: id, method: method, params: params, idempotencyKey: idempotencyKey))
+        let outgoing = make(nextCall)
+        let id = outgoing.id
+        let message = SessionMessages.encode(outgoing)
         let result = await withCheckedContinuation { continuation in
             calls[id] = continuation
             deadlines[id] = Task { [weak self] in
@@ -331,6 +351,8 @@ public actor NodeClient {
             answer(result.id, result.ok
                 ? .success(result.payload)
                 : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
+        case let result as PushResult:
+            answer(result.id, result.ok ? .success(nil) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
         case let error as ErrorMessage:
             emit.yield(.error(code: error.code, message: error.message))
             if error.code == ErrorMessage.pairingExpired { throw ClientError.pairingExpired }
@@ -385,3 +407,8 @@ public actor NodeClient {
         try? await connection?.send(SessionMessages.encode(message))
     }
 }
+
+/// A message the bridge answers by its `id`.
+protocol Identified { var id: String { get } }
+extension GatewayCall: Identified {}
+extension PushRegister: Identified {}

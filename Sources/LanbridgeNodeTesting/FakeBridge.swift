@@ -44,6 +44,8 @@ public actor FakeBridge: NodeTransport {
         case event(nodeID: String, event: String, payload: JSONValue?)
         /// The node called the gateway (answered by `answerCalls(with:)`).
         case gatewayCall(nodeID: String, method: String, params: JSONValue?, idempotencyKey: String?)
+        /// The node registered where to wake it, accepted as the bridge would check it.
+        case pushRegistered(nodeID: String, PushRegistration)
         /// The node's connection ended.
         case disconnected(nodeID: String)
     }
@@ -285,6 +287,14 @@ public actor FakeBridge: NodeTransport {
             Task {
                 guard let answer = await gateway(call.method, call.params) else { return }
                 self.send(GatewayCallResult(id: call.id, result: answer.mapError(\.errorMessage)), to: nodeID)
+            }
+        case let register as PushRegister where link.authenticated:
+            // The bridge's own check (PROTOCOL.md §9.6), so a test sees what the real one refuses.
+            do throws(ErrorMessage) {
+                record(.pushRegistered(nodeID: nodeID, try register.validated()))
+                send(PushResult(id: register.id), to: nodeID)
+            } catch {
+                send(PushResult(id: register.id, error: error), to: nodeID)
             }
         case let result as InvokeResult where link.authenticated:
             invokes.removeValue(forKey: result.id)?.continuation.resume(returning: result.ok

@@ -13,13 +13,21 @@ public enum Hex {
         let chars = Array(text.utf8)
         guard chars.count % 2 == 0 else { throw InvalidHex(text: text) }
         func nibble(_ c: UInt8) throws -> UInt8 {
-            switch c {
-            case 48...57: c - 48
-            case 97...102: c - 87
-            case 65...70: c - 55
-            default: throw InvalidHex(text: text)
-            }
+            guard let value = value(of: c) else { throw InvalidHex(text: text) }
+            return value
         }
         return try stride(from: 0, to: chars.count, by: 2).map { try nibble(chars[$0]) << 4 | nibble(chars[$0 + 1]) }
     }
+
+    /// A hex digit's value, either case.
+    static func value(of c: UInt8) -> UInt8? {
+        switch c {
+        case 48...57: c - 48
+        case 97...102: c - 87
+        case 65...70: c - 55
+        default: nil
+        }
+    }
+
+    public static func isDigit(_ c: UInt8) -> Bool { value(of: c) != nil }
 }

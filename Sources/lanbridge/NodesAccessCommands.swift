@@ -107,6 +107,9 @@ extension NodesCommand {
                   may run:    \(list(d.allowedCommands))
                   flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
                 """)
+                if let push = d.push {
+                    print("  push:       \(push.provider)\(push.environment.map { " (\($0))" } ?? "")\(push.topic.map { " for \($0)" } ?? ""), registered \(push.registeredAt.formatted(.iso8601)), token sha256 \(push.tokenHash)…")
+                }
                 if let device = d.gatewayDeviceId {
                     print("  gateway:    OpenClaw device \(device): \(d.gatewaySession ?? "?")")
                 }

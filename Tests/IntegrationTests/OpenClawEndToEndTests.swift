@@ -156,6 +156,21 @@ struct OpenClawEndToEndTests {
         #expect(event[1] == "notifications.changed", "the refused one never reached the gateway: \(event)")
     }
 
+    /// Issue 23: an APNs registration reaches the gateway as the push.apns.register OpenClaw's own
+    /// wake reads; other providers stay with lanbridge.
+    @Test func anAPNsRegistrationReachesTheGatewayForItsOwnWake() throws {
+        let stack = try Stack()
+        stack.node.process.write(line: "push ntfy https://ntfy.example.net/t")
+        #expect(try stack.node.waitFor("push").hasPrefix("ok"))
+        stack.node.process.write(line: "push apns \(PushEndToEndTests.token) sandbox com.example.companion")
+        #expect(try stack.node.waitFor("push").hasPrefix("ok"))
+        let event = try stack.gateway.waitFor("node.event")
+        #expect(event[0] == stack.device && event[1] == "push.apns.register", "the ntfy one never went: \(event)")
+        let payload = try JSONDecoder().decode(JSONValue.self, from: Data(event[2].utf8))
+        #expect(payload == ["transport": "direct", "token": .string(PushEndToEndTests.token), "topic": "com.example.companion", "environment": "sandbox"])
+        #expect(!stack.bridge.log.contains(PushEndToEndTests.token))
+    }
+
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
         let stack = try Stack()
         #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.snapshot"]).status == 0)

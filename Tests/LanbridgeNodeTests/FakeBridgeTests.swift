@@ -239,4 +239,22 @@ struct FakeBridgeTests {
         #expect(try await bridge.invoke(nodeID, "device.echo", params: "again") == "again", "the node goes on answering")
         await node.stop()
     }
+
+    /// Issue 23: push registration (PROTOCOL.md §9.6) through the SDK.
+    @Test(.timeLimit(.minutes(1)))
+    func registerPushReachesTheBridgeCheckedWhole() async throws {
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge)
+        let nodeID = try await Self.pair(bridge, node)
+        let token = String(repeating: "ab", count: 32)
+        try await node.client.registerPush(provider: "apns", token: token, environment: "sandbox", topic: "com.example.app")
+        let registered = await bridge.next { if case let .pushRegistered(id, registration) = $0 { (id, registration) } else { nil } }
+        #expect(registered.0 == nodeID && registered.1 == PushRegistration(provider: "apns", token: token, environment: "sandbox", topic: "com.example.app"))
+        // Refused before sending: an APNs token must be hex, and have its topic.
+        let refused = await Self.failure("a bad token") { try await node.client.registerPush(provider: "apns", token: "not hex", topic: "t"); return nil }
+        #expect(refused?.code == ErrorMessage.invalidRequest)
+        let noTopic = await Self.failure("no topic") { try await node.client.registerPush(provider: "apns", token: token); return nil }
+        #expect(noTopic?.code == ErrorMessage.invalidRequest)
+        await node.stop()
+    }
 }

@@ -34,6 +34,11 @@ func askTheAgent(_ client: NodeClient) async throws(LanbridgeError) -> JSONValue
     try await client.call("agent", params: ["message": "hi"], idempotencyKey: UUID().uuidString,
                           timeout: .seconds(30))             // FORBIDDEN, TIMEOUT, UNAVAILABLE, …
 }
+
+func didRegisterForRemoteNotifications(_ client: NodeClient, token: String) async throws(LanbridgeError) {
+    try await client.registerPush(provider: "apns", token: token, // hex; kept 0600 by the bridge
+                                  environment: "production", topic: "com.example.companion")
+}
 // README: end
 
 // README: app test
@@ -80,6 +85,8 @@ struct ReadmeSnippetTests {
         let nodeID = await bridge.nextConnection()
         for await event in connected { if case .connected = event { break } }
         #expect(try await askTheAgent(client) == ["heard": ["message": "hi"]])
+        try await didRegisterForRemoteNotifications(client, token: String(repeating: "c0", count: 32))
+        _ = await bridge.next { if case .pushRegistered(nodeID, _) = $0 { true } else { nil } }
         await appDidEnterBackground(client)
         _ = await bridge.next { if case .appState(nodeID, false) = $0 { true } else { nil } }
         #expect(await bridge.isInForeground(nodeID) == false)

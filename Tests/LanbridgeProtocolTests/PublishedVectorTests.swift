@@ -42,7 +42,7 @@ struct PublishedVectorTests {
     /// Each published message reads as its type with its fields, and lanbridge writes it the same.
     @Test func sessionMessages() throws {
         let file = try Repository.json(MessageFile.self, at: "pairing/vectors/messages.json")
-        #expect(file.cases.contains { $0.type == InvokeCancel.type })
+        #expect(file.cases.contains { $0.type == InvokeCancel.type } && file.cases.contains { $0.type == PushRegister.type })
         for c in file.cases {
             let message = try SessionMessages.decode(Array(c.json.utf8))
             #expect(type(of: message).type == c.type)
@@ -50,6 +50,9 @@ struct PublishedVectorTests {
             guard case var .object(expected) = c.fields else { Issue.record("fields must be an object"); continue }
             expected["type"] = .string(c.type)
             #expect(written == .object(expected), "\(c.type)")
+            if let register = message as? PushRegister {
+                #expect(throws: Never.self, "a published registration passes the bridge's check") { _ = try register.validated() }
+            }
         }
     }
 

@@ -22,6 +22,8 @@ struct NodeSim: AsyncParsableCommand {
           voice TEXT        the same, as a voice transcript ("source": "voice")
           call METHOD       call any gateway method (the bridge refuses all but agent and system-event)
           event NAME        send an event to the gateway
+          push PROVIDER TOKEN [ENVIRONMENT [TOPIC]]
+                            register where to wake it (prints "push ok null" or "push error CODE …")
 
         canvas.snapshot takes {"width","height"} (up to 4096) and {"delayMs"}; device.echo takes {"delayMs"} to answer late, {"wideKeys": N} to answer an object of N keys.
         """
@@ -84,6 +86,14 @@ struct NodeSim: AsyncParsableCommand {
                     Task { await report("call") { () async throws(LanbridgeError) in try await client.call(method, params: [:], idempotencyKey: key) } }
                 case let ("event", name):
                     Task { await client.send(event: name, payload: ["at": .number(Date().timeIntervalSince1970)]); say("event sent \(name)") }
+                case let ("push", rest):
+                    // push PROVIDER TOKEN [ENVIRONMENT [TOPIC]]
+                    let parts = rest.split(separator: " ").map(String.init)
+                    Task { await report("push") { () async throws(LanbridgeError) in
+                        try await client.registerPush(provider: parts.first ?? "", token: parts.count > 1 ? parts[1] : "",
+                                                      environment: parts.count > 2 ? parts[2] : nil, topic: parts.count > 3 ? parts[3] : nil)
+                        return nil
+                    } }
                 default: break
                 }
             }

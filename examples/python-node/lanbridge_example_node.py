@@ -25,7 +25,7 @@ def say(*words):
 
 
 def build(state_dir, name):
-    node = Node(state_dir, Details(name, platform="linux", os_version=platform.release(), app_version="example-0.8.0"),
+    node = Node(state_dir, Details(name, platform="linux", os_version=platform.release(), app_version="example-0.9.0"),
                 on_event=lambda kind, detail: say(kind, detail))
 
     @node.handle("system.info")

@@ -123,6 +123,14 @@ def messages():
     """Session messages (§9) as exact JSON text, each parsed here by Python's json module."""
     cases = [
         {"direction": "bridge -> node", "type": "invoke.cancel", "fields": {"id": "i3f09a1c2b7d4.17"}},
+        {"direction": "node -> bridge", "type": "push.register", "fields": {
+            "id": "p1", "provider": "apns", "token": "5d41402abc4b2a76b9719d911017c5925d41402abc4b2a76b9719d911017c592",
+            "environment": "production", "topic": "com.example.companion"}},
+        {"direction": "node -> bridge", "type": "push.register", "fields": {
+            "id": "p2", "provider": "ntfy", "token": "https://ntfy.example.net/lanbridge-7Qx2"}},
+        {"direction": "bridge -> node", "type": "push.result", "fields": {"id": "p1", "ok": True}},
+        {"direction": "bridge -> node", "type": "push.result", "fields": {"id": "p2", "ok": False, "error": {
+            "code": "INVALID_REQUEST", "message": "push.register: token must be 1-4096 visible ASCII characters"}}},
     ]
     for case in cases:
         case["json"] = json.dumps({"type": case["type"], **case["fields"]}, separators=(",", ":"), ensure_ascii=False)

@@ -62,6 +62,9 @@ struct StoreOperation: Sendable {
         /// Keep waiting requests alive, expire stale ones.
         case maintain(waiting: Set<String>, now: Date, timing: PairingState.Timing)
         case recordSeen(Set<Fingerprint>, now: Date)
+        /// A node's push registration: the token into push-tokens.json first, then its summary
+        /// into paired.json. `messageId` is the node's `push.register` to answer.
+        case registerPush(node: Fingerprint, PushRegistration, messageId: String, now: Date)
     }
 
     enum Outcome: Sendable {
@@ -99,6 +102,12 @@ extension StoreOperation {
             return .done
         case let .recordSeen(nodes, now):
             try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
+            return .done
+        case let .registerPush(node, registration, _, now):
+            // Checked first, so a revoked node leaves no token behind.
+            guard try store.read().node(node) != nil else { throw PairingError.unknownNode(node.description) }
+            try PushTokens(directory: store.directory).set(registration, for: node, now: now)
+            try store.update(actor: "node \(node)") { try $0.setPush(PushSummary(registration, registeredAt: now), node: node) }
             return .done
         }
     }

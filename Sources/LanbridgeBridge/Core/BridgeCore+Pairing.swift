@@ -91,6 +91,8 @@ extension BridgeCore {
             // node (its OpenClaw socket above all) needs its record (issue 23).
             index(node)
             becomePaired(id, announce: .approved)
+        case let (.registerPush(_, registration, messageId, _), .paired, result):
+            pushStored(registration, messageId: messageId, on: connection, result)
         case let (.redeemInvite, _, .failure(error)):
             logger.notice("invite redemption refused: \(error)", metadata: meta(connection))
             fail(id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)"))

@@ -287,6 +287,8 @@ struct BridgeCore {
             nodeEvent(event, size: size, from: connection, now: now)
         case let call as GatewayCall where connection.isPaired:
             nodeCalled(call, on: connection, now: now)
+        case let register as PushRegister where connection.isPaired:
+            pushRegistered(register, on: connection, wall: wall)
         case let request as PairRequest:
             pairingRequested(request, on: connection, now: now, wall: wall)
         case let reveal as PairReveal:

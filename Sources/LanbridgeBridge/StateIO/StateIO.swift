@@ -30,9 +30,25 @@ final class StateIO: Sendable {
 
     /// The store as it is now, with the version of paired.json it came from (taken first, so a
     /// change that lands during the read makes the next version check read again).
+    /// Push tokens of nodes no longer paired go as the store is read (`forgetUnpairedPushTokens`).
     func read(on loop: any EventLoop) -> EventLoopFuture<(version: String, state: PairingState)> {
-        let store = store
-        return run(on: loop) { (store.pairedFileVersion(), try store.read()) }
+        let io = self
+        return run(on: loop) {
+            let read = (io.store.pairedFileVersion(), try io.store.read())
+            io.forgetUnpairedPushTokens(read.1)
+            return read
+        }
+    }
+
+    /// Revoked nodes' push tokens (revoked by the CLI, or while the daemon was down), and any a
+    /// crash left between the token's write and its summary's.
+    func forgetUnpairedPushTokens(_ state: PairingState) {
+        do {
+            let removed = try PushTokens(directory: store.directory).keepOnly(Set(state.paired.nodes.map(\.nodeId)))
+            if removed > 0 { logger.info("removed the push tokens of \(removed) nodes no longer paired") }
+        } catch {
+            logger.error("cannot read \(PushTokens.fileName): \(error)")
+        }
     }
 
     func record(_ entries: [AuditEntry], on loop: any EventLoop) {

@@ -71,6 +71,13 @@ extension AuditEntry {
         for blocked in before.paired.blocked where !newBlocked.contains(blocked.publicKey) {
             add("node.unblocked", node: blocked.nodeId, blocked.displayName)
         }
+        let oldPush = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.push) }) { $1 }
+        for node in after.paired.nodes {
+            if let push = node.push, let old = oldPush[node.publicKey], old != push {
+                add("node.push-registered", node: node.nodeId, "provider \(push.provider), token \(push.tokenHash)"
+                    + (push.environment.map { ", \($0)" } ?? "") + (push.topic.map { ", topic \($0)" } ?? ""))
+            }
+        }
         let oldNames = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.details.displayName) }) { $1 }
         for node in after.paired.nodes {
             if let name = oldNames[node.publicKey], name != node.details.displayName {

@@ -13,7 +13,6 @@ import LanbridgeProtocol
 /// gateway pins them.
 public struct OpenClawDevices: Sendable {
     public static let fileName = "openclaw-devices.json"
-    public static let maxFileBytes = 4 << 20
 
     public struct Record: Codable, Sendable, Equatable {
         /// The Ed25519 seed, base64url.
@@ -27,63 +26,46 @@ public struct OpenClawDevices: Sendable {
         public var approvedCommands: [String]?
     }
 
-    struct File: Codable {
-        var version = 1
-        var devices: [String: Record] = [:]
-    }
-
-    public let url: URL
-    public init(directory: StateDirectory) { url = directory.file(Self.fileName) }
+    private let file: NodeSecrets<Record>
+    public var url: URL { file.url }
+    public init(directory: StateDirectory) { file = NodeSecrets(directory.file(Self.fileName), table: "devices") }
 
     /// The node's device, made (and stored) if it has none.
     public func device(for node: Fingerprint, platform: String) throws -> (OpenClawDevice, Record) {
-        var file = try read()
-        if let record = file.devices[node.description], let seed = Base64URL.decode(record.seed) {
-            return (OpenClawDevice(key: try Ed25519.KeyPair(seed: SecureBytes(copying: seed))), record)
+        try file.update { devices in
+            if let record = devices[node.description], let seed = Base64URL.decode(record.seed) {
+                return (OpenClawDevice(key: try Ed25519.KeyPair(seed: SecureBytes(copying: seed))), record)
+            }
+            let key = Ed25519.KeyPair.generate()
+            let (platform, family) = Self.claims(platform)
+            let record = Record(seed: key.seed.withUnsafeBytes { Base64URL.encode($0) }, platform: platform, deviceFamily: family)
+            devices[node.description] = record
+            return (OpenClawDevice(key: key), record)
         }
-        let key = Ed25519.KeyPair.generate()
-        let (platform, family) = Self.claims(platform)
-        let record = Record(seed: key.seed.withUnsafeBytes { Base64URL.encode($0) }, platform: platform, deviceFamily: family)
-        file.devices[node.description] = record
-        try write(file)
-        return (OpenClawDevice(key: key), record)
     }
 
     /// Stores (or, with nil, forgets) the gateway's token for the node.
     public func setDeviceToken(_ token: String?, for node: Fingerprint) throws {
-        var file = try read()
-        guard file.devices[node.description] != nil, file.devices[node.description]?.deviceToken != token else { return }
-        file.devices[node.description]?.deviceToken = token
-        try write(file)
+        try file.update { devices in
+            if devices[node.description] != nil { devices[node.description]?.deviceToken = token }
+        }
     }
 
     /// Records the commands the gateway approved for the node.
     public func setApprovedCommands(_ commands: Set<String>, for node: Fingerprint) throws {
-        var file = try read()
-        let sorted = commands.sorted()
-        guard file.devices[node.description] != nil, file.devices[node.description]?.approvedCommands != sorted else { return }
-        file.devices[node.description]?.approvedCommands = sorted
-        try write(file)
+        try file.update { devices in
+            if devices[node.description] != nil { devices[node.description]?.approvedCommands = commands.sorted() }
+        }
     }
 
     /// Forgets the node's identity (its pairing is gone).
     public func forget(_ node: Fingerprint) throws {
-        var file = try read()
-        guard file.devices.removeValue(forKey: node.description) != nil else { return }
-        try write(file)
+        try file.update { $0[node.description] = nil }
     }
 
     /// Forgets every identity but those of `nodes` (the paired ones); returns how many went.
     @discardableResult
-    public func keepOnly(_ nodes: Set<Fingerprint>) throws -> Int {
-        var file = try read()
-        let keep = Set(nodes.map(\.description))
-        let before = file.devices.count
-        file.devices = file.devices.filter { keep.contains($0.key) }
-        guard file.devices.count != before else { return 0 }
-        try write(file)
-        return before - file.devices.count
-    }
+    public func keepOnly(_ nodes: Set<Fingerprint>) throws -> Int { try file.keepOnly(nodes) }
 
     /// OpenClaw's `client.platform` and `deviceFamily` for a lanbridge platform. `ios` matters:
     /// the gateway queues foreground-only commands only for nodes whose platform starts with it.
@@ -94,18 +76,5 @@ public struct OpenClawDevices: Sendable {
         case "macos": ("macos", "Mac")
         default: ("linux", "Linux")
         }
-    }
-
-    private func read() throws -> File {
-        guard let bytes = try SecretFile.read(url, maxLength: Self.maxFileBytes) else { return File() }
-        do {
-            return try bytes.withUnsafeBytes { try JSONDecoder().decode(File.self, from: Data($0)) }
-        } catch {
-            throw StoreError.corrupt(url, "\(error)")
-        }
-    }
-
-    private func write(_ file: File) throws {
-        try AtomicFile.write(SecureBytes(copying: try StateJSON.encode(file)), to: url, mode: 0o600)
     }
 }

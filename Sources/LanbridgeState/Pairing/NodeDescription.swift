@@ -31,6 +31,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var gatewaySession: String?
     /// What that gateway holds for its own operator's approval, if anything.
     public var gatewayApproval: RuntimeStatus.GatewayApproval?
+    /// Its latest push registration (the token is not shown).
+    public var push: PushSummary?
     /// Sensitive patterns only the defaults before 0.8.0 granted, until confirmed or denied; nil if none.
     public var grantedByOldDefault: [String]?
 
@@ -59,6 +61,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         gatewayDeviceId = live?.gatewayDeviceId
         gatewaySession = live?.gatewaySession
         gatewayApproval = live?.gatewayApproval
+        push = node.push
     }
 }
 

@@ -58,6 +58,8 @@ public struct PairedNode: Codable, Equatable, Sendable {
     public var access: AccessRules
     /// True when the operator approved a code pairing without comparing the code (`--unverified`).
     public var unverified: Bool?
+    /// Its latest push registration, without the token (kept in push-tokens.json).
+    public var push: PushSummary?
 
     public init(publicKey: PublicKey, details: NodeDetails, pairingMethod: PairingMethod, pairedAt: Date, firstSeen: Date, access: AccessRules) {
         nodeId = publicKey.fingerprint

@@ -285,7 +285,8 @@ async def node_request(ws, device_id, msg, unauthorized):
         # openclaw-gateway-protocol.md §4.5 and OpenClaw's src/gateway/server-node-events.ts
         # (handleNodeEvent): payloadJSON is preferred over payload; voice.transcript needs a `text`
         # of at most 20,000 characters, agent.request a `message` (or attachments); unknown events
-        # are accepted. The reply is [L]'s {ok, event, handled, reason?}.
+        # are accepted. The reply is [L]'s {ok, event, handled, reason?}. push.apns.register is
+        # stored upstream with no reply of its own (server-node-events.ts:643-685): printed here.
         event = params.get("event")
         try:
             obj = json.loads(params["payloadJSON"]) if isinstance(params.get("payloadJSON"), str) else params.get("payload")

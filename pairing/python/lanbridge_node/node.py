@@ -256,17 +256,34 @@ class Node:
                    timeout: float = 30.0) -> Any:
         """Calls the gateway (§12.5: `agent`, with an idempotency key, or `system-event`) and returns
         its payload; raises LanbridgeError with the code, or TIMEOUT after `timeout` seconds."""
+        message = {"type": "gateway.call", "method": method, "params": params or {}}
+        if idempotency_key is not None:
+            message["idempotencyKey"] = idempotency_key
+        return await self._request("call", message, timeout)
+
+    async def register_push(self, provider: str, token: str, *, environment: Optional[str] = None,
+                            topic: Optional[str] = None, timeout: float = 30.0) -> None:
+        """Tells the bridge where to wake this node (§9.6): the push provider's token, and for APNs
+        the environment and the app's bundle ID as `topic`. The latest registration replaces the one
+        before. Raises LanbridgeError: INVALID_REQUEST, RATE_LIMITED, UNAVAILABLE or TIMEOUT."""
+        message = {"type": "push.register", "provider": provider, "token": token}
+        if environment is not None:
+            message["environment"] = environment
+        if topic is not None:
+            message["topic"] = topic
+        await self._request("push", message, timeout)
+
+    async def _request(self, prefix: str, message: dict, timeout: float) -> Any:
+        """Sends a message the bridge answers by `id` (gateway.result, push.result), on this
+        connection, and waits for that answer."""
         session = self._session
         if session is None:
             raise LanbridgeError("UNAVAILABLE", "not connected to the bridge", retryable=True)
-        call_id = "call-%d" % next(self._ids)
+        call_id = "%s-%d" % (prefix, next(self._ids))
         future = asyncio.get_running_loop().create_future()
         self._calls[call_id] = (session, future)
-        message = {"type": "gateway.call", "id": call_id, "method": method, "params": params or {}}
-        if idempotency_key is not None:
-            message["idempotencyKey"] = idempotency_key
         try:
-            await session.send(message)
+            await session.send({**message, "id": call_id})
             return await asyncio.wait_for(future, timeout)
         except asyncio.TimeoutError:
             raise LanbridgeError("TIMEOUT", "no answer within %g s" % timeout, retryable=True) from None
@@ -314,7 +331,7 @@ class Node:
                             task.cancel()
                     elif kind == "ping":
                         await session.send({"type": "pong", "id": message.get("id")})
-                    elif kind == "gateway.result":
+                    elif kind in ("gateway.result", "push.result"):
                         # An answer counts only on the connection its call went out on.
                         session_future = self._calls.get(str(message.get("id")))
                         future = session_future[1] if session_future and session_future[0] is session else None

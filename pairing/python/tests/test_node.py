@@ -268,3 +268,38 @@ def test_invoke_cancel_stops_the_handler_and_sends_no_result(tmp_path):
     fake.join()
     # Cancelled when the bridge said so, not when the connection ended.
     assert seen == ["echo 1", "cancelled", "echo 2"]
+
+
+def test_registers_where_to_wake_it_and_hears_a_refusal(tmp_path):
+    """§9.6: push.register is answered by push.result of its id; a refusal raises its code."""
+    seen = []
+
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": True, "nodeId": "n"})
+        assert receive(session)["type"] == "state"
+        accepted = receive(session)
+        seen.append(accepted)
+        send(session, {"type": "push.result", "id": accepted["id"], "ok": True})
+        refused = receive(session)
+        send(session, {"type": "push.result", "id": refused["id"], "ok": False, "error": {"code": "INVALID_REQUEST", "message": "push.register: topic"}})
+        send(session, {"type": "revoked", "nodeId": "n"})
+
+    fake = FakeBridge(bridge)
+    node = paired_node(tmp_path, fake)
+    codes = []
+
+    async def main():
+        runner = asyncio.ensure_future(node.run())
+        await asyncio.wait_for(node.connected.wait(), 10)
+        await node.register_push("apns", "ab" * 32, environment="sandbox", topic="com.example.app")
+        with pytest.raises(LanbridgeError) as raised:
+            await node.register_push("apns", "ab" * 32)
+        codes.append(raised.value.code)
+        with pytest.raises(Revoked):
+            await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+    fake.join()
+    assert {k: v for k, v in seen[0].items() if k != "id"} == {
+        "type": "push.register", "provider": "apns", "token": "ab" * 32, "environment": "sandbox", "topic": "com.example.app"}
+    assert codes == ["INVALID_REQUEST"]

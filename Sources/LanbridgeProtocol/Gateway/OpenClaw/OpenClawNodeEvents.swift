@@ -28,4 +28,15 @@ public enum OpenClawNodeEvents {
     public static func systemEvent(_ params: [String: JSONValue]) -> (event: String, payload: JSONValue) {
         ("system-event", .object(params))
     }
+
+    /// A node's APNs registration (PROTOCOL.md §9.6), as upstream's direct transport reads it
+    /// (`server-node-events.ts`, case "push.apns.register": `token`, `topic`, `environment`), so
+    /// OpenClaw's own APNs wake reaches a bridged iPhone. Nil for other providers: OpenClaw has none.
+    public static func pushRegistration(_ registration: PushRegistration) -> (event: String, payload: JSONValue)? {
+        guard registration.provider == PushRegistration.apns else { return nil }
+        var payload: [String: JSONValue] = ["transport": "direct", "token": .string(registration.token)]
+        if let topic = registration.topic { payload["topic"] = .string(topic) }
+        if let environment = registration.environment { payload["environment"] = .string(environment) }
+        return ("push.apns.register", .object(payload))
+    }
 }
