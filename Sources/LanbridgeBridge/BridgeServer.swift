@@ -81,7 +81,7 @@ public enum BridgeServer {
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
-            let links = OpenClawLinks(.init(endpoint: gateway.endpoint, owners: gateway.owners, token: gateway.token, version: BridgeServer.version,
+            let links = OpenClawLinks(.init(dialer: GatewayDialer(gateway), token: gateway.token, version: BridgeServer.version,
                                             maxMessageSize: configuration.settings.limits.gatewayMessageBytes),
                                       devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
             links.forgetAllBut(Set(initial.paired.nodes.map(\.nodeId)))

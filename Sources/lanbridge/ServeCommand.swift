@@ -132,9 +132,6 @@ struct ServeCommand: AsyncParsableCommand {
             throw ValidationError("--gateway-protocol takes lanbridge or openclaw")
         }
         link.wire = wire
-        if wire == .openclaw, endpoint.secure || endpoint.socketPath != nil {
-            throw ConfigurationProblem(description: "gateway.protocol openclaw dials ws:// on loopback (OpenClaw's gateway listens on ws://127.0.0.1:18789); \(endpoint) is not supported with it")
-        }
         let auth = gatewayAuth ?? settings.gateway.auth
         guard let mode = BridgeConfiguration.GatewayAuth(rawValue: auth) else { throw ValidationError("--gateway-auth takes proof or bearer") }
         link.auth = mode

@@ -15,14 +15,21 @@ final class OpenClawGatewaySim: @unchecked Sendable {
     let directory = TemporaryDirectory("openclaw")
     let tokenFile: String
 
+    let arguments: [String]
+
     init(arguments: [String] = ["--tick-ms", "1000"]) throws {
+        self.arguments = arguments
         tokenFile = writeTokenFile(token, in: directory)
         process = try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.script, token] + arguments, standardInput: true)
         port = Int(try process.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count))!
     }
 
+    /// The sim's own arguments say how it listens: loopback ws://, `--tls CERT KEY`, or `--unix PATH`.
     var bridgeArguments: [String] {
-        ["--gateway", "ws://127.0.0.1:\(port)", "--gateway-token-file", tokenFile, "--gateway-protocol", "openclaw"]
+        let gateway: [String] = if let unix = arguments.firstIndex(of: "--unix") { ["--gateway", "unix:\(arguments[unix + 1])"] }
+            else if let tls = arguments.firstIndex(of: "--tls") { ["--gateway", "wss://localhost:\(port)", "--gateway-ca-file", arguments[tls + 1]] }
+            else { ["--gateway", "ws://127.0.0.1:\(port)"] }
+        return gateway + ["--gateway-token-file", tokenFile, "--gateway-protocol", "openclaw"]
     }
 
     /// The next line starting with `prefix`, split into words (the prefix dropped).
@@ -251,6 +258,27 @@ struct OpenClawEndToEndTests {
 
     /// Issue 23: the bridge retried a held device every 30 s or more, logged it each time, and
     /// status did not say what the gateway waited for.
+    /// Issue 23: the same endpoints as §12. Over wss:// (the certificate checked against the given
+    /// roots) and over a Unix socket (its owner checked), a node's socket comes up and is invoked.
+    @Test(.enabled(if: ChildProcess.exitStatus("/usr/bin/openssl", ["version"]) == 0, "needs openssl (scripts/setup installs it)"))
+    func overTLSAndAUnixSocketTheNodesSocketComesUpAsOverLoopback() throws {
+        let directory = TemporaryDirectory("openclaw-endpoints")
+        let (cert, key) = try WebSocketInteropTests.selfSignedCertificate(in: directory)
+        let socket = directory.url.appendingPathComponent("gw.sock").path
+        for listen in [["--tls", cert, key], ["--unix", socket]] {
+            let stack = try Stack(gatewayArguments: ["--tick-ms", "1000"] + listen)
+            #expect(try stack.gateway.invoke(stack.device, "canvas.snapshot", params: #"{"width":2,"height":2}"#)["ok"] == true, "\(listen[0])")
+        }
+        // And a wss:// gateway whose certificate the roots do not vouch for hears no connect.
+        let untrusted = try OpenClawGatewaySim(arguments: ["--tick-ms", "1000", "--tls", cert, key])
+        let bridge = try BridgeDaemon(arguments: Array(untrusted.bridgeArguments.filter { $0 != cert && $0 != "--gateway-ca-file" }))
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"])
+        try node.pair(with: bridge)
+        try bridge.waitForLog("node's OpenClaw socket down")
+        untrusted.command("devices")
+        #expect(try untrusted.waitFor("devices")[0] == "0")
+    }
+
     @Test func withManualApprovalTheBridgeSaysWhatTheGatewayHoldsAndTakesTheApprovalWithoutHelp() throws {
         let stack = try Stack(gatewayArguments: ["--manual", "--tick-ms", "1000"])
         let request = try stack.gateway.waitFor("pending")

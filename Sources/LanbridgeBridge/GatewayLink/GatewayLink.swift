@@ -23,8 +23,7 @@ final class GatewayLink: Sendable {
     private let tokenBox: NIOLockedValueBox<SecureBytes>
     private var token: SecureBytes { tokenBox.withLockedValue { $0 } }
     private let auth: BridgeConfiguration.GatewayAuth
-    private let owners: Set<UInt32>
-    private let tls: WebSocketClient.TLS?
+    private let dialer: GatewayDialer
     private let driver: BridgeDriver
     private let logger: Logger
     private let backoff: Backoff
@@ -33,9 +32,9 @@ final class GatewayLink: Sendable {
     private let current = NIOLockedValueBox<(any Channel)?>(nil)
 
     init(_ gateway: BridgeConfiguration.Gateway, driver: BridgeDriver, maxMessageSize: Int, backoff: Backoff = Backoff(), logger: Logger) {
-        (endpoint, auth, owners) = (gateway.endpoint, gateway.auth, gateway.owners)
+        (endpoint, auth) = (gateway.endpoint, gateway.auth)
         tokenBox = NIOLockedValueBox(gateway.token)
-        tls = gateway.endpoint.secure ? .init(trustRootsFile: gateway.trustRootsFile) : nil
+        dialer = GatewayDialer(gateway)
         (self.driver, self.maxMessageSize, self.backoff, self.logger) = (driver, maxMessageSize, backoff, logger)
     }
 
@@ -87,17 +86,14 @@ final class GatewayLink: Sendable {
         case .bearer: [("Authorization", token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) })]
         }
         let gatewayNonce = NIOLockedValueBox<[UInt8]>([])
-        let (token, owners, auth, driver, logger) = (token, owners, auth, driver, logger)
-        let checkOwner: @Sendable (any Channel) -> EventLoopFuture<String?> = { channel in GatewayOwner.check(channel, allowed: owners) }
+        let (token, auth, driver, logger) = (token, auth, driver, logger)
         let checkProof: @Sendable (HTTPResponseHead) throws -> Void = { response in
             let nonce = try GatewayProof.verify(header: response.headers[GatewayProof.proofHeader].first, token: token, bridgeNonce: bridgeNonce)
             gatewayNonce.withLockedValue { $0 = nonce }
         }
         let ending = GatewayLinkHandler.Ending()
-        let channel = try await WebSocketClient.connect(
-            to: endpoint.target, path: endpoint.path, headers: headers, tls: tls, on: driver.loop, maxMessageSize: maxMessageSize,
-            verifyPeer: endpoint.secure ? nil : checkOwner, verifyResponse: auth == .bearer ? nil : checkProof
-        ) { channel in
+        let channel = try await dialer.connect(headers: headers, on: driver.loop, maxMessageSize: maxMessageSize,
+                                               verifyResponse: auth == .bearer ? nil : checkProof) { channel in
             var hello = hello
             if auth == .proof {
                 let proof = GatewayProof.bridgeProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce.withLockedValue { $0 })

@@ -12,15 +12,15 @@ import NIOCore
 /// one socket). The socket opens when the node connects to the bridge and closes when it leaves,
 /// so the gateway sees the node come and go; it redials with backoff while the node stays.
 ///
-/// The listener's owner is checked before the upgrade request, as for §12, and at most
+/// The gateway is dialled as §12's (`GatewayDialer`: `wss://`, loopback `ws://` or `unix:`, a local
+/// listener's owner checked before the upgrade request), and at most
 /// `maxConnecting` handshakes are under way at once (the gateway allows 32 unauthenticated
 /// sockets per address, and every node's socket comes from the bridge's).
 ///
 /// Everything but the redial tasks runs on the driver's event loop.
 final class OpenClawLinks: @unchecked Sendable {
     struct Options: Sendable {
-        var endpoint: GatewayEndpoint
-        var owners: Set<UInt32>
+        var dialer: GatewayDialer
         var token: SecureBytes?
         var version: String
         var maxMessageSize: Int
@@ -305,13 +305,10 @@ final class OpenClawLinks: @unchecked Sendable {
         defer { if !released { Task { await connecting.release() } } }
         let ending = OpenClawLinkHandler.Ending()
         let handshake = loop.makePromise(of: Void.self)
-        let (owners, logger, links) = (options.owners, logger, self)
+        let (logger, links) = (logger, self)
         let channel: any Channel
         do {
-            channel = try await WebSocketClient.connect(
-                to: options.endpoint.target, path: options.endpoint.path, on: loop, maxMessageSize: options.maxMessageSize,
-                verifyPeer: { GatewayOwner.check($0, allowed: owners) }
-            ) { channel in
+            channel = try await options.dialer.connect(on: loop, maxMessageSize: options.maxMessageSize) { channel in
                 let session = OpenClawNodeSession(configuration, nowMs: OpenClawLinkHandler.nowMs)
                 try channel.pipeline.syncOperations.addHandler(OpenClawLinkHandler(node: node, linkToken: token, session: session, links: links,
                                                                                          ending: ending, handshake: handshake, logger: logger))

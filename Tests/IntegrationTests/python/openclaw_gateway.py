@@ -4,7 +4,7 @@
 `websockets` and `cryptography`. It is what lanbridge's OpenClaw adapter is tested against; it is
 not OpenClaw.
 
-  openclaw_gateway.py TOKEN [--manual] [--tick-ms N] [--protocol 3|4]
+  openclaw_gateway.py TOKEN [--manual] [--tick-ms N] [--protocol 3|4] [--tls CERT KEY | --unix PATH]
 
 Prints "listening PORT", then one line per thing a test waits for:
   paired DEVICE silent|manual         connected DEVICE PLATFORM NAME|commands=a,b
@@ -19,10 +19,10 @@ Reads commands on stdin:
   approve REQUEST (a device's or a node surface's)     rotate DEVICE     kick DEVICE     cancel INVOKE
   devices             (prints "devices N upgrades M" and one "device ID PLATFORM FAMILY" line each)
 """
-import asyncio, base64, hashlib, hmac, json, os, secrets, sys, time, uuid
+import asyncio, base64, hashlib, hmac, json, os, secrets, ssl, sys, time, uuid
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
-from websockets.asyncio.server import serve
+from websockets.asyncio.server import serve, unix_serve
 
 TOKEN = sys.argv[1]
 MANUAL = "--manual" in sys.argv
@@ -404,7 +404,19 @@ async def commands():
 
 
 async def main():
-    async with serve(connection, "127.0.0.1", 0, max_size=PREAUTH_BYTES * 400) as server:
+    # Not OpenClaw's own listeners (it serves ws:// on loopback): the TLS and Unix-socket fronts an
+    # operator may put before it, for lanbridge's §12.1 endpoints.
+    if "--unix" in sys.argv:
+        async with unix_serve(connection, sys.argv[sys.argv.index("--unix") + 1], max_size=PREAUTH_BYTES * 400):
+            say("listening 0")
+            await commands()
+        return
+    tls = None
+    if "--tls" in sys.argv:
+        i = sys.argv.index("--tls")
+        tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        tls.load_cert_chain(sys.argv[i + 1], sys.argv[i + 2])
+    async with serve(connection, "127.0.0.1", 0, max_size=PREAUTH_BYTES * 400, ssl=tls) as server:
         say(f"listening {server.sockets[0].getsockname()[1]}")
         await commands()
 
