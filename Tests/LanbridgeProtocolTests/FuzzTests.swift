@@ -105,6 +105,8 @@ extension FuzzTests {
             InvokeResult(id: "9", error: ErrorMessage(code: "X", message: "y")), InvokeCancel(id: "9"), NodeEvent(event: "e", payload: [1, 2]),
             GatewayCall(id: "c1", method: "agent", params: ["message": "hi"], idempotencyKey: "k"),
             GatewayCallResult(id: "c1", result: .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "no", details: ["reason": "x"], retryAfterMs: 3))),
+            PushRegister(id: "p1", provider: "apns", token: String(repeating: "ab", count: 32), environment: "sandbox", topic: "com.example.app"),
+            PushResult(id: "p1", error: ErrorMessage(code: ErrorMessage.invalidRequest, message: "no")),
         ]
         #expect(Set(messages.map { type(of: $0).type }).count == SessionMessages.known.count - 2, "all but the two with dates")
         for message in messages {
