@@ -257,15 +257,20 @@ final class OpenClawLinks: @unchecked Sendable {
             sharedToken: options.token.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }, deviceToken: record.deviceToken)
         var delay = options.backoff.lowerBound
         var heldDevice: String??
+        // Shown until the gateway lets the device in: redials do not hide it.
+        var approval: RuntimeStatus.GatewayApproval?
+        var retry = OpenClawNodeSession.Retry.backoff
         while !Task.isCancelled {
             if let commands = await current(nil) { configuration.commands = commands }
-            driver?.openClawSession(node: node, deviceId: device.deviceId, state: "connecting")
+            // A re-offer is down for a moment only: the state it had stays until the session says more.
+            if retry != .reoffer { driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "connecting", approval: approval) }
             let started = Date()
-            let (reason, retry) = await connectOnce(node, token: token, configuration)
+            let reason: String
+            (reason, retry) = await connectOnce(node, token: token, configuration)
             if Task.isCancelled { break }
             if Date().timeIntervalSince(started) > 30 { delay = options.backoff.lowerBound }
             var wait = delay * Double.random(in: 0.8...1.2)
-            var approval: RuntimeStatus.GatewayApproval?
+            approval = nil
             switch retry {
             case .signV2:
                 configuration.signature = .v2
@@ -291,9 +296,9 @@ final class OpenClawLinks: @unchecked Sendable {
             }
             if retry != .reoffer {
                 logger.info("node's OpenClaw socket down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["node": "\(node)"])
+                driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval)
             }
-            driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval)
-            try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
         }
     }
 
