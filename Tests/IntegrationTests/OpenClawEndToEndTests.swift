@@ -288,8 +288,10 @@ struct OpenClawEndToEndTests {
         let doctor = try stack.cli(["doctor"])
         #expect(doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID)")
                 && doctor.stdout.contains("openclaw devices approve \(request[0])"), "\(doctor.stdout)")
-        // Asked again (the same request at the gateway), logged once.
+        // Asked again (the same request at the gateway), logged once: two refusals seen by the bridge.
         #expect(try stack.gateway.waitFor("refused")[1] == "PAIRING_REQUIRED")
+        try stack.bridge.waitForLog("node's OpenClaw socket down")
+        try stack.bridge.waitForLog("node's OpenClaw socket down")
         #expect(stack.bridge.log.components(separatedBy: "holds node").count == 2, "logged once: \(stack.bridge.log)")
 
         stack.gateway.command("approve \(request[0])")
