@@ -76,7 +76,7 @@ public enum BridgeServer {
         // What is known before the listener, in the first runtime.json already.
         if !configuration.mdns { core.runtime.mdns = "off" }
         if configuration.gateway == nil { core.runtime.gateway = "off" }
-        io.forgetUnpairedPushTokens(initial)
+        io.forgetUnpairedPushTokens(Set(initial.paired.nodes.map(\.nodeId)))
         let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, logger: logger)
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?

@@ -62,8 +62,8 @@ struct StoreOperation: Sendable {
         /// Keep waiting requests alive, expire stale ones.
         case maintain(waiting: Set<String>, now: Date, timing: PairingState.Timing)
         case recordSeen(Set<Fingerprint>, now: Date)
-        /// A node's push registration: the token into push-tokens.json first, then its summary
-        /// into paired.json. `messageId` is the node's `push.register` to answer.
+        /// A node's push registration: the token into push-tokens.json, its summary into
+        /// paired.json. `messageId` is the node's `push.register` to answer.
         case registerPush(node: Fingerprint, PushRegistration, messageId: String, now: Date)
     }
 
@@ -104,10 +104,12 @@ extension StoreOperation {
             try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
             return .done
         case let .registerPush(node, registration, _, now):
-            // Checked first, so a revoked node leaves no token behind.
-            guard try store.read().node(node) != nil else { throw PairingError.unknownNode(node.description) }
-            try PushTokens(directory: store.directory).set(registration, for: node, now: now)
-            try store.update(actor: "node \(node)") { try $0.setPush(PushSummary(registration, registeredAt: now), node: node) }
+            // Under the store's lock, once the node is known paired: a revocation cannot slip in
+            // between, so no token outlives its pairing.
+            try store.update(actor: "node \(node)") { state in
+                try state.setPush(PushSummary(registration, registeredAt: now), node: node)
+                try PushTokens(directory: store.directory).set(registration, for: node, now: now)
+            }
             return .done
         }
     }

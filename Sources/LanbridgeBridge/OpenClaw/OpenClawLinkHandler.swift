@@ -128,7 +128,7 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
             case let .storeDeviceToken(token):
                 links.store(deviceToken: token, for: node)
             case let .invoke(invoke):
-                links.invoke(invoke, on: node, session: self)
+                links.invoke(invoke, on: node, from: self)
             case let .cancel(invokeID):
                 logger.info("the gateway cancelled an invoke", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
                 links.cancel(invokeID, on: node)

@@ -213,7 +213,7 @@ final class OpenClawLinks: @unchecked Sendable {
         }
     }
 
-    func invoke(_ invoke: OpenClawNodeSession.Invoke, on node: Fingerprint, session: OpenClawLinkHandler) {
+    func invoke(_ invoke: OpenClawNodeSession.Invoke, on node: Fingerprint, from handler: OpenClawLinkHandler) {
         if let link = nodes[node], var surface = link.surface, let name = OpenClawCommands.openClawName(invoke.command), surface.invoked(name) {
             // Held back until its operator approved: so the approval is in.
             link.surface = surface
@@ -221,7 +221,7 @@ final class OpenClawLinks: @unchecked Sendable {
             link.reoffer?.cancel()
             storeApproved(surface, for: node)
             logger.info("the OpenClaw gateway's operator approved the node's added commands", metadata: ["node": "\(node)"])
-            publish(node, deviceId: session.deviceId, protocolVersion: session.protocolVersion)
+            publish(node, deviceId: handler.deviceId, protocolVersion: handler.protocolVersion)
         }
         driver?.openClawInvoke(node: node, invoke)
     }
@@ -239,15 +239,11 @@ final class OpenClawLinks: @unchecked Sendable {
             return
         }
         let (device, record) = made
-        // What the gateway approved, and (each time round) what the rules offer now.
-        let current = { [loop] (approved: [String]??) async -> [String]? in
-            try? await loop.submit { () -> [String]? in
-                guard let link = self.nodes[node], link.token == token else { return nil }
-                if let approved, link.surface == nil { link.surface = OpenClawSurface(approved: approved) }
-                return link.commands
-            }.get()
-        }
-        guard let commands = await current(.some(record.approvedCommands)) else { return }
+        // What the gateway approved, as stored; what the rules offer is read again each time round.
+        guard let commands = await onLink(node, token, { link in
+            if link.surface == nil { link.surface = OpenClawSurface(approved: record.approvedCommands) }
+            return link.commands
+        }) else { return }
         var configuration = OpenClawNodeSession.Configuration(
             device: device, claims: .node(platform: record.platform, deviceFamily: record.deviceFamily),
             // Unique per node: the gateway retires silently paired devices that share a name.
@@ -256,12 +252,11 @@ final class OpenClawLinks: @unchecked Sendable {
             caps: details.caps, commands: commands,
             sharedToken: options.token.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }, deviceToken: record.deviceToken)
         var delay = options.backoff.lowerBound
-        var heldDevice: String??
-        // Shown until the gateway lets the device in: redials do not hide it.
-        var approval: RuntimeStatus.GatewayApproval?
+        // Shown until the gateway lets the device in: redials do not hide it. Logged once per request.
+        var approval: RuntimeStatus.GatewayApproval?, loggedHold: RuntimeStatus.GatewayApproval?
         var retry = OpenClawNodeSession.Retry.backoff
         while !Task.isCancelled {
-            if let commands = await current(nil) { configuration.commands = commands }
+            if let commands = await onLink(node, token, \.commands) { configuration.commands = commands }
             // A re-offer is down for a moment only: the state it had stays until the session says more.
             if retry != .reoffer { driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "connecting", approval: approval) }
             let started = Date()
@@ -282,11 +277,11 @@ final class OpenClawLinks: @unchecked Sendable {
             case .reoffer:
                 wait = 0
             case let .deviceApproval(requestId):
-                approval = .device(requestId)
-                if heldDevice != .some(requestId) {
-                    heldDevice = .some(requestId)
-                    logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(approval?.summary ?? "")")
+                let held = RuntimeStatus.GatewayApproval.device(requestId)
+                if held != loggedHold {
+                    logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(held.summary)")
                 }
+                (approval, loggedHold) = (held, held)
                 wait = Self.deviceApprovalRetry
             case let .operatorNeeded(hint):
                 logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)")
@@ -300,6 +295,14 @@ final class OpenClawLinks: @unchecked Sendable {
             }
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
         }
+    }
+
+    /// `body` on the loop with the node's current link, or nil if this link is gone.
+    private func onLink<T: Sendable>(_ node: Fingerprint, _ token: Int, _ body: @escaping (NodeLink) -> T) async -> T? {
+        try? await loop.submit { () -> T? in
+            guard let link = self.nodes[node], link.token == token else { return nil }
+            return body(link)
+        }.get()
     }
 
     /// One socket, from dial to close. The handshake holds one of the `maxConnecting` slots.

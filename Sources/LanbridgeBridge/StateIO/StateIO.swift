@@ -1,7 +1,9 @@
 import Foundation
 import LanbridgeFiles
+import LanbridgeProtocol
 import LanbridgeState
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -30,22 +32,31 @@ final class StateIO: Sendable {
 
     /// The store as it is now, with the version of paired.json it came from (taken first, so a
     /// change that lands during the read makes the next version check read again).
-    /// Push tokens of nodes no longer paired go as the store is read (`forgetUnpairedPushTokens`).
+    /// A read that finds a node gone (revoked by the CLI) also drops its push token.
     func read(on loop: any EventLoop) -> EventLoopFuture<(version: String, state: PairingState)> {
         let io = self
         return run(on: loop) {
             let read = (io.store.pairedFileVersion(), try io.store.read())
-            io.forgetUnpairedPushTokens(read.1)
+            let paired = Set(read.1.paired.nodes.map(\.nodeId))
+            let nodeLeft = io.lastPaired.withLockedValue { last in
+                defer { last = paired }
+                return !last.isSubset(of: paired)
+            }
+            if nodeLeft { io.forgetUnpairedPushTokens(paired) }
             return read
         }
     }
 
-    /// Revoked nodes' push tokens (revoked by the CLI, or while the daemon was down), and any a
-    /// crash left between the token's write and its summary's.
-    func forgetUnpairedPushTokens(_ state: PairingState) {
+    /// The paired nodes at the last read: push tokens need a look only when one of them goes.
+    private let lastPaired = NIOLockedValueBox<Set<Fingerprint>>([])
+
+    /// Drops the push tokens of nodes not in `paired` (revoked now, or while the daemon was down);
+    /// at start, this also sets what the next reads compare with.
+    func forgetUnpairedPushTokens(_ paired: Set<Fingerprint>) {
+        lastPaired.withLockedValue { $0 = paired }
         do {
-            let removed = try PushTokens(directory: store.directory).keepOnly(Set(state.paired.nodes.map(\.nodeId)))
-            if removed > 0 { logger.info("removed the push tokens of \(removed) nodes no longer paired") }
+            let removed = try PushTokens(directory: store.directory).keepOnly(paired)
+            if removed > 0 { logger.info("removed push tokens of nodes no longer paired", metadata: ["count": "\(removed)"]) }
         } catch {
             logger.error("cannot read \(PushTokens.fileName): \(error)")
         }
