@@ -12,6 +12,26 @@ struct CommandPatternTests {
         #expect(try CommandPattern("camera.snap").matches("camera.snap") && !(try CommandPattern("camera.snap").matches("camera.snap.x")))
     }
 
+    /// Issue 22: patterns match by bytes, without splitting the command, with the same answers as
+    /// the segment-by-segment rule they replace (`*` as the last segment matches one or more).
+    @Test func matchingByBytesAgreesWithMatchingBySegments() throws {
+        func bySegments(_ pattern: String, _ command: String) -> Bool {
+            let segments = pattern.split(separator: ".", omittingEmptySubsequences: false)
+            let parts = command.split(separator: ".", omittingEmptySubsequences: false)
+            guard segments.last == "*" else { return parts == segments }
+            let fixed = segments.dropLast()
+            return parts.count > fixed.count && zip(fixed, parts).allSatisfy { $0 == $1 }
+        }
+        let patterns = ["*", "a.*", "a.b.*", "a.b", "a", "ab.*", "a-b.c_d"]
+        let commands = ["a", "a.b", "a.b.c", "ab", "ab.c", "a.bc", "b.a", "a.b.", "a.", "", "a-b.c_d", "a.b.c.d"]
+        for pattern in patterns {
+            let compiled = try CommandPattern(pattern)
+            for command in commands {
+                #expect(compiled.matches(command) == bySegments(pattern, command), "\(pattern) ~ \(command)")
+            }
+        }
+    }
+
     @Test(arguments: ["", "canvas.", "*.snap", "canvas.*.x", "Canvas.snap", "canvas snap", "canvas..snap"])
     func badPatternsAreRefusedByName(_ text: String) {
         #expect(throws: CommandPattern.Invalid.self) { try CommandPattern(text) }

@@ -9,7 +9,8 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
     public static let foregroundByDefault = ["canvas.*", "camera.*", "screen.*"].map { try! CommandPattern($0) }
 
     public let description: String
-    private let segments: [Substring]
+    /// For `a.b.*`, the bytes a match starts with (`a.b.`); empty for `*`; nil for an exact name.
+    private let prefix: String?
 
     public struct Invalid: Error, Equatable, CustomStringConvertible {
         public let pattern: String
@@ -27,29 +28,37 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
             throw Invalid(pattern: String(text.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x20 ? Character($0) : "?" }),
                           reason: "use lowercase letters, digits, '_' and '-' between dots")
         }
-        let segments = text.split(separator: ".", omittingEmptySubsequences: false)
-        for (index, segment) in segments.enumerated() {
-            if segment == "*" {
-                guard index == segments.count - 1 else { throw Invalid(pattern: text, reason: "'*' must be the last segment") }
-                continue
+        // One pass over the bytes, no allocation: every invoke's command name is checked here.
+        let bytes = text.utf8
+        var segmentStart = bytes.startIndex
+        var index = bytes.startIndex
+        var wildcard = false
+        while true {
+            let end = index == bytes.endIndex
+            if end || bytes[index] == UInt8(ascii: ".") {
+                let segment = bytes[segmentStart..<index]
+                guard !segment.isEmpty else { throw Invalid(pattern: text, reason: "empty segment") }
+                if segment.contains(UInt8(ascii: "*")) {
+                    guard segment.count == 1 else { throw Invalid(pattern: text, reason: "'*' must be a whole segment") }
+                    guard end else { throw Invalid(pattern: text, reason: "'*' must be the last segment") }
+                    wildcard = true
+                }
+                if end { break }
+                segmentStart = bytes.index(after: index)
             }
-            guard !segment.isEmpty else { throw Invalid(pattern: text, reason: "empty segment") }
-            guard !segment.contains("*") else { throw Invalid(pattern: text, reason: "'*' must be a whole segment") }
+            index = bytes.index(after: index)
         }
         description = text
-        self.segments = segments
+        prefix = wildcard ? String(text.dropLast()) : nil
     }
 
     /// `*`: a valid pattern by construction.
     public static let everything = try! CommandPattern("*")
 
-    /// Whether `command` (a plain name, no wildcards) matches.
+    /// Whether `command` (a plain name, no wildcards) matches: the same name, or for `a.b.*` one
+    /// that starts `a.b.`; compared as bytes, with no split.
     public func matches(_ command: String) -> Bool {
-        let parts = command.split(separator: ".", omittingEmptySubsequences: false)
-        if segments.last == "*" {
-            let fixed = segments.dropLast()
-            return parts.count > fixed.count && zip(fixed, parts).allSatisfy { $0 == $1 }
-        }
-        return parts == segments
+        guard let prefix else { return command == description }
+        return command.utf8.starts(with: prefix.utf8)
     }
 }
