@@ -199,7 +199,7 @@ struct BridgeCore {
         }
         let phase: Phase = if case let .invite(id) = opening.handshake.handshake { .invited(inviteID: id) }
             else if lastState.node(withKey: key) != nil { .paired } else { .unpaired }
-        let connection = Connection(id: opening.id, key: key, address: opening.address, peer: opening.peer,
+        let connection = Connection(id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer,
                                     handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
         connections[opening.id] = connection
         if lastState.isBlocked(key) {

@@ -33,6 +33,8 @@ extension BridgeCore {
     struct Connection {
         let id: ConnectionID
         let key: PublicKey
+        /// Kept, not derived from `key` on each use (a SHA-256 and base32 twice per invoke).
+        let nodeId: Fingerprint
         let address: String
         /// `ip:port`, as every log line gives peers.
         let peer: String
@@ -57,7 +59,6 @@ extension BridgeCore {
         /// With the OpenClaw gateway protocol: the commands its socket there was last told to offer.
         var openClawOffer: [String]?
 
-        var nodeId: Fingerprint { key.fingerprint }
         var isPaired: Bool { phase == .paired }
     }
 

@@ -59,7 +59,8 @@ struct InvokeGate {
         case let .failure(error):
             return refuse(ErrorMessage.nodeNotFound, "\(error)", details: ["nodeId": .string(request.node), "command": .string(command)])
         }
-        let details: JSONValue = ["nodeId": .string(paired.nodeId.description), "command": .string(command)]
+        // Built only for a refusal: an allowed invoke allocates none of it.
+        var details: JSONValue { ["nodeId": .string(paired.nodeId.description), "command": .string(command)] }
         let name = paired.details.displayName
         // An offline node counts as in front, so the rules decide first.
         switch policy.decide(command, rules: rules ?? CompiledRules(paired.access), declared: paired.details.commands,

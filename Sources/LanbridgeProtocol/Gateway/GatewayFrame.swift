@@ -63,9 +63,10 @@ public enum GatewayFrame: Equatable, Sendable {
         case let .failure(error):
             return [ArraySlice(GatewayFrame.response(id: id, result: .failure(error)).encoded())]
         case let .success(payload):
-            let quotedID = (try? encoder.encode(id)).map(Array.init) ?? Array("\"\"".utf8)
-            return [ArraySlice(Array(#"{"id":"#.utf8) + quotedID + Array(#","ok":true,"payload":"#.utf8)),
-                    payload.bytes, ArraySlice(Array(#","type":"res"}"#.utf8))]
+            var head = Array(#"{"id":"#.utf8)
+            JSONValue.write(string: id, into: &head)
+            head.append(contentsOf: #","ok":true,"payload":"#.utf8)
+            return [ArraySlice(head), payload.bytes, ArraySlice(Self.responseTail)]
         }
     }
 
@@ -108,6 +109,7 @@ public enum GatewayFrame: Equatable, Sendable {
     }
 
     private static var encoder: JSONEncoder { .lanbridge }
+    private static let responseTail = Array(#","type":"res"}"#.utf8)
 }
 
 /// Reading typed fields out of a parsed object, where absent and null mean the same.

@@ -20,6 +20,11 @@ public struct Fingerprint: Hashable, Sendable, Codable, CustomStringConvertible,
 
     /// Parses what a person typed: any case, dashes or spaces anywhere, confusable letters folded.
     public init?(_ text: String) {
+        // The canonical form (what the gateway sends on every invoke) is taken as it is.
+        if Self.isCanonical(text) {
+            description = text
+            return
+        }
         var chars: [UInt8] = []
         for c in text.uppercased().utf8 {
             switch c {
@@ -68,8 +73,28 @@ public struct Fingerprint: Hashable, Sendable, Codable, CustomStringConvertible,
     }
 
     private static func format(_ chars: [UInt8]) -> String {
-        stride(from: 0, to: chars.count, by: 4)
-            .map { String(decoding: chars[$0..<$0 + 4], as: UTF8.self) }
-            .joined(separator: "-")
+        var out: [UInt8] = []
+        out.reserveCapacity(characterCount + 3)
+        for (index, char) in chars.enumerated() {
+            if index > 0, index % 4 == 0 { out.append(UInt8(ascii: "-")) }
+            out.append(char)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
+
+    /// Four groups of four characters of the alphabet, joined by dashes.
+    private static func isCanonical(_ text: String) -> Bool {
+        let bytes = text.utf8
+        guard bytes.count == characterCount + 3 else { return false }
+        for (index, byte) in bytes.enumerated() {
+            if index % 5 == 4 {
+                guard byte == UInt8(ascii: "-") else { return false }
+            } else if !canonical[Int(byte)] {
+                return false
+            }
+        }
+        return true
+    }
+
+    private static let canonical: [Bool] = (0..<256).map { alphabet.contains(UInt8($0)) }
 }

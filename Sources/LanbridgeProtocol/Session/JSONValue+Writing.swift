@@ -47,29 +47,56 @@ extension JSONValue {
 
     static func write(string s: String, into out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for byte in s.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
-            case UInt8(ascii: "\\"): out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
-            case 0x0A: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
-            case 0x0D: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
-            case 0x09: out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
-            case 0..<0x20:
-                let hex = Array("0123456789abcdef".utf8)
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
-            default: out.append(byte)
+        var s = s
+        s.withUTF8 { bytes in
+            // Runs that need no escape are copied whole.
+            var run = 0
+            for index in bytes.indices {
+                let byte = bytes[index]
+                guard byte < 0x20 || byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") else { continue }
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run..<index]))
+                run = index + 1
+                out.append(UInt8(ascii: "\\"))
+                switch byte {
+                case 0x0A: out.append(UInt8(ascii: "n"))
+                case 0x0D: out.append(UInt8(ascii: "r"))
+                case 0x09: out.append(UInt8(ascii: "t"))
+                case 0..<0x20:
+                    out.append(contentsOf: "u00".utf8)
+                    out.append(hexDigits[Int(byte >> 4)])
+                    out.append(hexDigits[Int(byte & 0xF)])
+                default: out.append(byte)
+                }
             }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[run...]))
         }
         out.append(UInt8(ascii: "\""))
     }
+
+    private static let hexDigits = Array("0123456789abcdef".utf8)
 }
 
 extension Invoke {
-    /// The message as the wire carries it; the bridge sends one per relayed invoke.
+    /// The message as the wire carries it, keys in sorted order as `serialized` writes them; the
+    /// bridge sends one per relayed invoke, so it is written straight, with no dictionary.
     var wireBytes: [UInt8] {
-        var fields: [String: JSONValue] = ["type": .string(Self.type), "id": .string(id), "command": .string(command)]
-        if let params { fields["params"] = params }
-        if let timeoutMs { fields["timeoutMs"] = .number(Double(timeoutMs)) }
-        return JSONValue.object(fields).serialized
+        var out: [UInt8] = []
+        out.reserveCapacity(96 + command.utf8.count + id.utf8.count)
+        out.append(contentsOf: #"{"command":"#.utf8)
+        JSONValue.write(string: command, into: &out)
+        out.append(contentsOf: #","id":"#.utf8)
+        JSONValue.write(string: id, into: &out)
+        if let params {
+            out.append(contentsOf: #","params":"#.utf8)
+            params.write(into: &out)
+        }
+        if let timeoutMs {
+            out.append(contentsOf: #","timeoutMs":"#.utf8)
+            out.append(contentsOf: String(timeoutMs).utf8)
+        }
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONValue.write(string: Self.type, into: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
     }
 }
