@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "LanbridgeNet",
             dependencies: [
-                "LanbridgeProtocol", "LanbridgeTransport",
+                "LanbridgeCrypto", "LanbridgeProtocol", "LanbridgeTransport",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -37,8 +37,10 @@ struct GatewayLinkHandlerTests {
     func text(_ string: String) -> WebSocketFrame { WebSocketFrame(fin: true, opcode: .text, data: ByteBuffer(string: string)) }
 
     func sent(_ channel: EmbeddedChannel) throws -> String? {
+        // The driver flushes once the loop has carried out what was ready: let it.
+        channel.embeddedEventLoop.run()
         // Unmasked: the frame encoder further down the pipeline masks what a client sends.
-        try channel.readOutbound(as: WebSocketFrame.self).map { String(buffer: $0.data) }
+        return try channel.readOutbound(as: WebSocketFrame.self).map { String(buffer: $0.data) }
     }
 
     /// Bug: now and then the link came up but no frame, not even bridge.hello, crossed it. The
@@ -114,5 +116,31 @@ struct GatewayLinkHandlerTests {
         #expect(store.pairedFileVersion() != before, "the store changed, so the request waits for a read")
         let answer = await driver.request(method: GatewayMethod.nodeList, params: nil)
         #expect((try? answer.get()) != nil)
+    }
+
+    /// Issue 22: a burst of requests read at once is answered with one flush (one `write` system
+    /// call), not one per answer; before, each answer was written and flushed on its own.
+    @Test func aBurstOfRequestsIsAnsweredWithOneFlush() async throws {
+        let (channel, handler, io) = try link()
+        let flushes = FlushCounter()
+        try channel.pipeline.syncOperations.addHandler(flushes, position: .first)
+        handler.start()
+        _ = try sent(channel)
+        let before = flushes.count
+        for id in 1...5 { try channel.writeInbound(text(#"{"type":"req","id":"\#(id)","method":"node.list"}"#)) }
+        channel.embeddedEventLoop.run()
+        #expect(flushes.count - before == 1)
+        for id in 1...5 { #expect(try sent(channel)?.contains("\"id\":\"\(id)\"") == true, "every answer, in order") }
+        await io.finish(on: MultiThreadedEventLoopGroup.singleton.next())
+    }
+}
+
+/// Counts the flushes that reach the bottom of the pipeline.
+private final class FlushCounter: ChannelOutboundHandler {
+    typealias OutboundIn = NIOAny
+    private(set) var count = 0
+    func flush(context: ChannelHandlerContext) {
+        count += 1
+        context.flush()
     }
 }

@@ -34,3 +34,16 @@ struct WebSocketFrameWriterTests {
         }
     }
 }
+
+/// Issue 22: mask keys come from a pool refilled 1,024 at a time (one random draw, not one per
+/// frame); what it hands out is still the random bytes, four at a time, across refills.
+struct MaskingKeysTests {
+    @Test func keysAreDrawnFourBytesAtATimeAcrossRefills() {
+        var keys = MaskingKeys()
+        let drawn = (0..<3000).map { _ in keys.key() }
+        let distinct = Set(drawn.map { [$0[0], $0[1], $0[2], $0[3]] })
+        // 3,000 draws of 32 random bits: a repeat is possible (p ≈ 0.001), many are not.
+        #expect(distinct.count >= 2990)
+    }
+}
+

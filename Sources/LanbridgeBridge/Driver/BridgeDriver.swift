@@ -44,6 +44,11 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// inotify reported a change while a read was under way: read once more after it.
     private var readAgain = false
 
+    /// Channels written to since the last flush (`flushSoon`).
+    private var unflushed: Set<ConnectionID> = []
+    private var linkUnflushed = false
+    private var flushScheduled = false
+
     private var timer: Scheduled<Void>?
     private var runtimeToWrite: RuntimeStatus?
     private var lastRuntimeWrite = NIODeadline.distantPast
@@ -342,15 +347,24 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .send(id, message):
                 let bytes = SessionMessages.encode(message)
                 if message is Invoke { metrics.relayed(bytes: bytes.count, toGateway: false) }
-                channels[id]?.writeAndFlush(bytes, promise: nil)
+                guard let channel = channels[id] else { continue }
+                channel.write(bytes, promise: nil)
+                unflushed.insert(id)
+                flushSoon()
             case let .authorize(id):
                 channels[id]?.triggerUserOutboundEvent(SecureChannelHandler.Authorize(), promise: nil)
             case let .close(id):
+                // What was written for it goes out before the close (an error saying why).
+                if unflushed.remove(id) != nil { channels[id]?.flush() }
                 channels[id]?.close(promise: nil)
             case let .toGateway(generation, frame):
-                if let link, link.generation == generation { link.send(frame) }
+                if let link, link.generation == generation { link.send(frame, flush: false); linkUnflushed = true; flushSoon() }
             case let .answer(.gateway(generation, requestID), answer):
-                if let link, link.generation == generation { link.send(GatewayFrame.response(id: requestID, answer: answer)) }
+                if let link, link.generation == generation {
+                    link.send(GatewayFrame.response(id: requestID, answer: answer), flush: false)
+                    linkUnflushed = true
+                    flushSoon()
+                }
             case let .answer(.control(token), answer):
                 controlRequests.removeValue(forKey: token)?.succeed(answer)
             case let .answer(.openClaw(node, invokeID), answer):
@@ -384,6 +398,23 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in
                     inOrder { [self] in timed("the invoke deadline timer") { perform(core.timerFired(now: .now)) } }
                 }
+            }
+        }
+    }
+
+    /// Writes are flushed once per turn of the loop, after every event it found ready has been
+    /// carried out (the tasks the loop runs next): a burst of invokes or results read at once
+    /// leaves in one system call per channel, not one each.
+    private func flushSoon() {
+        guard !flushScheduled else { return }
+        flushScheduled = true
+        loop.execute { [self] in
+            flushScheduled = false
+            for id in unflushed { channels[id]?.flush() }
+            unflushed.removeAll(keepingCapacity: true)
+            if linkUnflushed {
+                linkUnflushed = false
+                link?.flush()
             }
         }
     }

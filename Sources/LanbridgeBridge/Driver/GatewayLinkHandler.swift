@@ -33,6 +33,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     private var readHeld = false
     private var droppedEvents = 0
     private var closeSent = false
+    private var maskingKeys = MaskingKeys()
 
     init(driver: BridgeDriver, generation: Int, hello: JSONValue, ending: Ending, logger: Logger) {
         (self.driver, self.generation, self.hello, self.ending, self.logger) = (driver, generation, hello, ending, logger)
@@ -68,21 +69,27 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
 
     /// Answers and the bridge's calls always go out; events are dropped, and counted, while the
     /// gateway is not reading.
-    func send(_ frame: GatewayFrame) {
+    func send(_ frame: GatewayFrame, flush: Bool = true) {
         guard let context else { return }
         if case .event = frame, !context.channel.isWritable {
             droppedEvents += 1
             return
         }
-        send([ArraySlice(frame.encoded())])
+        send([ArraySlice(frame.encoded())], flush: flush)
     }
 
     /// An answer, spliced from parts (a node's result is passed on as the bytes it arrived in).
-    func send(_ parts: [ArraySlice<UInt8>]) {
+    /// Unflushed when the driver batches: it flushes once it has carried out the loop's events.
+    func send(_ parts: [ArraySlice<UInt8>], flush: Bool = true) {
         guard let context else { return }
         var buffer = context.channel.allocator.buffer(capacity: parts.reduce(0) { $0 + $1.count })
         for part in parts { buffer.writeBytes(part) }
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
+        let frame = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: maskingKeys.key(), data: buffer))
+        if flush { context.writeAndFlush(frame, promise: nil) } else { context.write(frame, promise: nil) }
+    }
+
+    func flush() {
+        context?.flush()
     }
 
     /// Ends the link with a close frame (the token was rotated).
@@ -95,7 +102,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     private func sendClose(code: WebSocketErrorCode, reason: String, context: ChannelHandlerContext) {
         guard !closeSent else { return }
         closeSent = true
-        context.writeAndFlush(wrapOutboundOut(.close(code, reason: reason, maskKey: .random())), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.close(code, reason: reason, maskKey: maskingKeys.key())), promise: nil)
     }
 
     // MARK: - Gateway → bridge
@@ -111,7 +118,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
         case .text, .binary:
             received(Array(buffer: frame.unmaskedData))
         case .ping:
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: maskingKeys.key(), data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
             ending.set(frame.closeError?.description ?? "the gateway closed the link")
             sendClose(code: .normalClosure, reason: "", context: context)

@@ -30,6 +30,7 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
     private var closeSent = false
+    private var maskingKeys = MaskingKeys()
     /// Asked to re-offer while invokes were in flight: closes once they are answered.
     private var reofferWhenIdle = false
     /// Completed once the session is up or the socket is gone: the dialler's handshake slot is free.
@@ -91,7 +92,7 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
             logger.trace("frame from the OpenClaw gateway", metadata: ["node": "\(node)", "bytes": "\(frame.length)"])
             perform(session.received(Array(buffer: frame.unmaskedData), nowMs: Self.nowMs))
         case .ping:
-            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, maskKey: maskingKeys.key(), data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
             ending.set(frame.closeError?.description ?? "the gateway closed the socket")
             sendClose(.normalClosure, "")
@@ -121,7 +122,7 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
             case let .send(bytes):
                 guard let context else { return }
                 let buffer = context.channel.allocator.buffer(bytes: bytes)
-                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: .random(), data: buffer)), promise: nil)
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: maskingKeys.key(), data: buffer)), promise: nil)
             case let .connected(version):
                 handshake.succeed()
                 links.sessionUp(self, protocolVersion: version, deviceId: deviceId, offered: session.configuration.commands)
@@ -163,6 +164,6 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     private func sendClose(_ code: WebSocketErrorCode, _ reason: String) {
         guard let context, !closeSent else { return }
         closeSent = true
-        context.writeAndFlush(wrapOutboundOut(.close(code, reason: reason, maskKey: .random())), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.close(code, reason: reason, maskKey: maskingKeys.key())), promise: nil)
     }
 }
