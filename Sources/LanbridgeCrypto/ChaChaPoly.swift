@@ -41,22 +41,26 @@ public enum ChaChaPoly {
         buffer += tag
     }
 
-    /// Verifies and decrypts `buffer` (ciphertext then tag) in place, dropping the tag.
-    /// On failure the buffer is left as it was.
-    public static func openInPlace(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, buffer: inout [UInt8]) throws {
-        guard buffer.count >= tagLength else { throw CryptoError.authenticationFailed }
-        let textCount = buffer.count - tagLength
-        let ok = buffer.withUnsafeMutableBytes { all in
-            withNonce(nonce) { npub in
-                key.withUnsafeBytes { k in
-                    ad.withUnsafeBytes { a in
-                        Backend.open(key: k, nonce: npub, ad: a, text: UnsafeMutableRawBufferPointer(rebasing: all[..<textCount]),
-                                     tag: UnsafeRawBufferPointer(rebasing: all[textCount...]))
-                    }
+    /// Verifies and decrypts `region` (ciphertext then tag) in place; the plaintext is its first
+    /// `region.count - tagLength` bytes. On failure the region is left as it was.
+    public static func openInPlace(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, region: UnsafeMutableRawBufferPointer) throws {
+        guard region.count >= tagLength else { throw CryptoError.authenticationFailed }
+        let textCount = region.count - tagLength
+        let ok = withNonce(nonce) { npub in
+            key.withUnsafeBytes { k in
+                ad.withUnsafeBytes { a in
+                    Backend.open(key: k, nonce: npub, ad: a, text: UnsafeMutableRawBufferPointer(rebasing: region[..<textCount]),
+                                 tag: UnsafeRawBufferPointer(rebasing: region[textCount...]))
                 }
             }
         }
         guard ok else { throw CryptoError.authenticationFailed }
+    }
+
+    /// Verifies and decrypts `buffer` (ciphertext then tag) in place, dropping the tag.
+    /// On failure the buffer is left as it was.
+    public static func openInPlace(key: SecureBytes, nonce: UInt64, ad: some ContiguousByteStorage, buffer: inout [UInt8]) throws {
+        try buffer.withUnsafeMutableBytes { try openInPlace(key: key, nonce: nonce, ad: ad, region: $0) }
         buffer.removeLast(tagLength)
     }
 }

@@ -70,11 +70,10 @@ public final class SecureChannelHandler: ChannelDuplexHandler {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var buffer = unwrapInboundIn(data)
-        let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+        let buffer = unwrapInboundIn(data)
         let outputs: [SecureSession.Output]
         do {
-            outputs = try session.receive(bytes)
+            outputs = try buffer.withUnsafeReadableBytes { try session.receive($0) }
         } catch {
             fail(context: context, error)
             return

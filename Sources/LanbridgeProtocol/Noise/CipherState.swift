@@ -42,15 +42,25 @@ public struct CipherState: Sendable {
         ChaChaPoly.sealInPlace(key: k, nonce: try nextNonce(), ad: [UInt8](), buffer: &buffer, from: start)
     }
 
-    /// Transport fast path: decrypts a whole ciphertext in place (tag removed). `n` advances only on success.
-    public mutating func decryptInPlace(_ buffer: inout [UInt8]) throws {
+    /// Transport fast path: decrypts `buffer[range]` (ciphertext then tag) where it lies; the
+    /// plaintext is the range less its last 16 bytes. `n` advances only on success.
+    public mutating func decryptInPlace(_ buffer: inout [UInt8], range: Range<Int>) throws {
         guard let k else { return }
         guard n < UInt64.max else { throw NoiseError.nonceExhausted }
         do {
-            try ChaChaPoly.openInPlace(key: k, nonce: n, ad: [UInt8](), buffer: &buffer)
+            try buffer.withUnsafeMutableBytes { all in
+                try ChaChaPoly.openInPlace(key: k, nonce: n, ad: [UInt8](), region: UnsafeMutableRawBufferPointer(rebasing: all[range]))
+            }
             n += 1
         } catch {
             throw NoiseError.decryptionFailed
         }
+    }
+
+    /// Transport fast path: decrypts a whole ciphertext in place (tag removed). `n` advances only on success.
+    public mutating func decryptInPlace(_ buffer: inout [UInt8]) throws {
+        guard k != nil else { return }
+        try decryptInPlace(&buffer, range: buffer.indices)
+        buffer.removeLast(Noise.tagLength)
     }
 }

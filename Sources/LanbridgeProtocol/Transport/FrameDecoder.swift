@@ -16,8 +16,20 @@ public struct FrameDecoder: Sendable {
         if buffer.isEmpty { buffer = bytes } else { buffer += bytes }
     }
 
+    /// Copies what the socket delivered in: the one copy a received byte makes before decryption.
+    public mutating func append(contentsOf bytes: UnsafeRawBufferPointer) {
+        buffer.append(contentsOf: bytes)
+    }
+
     /// The next complete frame, or nil when more bytes are needed.
     public mutating func next() throws -> [UInt8]? {
+        try nextInPlace { buffer, range in Array(buffer[range]) }
+    }
+
+    /// The next complete frame, handed to `body` where it lies (`buffer[range]`, the decoder's to
+    /// overwrite: a transport frame is decrypted there), or nil when more bytes are needed.
+    public mutating func nextInPlace<R>(_ body: (inout [UInt8], Range<Int>) throws -> R) throws -> R? {
+        compactIfWorthIt()
         let available = buffer.count - readIndex
         guard available >= Self.headerLength else { return nil }
         let length = Int(buffer[readIndex]) << 8 | Int(buffer[readIndex + 1])
@@ -25,10 +37,8 @@ public struct FrameDecoder: Sendable {
         guard length > 0 else { throw TransportError.frameTooShort(length: 0) }
         guard available >= Self.headerLength + length else { return nil }
         let start = readIndex + Self.headerLength
-        let frame = Array(buffer[start..<start + length])
         readIndex = start + length
-        compactIfWorthIt()
-        return frame
+        return try body(&buffer, start..<start + length)
     }
 
     /// Call when the peer closes: a partial frame left behind is a truncation.

@@ -29,6 +29,11 @@ public struct MessageAssembler: Sendable {
 
     /// Adds one decrypted chunk; returns the message when the final chunk arrives.
     public mutating func add(chunk plaintext: [UInt8]) throws -> [UInt8]? {
+        try add(chunk: plaintext[...])
+    }
+
+    /// The same, from where the chunk was decrypted: its data is copied once, into the message.
+    public mutating func add(chunk plaintext: ArraySlice<UInt8>) throws -> [UInt8]? {
         guard let flag = plaintext.first else { throw TransportError.badChunkFlag(0) }
         guard flag == Chunking.more || flag == Chunking.final else { throw TransportError.badChunkFlag(flag) }
         let size = partial.count + plaintext.count - 1

@@ -129,18 +129,53 @@ public struct SecureSession: Sendable {
     }
 
     public mutating func receive(_ bytes: [UInt8]) throws -> [Output] {
+        try receive { $0.append(bytes) }
+    }
+
+    /// The same, from bytes the caller lends (a channel's read buffer): copied once, into the
+    /// frame buffer, where each transport frame is then decrypted.
+    public mutating func receive(_ bytes: UnsafeRawBufferPointer) throws -> [Output] {
+        try receive { $0.append(contentsOf: bytes) }
+    }
+
+    private mutating func receive(_ append: (inout FrameDecoder) -> Void) throws -> [Output] {
         if case .failed = state { throw TransportError.closed }
         do {
-            frames.append(bytes)
+            append(&frames)
             var outputs: [Output] = []
-            while var frame = try frames.next() {
+            while !isEstablished, var frame = try frames.next() {
                 outputs += try handle(&frame)
+            }
+            if isEstablished {
+                // Out of `self` while frames are opened in it, so both can change (and its buffer stays unique).
+                var decoder = frames
+                frames = FrameDecoder(limit: 0)
+                defer { frames = decoder }
+                while let opened = try decoder.nextInPlace({ buffer, range in try open(&buffer, range) }) {
+                    if let message = opened { outputs.append(.message(message)) }
+                }
             }
             return outputs
         } catch {
             state = .failed
             throw error
         }
+    }
+
+    /// One transport frame, decrypted where it lies in the frame buffer; the message once its
+    /// last chunk is in.
+    private mutating func open(_ buffer: inout [UInt8], _ range: Range<Int>) throws -> [UInt8]? {
+        guard case .established(var ciphers, var assembler, let result) = state else { throw TransportError.closed }
+        // Take the payload out of `state` so the partial message is uniquely owned and appends
+        // do not copy it; an error leaves the session failed, as it should.
+        state = .failed
+        guard range.count >= Noise.tagLength + 1 else { throw TransportError.frameTooShort(length: range.count) }
+        do { try ciphers.receive.decryptInPlace(&buffer, range: range) } catch {
+            throw TransportError.decryptionFailed
+        }
+        let message = try assembler.add(chunk: buffer[range.lowerBound..<range.upperBound - Noise.tagLength])
+        state = .established(ciphers, assembler, result)
+        return message
     }
 
     /// The peer closed its side. Throws the reason if that cut something short.
@@ -195,17 +230,8 @@ public struct SecureSession: Sendable {
             } catch let error as NoiseError {
                 throw TransportError.handshakeFailed(error)
             }
-        case .established(var ciphers, var assembler, let result):
-            // Take the payload out of `state` so the partial message is uniquely owned and appends
-            // do not copy it; an error leaves the session failed, as it should.
-            state = .failed
-            guard frame.count >= Noise.tagLength + 1 else { throw TransportError.frameTooShort(length: frame.count) }
-            do { try ciphers.receive.decryptInPlace(&frame) } catch {
-                throw TransportError.decryptionFailed
-            }
-            let message = try assembler.add(chunk: frame)
-            state = .established(ciphers, assembler, result)
-            return message.map { [.message($0)] } ?? []
+        case .established:
+            return try open(&frame, frame.indices).map { [.message($0)] } ?? []
         case .failed:
             throw TransportError.closed
         }
