@@ -179,7 +179,7 @@ public enum BridgeServer {
                                     logger.warning("\(kept.joined(separator: ", ")) applies after a restart: the message sizes the transports allow were fixed when they started; kept the running value")
                                 }
                                 let changes = Reloaded.changes(from: current, to: next)
-                                driver.reload(next.settings)
+                                await driver.reload(next.settings)
                                 if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
                                 logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
                                 if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {

@@ -201,8 +201,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         loop.execute { [self] in if reading { readAgain = true } else { readStore() } }
     }
 
-    func reload(_ settings: BridgeSettings) {
-        loop.execute { [self] in perform(core.reload(settings)) }
+    /// Returns once the core has the new settings, so "reloaded" is never said before it is true
+    /// (a request already on the loop could otherwise run under the old limits after it).
+    func reload(_ settings: BridgeSettings) async {
+        try? await loop.submit { [self] in perform(core.reload(settings)) }.get()
     }
 
     func setAdvertising(_ status: String, name: String?) {
