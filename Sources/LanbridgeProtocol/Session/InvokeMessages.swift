@@ -15,6 +15,25 @@ public struct Invoke: SessionMessage {
     }
 }
 
+extension Invoke {
+    /// Reads a message `SessionMessages.read` has validated, with the field types the synthesized
+    /// decoder requires: `id` and `command` strings, `params` any value or null, `timeoutMs` an
+    /// integer or null; other members are ignored.
+    init(validated bytes: [UInt8]) throws(SessionMessageError) {
+        guard case let .object(fields) = JSONValue(validated: bytes) else { throw .notJSON }
+        guard case let .string(id)? = fields["id"], case let .string(command)? = fields["command"] else {
+            throw .invalid(type: Self.type, reason: "needs string \"id\" and \"command\"")
+        }
+        let timeoutMs: Int?
+        switch fields["timeoutMs"] {
+        case nil, .null?: timeoutMs = nil
+        case let .number(n)? where n == n.rounded() && n >= -9.0e15 && n <= 9.0e15: timeoutMs = Int(n)
+        default: throw .invalid(type: Self.type, reason: "timeoutMs must be an integer")
+        }
+        self.init(id: id, command: command, params: fields["params"].flatMap { $0 == .null ? nil : $0 }, timeoutMs: timeoutMs)
+    }
+}
+
 /// bridge → node: whoever asked gave up on an `Invoke`. The node stops its handler if it still
 /// runs; a result it sends anyway is dropped (PROTOCOL.md §9.4).
 public struct InvokeCancel: SessionMessage {

@@ -100,3 +100,22 @@ extension Invoke {
         return out
     }
 }
+
+extension InvokeResult {
+    /// A successful result as the wire carries it (keys sorted); nil for a failure, which goes
+    /// through the encoder with its error object.
+    var wireBytes: [UInt8]? {
+        guard ok, error == nil else { return nil }
+        var out = Array(#"{"id":"#.utf8)
+        JSONValue.write(string: id, into: &out)
+        out.append(contentsOf: #","ok":true"#.utf8)
+        if let payload {
+            out.append(contentsOf: #","payload":"#.utf8)
+            payload.write(into: &out)
+        }
+        out.append(contentsOf: #","type":"#.utf8)
+        JSONValue.write(string: Self.type, into: &out)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+}

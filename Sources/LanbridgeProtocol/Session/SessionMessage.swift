@@ -45,7 +45,9 @@ public enum SessionMessages {
     }
 
     public static func encode(_ message: some SessionMessage) -> [UInt8] {
-        if let invoke = message as? Invoke { return invoke.wireBytes }  // the hot path, written by hand
+        // The hot path, written by hand: the bridge sends an invoke, a node answers it.
+        if let invoke = message as? Invoke { return invoke.wireBytes }
+        if let result = message as? InvokeResult, let bytes = result.wireBytes { return bytes }
         if let encoded = try? JSONEncoder.lanbridge.encode(Tagged(message: message)) { return Array(encoded) }
         // JSONEncoder refuses only non-finite numbers, which nothing read by the scanner holds; should
         // one get in anyway, the peer hears an error instead of the process trapping.
@@ -93,6 +95,8 @@ public enum SessionMessages {
     }
 
     private static func decode(validated bytes: [UInt8], type: String) throws(SessionMessageError) -> any SessionMessage {
+        // A node reads one per invoke: from the scanner's tree, not through JSONDecoder.
+        if type == Invoke.type { return try Invoke(validated: bytes) }
         guard let messageType = byType[type] else { throw .unknownType(type) }
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
