@@ -84,3 +84,16 @@ struct AccessEditingTests {
     #expect(applied.eventsPerMinute == 7 && kept == ["maxResultBytes"])
     #expect(running.reloaded(to: running).kept.isEmpty && running.reloaded(to: running).limits == running)
 }
+
+/// Issue 22: the daemon says at start when the open-file limit is too low for its configuration.
+struct DescriptorBudgetTests {
+    @Test func theBudgetCountsEachNodesDescriptorsAndSaysWhatToRaise() throws {
+        let lanbridge = DescriptorBudget(paired: 10_000, openClaw: false, unauthenticated: 96)
+        #expect(lanbridge.needed == 10_000 + 96 + DescriptorBudget.reserve)
+        #expect(lanbridge.shortfall(limit: 65_536) == nil)
+        let openClaw = DescriptorBudget(paired: 10_000, openClaw: true, unauthenticated: 96)
+        #expect(openClaw.needed == 20_000 + 96 + DescriptorBudget.reserve)
+        let message = try #require(openClaw.shortfall(limit: 1024))
+        #expect(message.contains("1024") && message.contains("\(openClaw.needed)") && message.contains("LimitNOFILE="))
+    }
+}
