@@ -45,7 +45,7 @@ public enum BridgeServer {
         let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
         let descriptors = DescriptorBudget(paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
                                            unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting)
-        if let shortfall = descriptors.shortfall(limit: descriptors.raiseSoftLimit()) { logger.warning("\(shortfall)") }
+        if let shortfall = descriptors.shortfall(limit: OpenFileLimit.raise(toward: descriptors.needed)) { logger.warning("\(shortfall)") }
         // Room for the largest result the bridge relays, so an oversized one is refused with
         // PAYLOAD_TOO_LARGE rather than by dropping the node.
         let configuration = {

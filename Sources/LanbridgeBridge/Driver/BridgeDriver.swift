@@ -360,13 +360,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 if unflushed.remove(id) != nil { channels[id]?.flush() }
                 channels[id]?.close(promise: nil)
             case let .toGateway(generation, frame):
-                if let link, link.generation == generation { link.send(frame, flush: false); linkUnflushed = true; flushSoon() }
+                writeToLink(generation) { $0.send(frame, flush: false) }
             case let .answer(.gateway(generation, requestID), answer):
-                if let link, link.generation == generation {
-                    link.send(GatewayFrame.response(id: requestID, answer: answer), flush: false)
-                    linkUnflushed = true
-                    flushSoon()
-                }
+                writeToLink(generation) { $0.send(GatewayFrame.response(id: requestID, answer: answer), flush: false) }
             case let .answer(.control(token), answer):
                 controlRequests.removeValue(forKey: token)?.succeed(answer)
             case let .answer(.openClaw(node, invokeID), answer):
@@ -402,6 +398,14 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 }
             }
         }
+    }
+
+    /// Writes to the link of `generation`, if it is still the one up; flushed with the rest.
+    private func writeToLink(_ generation: Int, _ write: (GatewayLinkHandler) -> Void) {
+        guard let link, link.generation == generation else { return }
+        write(link)
+        linkUnflushed = true
+        flushSoon()
     }
 
     /// Writes are flushed once per turn of the loop, after every event it found ready has been

@@ -56,11 +56,4 @@ public struct CipherState: Sendable {
             throw NoiseError.decryptionFailed
         }
     }
-
-    /// Transport fast path: decrypts a whole ciphertext in place (tag removed). `n` advances only on success.
-    public mutating func decryptInPlace(_ buffer: inout [UInt8]) throws {
-        guard k != nil else { return }
-        try decryptInPlace(&buffer, range: buffer.indices)
-        buffer.removeLast(Noise.tagLength)
-    }
 }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The file descriptors a configuration needs: one per paired node's connection (two with the
 /// OpenClaw gateway protocol, which gives each node its own socket at the gateway), the
 /// unauthenticated connections admission lets in, and a reserve for the bridge itself
@@ -27,24 +21,5 @@ public struct DescriptorBudget: Equatable, Sendable {
         return "the open-file limit is \(limit), below the \(needed) this configuration needs: \(paired) paired nodes\(perNode), "
             + "\(unauthenticated) connections not yet paired (admission.maxUnauthenticated and maxWaiting) and \(Self.reserve) for the bridge; "
             + "connections past the limit are refused. Raise it: LimitNOFILE= in the service unit, or ulimit -n"
-    }
-
-    /// Raises the soft limit toward the hard one when it is below what is needed (where the
-    /// sandbox allows it), and returns the soft limit in force.
-    public func raiseSoftLimit() -> Int {
-        var limits = rlimit()
-        #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
-        #else
-        let resource = RLIMIT_NOFILE
-        #endif
-        guard getrlimit(resource, &limits) == 0 else { return Int.max }
-        let wanted = rlim_t(max(needed, 0))
-        if limits.rlim_cur < wanted, limits.rlim_max > limits.rlim_cur {
-            var raised = limits
-            raised.rlim_cur = min(limits.rlim_max, wanted)
-            if setrlimit(resource, &raised) == 0 { limits = raised }
-        }
-        return limits.rlim_cur >= rlim_t(Int.max) ? Int.max : Int(limits.rlim_cur)
     }
 }
