@@ -76,46 +76,65 @@ extension JSONValue {
     private static let hexDigits = Array("0123456789abcdef".utf8)
 }
 
+/// A message written member by member, for the hot path's messages: the caller gives the keys in
+/// sorted order, as `serialized` (and the encoder) write them, and `type` last.
+struct WireObject {
+    private(set) var bytes: [UInt8]
+    private var empty = true
+
+    init(capacity: Int = 128) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    private mutating func key(_ key: String) {
+        if !empty { bytes.append(UInt8(ascii: ",")) }
+        empty = false
+        JSONValue.write(string: key, into: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func string(_ key: String, _ value: String) {
+        self.key(key)
+        JSONValue.write(string: value, into: &bytes)
+    }
+
+    mutating func value(_ key: String, _ value: JSONValue?) {
+        guard let value else { return }
+        self.key(key)
+        value.write(into: &bytes)
+    }
+
+    /// Closes the object with its `type` member.
+    consuming func closed(type: String) -> [UInt8] {
+        string("type", type)
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+}
+
 extension Invoke {
-    /// The message as the wire carries it, keys in sorted order as `serialized` writes them; the
-    /// bridge sends one per relayed invoke, so it is written straight, with no dictionary.
+    /// The message as the wire carries it; the bridge sends one per relayed invoke.
     var wireBytes: [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(96 + command.utf8.count + id.utf8.count)
-        out.append(contentsOf: #"{"command":"#.utf8)
-        JSONValue.write(string: command, into: &out)
-        out.append(contentsOf: #","id":"#.utf8)
-        JSONValue.write(string: id, into: &out)
-        if let params {
-            out.append(contentsOf: #","params":"#.utf8)
-            params.write(into: &out)
-        }
-        if let timeoutMs {
-            out.append(contentsOf: #","timeoutMs":"#.utf8)
-            out.append(contentsOf: String(timeoutMs).utf8)
-        }
-        out.append(contentsOf: #","type":"#.utf8)
-        JSONValue.write(string: Self.type, into: &out)
-        out.append(UInt8(ascii: "}"))
-        return out
+        var object = WireObject(capacity: 96 + command.utf8.count + id.utf8.count)
+        object.string("command", command)
+        object.string("id", id)
+        object.value("params", params)
+        object.value("timeoutMs", timeoutMs.map { .number(Double($0)) })
+        return object.closed(type: Self.type)
     }
 }
 
 extension InvokeResult {
-    /// A successful result as the wire carries it (keys sorted); nil for a failure, which goes
-    /// through the encoder with its error object.
+    /// A successful result as the wire carries it; nil for a failure, which goes through the
+    /// encoder with its error object.
     var wireBytes: [UInt8]? {
         guard ok, error == nil else { return nil }
-        var out = Array(#"{"id":"#.utf8)
-        JSONValue.write(string: id, into: &out)
-        out.append(contentsOf: #","ok":true"#.utf8)
-        if let payload {
-            out.append(contentsOf: #","payload":"#.utf8)
-            payload.write(into: &out)
-        }
-        out.append(contentsOf: #","type":"#.utf8)
-        JSONValue.write(string: Self.type, into: &out)
-        out.append(UInt8(ascii: "}"))
-        return out
+        var object = WireObject()
+        object.string("id", id)
+        object.value("ok", true)
+        object.value("payload", payload)
+        return object.closed(type: Self.type)
     }
 }
