@@ -6,7 +6,7 @@ import PackageDescription
 //   ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium or swift-crypto, by trait)
 let package = Package(
     name: "lanbridge",
-    platforms: [.macOS(.v14), .iOS(.v16)],
+    platforms: [.macOS(.v14), .iOS(.v17)],
     products: [
         .executable(name: "lanbridge", targets: ["lanbridge"]),
         .executable(name: "lanbridge-bench", targets: ["lanbridge-bench"]),
@@ -172,7 +172,7 @@ let package = Package(
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")]
         ),
-        .testTarget(name: "LanbridgeNodeTests", dependencies: ["LanbridgeNode", "LanbridgeNodeTesting"]),
+        .testTarget(name: "LanbridgeNodeTests", dependencies: ["LanbridgeNode", "LanbridgeNodeTesting", .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [

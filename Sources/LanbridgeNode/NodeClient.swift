@@ -3,6 +3,8 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeFiles
 import Logging
+import NIOCore
+import NIOPosix
 
 /// What a node app links to talk to a lanbridge: pairing (by code or invite), a pinned bridge key,
 /// a connection kept up with backoff, foreground state, command handlers and events.
@@ -29,6 +31,12 @@ public actor NodeClient {
         public var maximumBackoff: Double = 30
         /// How the client reaches the bridge; nil: `TCPNodeTransport` (tests pass a `FakeBridge`).
         public var transport: (any NodeTransport)?
+        /// Whether handlers run on the client's event loop (the default: a quick handler answers
+        /// without a hop between threads, which costs more than the invoke). While a handler runs
+        /// synchronous code, its connection reads nothing: a handler with long synchronous work
+        /// (encoding a large image) should await it elsewhere, or set this false to run every
+        /// handler on Swift's concurrent executor. Needs macOS 15 / iOS 18; before, always false.
+        public var handlersOnEventLoop = true
         /// A configuration with the file key store in `stateDirectory`.
         public init(stateDirectory: URL, details: NodeDetails, foreground: Bool = true) {
             (self.stateDirectory, self.details, self.foreground) = (stateDirectory, details, foreground)
@@ -110,6 +118,13 @@ public actor NodeClient {
     private var nextCall = 0
     private var connected = false
     private let logger: Logger
+    /// The event loop the client runs on, and its connections' channels too: a message from the
+    /// bridge reaches the client, and the answer the socket, without a hop between threads (a hop
+    /// costs more than the invoke). Handlers still run off it, on Swift's concurrent executor.
+    private nonisolated let eventLoop: any EventLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
+    /// Where handlers run when `handlersOnEventLoop` (an `EventLoopTaskExecutor`; `Any` for older systems).
+    private nonisolated let handlerExecutor: (any Sendable)?
 
     /// Loads (or creates) the node's key pair and pin from the key store; throws if they cannot be read.
     public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
@@ -121,6 +136,12 @@ public actor NodeClient {
         nodeID = Fingerprint(publicKey: identity.publicKey).description
         foreground = configuration.foreground
         self.logger = logger
+        eventLoop = MultiThreadedEventLoopGroup.singleton.next()
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            handlerExecutor = EventLoopTaskExecutor(eventLoop)
+        } else {
+            handlerExecutor = nil
+        }
     }
 
     /// The bridge this node is paired with (its key, fingerprint, address and name), if any.
@@ -134,8 +155,10 @@ public actor NodeClient {
     }
 
     /// Registers the handler for `command` (replacing an earlier one). An invoke of a command with
-    /// no handler is answered `UNKNOWN_COMMAND`. Handlers run concurrently; when the connection an
-    /// invoke came on ends, its handler's task is cancelled (its answer could go nowhere else).
+    /// no handler is answered `UNKNOWN_COMMAND`. Handlers run concurrently, each in its own task
+    /// (on the client's event loop unless `Configuration.handlersOnEventLoop` is false); when the
+    /// connection an invoke came on ends, its handler's task is cancelled (its answer could go
+    /// nowhere else).
     public func handle(_ command: String, _ handler: @escaping Handler) {
         handlers[command] = handler
     }
@@ -242,7 +265,7 @@ public actor NodeClient {
     // MARK: - One connection
 
     private func connectOnce(host: String, port: Int, invite: InviteURI?) async throws -> String {
-        let connection = try await transport.connect(host: host, port: port, identity: identity, invite: invite)
+        let connection = try await transport.connect(host: host, port: port, identity: identity, invite: invite, on: eventLoop)
         var established = false
         self.connection = connection
         defer {
@@ -340,9 +363,9 @@ public actor NodeClient {
             nextRunning += 1
             let key = nextRunning
             runningInvokes[invoke.id] = key
-            running[key] = Task {
+            running[key] = startHandler {
                 await self.run(invoke, on: connection)
-                self.finished(key, invoke: invoke.id)
+                await self.finished(key, invoke: invoke.id)
             }
         case let cancel as InvokeCancel:
             // The asker gave up: the handler's task is cancelled, and its answer is not sent.
@@ -398,6 +421,15 @@ public actor NodeClient {
         try? await connection.send(SessionMessages.encode(result))
     }
 
+    /// Starts an invoke's handler: on the client's event loop (a quick handler answers without a
+    /// thread hop), or on Swift's concurrent executor when the configuration says so.
+    private func startHandler(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
+        if configuration.handlersOnEventLoop, #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
+            return Task(executorPreference: handlerExecutor as? EventLoopTaskExecutor, operation: body)
+        }
+        return Task(operation: body)
+    }
+
     private func finished(_ key: Int, invoke: String) {
         running[key] = nil
         if runningInvokes[invoke] == key { runningInvokes[invoke] = nil }
@@ -412,3 +444,4 @@ public actor NodeClient {
 protocol Identified { var id: String { get } }
 extension GatewayCall: Identified {}
 extension PushRegister: Identified {}
+

@@ -15,6 +15,16 @@ public protocol NodeTransport: Sendable {
     /// pre-shared key when given) and returns it once it is open. The handshake's outcome arrives
     /// as the connection's first event.
     func connect(host: String, port: Int, identity: X25519.KeyPair, invite: InviteURI?) async throws -> NodeConnection
+
+    /// The same, with the event loop the client runs on: a transport on SwiftNIO opens its channel
+    /// there, so the client's reads and writes need no thread hop. Others ignore it (the default).
+    func connect(host: String, port: Int, identity: X25519.KeyPair, invite: InviteURI?, on eventLoop: any EventLoop) async throws -> NodeConnection
+}
+
+extension NodeTransport {
+    public func connect(host: String, port: Int, identity: X25519.KeyPair, invite: InviteURI?, on eventLoop: any EventLoop) async throws -> NodeConnection {
+        try await connect(host: host, port: port, identity: identity, invite: invite)
+    }
 }
 
 /// What a connection delivers to the client, in order.
@@ -69,11 +79,16 @@ public struct TCPNodeTransport: NodeTransport {
 
     /// Connects and starts the Noise handshake (XX, or XXpsk3 with the invite).
     public func connect(host: String, port: Int, identity: X25519.KeyPair, invite: InviteURI?) async throws -> NodeConnection {
+        try await connect(host: host, port: port, identity: identity, invite: invite, on: MultiThreadedEventLoopGroup.singleton.next())
+    }
+
+    /// Connects on `eventLoop` (the client's own, so a message and its answer stay on one thread).
+    public func connect(host: String, port: Int, identity: X25519.KeyPair, invite: InviteURI?, on eventLoop: any EventLoop) async throws -> NodeConnection {
         let sessionInvite = invite.map { SecureSession.Invite(secret: SecureBytes(copying: $0.secret)) }
         let (session, opening) = try SecureSession.initiate(with: identity, invite: sessionInvite)
         let (events, continuation) = AsyncThrowingStream.makeStream(of: NodeTransportEvent.self, throwing: (any Error).self)
         let (logger, readTimeout) = (self.logger, TimeAmount(readTimeout))
-        let channel = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try await ClientBootstrap(group: eventLoop)
             .connectTimeout(TimeAmount(connectTimeout))
             .channelOption(.socketOption(.so_keepalive), value: 1)
             .channelInitializer { channel in

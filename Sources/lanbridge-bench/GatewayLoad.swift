@@ -91,6 +91,7 @@ enum GatewayLoad {
 
     static func percentile(_ samples: [Double], _ p: Double) -> Int {
         let sorted = samples.sorted()
+        guard !sorted.isEmpty else { return 0 }  // `--bystander 0`: nothing timed
         return Int(sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))].rounded())
     }
 

@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeNode
 import LanbridgeNodeTesting
 import LanbridgeProtocol
+import NIOPosix
 import Testing
 
 /// `NodeClient` driven through `FakeBridge`, as an app's own tests would: no sockets, no daemon.
@@ -31,11 +32,13 @@ struct FakeBridgeTests {
     }
 
     static func start(_ bridge: FakeBridge, details: NodeDetails = NodeDetails(displayName: "Test phone", platform: "ios", commands: ["device.echo", "canvas.snapshot"], flags: .init(requiresForeground: true)),
-                      invite: InviteURI? = nil, setUp: (NodeClient) async -> Void = { _ in }) async throws -> Running {
+                      invite: InviteURI? = nil, setUp: (NodeClient) async -> Void = { _ in },
+                      configure: (inout NodeClient.Configuration) -> Void = { _ in }) async throws -> Running {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanbridge-fake-\(UUID().uuidString)")
         var configuration = NodeClient.Configuration(stateDirectory: directory, details: details)
         configuration.transport = bridge
         configuration.minimumBackoff = 0.01
+        configure(&configuration)
         let client = try NodeClient(configuration: configuration)
         await setUp(client)
         let events = client.events
@@ -78,6 +81,18 @@ struct FakeBridgeTests {
         #expect(await node.client.bridge?.fingerprint == bridge.fingerprint)
         #expect(try await bridge.invoke(nodeID, "device.echo", params: ["hi": 1]) == ["hi": 1])
         #expect(await Self.failure("an unknown command") { try await bridge.invoke(nodeID, "device.missing") }?.code == "UNKNOWN_COMMAND")
+        await node.stop()
+    }
+
+    /// A handler starts on the client's event loop (no thread hop between the message and its
+    /// answer), unless the configuration sends handlers to Swift's concurrent executor.
+    @Test(arguments: [true, false]) func handlersRunOnTheClientsEventLoopUnlessConfiguredNot(onLoop: Bool) async throws {
+        let bridge = FakeBridge()
+        let node = try await Self.start(bridge, setUp: { client in
+            await client.handle("device.where") { _ in .bool(MultiThreadedEventLoopGroup.currentEventLoop != nil) }
+        }, configure: { $0.handlersOnEventLoop = onLoop })
+        let nodeID = try await Self.pair(bridge, node)
+        #expect(try await bridge.invoke(nodeID, "device.where") == .bool(onLoop))
         await node.stop()
     }
 
