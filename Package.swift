@@ -143,7 +143,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "lanbridge-bench",
-            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState", "TestSupport",
+            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState", "LanbridgeTransport", "TestSupport",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")]

@@ -2,6 +2,7 @@
 //
 //   swift run -c release lanbridge-bench [--seconds S] [--json]
 //   lanbridge-bench gateway-load      (the SwiftNIO gateway scripts/bench-gateway drives)
+//   lanbridge-bench idle-nodes PORT KEYFILE   (many paired nodes at once, for the same script)
 //
 // Every lanbridge figure is printed with its theoretical ceiling (the libsodium primitives it is
 // built from, timed here and now) and the ratio between them.
@@ -13,6 +14,10 @@ import TestSupport
 let arguments = CommandLine.arguments
 if arguments.dropFirst().first == "gateway-load" {
     try await GatewayLoad.run()
+    exit(0)
+}
+if arguments.dropFirst().first == "idle-nodes", arguments.count == 4, let port = Int(arguments[2]) {
+    try await IdleNodes.run(port: port, keyFile: arguments[3])
     exit(0)
 }
 let secondsPerFigure = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[$0 + 1]) } ?? 1.0
