@@ -16,6 +16,9 @@ import Prometheus
 public enum BridgeServer {
     /// The one place the version is written; `scripts/package` reads it from here.
     public static let version = "0.9.0"
+    /// The listening socket's accept queue (the kernel caps it at `net.core.somaxconn`, 4096 on
+    /// current Linux): room for a reconnect storm of thousands of nodes.
+    public static let acceptBacklog: Int32 = 4096
 
     /// What a reload (SIGHUP) reads again: the config file and the gateway token.
     public struct Reloaded: Sendable {
@@ -111,6 +114,9 @@ public enum BridgeServer {
             server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) {
                 try await ServerBootstrap(group: loop)
                     .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                    // After a restart every node reconnects at once: a short accept queue (NIO's
+                    // default is 256) drops SYNs, and each dropped node waits out TCP's 1-3-7 s retries.
+                    .serverChannelOption(.backlog, value: Self.acceptBacklog)
                     .childChannelOption(.socketOption(.so_keepalive), value: 1)
                     .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                     .childChannelInitializer { channel in

@@ -21,6 +21,8 @@ import NIOPosix
 /// On SwiftNIO with the bridge's own session code, so the driver is not the bottleneck.
 enum IdleNodes {
     static let inFlight = 512
+    /// The script counts what fails; a log line per node would drown it.
+    static let quiet = Logger(label: "idle-nodes", factory: { _ in SwiftLogNoOpLogHandler() })
 
     static func run(port: Int, keyFile: String) async throws {
         let keys = try String(contentsOfFile: keyFile, encoding: .utf8).split(separator: "\n").map {
@@ -75,7 +77,7 @@ enum IdleNodes {
             .bind(to: source)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SecureChannelHandler(initiator: session, opening: opening, logger: Logger(label: "idle")))
+                    try channel.pipeline.syncOperations.addHandler(SecureChannelHandler(initiator: session, opening: opening, logger: quiet))
                     try channel.pipeline.syncOperations.addHandler(WelcomeWaiter(welcome))
                 }
             }
