@@ -84,6 +84,9 @@ struct MetricsEndToEndTests {
         #expect(unhealthy.status == 503 && String(decoding: unhealthy.body, as: UTF8.self).contains("gateway link down"))
         #expect(try HTTPClient.request("GET", port: port, path: "/nothing").status == 404)
         #expect(try HTTPClient.request("POST", port: port, path: "/metrics").status == 405)
+        // DNS rebinding: a page whose own name points at 127.0.0.1 sends that name.
+        #expect(try HTTPClient.request("GET", port: port, path: "/metrics", host: "rebound.example:\(port)").status == 421)
+        #expect(try HTTPClient.request("GET", port: port, path: "/metrics", host: "localhost:\(port)").status == 200)
     }
 
     @Test func aNonLoopbackMetricsAddressIsRefused() throws {

@@ -9,7 +9,7 @@ public enum HTTPClient {
         public let description: String
     }
 
-    public static func request(_ method: String, port: Int, path: String, body: Data? = nil, timeout: TimeInterval = 60) throws -> (status: Int, body: Data) {
+    public static func request(_ method: String, port: Int, path: String, body: Data? = nil, host: String? = nil, timeout: TimeInterval = 60) throws -> (status: Int, body: Data) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         defer { close(fd) }
@@ -24,7 +24,7 @@ public enum HTTPClient {
         }
         guard connected == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
         let payload = body ?? Data()
-        let head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(payload.count)\r\n\r\n"
+        let head = "\(method) \(path) HTTP/1.1\r\nHost: \(host ?? "127.0.0.1:\(port)")\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(payload.count)\r\n\r\n"
         let bytes = Array(head.utf8) + Array(payload)
         var sent = 0
         while sent < bytes.count {

@@ -6,7 +6,7 @@ import Prometheus
 
 /// The monitoring endpoint: `GET /metrics` (Prometheus text format) and `GET /healthz` (200 "ok",
 /// or 503 and the reasons), on a loopback address unless the admin forces another. Nothing else is
-/// served; request bodies are not read.
+/// served; request bodies are not read, and a `Host` that could be rebound gets 421 (`HostCheck`).
 enum MetricsEndpoint {
     static func bind(host: String, port: Int, registry: PrometheusCollectorRegistry, driver: BridgeDriver) async throws -> any Channel {
         try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -44,6 +44,9 @@ enum MetricsEndpoint {
         }
 
         private func respond(to head: HTTPRequestHead, context: ChannelHandlerContext) {
+            guard HostCheck.allows(head.headers.first(name: "Host"), port: context.channel.localAddress?.port ?? -1) else {
+                return write(.misdirectedRequest, "this listener answers to localhost or its IP address only\n", head: head, context: context)
+            }
             guard head.method == .GET || head.method == .HEAD else {
                 return write(.methodNotAllowed, "only GET\n", head: head, context: context, extra: [("Allow", "GET, HEAD")])
             }
