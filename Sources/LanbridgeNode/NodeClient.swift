@@ -122,6 +122,7 @@ public actor NodeClient {
     /// bridge reaches the client, and the answer the socket, without a hop between threads (a hop
     /// costs more than the invoke). Handlers still run off it, on Swift's concurrent executor.
     private nonisolated let eventLoop: any EventLoop
+    /// The client's executor: its connection's event loop.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
     /// Where handlers run when `handlersOnEventLoop` (an `EventLoopTaskExecutor`; `Any` for older systems).
     private nonisolated let handlerExecutor: (any Sendable)?

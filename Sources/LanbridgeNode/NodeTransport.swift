@@ -22,6 +22,7 @@ public protocol NodeTransport: Sendable {
 }
 
 extension NodeTransport {
+    /// By default a transport ignores the client's event loop.
     public func connect(host: String, port: Int, identity: X25519.KeyPair, invite: InviteURI?, on eventLoop: any EventLoop) async throws -> NodeConnection {
         try await connect(host: host, port: port, identity: identity, invite: invite)
     }
