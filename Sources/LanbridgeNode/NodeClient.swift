@@ -120,7 +120,7 @@ public actor NodeClient {
     private let logger: Logger
     /// The event loop the client runs on, and its connections' channels too: a message from the
     /// bridge reaches the client, and the answer the socket, without a hop between threads (a hop
-    /// costs more than the invoke). Handlers still run off it, on Swift's concurrent executor.
+    /// costs more than the invoke). Handlers start on it too, unless configured not to.
     private nonisolated let eventLoop: any EventLoop
     /// The client's executor: its connection's event loop.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
@@ -445,4 +445,3 @@ public actor NodeClient {
 protocol Identified { var id: String { get } }
 extension GatewayCall: Identified {}
 extension PushRegister: Identified {}
-

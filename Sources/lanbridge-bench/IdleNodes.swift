@@ -38,17 +38,20 @@ enum IdleNodes {
                 let count = min(keys.count - first, words.count > 1 ? Int(words[1]) ?? keys.count : keys.count)
                 let (cpu0, start) = (GatewayLoad.cpuSeconds(), ContinuousClock.now)
                 var welcomed = 0
-                try await withThrowingTaskGroup(of: (any Channel, Bool).self) { tasks in
+                await withTaskGroup(of: (any Channel, Bool)?.self) { tasks in
                     var next = 0
                     func add() {
                         let index = first + next
                         next += 1
-                        tasks.addTask { try await connect(index: index, key: keys[index], port: port, group: group) }
+                        // A node that fails to connect counts as not welcomed; the others go on.
+                        tasks.addTask { try? await connect(index: index, key: keys[index], port: port, group: group) }
                     }
                     while next < min(count, inFlight) { add() }
-                    for try await (channel, paired) in tasks {
-                        channels.append(channel)
-                        if paired { welcomed += 1 }
+                    for await outcome in tasks {
+                        if let (channel, paired) = outcome {
+                            channels.append(channel)
+                            if paired { welcomed += 1 }
+                        }
                         if next < count { add() }
                     }
                 }
