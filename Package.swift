@@ -93,7 +93,7 @@ let package = Package(
         .target(
             name: "LanbridgeBridge",
             dependencies: [
-                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery",
+                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

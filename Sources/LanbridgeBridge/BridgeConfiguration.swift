@@ -63,6 +63,10 @@ public struct BridgeConfiguration: Sendable {
     public var controlSocket = true
     /// The `/metrics` and `/healthz` endpoint, if enabled.
     public var metrics: ListenAddress?
+    /// The approval console, if enabled. On the same address as `metrics`, one listener serves both.
+    public var console: ListenAddress?
+    /// The console's address was not chosen by the admin: if it is taken, warn and run without it.
+    public var consoleOptional = false
 
     public struct Gateway: Sendable {
         public var endpoint: GatewayEndpoint

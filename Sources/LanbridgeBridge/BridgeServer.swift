@@ -7,6 +7,7 @@ import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Prometheus
@@ -94,21 +95,21 @@ public enum BridgeServer {
             try await loop.submit { driver.openClaw = links }.get()
             openClawLinks = links
         }
-        // The monitoring endpoint first: a bad address stops the start before nodes are accepted.
-        let monitoring: (any Channel)?
+        // The HTTP listeners first: a bad address stops the start before nodes are accepted.
+        let console = try configuration.console.map { _ in
+            try ConsoleParts(auth: ConsoleAuth(), events: ConsoleEvents(directory: configuration.stateDirectory.url),
+                             settings: NIOLockedValueBox(configuration.settings))
+        }
+        let listeners: [HTTPListener]
         do {
-            monitoring = try await configuration.metrics.asyncMap { address in
-                let channel = try await BindProblem.explaining(host: address.host, port: address.port) {
-                    try await MetricsEndpoint.bind(host: address.host, port: address.port, registry: registry, driver: driver)
-                }
-                let url = "http://\(ListenAddress.format(host: address.host, port: channel.localAddress?.port ?? address.port))/metrics"
-                logger.info("metrics endpoint listening", metadata: ["metrics": "\(url)"])
-                return channel
-            }
+            listeners = try await HTTPListener.bind(configuration: configuration, registry: registry, driver: driver, console: console, logger: logger)
         } catch {
+            console?.events.stop()
             await io.finish(on: loop)
             throw error
         }
+        let monitoring = listeners.map(\.channel)
+        let consoleURL = listeners.first { $0.console }.map { "http://\(ListenAddress.format(host: $0.host, port: $0.port))" }
         let server: any Channel
         do {
             server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) {
@@ -128,7 +129,8 @@ public enum BridgeServer {
                     .bind(host: configuration.bind.host, port: configuration.port).get()
             }
         } catch {
-            try? await monitoring?.close()
+            for channel in monitoring { try? await channel.close() }
+            console?.events.stop()
             await io.finish(on: loop)
             throw error
         }
@@ -189,6 +191,7 @@ public enum BridgeServer {
                                 }
                                 let changes = Reloaded.changes(from: current, to: next)
                                 await driver.reload(next.settings)
+                                console?.settings.withLockedValue { $0 = next.settings }
                                 if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
                                 logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
                                 if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {
@@ -204,12 +207,18 @@ public enum BridgeServer {
                 if let link {
                     group.addTask { await link.run(hello: hello) }
                 }
+                if let console {
+                    group.addTask { await console.events.run() }
+                }
                 if let control {
                     group.addTask {
                         try? await control.executeThenClose { inbound in
                             try await withThrowingDiscardingTaskGroup { connections in
                                 for try await connection in inbound {
-                                    connections.addTask { await ControlSocket.serve(connection, driver: driver, sharing: sharing, logger: logger) }
+                                    connections.addTask {
+                                        await ControlSocket.serve(connection, driver: driver, sharing: sharing,
+                                                                  console: console.flatMap { parts in consoleURL.map { (parts.auth, $0) } }, logger: logger)
+                                    }
                                 }
                             }
                         }
@@ -222,7 +231,8 @@ public enum BridgeServer {
             notifier?.stopping()
             server.close(promise: nil)
             control?.channel.close(promise: nil)
-            monitoring?.close(promise: nil)
+            for channel in monitoring { channel.close(promise: nil) }
+            console?.events.stop()
         }
         watchdog?.cancel()
         publisher?.stop()  // withdraw first, so peers see the bridge go at once

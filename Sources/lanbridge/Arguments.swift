@@ -45,13 +45,3 @@ struct DialHost: ExpressibleByArgument {
         name = host
     }
 }
-
-/// "host:port" as runtime.json lists addresses: "[::1]:18790" or "127.0.0.1:18790".
-enum ListeningAddress {
-    static func split(_ text: String) -> (host: String, port: Int)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host, port)
-    }
-}

@@ -70,11 +70,7 @@ struct AuditCommand: AsyncParsableCommand {
                 let log = AuditLog(directory: state.directory)
                 let result = try log.verify()
                 let entries = (try? log.entries()) ?? []
-                let unexplained = paired.filter { node in
-                    // The node's last pairing event must be an approval or redemption.
-                    let last = entries.last { $0.nodeId == node.nodeId.description && ["pairing.approved", "pairing.invite-redeemed", "node.revoked"].contains($0.event) }
-                    return last == nil || last?.event == "node.revoked"
-                }.map(\.nodeId.description)
+                let unexplained = AuditLog.unexplained(paired, entries: entries)
                 let intact = result.isIntact && unexplained.isEmpty
                 if json {
                     struct Report: Encodable {

@@ -87,23 +87,15 @@ extension InviteCommand {
                 // Everything is checked before anything is written: the patterns as `nodes allow` checks them.
                 let settings = try state.settings()
                 let grant = try grant.grant(settings.catalog)
-                let directory = state.directory
-                let runtime = RuntimeStatusFile(directory: directory).read()
-                let listening = runtime?.listening.first.flatMap(ListeningAddress.split)
-                let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
-                let dialHost = host?.name ?? listening.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost
-                let dialPort = port?.value ?? listening?.port ?? BridgeConfiguration.defaultPort
-                let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
-                let now = Date()
-                let secret = try PairingStore(directory: directory).update { $0.createInvite(name: name, grant: grant, ttl: ttl.seconds, now: now) }
-                let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
-                                    secret: secret.withUnsafeBytes { Array($0) }, name: name)
-                let expires = now.addingTimeInterval(ttl.seconds)
+                let runtime = RuntimeStatusFile(directory: state.directory).read()
+                let issued = try InviteIssuer.issue(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
+                                                    host: host?.name, port: port?.value, listening: runtime?.listening ?? [])
+                let (uri, expires) = (issued.uri, issued.expiresAt)
                 if json {
                     struct Report: Encodable { let uri: String; let expiresAt: Date }
                     return try Output.json(Report(uri: uri.description, expiresAt: expires))
                 }
-                if !noQR, let qr = QRCode.render(uri.description) { print(qr) }
+                if !noQR, let qr = QRCode(uri.description) { print(qr.terminal) }
                 print(uri.description)
                 print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
             }

@@ -14,7 +14,7 @@ struct Lanbridge: AsyncParsableCommand {
           paired.json    paired nodes and their access rules (public keys only)
           pending.json   pairing requests waiting for approval
           config.json    optional: access-rule defaults, limits, gateway (see pairing/PROTOCOL.md §12)
-          control.sock   the running daemon's operator socket (`nodes invoke`)
+          control.sock   the running daemon's operator socket (`nodes invoke`, `ui`)
 
         The state directory is --state-dir, else $LANBRIDGE_STATE_DIR, else /var/lib/lanbridge for root and for members of its group, else $XDG_STATE_HOME/lanbridge.
 
@@ -31,6 +31,6 @@ struct Lanbridge: AsyncParsableCommand {
           78   the config file or a setting is wrong (or the state directory is writable by others); the message names it
         """,
         version: BridgeServer.version,
-        subcommands: [ServeCommand.self, StatusCommand.self, NodesCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
+        subcommands: [ServeCommand.self, StatusCommand.self, NodesCommand.self, UICommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
     )
 }

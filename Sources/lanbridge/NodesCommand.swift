@@ -127,16 +127,11 @@ struct NodesCommand: AsyncParsableCommand {
         func run() throws {
             try Output.run {
                 let settings = try state.settings()
-                // A wrong code is written (counted on the request, so audited) before it is refused.
                 let store = PairingStore(directory: state.directory)
                 // The patterns are checked (against the request's declared commands too) before anything is written.
                 let declared = try store.read().request(requestId)?.details.commands ?? []
                 let grant = try grant.grant(settings.catalog, declared: declared)
-                let node = try store.update { state in
-                    let details = state.request(requestId)?.details
-                    let access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
-                    return Result { try state.approve(requestId: requestId, code: code, unverified: unverified, access: access, now: Date()) }
-                }.get()
+                let node = try store.approve(requestId, code: code, unverified: unverified, grant: grant, settings: settings)
                 if json { return try Output.json(GrantedNode(node: node)) }
                 print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")
                 GrantReport(node: node).print()
@@ -209,13 +204,14 @@ struct NodesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Remove a pairing; a connected device is dropped at once.")
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name, from `lanbridge nodes list`.") var node: String
+        @Flag(help: "Also ignore the device's key from now on: it cannot ask to pair again until `nodes unblock`.") var block = false
         @Flag(help: "Print JSON.") var json = false
 
         func run() throws {
             try Output.run {
-                let removed = try PairingStore(directory: state.directory).update { try $0.revoke(matching: node) }
+                let removed = try PairingStore(directory: state.directory).update { try $0.revoke(matching: node, block: block, now: Date()) }
                 if json { return try Output.json(removed) }
-                print("Revoked \(removed.details.displayName) (\(removed.nodeId)).")
+                print("Revoked \(removed.details.displayName) (\(removed.nodeId))\(block ? " and blocked its key" : "").")
             }
         }
     }

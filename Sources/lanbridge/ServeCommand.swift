@@ -50,6 +50,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve /metrics (Prometheus) and /healthz on this loopback address, e.g. 127.0.0.1:18791. Default: the config's metrics.listen, else off.", valueName: "host:port"))
     var metricsListen: String?
     @Flag(help: "Allow --metrics-listen on an address that is not loopback (the endpoint has no authentication).") var metricsAllowRemote = false
+    @Option(help: ArgumentHelp("Serve the approval console on this address (log in with `lanbridge ui`). Default: the config's ui.listen, else \(BridgeSettings.Console.defaultListen); if that default is taken the daemon runs without it.", valueName: "host:port"))
+    var uiListen: String?
+    @Flag(help: "Allow --ui-listen on an address that is not loopback (anyone who can reach it sees the login page; use an SSH tunnel instead).") var uiAllowRemote = false
+    @Flag(help: "Run without the approval console.") var noUi = false
     @Option(help: ArgumentHelp("A user (name or uid) who may own the gateway's listening socket; repeat for more. Default: root and the user lanbridge runs as.", valueName: "user"))
     var gatewayOwner: [String] = []
 
@@ -85,6 +89,21 @@ struct ServeCommand: AsyncParsableCommand {
             } catch { throw ValidationError("--metrics-listen: \(error)") }
         } else {
             configuration.metrics = configuration.settings.metrics.listen
+        }
+        let console = configuration.settings.console
+        if !noUi, console.enabled {
+            let allowRemote = uiAllowRemote || console.allowRemote
+            if let uiListen {
+                do throws(ListenAddress.Problem) {
+                    configuration.console = try ListenAddress(uiListen, allowRemote: allowRemote)
+                } catch { throw ValidationError("--ui-listen: \(error)") }
+            } else {
+                configuration.console = try console.listen ?? ListenAddress(BridgeSettings.Console.defaultListen, allowRemote: false)
+            }
+            configuration.consoleOptional = uiListen == nil && console.listen == nil
+            if let address = configuration.console, !address.isLoopback {
+                logger.warning("the console listens on \(ListenAddress.format(host: address.host, port: address.port)), which is not loopback: anyone who reaches it sees its login page")
+            }
         }
 
         // SIGHUP reads config.json and the gateway token file again; invalid ones keep the running settings.

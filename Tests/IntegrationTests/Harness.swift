@@ -13,24 +13,32 @@ final class BridgeDaemon: @unchecked Sendable {
     /// ever carry mDNS, and they run their own daemons there.
     init(state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = [],
          mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge",
-         environment: [String: String] = [:]) throws {
+         environment: [String: String] = [:], console: Bool = false) throws {
         self.state = state
-        let serve = ["serve", "--state-dir", state.path, "--bind", bind, "--port", String(port), "--name", name] + (mdns ? [] : ["--no-mdns"]) + arguments
+        // Test daemons run side by side: the console, when a test wants it, on a port of its own.
+        let ui = arguments.contains("--ui-listen") ? [] : console ? ["--ui-listen", "127.0.0.1:0"] : ["--no-ui"]
+        let serve = ["serve", "--state-dir", state.path, "--bind", bind, "--port", String(port), "--name", name] + (mdns ? [] : ["--no-mdns"]) + ui + arguments
         process = try launch("lanbridge", serve, launcher: launcher, mergeStandardError: true, environment: environment)
-        var metricsPort: Int?
+        var metricsPort: Int?, consoleURL: String?
         let line = try process.waitForLine(timeout: 30) { line in
             if line.contains("metrics endpoint listening"), let url = line.split(separator: " ").first(where: { $0.hasPrefix("metrics=") }) {
                 metricsPort = Int(url.split(separator: ":").last!.prefix { $0.isNumber })
+            }
+            if line.contains("console listening"), let url = line.split(separator: " ").first(where: { $0.hasPrefix("console=") }) {
+                consoleURL = String(url.dropFirst("console=".count).dropLast())  // without the trailing "/"
             }
             return line.contains("lanbridge listening")
         }
         let address = line.split(separator: " ").first { $0.hasPrefix("address=") }!
         self.port = Int(address.split(separator: ":").last!.prefix { $0.isNumber })!
         self.metricsPort = metricsPort
+        self.consoleURL = consoleURL
     }
 
     /// The port of `/metrics` and `/healthz`, when started with `--metrics-listen`.
     let metricsPort: Int?
+    /// The console's base URL (`http://127.0.0.1:PORT`), when started with `console: true`.
+    let consoleURL: String?
 
     var store: PairingStore { PairingStore(directory: StateDirectory(url: state.url)) }
 

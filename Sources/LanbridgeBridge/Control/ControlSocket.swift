@@ -34,7 +34,11 @@ enum ControlSocket {
         return server
     }
 
-    static func serve(_ connection: Connection, driver: BridgeDriver, sharing: StateSharing, logger: Logger) async {
+    /// The one method only this socket has: a one-time console login link for the caller's uid.
+    static let consoleLogin = "console.login"
+
+    static func serve(_ connection: Connection, driver: BridgeDriver, sharing: StateSharing, console: (auth: ConsoleAuth, url: String)? = nil,
+                      logger: Logger) async {
         let peer = try? await PeerCredentials.of(connection.channel).get()
         guard let peer, admits(peer, sharing: sharing) else {
             logger.warning("control socket: refused a connection from another user", metadata: ["uid": "\(peer.map { String($0.uid) } ?? "unknown")"])
@@ -50,10 +54,23 @@ enum ControlSocket {
                     continue
                 }
                 guard case let .request(id, method, params) = frame else { continue }
+                if method == consoleLogin {
+                    try await outbound.write(GatewayFrame.response(id: id, answer: loginLink(console, uid: peer.uid, logger: logger)))
+                    continue
+                }
                 let answer = await driver.request(method: method, params: params)
                 try await outbound.write(GatewayFrame.response(id: id, answer: answer))
             }
         }
+    }
+
+    private static func loginLink(_ console: (auth: ConsoleAuth, url: String)?, uid: UInt32, logger: Logger) -> Result<InvokePayload, ErrorMessage> {
+        guard let console else {
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the console is off (serve --no-ui, ui.enabled false, or its address was taken)"))
+        }
+        let token = console.auth.mintLogin(uid: uid)
+        logger.notice("console: login link issued", metadata: ["uid": "\(uid)"])
+        return .success(.value(["url": .string("\(console.url)/login?token=\(token)"), "base": .string(console.url), "expiresInSeconds": 60]))
     }
 
     /// The daemon's user, root, or a member of the sharing group (its primary group, or listed in

@@ -160,3 +160,14 @@ extension JSONDecoder {
         return d
     }()
 }
+
+extension AuditLog {
+    /// Paired nodes the log does not explain: their last pairing event is not an approval or an
+    /// invite's redemption (a node written into paired.json by hand, or a log cut short).
+    public static func unexplained(_ paired: [PairedNode], entries: [AuditEntry]) -> [String] {
+        paired.filter { node in
+            let last = entries.last { $0.nodeId == node.nodeId.description && ["pairing.approved", "pairing.invite-redeemed", "node.revoked"].contains($0.event) }
+            return last == nil || last?.event == "node.revoked"
+        }.map(\.nodeId.description)
+    }
+}

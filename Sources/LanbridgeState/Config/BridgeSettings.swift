@@ -91,8 +91,18 @@ public struct BridgeSettings: Sendable {
         public var allowRemote = false
     }
 
+    /// The approval console (`ui` in config.json): on by default, on loopback.
+    public struct Console: Sendable, Equatable {
+        public static let defaultListen = "127.0.0.1:18791"
+        public var enabled = true
+        /// Nil: `defaultListen`.
+        public var listen: ListenAddress?
+        public var allowRemote = false
+    }
+
     public var gateway = Gateway()
     public var metrics = Metrics()
+    public var console = Console()
     public var limits = Limits()
     public var admission = Admission()
     public var extraCommands: [String] = []
@@ -197,19 +207,27 @@ public struct BridgeSettings: Sendable {
             return list
         }
 
+        func listen(_ value: JSONValue, _ key: String, allowRemote: Bool) throws(ConfigError) -> ListenAddress {
+            do {
+                return try ListenAddress(try string(value, key), allowRemote: allowRemote)
+            } catch let problem as ListenAddress.Problem {
+                throw fail(key, problem.description)
+            } catch { throw fail(key, "\(error)") }
+        }
+
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui"])
             if let metrics = top["metrics"] {
                 let m = try object(metrics, "metrics", keys: ["listen", "allowRemote"])
                 if let v = m["allowRemote"] { settings.metrics.allowRemote = try bool(v, "metrics.allowRemote") }
-                if let v = m["listen"] {
-                    do {
-                        settings.metrics.listen = try ListenAddress(try string(v, "metrics.listen"), allowRemote: settings.metrics.allowRemote)
-                    } catch let problem as ListenAddress.Problem {
-                        throw fail("metrics.listen", problem.description)
-                    } catch { throw fail("metrics.listen", "\(error)") }
-                }
+                if let v = m["listen"] { settings.metrics.listen = try listen(v, "metrics.listen", allowRemote: settings.metrics.allowRemote) }
+            }
+            if let console = top["ui"] {
+                let u = try object(console, "ui", keys: ["enabled", "listen", "allowRemote"])
+                if let v = u["enabled"] { settings.console.enabled = try bool(v, "ui.enabled") }
+                if let v = u["allowRemote"] { settings.console.allowRemote = try bool(v, "ui.allowRemote") }
+                if let v = u["listen"] { settings.console.listen = try listen(v, "ui.listen", allowRemote: settings.console.allowRemote) }
             }
             if let admission = top["admission"] {
                 let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow", "unpairedDeadlineSeconds", "maxWaiting",

@@ -10,7 +10,7 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         public var description: String {
             switch self {
             case let .malformed(text): "\"\(text)\" is not host:port (e.g. 127.0.0.1:18791 or [::1]:18791)"
-            case let .notLoopback(host): "\(host) is not a loopback address; metrics are for this machine (allow others explicitly with allowRemote / --metrics-allow-remote)"
+            case let .notLoopback(host): "\(host) is not a loopback address; this endpoint is for this machine (allow others explicitly with allowRemote / --metrics-allow-remote / --ui-allow-remote)"
             }
         }
     }
@@ -39,6 +39,7 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
     }
 
+    public var isLoopback: Bool { Self.isLoopback(host) }
     public var description: String { Self.format(host: host, port: port) }
 
     public static func format(host: String, port: Int) -> String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }

@@ -74,8 +74,13 @@ extension PairingState {
         return invite
     }
 
-    /// `nodes revoke` by ID or unique display name.
-    public mutating func revoke(matching reference: String) throws -> PairedNode {
-        try revoke(nodeId: node(matching: reference).nodeId.description)
+    /// `nodes revoke` by ID or unique display name; with `block`, its key may not ask to pair again
+    /// (undone by `unblock`).
+    public mutating func revoke(matching reference: String, block: Bool = false, now: Date = Date()) throws -> PairedNode {
+        let node = try revoke(nodeId: node(matching: reference).nodeId.description)
+        if block, !isBlocked(node.publicKey) {
+            paired.blocked.append(BlockedKey(nodeId: node.nodeId, publicKey: node.publicKey, displayName: node.details.displayName, blockedAt: now))
+        }
+        return node
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import LanbridgeProtocol
 
 /// What an approval (or an invite) grants beyond the platform's everyday defaults: the patterns
@@ -50,5 +51,19 @@ extension CompiledRules {
     /// The rules alone (not the node's declaration or state): an allow pattern matches, no deny does.
     public func allows(_ command: String) -> Bool {
         allow.contains(where: { $0.matches(command) }) && !deny.contains(where: { $0.matches(command) })
+    }
+}
+
+extension PairingStore {
+    /// `nodes approve` and the console's Approve: the node gets its platform's defaults (with the
+    /// config's changes) and `grant`. A wrong code is written (counted on the request, so audited)
+    /// before it is refused.
+    public func approve(_ requestId: String, code: String?, unverified: Bool, grant: ApprovalGrant, settings: BridgeSettings,
+                        actor: String = AuditLog.currentUser, now: Date = Date()) throws -> PairedNode {
+        try update(actor: actor) { state in
+            let details = state.request(requestId)?.details
+            let access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
+            return Result { try state.approve(requestId: requestId, code: code, unverified: unverified, access: access, now: now) }
+        }.get()
     }
 }

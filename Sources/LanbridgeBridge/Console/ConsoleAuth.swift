@@ -1,0 +1,66 @@
+import Foundation
+import LanbridgeCrypto
+import NIOConcurrencyHelpers
+
+/// `ConsoleSessions` shared by the control socket (which mints login links) and the HTTP
+/// listener (which redeems them and checks sessions), with the real clock and randomness.
+final class ConsoleAuth: Sendable {
+    static let cookie = "lanbridge_session"
+    private let sessions: NIOLockedValueBox<ConsoleSessions>
+    private let clock: @Sendable () -> Date
+
+    init(limits: ConsoleSessions.Limits = .init(), clock: @escaping @Sendable () -> Date = { Date() }) {
+        (sessions, self.clock) = (NIOLockedValueBox(ConsoleSessions(limits: limits)), clock)
+    }
+
+    static func randomToken() -> String {
+        Data(SecureRandom.bytes(32)).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    /// A login token for `uid`, valid once, for a minute.
+    func mintLogin(uid: UInt32) -> String {
+        let token = Self.randomToken()
+        sessions.withLockedValue { $0.mintLogin(token: token, uid: uid, now: clock()) }
+        return token
+    }
+
+    func redeem(_ token: String) -> ConsoleSessions.Login {
+        let (id, csrf) = (Self.randomToken(), Self.randomToken())
+        return sessions.withLockedValue { $0.redeem(token: token, sessionId: id, csrf: csrf, now: clock()) }
+    }
+
+    /// The session the request's cookie names, if live.
+    func session(for request: HTTPRequest) -> (id: String, session: ConsoleSessions.Session)? {
+        guard let id = Self.cookieValue(request.header("Cookie")) else { return nil }
+        return sessions.withLockedValue { s in s.session(id, now: clock()).map { (id, $0) } }
+    }
+
+    func end(_ id: String) { sessions.withLockedValue { $0.end(id) } }
+    func flash(_ message: String, error: Bool, session id: String) {
+        sessions.withLockedValue { $0.flash(.init(message: message, error: error), session: id) }
+    }
+    func takeFlash(session id: String) -> ConsoleSessions.Flash? { sessions.withLockedValue { $0.takeFlash(session: id) } }
+    func putOff(_ requestId: String, fingerprint: String, session id: String) {
+        sessions.withLockedValue { $0.putOff(requestId, fingerprint: fingerprint, session: id) }
+    }
+    func shown(_ pending: [(id: String, fingerprint: String)], session id: String) -> Set<String> {
+        sessions.withLockedValue { $0.shown(pending, session: id) }
+    }
+
+    /// `HttpOnly` (no script reads it), `SameSite=Strict` (no other site's request carries it);
+    /// no `Expires`: the server ends it after 12 h idle, the browser when it closes.
+    static func setCookie(_ id: String) -> (String, String) {
+        ("Set-Cookie", "\(cookie)=\(id); HttpOnly; SameSite=Strict; Path=/")
+    }
+    static let clearCookie = ("Set-Cookie", "\(cookie)=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0")
+
+    static func cookieValue(_ header: String?) -> String? {
+        guard let header else { return nil }
+        for part in header.split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1)
+            if pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces) == cookie { return String(pair[1]) }
+        }
+        return nil
+    }
+}

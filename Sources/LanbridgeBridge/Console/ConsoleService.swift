@@ -1,0 +1,207 @@
+import Foundation
+import LanbridgeFiles
+import LanbridgeProtocol
+import LanbridgeState
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The approval console: who may use it and what each request does. Every change goes through
+/// the store operations the CLI uses (`PairingStore.approve`, `reject`, `allow`, …), audited as
+/// `uid:N (console)` for the person whose login link opened the session.
+struct ConsoleService: HTTPService {
+    let directory: StateDirectory
+    let auth: ConsoleAuth
+    let events: ConsoleEvents
+    let settings: NIOLockedValueBox<BridgeSettings>
+    let driver: BridgeDriver
+    let bridgeName: String
+
+    /// The pages a session may see, by path prefix.
+    static let pages = ["/", "/nodes", "/invites", "/audit", "/status"]
+
+    func answer(_ request: HTTPRequest) async -> HTTPAnswer? {
+        switch request.path {
+        case "/static/console.css": return .reply(HTTPReply(status: .ok, headers: [("Content-Type", "text/css; charset=utf-8")], body: Array(ConsoleAssets.css.utf8)))
+        case "/static/console.js": return .reply(HTTPReply(status: .ok, headers: [("Content-Type", "text/javascript; charset=utf-8")], body: Array(ConsoleAssets.js.utf8)))
+        case "/login": return .reply(login(request))
+        default: break
+        }
+        let known = request.path == "/events" || request.path == "/logout" || request.path.hasPrefix("/fragment/") || request.path.hasPrefix("/pending/")
+            || Self.pages.contains { request.path == $0 || ($0 != "/" && request.path.hasPrefix($0 + "/")) }
+        guard known else { return nil }
+        guard let (id, session) = auth.session(for: request) else {
+            return .reply(.html(.unauthorized, ConsolePages.loggedOut("Log in with a link from <code>lanbridge ui</code>, run on this machine."),
+                                headers: [ConsoleAuth.clearCookie]))
+        }
+        let context = ConsolePages.Context(sessionId: id, session: session, bridgeName: bridgeName, auth: auth)
+        if request.method == .POST {
+            if let refusal = Self.refusesWrite(request, csrf: session.csrf) { return .reply(refusal) }
+            return .reply(await offLoop { post(request, context: context) })
+        }
+        guard request.method == .GET || request.method == .HEAD else { return .reply(.text(.methodNotAllowed, "GET or POST\n")) }
+        if request.path == "/events" {
+            return .events(headers: [], start: { [events] sink in events.add(sink) })
+        }
+        let snapshot = try? await driver.snapshot().get()
+        return .reply(await offLoop { get(request, context: context, snapshot: snapshot) })
+    }
+
+    /// A write must come from this console's own page: the session's CSRF token in the form, and
+    /// no cross-origin `Origin` or `Sec-Fetch-Site` (a browser sends them on every POST).
+    static func refusesWrite(_ request: HTTPRequest, csrf: String) -> HTTPReply? {
+        let host = request.header("Host") ?? ""
+        if let origin = request.header("Origin"), origin != "http://\(host)" {
+            return .text(.forbidden, "cross-origin request refused\n")
+        }
+        if let site = request.header("Sec-Fetch-Site"), site != "same-origin", site != "none" {
+            return .text(.forbidden, "cross-site request refused\n")
+        }
+        guard let token = request.form["csrf"], Array(token.utf8).count == Array(csrf.utf8).count,
+              zip(token.utf8, csrf.utf8).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
+            return .text(.forbidden, "the form is stale or not from this console: reload the page\n")
+        }
+        return nil
+    }
+
+    private func login(_ request: HTTPRequest) -> HTTPReply {
+        guard request.method == .GET || request.method == .HEAD, let token = request.query["token"], !token.isEmpty else {
+            return .html(.badRequest, ConsolePages.loggedOut("A login link carries a token: run <code>lanbridge ui</code> for one."))
+        }
+        switch auth.redeem(token) {
+        case let .session(id, _):
+            return .seeOther("/", headers: [ConsoleAuth.setCookie(id)])
+        case .refused:
+            return .html(.forbidden, ConsolePages.loggedOut("This login link is used, expired or wrong. Run <code>lanbridge ui</code> for a new one."))
+        case let .locked(until):
+            let wait = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
+            return .html(.tooManyRequests, ConsolePages.loggedOut("Too many wrong login links: logging in is locked for \(wait) s."),
+                         headers: [("Retry-After", String(wait))])
+        }
+    }
+
+    // MARK: reading
+
+    private func get(_ request: HTTPRequest, context: ConsolePages.Context, snapshot: BridgeHealth.Snapshot?) -> HTTPReply {
+        let pages = ConsolePages(directory: directory, settings: settings.withLockedValue { $0 }, context: context)
+        let path = request.path
+        do {
+            switch path {
+            case "/": return .html(.ok, try pages.pending())
+            case "/fragment/pending": return .html(.ok, try pages.pendingSection())
+            case "/nodes": return .html(.ok, try pages.nodes())
+            case "/fragment/nodes": return .html(.ok, try pages.nodesSection())
+            case "/invites": return .html(.ok, try pages.invites(issued: nil))
+            case "/audit": return .html(.ok, try pages.audit(filter: request.query["q"] ?? "", event: request.query["event"] ?? ""))
+            case "/status": return .html(.ok, try pages.status(snapshot: snapshot))
+            default:
+                if path.hasPrefix("/nodes/"), let id = path.split(separator: "/").dropFirst().first.map(String.init), path.split(separator: "/").count == 2 {
+                    return .html(.ok, try pages.node(id.removingPercentEncoding ?? id))
+                }
+                return .html(.notFound, pages.layout(title: "Not found", current: "", body: "<p>No such page.</p>"))
+            }
+        } catch {
+            return .html(.notFound, pages.layout(title: "Not found", current: "", body: "<p class=\"bad\">\(HTML.escape("\(error)"))</p>"))
+        }
+    }
+
+    // MARK: writing
+
+    private func post(_ request: HTTPRequest, context: ConsolePages.Context) -> HTTPReply {
+        let form = request.form
+        let actor = "uid:\(context.session.uid) (console)"
+        let store = PairingStore(directory: directory)
+        let settings = settings.withLockedValue { $0 }
+        let path = request.path
+        func back(_ to: String, _ message: String, error: Bool = false) -> HTTPReply {
+            auth.flash(message, error: error, session: context.sessionId)
+            return .seeOther(to)
+        }
+        func field(_ name: String) -> String { form[name] ?? "" }
+        do {
+            switch path {
+            case "/logout":
+                auth.end(context.sessionId)
+                return .html(.ok, ConsolePages.loggedOut("Logged out."), headers: [ConsoleAuth.clearCookie])
+            case "/pending/approve":
+                let requestId = field("request"), code = field("code")
+                guard code.utf8.count == 6, code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                    return back("/", "Type the 6 digits the device shows.", error: true)
+                }
+                let declared = try store.read().request(requestId)?.details.commands ?? []
+                // Only sensitive commands the node declared can be ticked; anything else is ignored.
+                let ticked = declared.filter { CommandCatalog.sensitivity(of: $0) != nil && form["grant." + $0] == "on" }
+                let node = try store.approve(requestId, code: code, unverified: false, grant: ApprovalGrant(allow: ticked), settings: settings, actor: actor)
+                return back("/nodes/\(HTML.component(node.nodeId.description))", "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).")
+            case "/pending/reject":
+                let block = field("block") == "1"
+                let rejected = try store.update(actor: actor) { try $0.reject(requestId: field("request"), block: block, now: Date()) }
+                return back("/", "Rejected \(rejected.details.displayName)\(block ? " and blocked its key" : "").")
+            case "/pending/later":
+                let requestId = field("request")
+                guard let pending = try store.read().request(requestId) else { return back("/", "That request is gone.", error: true) }
+                auth.putOff(pending.requestId, fingerprint: ConsolePages.fingerprint(pending), session: context.sessionId)
+                return back("/", "Put off \(pending.details.displayName) until it changes or another device asks.")
+            case "/invites/create":
+                let minutes = Double(field("ttl")) ?? 10
+                guard minutes >= 1, minutes <= 24 * 60 else { return back("/invites", "The lifetime is 1 to 1440 minutes.", error: true) }
+                let name = field("name").isEmpty ? nil : field("name")
+                var host: String?
+                if !field("host").isEmpty {
+                    guard let valid = InviteURI.validHost(field("host")) else { return back("/invites", "Not a host name or IP address: \(field("host"))", error: true) }
+                    host = valid
+                }
+                let issued = try InviteIssuer.issue(directory: directory, name: name, grant: ApprovalGrant(), ttl: minutes * 60, host: host, port: nil,
+                                                    listening: RuntimeStatusFile(directory: directory).read()?.listening ?? [], actor: actor)
+                // Shown once, in this response: the secret is not stored, so no later page can show it.
+                let pages = ConsolePages(directory: directory, settings: settings, context: context)
+                return .html(.ok, try pages.invites(issued: issued))
+            case "/invites/revoke":
+                let removed = try store.update(actor: actor) { try $0.revokeInvite(field("invite")) }
+                return back("/invites", "Revoked invite \(removed.id.prefix(8)).")
+            case "/blocked/unblock":
+                let key = try store.update(actor: actor) { try $0.unblock(field("node")) }
+                return back("/nodes", "Unblocked \(key.displayName); it may ask to pair again.")
+            default:
+                break
+            }
+            let parts = path.split(separator: "/").map(String.init)
+            guard parts.count == 3, parts[0] == "nodes" else { return .text(.notFound, "not found\n") }
+            let node = parts[1].removingPercentEncoding ?? parts[1]
+            let page = "/nodes/\(HTML.component(node))"
+            switch parts[2] {
+            case "allow", "deny":
+                let pattern = field("pattern").trimmingCharacters(in: .whitespaces)
+                let target = try store.read().node(matching: node)
+                if pattern == "*" && parts[2] == "allow" { return back(page, "`*` is granted only from the CLI, with --allow-everything.", error: true) }
+                _ = try settings.catalog.check(pattern, also: target.details.commands)
+                let updated = try store.update(actor: actor) { parts[2] == "allow" ? try $0.allow(pattern, node: node) : try $0.deny(pattern, node: node) }
+                return back(page, "\(parts[2] == "allow" ? "Allowed" : "Denied") \(pattern) for \(updated.details.displayName).")
+            case "remove-rule":
+                let denying = field("kind") == "deny"
+                _ = try store.update(actor: actor) { try $0.removeRule(field("pattern"), denying: denying, node: node) }
+                return back(page, "Removed the \(denying ? "deny" : "allow") rule \(field("pattern")).")
+            case "rename":
+                let renamed = try store.update(actor: actor) { try $0.rename(node, to: field("name")) }
+                return back(page, "Renamed to \(renamed.details.displayName).")
+            case "revoke":
+                guard field("confirm") == "yes" else { return back(page, "Tick the box to confirm the revocation.", error: true) }
+                let block = field("block") == "1"
+                let removed = try store.update(actor: actor) { try $0.revoke(matching: node, block: block, now: Date()) }
+                return back("/nodes", "Revoked \(removed.details.displayName)\(block ? " and blocked its key" : "").")
+            default:
+                return .text(.notFound, "not found\n")
+            }
+        } catch {
+            let to = path.hasPrefix("/nodes/") ? "/nodes/" + HTML.component(path.split(separator: "/").dropFirst().first.map(String.init) ?? "")
+                : path.hasPrefix("/invites") ? "/invites" : path.hasPrefix("/blocked") ? "/nodes" : "/"
+            return back(to, "\(error)", error: true)
+        }
+    }
+
+    /// Store reads and writes take a file lock and touch the disk: never on an event loop.
+    private func offLoop(_ body: @escaping @Sendable () -> HTTPReply) async -> HTTPReply {
+        (try? await NIOThreadPool.singleton.runIfActive(body)) ?? .text(.serviceUnavailable, "the bridge is stopping\n")
+    }
+}

@@ -1,0 +1,196 @@
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// A request as the services see it: the whole of it, its body bounded by `HTTPServer.maxBody`.
+struct HTTPRequest: Sendable {
+    var method: HTTPMethod
+    var path: String
+    var query: [String: String]
+    var headers: HTTPHeaders
+    var body: [UInt8]
+
+    init(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: [UInt8] = []) {
+        let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
+        (self.method, self.headers, self.body) = (method, headers, body)
+        path = parts.first.map(String.init) ?? uri
+        query = parts.count > 1 ? FormData.decode(Array(parts[1].utf8)) : [:]
+    }
+
+    /// The body as `application/x-www-form-urlencoded` fields.
+    var form: [String: String] { FormData.decode(body) }
+    func header(_ name: String) -> String? { headers.first(name: name) }
+}
+
+/// A complete answer, or the head of an event stream the service keeps writing to.
+enum HTTPAnswer: Sendable {
+    case reply(HTTPReply)
+    case events(headers: [(String, String)], start: @Sendable (HTTPEventSink) -> Void)
+}
+
+struct HTTPReply: Sendable {
+    var status: HTTPResponseStatus
+    var headers: [(String, String)]
+    var body: [UInt8]
+
+    static func text(_ status: HTTPResponseStatus, _ text: String, headers: [(String, String)] = []) -> HTTPReply {
+        HTTPReply(status: status, headers: [("Content-Type", "text/plain; charset=utf-8")] + headers, body: Array(text.utf8))
+    }
+    static func html(_ status: HTTPResponseStatus = .ok, _ html: String, headers: [(String, String)] = []) -> HTTPReply {
+        HTTPReply(status: status, headers: [("Content-Type", "text/html; charset=utf-8")] + headers, body: Array(html.utf8))
+    }
+    /// 303: after a POST the browser fetches `location` with GET, so a reload does not repeat the change.
+    static func seeOther(_ location: String, headers: [(String, String)] = []) -> HTTPReply {
+        HTTPReply(status: .seeOther, headers: [("Location", location)] + headers, body: [])
+    }
+}
+
+/// Where a service writes server-sent events; safe from any thread.
+struct HTTPEventSink: Sendable {
+    let channel: any Channel
+    func send(_ text: String) {
+        channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: text))), promise: nil)
+    }
+    var closed: EventLoopFuture<Void> { channel.closeFuture }
+    func close() { channel.close(promise: nil) }
+}
+
+/// What one listener serves: it answers a request, or says nil (not mine) and the next one is asked.
+protocol HTTPService: Sendable {
+    func answer(_ request: HTTPRequest) async -> HTTPAnswer?
+}
+
+/// The daemon's one HTTP listener code path (monitoring and the console): the `Host` check against
+/// DNS rebinding, a bounded body, the security headers on every response, and the services in order.
+enum HTTPServer {
+    static let maxBody = 64 << 10
+
+    /// Sent with every response. The console has no inline script or style; nothing may frame it.
+    static let securityHeaders: [(String, String)] = [
+        ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+            + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        ("X-Frame-Options", "DENY"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+        ("Cross-Origin-Resource-Policy", "same-origin"),
+        ("Cache-Control", "no-store"),
+    ]
+
+    static func bind(host: String, port: Int, services: [any HTTPService]) async throws -> any Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(Handler(services: services))
+                }
+            }
+            .bind(host: host, port: port).get()
+    }
+
+    final class Handler: ChannelInboundHandler {
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        let services: [any HTTPService]
+        private var head: HTTPRequestHead?
+        private var body: [UInt8] = []
+        private var tooLarge = false
+
+        init(services: [any HTTPService]) { self.services = services }
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            switch unwrapInboundIn(data) {
+            case let .head(h): (head, body, tooLarge) = (h, [], false)
+            case var .body(chunk):
+                if body.count + chunk.readableBytes > HTTPServer.maxBody { tooLarge = true } else { body += chunk.readBytes(length: chunk.readableBytes) ?? [] }
+            case .end:
+                guard let head else { return }
+                self.head = nil
+                respond(to: head, body: body, context: context)
+                body = []
+            }
+        }
+
+        private func respond(to head: HTTPRequestHead, body: [UInt8], context: ChannelHandlerContext) {
+            guard HostCheck.allows(head.headers.first(name: "Host"), port: context.channel.localAddress?.port ?? -1) else {
+                return write(.text(.misdirectedRequest, "this listener answers to localhost or its IP address only\n"), head: head, context: context)
+            }
+            if tooLarge { return write(.text(.payloadTooLarge, "the body is over \(HTTPServer.maxBody) bytes\n"), head: head, context: context) }
+            let request = HTTPRequest(method: head.method, uri: head.uri, headers: head.headers, body: body)
+            let services = services
+            let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            context.eventLoop.makeFutureWithTask {
+                for service in services { if let answer = await service.answer(request) { return answer } }
+                return .reply(.text(.notFound, "not found\n"))
+            }.whenComplete { result in
+                let (handler, context) = loopBound.value
+                switch result {
+                case let .success(.reply(reply)): handler.write(reply, head: head, context: context)
+                case let .success(.events(headers, start)): handler.startEvents(headers: headers, head: head, context: context, start: start)
+                case .failure: handler.write(.text(.internalServerError, "internal error\n"), head: head, context: context)
+                }
+            }
+        }
+
+        private func write(_ reply: HTTPReply, head: HTTPRequestHead, context: ChannelHandlerContext) {
+            var headers = HTTPHeaders(HTTPServer.securityHeaders + reply.headers + [("Content-Length", String(reply.body.count))])
+            if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: reply.status, headers: headers))), promise: nil)
+            if head.method != .HEAD, !reply.body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: reply.body)))), promise: nil) }
+            let keepAlive = head.isKeepAlive
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
+                if !keepAlive { channel.close(promise: nil) }
+            }
+        }
+
+        /// The stream's head goes out now; the service writes events until either side closes.
+        private func startEvents(headers: [(String, String)], head: HTTPRequestHead, context: ChannelHandlerContext, start: @Sendable (HTTPEventSink) -> Void) {
+            let all = HTTPHeaders(HTTPServer.securityHeaders + [("Content-Type", "text/event-stream; charset=utf-8"), ("Connection", "close")] + headers)
+            context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: all))), promise: nil)
+            start(HTTPEventSink(channel: context.channel))
+        }
+    }
+}
+
+/// `application/x-www-form-urlencoded`, as browsers send forms and query strings. A repeated name
+/// keeps its last value; bytes that are not UTF-8 become U+FFFD.
+enum FormData {
+    static func decode(_ bytes: [UInt8]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for pair in bytes.split(separator: UInt8(ascii: "&")) {
+            let parts = pair.split(separator: UInt8(ascii: "="), maxSplits: 1, omittingEmptySubsequences: false)
+            fields[unescape(parts[0])] = parts.count > 1 ? unescape(parts[1]) : ""
+        }
+        return fields
+    }
+
+    static func unescape(_ bytes: ArraySlice<UInt8>) -> String {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var i = bytes.startIndex
+        while i < bytes.endIndex {
+            let b = bytes[i]
+            if b == UInt8(ascii: "+") {
+                out.append(0x20)
+            } else if b == UInt8(ascii: "%"), i + 2 < bytes.endIndex, let hi = hex(bytes[i + 1]), let lo = hex(bytes[i + 2]) {
+                out.append(hi << 4 | lo)
+                i += 2
+            } else {
+                out.append(b)
+            }
+            i += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    private static func hex(_ b: UInt8) -> UInt8? {
+        switch b {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): b - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): b - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): b - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+}
