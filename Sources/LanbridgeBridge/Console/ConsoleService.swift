@@ -49,14 +49,16 @@ struct ConsoleService: HTTPService {
     }
 
     /// A write must come from this console's own page: the session's CSRF token in the form, and
-    /// no cross-origin `Origin` or `Sec-Fetch-Site` (a browser sends them on every POST).
+    /// no cross-origin `Origin` or `Sec-Fetch-Site`. Under `Referrer-Policy: no-referrer` a browser
+    /// sends `Origin: null` even for its own form, so then `Sec-Fetch-Site: same-origin` must vouch.
     static func refusesWrite(_ request: HTTPRequest, csrf: String) -> HTTPReply? {
         let host = request.header("Host") ?? ""
-        if let origin = request.header("Origin"), origin != "http://\(host)" {
-            return .text(.forbidden, "cross-origin request refused\n")
-        }
-        if let site = request.header("Sec-Fetch-Site"), site != "same-origin", site != "none" {
+        let site = request.header("Sec-Fetch-Site")
+        if let site, site != "same-origin", site != "none" {
             return .text(.forbidden, "cross-site request refused\n")
+        }
+        if let origin = request.header("Origin"), origin != "http://\(host)", !(origin == "null" && site == "same-origin") {
+            return .text(.forbidden, "cross-origin request refused\n")
         }
         guard let token = request.form["csrf"], Array(token.utf8).count == Array(csrf.utf8).count,
               zip(token.utf8, csrf.utf8).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {

@@ -1,0 +1,394 @@
+"""The approval console against a real daemon, in a real browser (Debian's chromium and
+chromedriver through selenium), with real node-sim processes pairing against it.
+
+    console_browser.py browser --lanbridge BIN --node-sim BIN --state-dir DIR --bridge-port N --console URL --shots DIR
+    console_browser.py attacks --lanbridge BIN --state-dir DIR --console URL
+
+Prints one "ok STEP" line per step that passed; exits 1 with the reason at the first that fails.
+Every wait is for an event (a page element, a node-sim line), bounded by a timeout.
+"""
+import argparse
+import http.client
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.parse
+
+TIMEOUT = 30
+
+
+def fail(message):
+    print(f"FAIL {message}", flush=True)
+    sys.exit(1)
+
+
+def ok(step):
+    print(f"ok {step}", flush=True)
+
+
+def cli(args, lanbridge, state_dir, check=True):
+    run = subprocess.run([lanbridge, *args, "--state-dir", state_dir], capture_output=True, text=True, timeout=60)
+    if check and run.returncode != 0:
+        fail(f"lanbridge {' '.join(args)} exited {run.returncode}: {run.stderr.strip()}")
+    return run
+
+
+def login_link(lanbridge, state_dir):
+    return json.loads(cli(["ui", "--json"], lanbridge, state_dir).stdout)["url"]
+
+
+class NodeSim:
+    """A lanbridge-node-sim process whose output lines are read on a thread."""
+
+    def __init__(self, binary, port, name, extra=()):
+        self.state = tempfile.mkdtemp(prefix="console-node-")
+        connect = [] if any(a == "--invite" for a in extra) else ["--connect", f"127.0.0.1:{port}"]
+        self.process = subprocess.Popen([binary, "--state-dir", self.state, *connect, "--name", name, *extra],
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, text=True)
+        self.lines = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait(self, *prefixes):
+        """The next line starting with one of `prefixes` (others are skipped)."""
+        while True:
+            try:
+                line = self.lines.get(timeout=TIMEOUT)
+            except queue.Empty:
+                fail(f"node-sim never printed {prefixes}")
+            if line is None:
+                fail(f"node-sim ended before printing {prefixes}")
+            if line.startswith(prefixes):
+                return line
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+
+
+def browser_session(console):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,1000", "--disable-gpu"]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    driver.set_page_load_timeout(TIMEOUT)
+    return driver
+
+
+def browser(args):
+    from selenium.common.exceptions import NoAlertPresentException, NoSuchElementException, StaleElementReferenceException, TimeoutException
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    os.makedirs(args.shots, exist_ok=True)
+    driver = browser_session(args.console)
+    nodes = []
+
+    def until(what, condition):
+        try:
+            # The live section replaces an entry when it changes: an element found a moment ago may be gone.
+            return WebDriverWait(driver, TIMEOUT, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException]).until(condition)
+        except TimeoutException:
+            fail(f"the page never showed {what}: {driver.current_url} {driver.find_element(By.TAG_NAME, 'body').text[:600]!r}")
+
+    def flash():
+        return until("a flash message", lambda d: d.find_element(By.CSS_SELECTOR, ".flash")).text
+
+    def article(name):
+        for a in driver.find_elements(By.CSS_SELECTOR, "article.request"):
+            if a.find_element(By.TAG_NAME, "h2").text == name:
+                return a
+        return None
+
+    def no_alert(where):
+        try:
+            driver.switch_to.alert
+            fail(f"an alert fired ({where}): a node's name ran as script")
+        except NoAlertPresentException:
+            pass
+
+    def shot(name):
+        driver.save_screenshot(os.path.join(args.shots, f"{name}.png"))
+
+    def invoke(node_id):
+        run = cli(["nodes", "invoke", "--node", node_id, "--command", "device.echo", "--params", '{"x":1}'], args.lanbridge, args.state_dir, check=False)
+        return run.returncode
+
+    def sim(name, *extra):
+        node = NodeSim(args.node_sim, args.bridge_port, name, extra)
+        nodes.append(node)
+        return node
+
+    try:
+        # Log in through `lanbridge ui`'s link: it lands on a URL without the token.
+        link = login_link(args.lanbridge, args.state_dir)
+        driver.get(link)
+        until("the pending page", lambda d: d.current_url.rstrip("/") == args.console and "Pending devices" in d.title)
+        cookie = driver.get_cookie("lanbridge_session")
+        if not cookie or not cookie.get("httpOnly") or cookie.get("sameSite") != "Strict":
+            fail(f"the session cookie is not HttpOnly and SameSite=Strict: {cookie}")
+        ok("logged in through lanbridge ui's link; the address bar has no token")
+
+        # A node asks to pair and appears live, with no reload. Its name is markup: it must show as text.
+        driver.execute_script("window.notReloaded = true")
+        xss = "<img src=x onerror=alert(1)>"
+        first = sim(xss, "--camera")
+        node_id = first.wait("node").split()[1]
+        code, request_id = (lambda parts: (parts[1], parts[3]))(first.wait("code").split())
+        until("the request with its code field", lambda d: article(xss) is not None and article(xss).find_elements(By.NAME, "code"))
+        if not driver.execute_script("return window.notReloaded === true"):
+            fail("the page reloaded to show the request")
+        if article(xss).find_elements(By.TAG_NAME, "img"):
+            fail("the node's name became an <img> element")
+        no_alert("pending request")
+        if code in driver.page_source:
+            fail("the page shows the bridge's code: it must be typed from the device, not copied")
+        ok("a pairing request appeared live, its markup name shown as text, no code on the page")
+        shot("pending")
+
+        # A wrong code is refused and counted, as the CLI counts it.
+        wrong = f"{(int(code) + 1) % 1000000:06d}"
+        box = article(xss).find_element(By.NAME, "code")
+        box.send_keys(wrong)
+        box.submit()
+        message = flash()
+        if "code" not in message.lower():
+            fail(f"a wrong code was not refused: {message!r}")
+        pending = json.loads(cli(["nodes", "pending", "--json"], args.lanbridge, args.state_dir).stdout)
+        if [r["codeMismatches"] for r in pending if r["requestId"] == request_id] != [1]:
+            fail(f"the wrong code was not counted: {pending}")
+        until("the wrong-code count", lambda d: "wrong codes 1" in article(xss).text)
+        ok("a wrong code was refused and counted")
+
+        # The right code approves; node-sim reports it is paired. Camera capture was not ticked.
+        box = article(xss).find_element(By.NAME, "code")
+        box.send_keys(code)
+        box.submit()
+        message = flash()
+        if not message.startswith("Approved"):
+            fail(f"the right code did not approve: {message!r}")
+        first.wait("paired")
+        first.wait("connected")
+        described = json.loads(cli(["nodes", "describe", node_id, "--json"], args.lanbridge, args.state_dir).stdout)
+        if "camera.snap" in described["allowedCommands"]:
+            fail("approval granted camera.snap without it being ticked")
+        no_alert("node page")
+        ok("the right code approved; node-sim paired; camera.snap withheld")
+        shot("node")
+
+        # A rule edited in the page takes effect on the next invoke.
+        if invoke(node_id) != 1:
+            fail("device.echo ran before it was allowed")
+        form = driver.find_element(By.CSS_SELECTOR, "form[action$='/allow'] input[name=pattern]")
+        form.send_keys("device.echo")
+        form.submit()
+        if not flash().startswith("Allowed"):
+            fail("allowing device.echo failed")
+        if invoke(node_id) != 0:
+            fail("device.echo was refused right after the page allowed it")
+        form = driver.find_element(By.CSS_SELECTOR, "form[action$='/deny'] input[name=pattern]")
+        form.send_keys("device.echo")
+        form.submit()
+        flash()
+        if invoke(node_id) != 1:
+            fail("device.echo still ran after the page denied it")
+        ok("rules edited in the page applied to the next invoke (allow, then deny)")
+
+        # Later hides a request until another device asks; Reject and Reject-and-block.
+        driver.get(args.console + "/")
+        second = sim("Second phone")
+        second.wait("code")
+        until("the second request", lambda d: article("Second phone") is not None and article("Second phone").find_elements(By.NAME, "code"))
+        article("Second phone").find_element(By.XPATH, ".//form[@action='/pending/later']//button").click()
+        flash()
+        until("the second request put off", lambda d: article("Second phone") is None)
+        third = sim("Third phone")
+        third.wait("code")
+        until("both requests, once a new one arrived", lambda d: article("Third phone") is not None and article("Second phone") is not None)
+        ok("Later hid a request until another device asked")
+        article("Second phone").find_element(By.XPATH, ".//button[@name='block' and @value='0']").click()
+        if not flash().startswith("Rejected"):
+            fail("Reject did not reject")
+        second.wait("error", "disconnected")
+        until("the rejected request gone", lambda d: article("Second phone") is None)
+        article("Third phone").find_element(By.XPATH, ".//button[@name='block' and @value='1']").click()
+        if "blocked" not in flash():
+            fail("Reject and block did not block")
+        driver.get(args.console + "/nodes")
+        until("the blocked key", lambda d: "Third phone" in d.find_element(By.TAG_NAME, "table").text)
+        ok("Reject, and Reject and block (the key listed as blocked)")
+        shot("nodes")
+
+        # An invite: its QR image decodes (zbarimg) to the URI shown, and node-sim pairs with it.
+        driver.get(args.console + "/invites")
+        driver.find_element(By.NAME, "name").send_keys("Invited tablet")
+        driver.find_element(By.CSS_SELECTOR, "form[action='/invites/create'] button").click()
+        qr = until("the invite's QR code", lambda d: d.find_element(By.CSS_SELECTOR, ".qr svg"))
+        uri = driver.find_element(By.ID, "invite-uri").text
+        image = os.path.join(args.shots, "invite-qr.png")
+        qr.screenshot(image)
+        decoded = subprocess.run(["zbarimg", "--raw", "-q", image], capture_output=True, text=True, timeout=30).stdout.strip()
+        if decoded != uri or not uri.startswith("lanbridge://"):
+            fail(f"the QR code decodes to {decoded!r}, the page shows {uri!r}")
+        shot("invites")
+        invited = sim("Invited tablet", "--invite", decoded)
+        invited.wait("paired")
+        driver.get(args.console + "/nodes")
+        until("the invited node", lambda d: "Invited tablet" in d.find_element(By.ID, "live").text)
+        ok("the invite's QR code decoded to its URI, and node-sim paired with it")
+
+        # Revoke, confirmed: the node is dropped.
+        driver.get(f"{args.console}/nodes/{urllib.parse.quote(node_id)}")
+        driver.find_element(By.CSS_SELECTOR, "form[action$='/revoke'] button").click()
+        if driver.current_url.endswith("/nodes"):
+            fail("revoke went through without its confirmation")
+        driver.find_element(By.CSS_SELECTOR, "form[action$='/revoke'] input[name=confirm]").click()
+        driver.find_element(By.CSS_SELECTOR, "form[action$='/revoke'] button").click()
+        if not flash().startswith("Revoked"):
+            fail("revoke failed")
+        first.wait("error", "disconnected")
+        ok("revoke, confirmed, dropped the node")
+
+        # The audit log names who did it, through the console, and is intact.
+        driver.get(args.console + "/audit")
+        text = driver.find_element(By.TAG_NAME, "main").text
+        if "Intact" not in text or f"uid:{os.getuid()} (console)" not in text:
+            fail(f"the audit page lacks its verdict or the console's actor: {text[:400]!r}")
+        ok("the audit page: intact, with the console's actor")
+        shot("audit")
+        driver.get(args.console + "/status")
+        shot("status")
+
+        # A phone's width.
+        driver.set_window_size(390, 844)
+        driver.get(args.console + "/")
+        shot("phone")
+        width = driver.execute_script("return document.documentElement.scrollWidth")
+        if width > 400:
+            fail(f"the page scrolls sideways on a phone ({width} px wide)")
+        ok("a phone-width page fits its screen")
+    finally:
+        driver.quit()
+        for node in nodes:
+            node.stop()
+
+
+def request(console, method, path, headers=None, body=None):
+    url = urllib.parse.urlsplit(console)
+    connection = http.client.HTTPConnection(url.hostname, url.port, timeout=TIMEOUT)
+    connection.request(method, path, body=body, headers=headers or {})
+    response = connection.getresponse()
+    data = response.read().decode()
+    connection.close()
+    return response.status, dict((k.lower(), v) for k, v in response.getheaders()), data
+
+
+def attacks(args):
+    host = urllib.parse.urlsplit(args.console).netloc
+
+    status, _, _ = request(args.console, "GET", "/", {"Host": f"rebound.example:{urllib.parse.urlsplit(args.console).port}"})
+    if status != 421:
+        fail(f"a rebound Host got {status}, not 421")
+    ok("a wrong Host gets 421")
+
+    for method, path in [("GET", "/"), ("GET", "/nodes"), ("GET", "/events"), ("POST", "/pending/reject")]:
+        status, headers, _ = request(args.console, method, path, {"Host": host}, body="request=x" if method == "POST" else None)
+        if status != 401:
+            fail(f"{method} {path} without a cookie got {status}")
+    ok("no cookie: 401 on pages, events and writes")
+
+    link = login_link(args.lanbridge, args.state_dir)
+    path = link[len(args.console):]
+    status, headers, _ = request(args.console, "GET", path, {"Host": host})
+    if status != 303 or "lanbridge_session=" not in headers.get("set-cookie", ""):
+        fail(f"the login link got {status}")
+    cookie = headers["set-cookie"].split(";")[0]
+    for name in ["content-security-policy", "x-frame-options", "referrer-policy", "x-content-type-options"]:
+        if name not in headers:
+            fail(f"no {name} header")
+    if "'unsafe-inline'" in headers["content-security-policy"] or "default-src 'none'" not in headers["content-security-policy"]:
+        fail(f"a weak CSP: {headers['content-security-policy']}")
+    if headers["x-frame-options"] != "DENY" or headers["referrer-policy"] != "no-referrer":
+        fail("framing or referrer headers are wrong")
+    ok("the login link opens a session; CSP, X-Frame-Options and Referrer-Policy are strict")
+
+    status, _, _ = request(args.console, "GET", path, {"Host": host})
+    if status != 403:
+        fail(f"a replayed login link got {status}")
+    ok("a replayed login link is refused")
+
+    status, _, page = request(args.console, "GET", "/", {"Host": host, "Cookie": cookie})
+    if status != 200:
+        fail(f"the session's page got {status}")
+    csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    invite_form = f"csrf={csrf}&name=x&ttl=10&host="
+    status, _, _ = request(args.console, "POST", "/invites/create",
+                           {"Host": host, "Cookie": cookie, "Origin": "http://evil.example", "Content-Type": "application/x-www-form-urlencoded"},
+                           body=invite_form)
+    if status != 403:
+        fail(f"a cross-origin POST got {status}")
+    status, _, _ = request(args.console, "POST", "/invites/create",
+                           {"Host": host, "Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"}, body="name=x&ttl=10&host=")
+    if status != 403:
+        fail(f"a POST without the CSRF token got {status}")
+    invites = json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)
+    if invites:
+        fail(f"a refused POST created an invite: {invites}")
+    status, _, _ = request(args.console, "POST", "/invites/create",
+                           {"Host": host, "Cookie": cookie, "Origin": f"http://{host}", "Content-Type": "application/x-www-form-urlencoded"},
+                           body=invite_form)
+    if status != 200 or len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
+        fail(f"the same POST from the console's own origin failed ({status})")
+    ok("a cross-origin POST and a POST without the CSRF token change nothing; the same-origin one works")
+
+    status, _, _ = request(args.console, "GET", "/", {"Host": host, "Cookie": "lanbridge_session=forged"})
+    if status != 401:
+        fail(f"a forged session cookie got {status}")
+    ok("a forged session cookie gets 401")
+
+    # Ten wrong tokens lock the login for a minute, even for a good link (run last: it locks).
+    good = login_link(args.lanbridge, args.state_dir)[len(args.console):]
+    # The replayed link above was the first wrong one; nine more make ten.
+    for k in range(9):
+        status, _, _ = request(args.console, "GET", f"/login?token=wrong{k}", {"Host": host})
+        if status != 403:
+            fail(f"wrong token {k} got {status}")
+    status, headers, _ = request(args.console, "GET", good, {"Host": host})
+    if status != 429 or "retry-after" not in headers:
+        fail(f"after ten wrong tokens a good link got {status}")
+    ok("ten wrong login tokens lock the login (429, Retry-After)")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("part", choices=["browser", "attacks"])
+    parser.add_argument("--lanbridge", required=True)
+    parser.add_argument("--node-sim")
+    parser.add_argument("--state-dir", required=True)
+    parser.add_argument("--bridge-port", type=int)
+    parser.add_argument("--console", required=True)
+    parser.add_argument("--shots")
+    args = parser.parse_args()
+    browser(args) if args.part == "browser" else attacks(args)
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main()

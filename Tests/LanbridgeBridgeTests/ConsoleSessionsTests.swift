@@ -1,0 +1,124 @@
+import Foundation
+import NIOHTTP1
+import Testing
+@testable import LanbridgeBridge
+
+/// The console's login links, sessions and lockout, on a fake clock.
+struct ConsoleSessionsTests {
+    let t0 = Date(timeIntervalSince1970: 1_800_000_000)
+
+    @Test func aLoginLinkWorksOnceAndOnlyForAMinute() {
+        var s = ConsoleSessions()
+        s.mintLogin(token: "tok", uid: 1000, now: t0)
+        guard case let .session(id, session) = s.redeem(token: "tok", sessionId: "s1", csrf: "c1", now: t0.addingTimeInterval(59)) else {
+            Issue.record("a fresh link opens a session")
+            return
+        }
+        #expect(id == "s1" && session.uid == 1000 && session.csrf == "c1")
+        #expect(s.redeem(token: "tok", sessionId: "s2", csrf: "c2", now: t0.addingTimeInterval(59)) == .refused)  // replayed
+
+        s.mintLogin(token: "late", uid: 1000, now: t0)
+        #expect(s.redeem(token: "late", sessionId: "s3", csrf: "c3", now: t0.addingTimeInterval(60)) == .refused)
+    }
+
+    @Test func tenWrongTokensLockLoginForAMinuteEvenForAGoodOne() {
+        var s = ConsoleSessions()
+        s.mintLogin(token: "good", uid: 0, now: t0)
+        for k in 0..<9 { #expect(s.redeem(token: "bad\(k)", sessionId: "x", csrf: "y", now: t0.addingTimeInterval(Double(k))) == .refused) }
+        #expect(s.lockedUntil == nil)
+        #expect(s.redeem(token: "bad9", sessionId: "x", csrf: "y", now: t0.addingTimeInterval(9)) == .refused)
+        #expect(s.redeem(token: "good", sessionId: "x", csrf: "y", now: t0.addingTimeInterval(30)) == .locked(until: t0.addingTimeInterval(69)))
+        s.mintLogin(token: "after", uid: 0, now: t0.addingTimeInterval(69))
+        if case .session = s.redeem(token: "after", sessionId: "x", csrf: "y", now: t0.addingTimeInterval(69)) {} else {
+            Issue.record("the lock ends after a minute")
+        }
+    }
+
+    @Test func wrongTokensSpreadOverMoreThanAMinuteDoNotLock() {
+        var s = ConsoleSessions()
+        for k in 0..<30 { _ = s.redeem(token: "bad", sessionId: "x", csrf: "y", now: t0.addingTimeInterval(Double(k) * 7)) }
+        #expect(s.lockedUntil == nil)
+    }
+
+    @Test func aSessionEndsAfterTwelveHoursIdleAndUseKeepsItAlive() {
+        var s = ConsoleSessions()
+        s.mintLogin(token: "t", uid: 1, now: t0)
+        _ = s.redeem(token: "t", sessionId: "s", csrf: "c", now: t0)
+        #expect(s.session("s", now: t0.addingTimeInterval(11 * 3600)) != nil)
+        #expect(s.session("s", now: t0.addingTimeInterval(22 * 3600)) != nil)  // 11 h after the last use
+        #expect(s.session("s", now: t0.addingTimeInterval(34 * 3600 + 1)) == nil)
+        #expect(s.session("s", now: t0.addingTimeInterval(34 * 3600 + 2)) == nil)
+        #expect(s.session(nil, now: t0) == nil && s.session("unknown", now: t0) == nil)
+    }
+
+    @Test func tablesAreBoundedByEvictingTheOldest() {
+        var s = ConsoleSessions(limits: .init(maxLogins: 2, maxSessions: 2))
+        for k in 0..<3 { s.mintLogin(token: "t\(k)", uid: 1, now: t0.addingTimeInterval(Double(k))) }
+        #expect(s.redeem(token: "t0", sessionId: "a", csrf: "c", now: t0.addingTimeInterval(3)) == .refused)  // evicted
+        for (k, token) in ["t1", "t2"].enumerated() {
+            if case .session = s.redeem(token: token, sessionId: "s\(k)", csrf: "c", now: t0.addingTimeInterval(Double(4 + k))) {} else { Issue.record("\(token)") }
+        }
+        s.mintLogin(token: "t3", uid: 1, now: t0.addingTimeInterval(6))
+        _ = s.redeem(token: "t3", sessionId: "s2", csrf: "c", now: t0.addingTimeInterval(7))
+        #expect(s.session("s0", now: t0.addingTimeInterval(8)) == nil)  // the least recently used went
+        #expect(s.session("s1", now: t0.addingTimeInterval(8)) != nil && s.session("s2", now: t0.addingTimeInterval(8)) != nil)
+    }
+
+    @Test func laterHidesARequestUntilItChangesOrAnotherOneArrives() {
+        var s = ConsoleSessions()
+        s.mintLogin(token: "t", uid: 1, now: t0)
+        _ = s.redeem(token: "t", sessionId: "s", csrf: "c", now: t0)
+        #expect(s.shown([("a", "1"), ("b", "1")], session: "s") == ["a", "b"])
+        s.putOff("a", fingerprint: "1", session: "s")
+        #expect(s.shown([("a", "1"), ("b", "1")], session: "s") == ["b"])
+        #expect(s.shown([("a", "1")], session: "s") == [])  // b went; a stays put off
+        #expect(s.shown([("a", "2")], session: "s") == ["a"])  // a changed (a new code, say)
+        s.putOff("a", fingerprint: "2", session: "s")
+        #expect(s.shown([("a", "2")], session: "s") == [])
+        #expect(s.shown([("a", "2"), ("c", "1")], session: "s") == ["a", "c"])  // a new device asked
+    }
+
+    @Test func aFlashIsShownOnce() {
+        var s = ConsoleSessions()
+        s.mintLogin(token: "t", uid: 1, now: t0)
+        _ = s.redeem(token: "t", sessionId: "s", csrf: "c", now: t0)
+        s.flash(.init(message: "done", error: false), session: "s")
+        #expect(s.takeFlash(session: "s") == .init(message: "done", error: false))
+        #expect(s.takeFlash(session: "s") == nil)
+    }
+}
+
+struct ConsoleRequestTests {
+    func post(_ headers: [(String, String)], body: String) -> HTTPRequest {
+        HTTPRequest(method: .POST, uri: "/pending/reject", headers: HTTPHeaders([("Host", "127.0.0.1:18791")] + headers), body: Array(body.utf8))
+    }
+
+    @Test func aWriteNeedsTheSessionsTokenAndNoForeignOrigin() {
+        #expect(ConsoleService.refusesWrite(post([("Origin", "http://127.0.0.1:18791"), ("Sec-Fetch-Site", "same-origin")], body: "csrf=abc&request=x"), csrf: "abc") == nil)
+        #expect(ConsoleService.refusesWrite(post([], body: "csrf=abc"), csrf: "abc") == nil)  // curl: no Origin, but the token
+        #expect(ConsoleService.refusesWrite(post([("Origin", "http://evil.example")], body: "csrf=abc"), csrf: "abc")?.status == .forbidden)
+        #expect(ConsoleService.refusesWrite(post([("Origin", "null")], body: "csrf=abc"), csrf: "abc")?.status == .forbidden)
+        // A browser's own form under Referrer-Policy: no-referrer.
+        #expect(ConsoleService.refusesWrite(post([("Origin", "null"), ("Sec-Fetch-Site", "same-origin")], body: "csrf=abc"), csrf: "abc") == nil)
+        #expect(ConsoleService.refusesWrite(post([("Origin", "null"), ("Sec-Fetch-Site", "same-site")], body: "csrf=abc"), csrf: "abc")?.status == .forbidden)
+        #expect(ConsoleService.refusesWrite(post([("Sec-Fetch-Site", "cross-site")], body: "csrf=abc"), csrf: "abc")?.status == .forbidden)
+        #expect(ConsoleService.refusesWrite(post([], body: "csrf=abd"), csrf: "abc")?.status == .forbidden)
+        #expect(ConsoleService.refusesWrite(post([], body: "request=x"), csrf: "abc")?.status == .forbidden)
+    }
+
+    @Test func formsAndQueriesDecodeAsBrowsersEncodeThem() {
+        #expect(FormData.decode(Array("a=1&b=x+y%2Bz&c=%E2%9C%93&d&a=2&e=%zz%4".utf8)) == ["a": "2", "b": "x y+z", "c": "✓", "d": "", "e": "%zz%4"])
+        let request = HTTPRequest(method: .GET, uri: "/audit?q=pairing%20approved&event=", headers: [:])
+        #expect(request.path == "/audit" && request.query == ["q": "pairing approved", "event": ""])
+    }
+
+    @Test func theSessionCookieIsFoundAmongOthers() {
+        #expect(ConsoleAuth.cookieValue("a=b; lanbridge_session=xyz; c=d") == "xyz")
+        #expect(ConsoleAuth.cookieValue("lanbridge_sessionx=1") == nil)
+        #expect(ConsoleAuth.cookieValue(nil) == nil)
+    }
+
+    @Test func everythingANodeNamesIsEscaped() {
+        #expect(HTML.escape("<img src=x onerror=alert(1)> & \"'") == "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;&#39;")
+    }
+}
