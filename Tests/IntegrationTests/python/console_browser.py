@@ -194,21 +194,19 @@ def browser(args):
         shot("node")
 
         # A rule edited in the page takes effect on the next invoke.
+        def rule(kind, expected_exit, what):
+            form = driver.find_element(By.CSS_SELECTOR, f"form[action$='/{kind}'] input[name=pattern]")
+            form.send_keys("device.echo")
+            form.submit()
+            if not flash().startswith("Allowed" if kind == "allow" else "Denied"):
+                fail(f"{kind} device.echo failed")
+            if invoke(node_id) != expected_exit:
+                fail(f"device.echo {what}")
+
         if invoke(node_id) != 1:
             fail("device.echo ran before it was allowed")
-        form = driver.find_element(By.CSS_SELECTOR, "form[action$='/allow'] input[name=pattern]")
-        form.send_keys("device.echo")
-        form.submit()
-        if not flash().startswith("Allowed"):
-            fail("allowing device.echo failed")
-        if invoke(node_id) != 0:
-            fail("device.echo was refused right after the page allowed it")
-        form = driver.find_element(By.CSS_SELECTOR, "form[action$='/deny'] input[name=pattern]")
-        form.send_keys("device.echo")
-        form.submit()
-        flash()
-        if invoke(node_id) != 1:
-            fail("device.echo still ran after the page denied it")
+        rule("allow", 0, "was refused right after the page allowed it")
+        rule("deny", 1, "still ran after the page denied it")
         ok("rules edited in the page applied to the next invoke (allow, then deny)")
 
         # Later hides a request until another device asks; Reject and Reject-and-block.
