@@ -82,6 +82,9 @@ enum HTTPServer {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // A connection that neither sends nor receives for a minute is closed (an event
+                    // stream writes a keep-alive every 25 s, so it stays).
+                    try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(60)))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
                     try channel.pipeline.syncOperations.addHandler(Handler(services: services))
                 }
@@ -99,6 +102,10 @@ enum HTTPServer {
         private var tooLarge = false
 
         init(services: [any HTTPService]) { self.services = services }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if event is IdleStateHandler.IdleStateEvent { context.close(promise: nil) } else { context.fireUserInboundEventTriggered(event) }
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
