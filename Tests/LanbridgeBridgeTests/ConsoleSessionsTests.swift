@@ -122,3 +122,29 @@ struct ConsoleRequestTests {
         #expect(HTML.escape("<img src=x onerror=alert(1)> & \"'") == "&lt;img src=x onerror=alert(1)&gt; &amp; &quot;&#39;")
     }
 }
+
+import NIOCore
+import NIOEmbedded
+
+struct ConsoleEventsTests {
+    /// Event streams are bounded: the seventeenth evicts the oldest (closed), never refused.
+    @Test func theOldestStreamIsEvictedPastTheBound() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("console-events-\(UUID())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let events = try ConsoleEvents(directory: directory)
+        defer { events.stop() }
+        let channels = try (0...ConsoleEvents.maxStreams).map { _ in
+            let channel = EmbeddedChannel()
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+            return channel
+        }
+        var closed = Array(repeating: false, count: channels.count)
+        for (k, channel) in channels.enumerated() { channel.closeFuture.whenComplete { _ in closed[k] = true } }
+        for channel in channels.dropLast() { events.add(HTTPEventSink(channel: channel)) }
+        #expect(!closed.contains(true))
+        events.add(HTTPEventSink(channel: channels[ConsoleEvents.maxStreams]))
+        for channel in channels { channel.embeddedEventLoop.run() }
+        #expect(closed == [true] + Array(repeating: false, count: ConsoleEvents.maxStreams))
+    }
+}

@@ -9,8 +9,7 @@ import NIOPosix
 /// so proxies keep the stream open. At most `maxStreams`; a new one evicts the oldest.
 final class ConsoleEvents: Sendable {
     static let maxStreams = 16
-    private let streams = NIOLockedValueBox<[(id: Int, sink: HTTPEventSink)]>([])
-    private let next = NIOLockedValueBox(0)
+    private let streams = NIOLockedValueBox<(next: Int, open: [(id: Int, sink: HTTPEventSink)])>((0, []))
     private let watcher: StoreWatcher
     private let keepAlive: RepeatedTask
 
@@ -18,35 +17,31 @@ final class ConsoleEvents: Sendable {
         watcher = try StoreWatcher(directory: directory, files: [PairingStore.pendingFileName, PairingStore.pairedFileName, RuntimeStatusFile.fileName])
         let streams = streams
         keepAlive = MultiThreadedEventLoopGroup.singleton.next().scheduleRepeatedTask(initialDelay: .seconds(25), delay: .seconds(25)) { _ in
-            for stream in streams.withLockedValue({ $0 }) { stream.sink.send(": keep-alive\n\n") }
+            for stream in streams.withLockedValue({ $0.open }) { stream.sink.send(": keep-alive\n\n") }
         }
     }
 
     /// Runs until the watcher stops.
     func run() async {
-        for await _ in watcher.changes() { broadcast("event: change\ndata: \n\n") }
-    }
-
-    func broadcast(_ text: String) {
-        for stream in streams.withLockedValue({ $0 }) { stream.sink.send(text) }
+        for await _ in watcher.changes() {
+            for stream in streams.withLockedValue({ $0.open }) { stream.sink.send("event: change\ndata: \n\n") }
+        }
     }
 
     func add(_ sink: HTTPEventSink) {
-        let id = next.withLockedValue { $0 += 1; return $0 }
-        let evicted = streams.withLockedValue { streams -> HTTPEventSink? in
-            streams.append((id, sink))
-            return streams.count > Self.maxStreams ? streams.removeFirst().sink : nil
+        let (id, evicted) = streams.withLockedValue { streams -> (Int, HTTPEventSink?) in
+            streams.next += 1
+            streams.open.append((streams.next, sink))
+            return (streams.next, streams.open.count > Self.maxStreams ? streams.open.removeFirst().sink : nil)
         }
         evicted?.close()
         sink.send("retry: 2000\n\n")
-        sink.closed.whenComplete { [streams] _ in streams.withLockedValue { $0.removeAll { $0.id == id } } }
+        sink.closed.whenComplete { [streams] _ in streams.withLockedValue { $0.open.removeAll { $0.id == id } } }
     }
-
-    var count: Int { streams.withLockedValue { $0.count } }
 
     func stop() {
         keepAlive.cancel()
         watcher.stop()
-        for stream in streams.withLockedValue({ $0 }) { stream.sink.close() }
+        for stream in streams.withLockedValue({ $0.open }) { stream.sink.close() }
     }
 }
