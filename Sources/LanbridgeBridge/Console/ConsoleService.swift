@@ -28,7 +28,7 @@ struct ConsoleService: HTTPService {
         case "/login": return .reply(login(request))
         default: break
         }
-        let known = request.path == "/events" || request.path == "/logout" || request.path.hasPrefix("/fragment/") || request.path.hasPrefix("/pending/")
+        let known = request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/"].contains { request.path.hasPrefix($0) }
             || Self.pages.contains { request.path == $0 || ($0 != "/" && request.path.hasPrefix($0 + "/")) }
         guard known else { return nil }
         guard let (id, session) = auth.session(for: request) else {

@@ -231,8 +231,14 @@ def browser(args):
             fail("Reject and block did not block")
         driver.get(args.console + "/nodes")
         until("the blocked key", lambda d: "Third phone" in d.find_element(By.TAG_NAME, "table").text)
-        ok("Reject, and Reject and block (the key listed as blocked)")
         shot("nodes")
+        driver.find_element(By.CSS_SELECTOR, "form[action='/blocked/unblock'] button").click()
+        if not flash().startswith("Unblocked Third phone"):
+            fail("Unblock did not unblock")
+        blocked = json.loads(cli(["status", "--json"], args.lanbridge, args.state_dir).stdout)["nodes"]["blocked"]
+        if blocked != 0:
+            fail(f"{blocked} key(s) still blocked after Unblock")
+        ok("Reject, Reject and block (the key listed as blocked), and Unblock")
 
         # An invite: its QR image decodes (zbarimg) to the URI shown, and node-sim pairs with it.
         driver.get(args.console + "/invites")
