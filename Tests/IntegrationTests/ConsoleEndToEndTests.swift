@@ -40,11 +40,11 @@ struct ConsoleEndToEndTests {
     }
 
     /// A wrong Host, no cookie, a forged cookie, a replayed link, a cross-origin POST and one
-    /// without the CSRF token, the headers, and the lockout after ten wrong login tokens.
+    /// without the CSRF token, the headers, log out, and the lockout after ten wrong login tokens.
     @Test func theBrowsersOwnAttacksAreRefused() throws {
         let bridge = try BridgeDaemon(console: true)
         let steps = try run("attacks", bridge)
-        #expect(steps.count == 7, "\(steps)")
+        #expect(steps.count == 8, "\(steps)")
         #expect(!bridge.log.contains("token="), "\(bridge.log)")
     }
 

@@ -367,6 +367,13 @@ def attacks(args):
         fail(f"a forged session cookie got {status}")
     ok("a forged session cookie gets 401")
 
+    status, _, _ = request(args.console, "POST", "/logout",
+                           {"Host": host, "Cookie": cookie, "Content-Type": "application/x-www-form-urlencoded"}, body=f"csrf={csrf}")
+    after, _, _ = request(args.console, "GET", "/", {"Host": host, "Cookie": cookie})
+    if status != 200 or after != 401:
+        fail(f"log out got {status}, and the old cookie then {after}")
+    ok("after Log out the session's cookie gets 401")
+
     # Ten wrong tokens lock the login for a minute, even for a good link (run last: it locks).
     good = login_link(args.lanbridge, args.state_dir)[len(args.console):]
     # The replayed link above was the first wrong one; nine more make ten.
