@@ -95,6 +95,7 @@ def browser_session(console):
 def browser(args):
     from selenium.common.exceptions import NoAlertPresentException, NoSuchElementException, StaleElementReferenceException, TimeoutException
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.ui import WebDriverWait
 
     os.makedirs(args.shots, exist_ok=True)
@@ -108,8 +109,12 @@ def browser(args):
         except TimeoutException:
             fail(f"the page never showed {what}: {driver.current_url} {driver.find_element(By.TAG_NAME, 'body').text[:600]!r}")
 
-    def flash():
-        return until("a flash message", lambda d: d.find_element(By.CSS_SELECTOR, ".flash")).text
+    def submit(action):
+        """Runs `action` (a click or a submit), waits for the next page, and returns its flash message."""
+        page = driver.find_element(By.TAG_NAME, "html")
+        action()
+        until("the next page", lambda d: staleness_of(page)(d))
+        return until("a flash message", lambda d: d.find_element(By.CSS_SELECTOR, ".flash").text)
 
     def article(name):
         for a in driver.find_elements(By.CSS_SELECTOR, "article.request"):
@@ -167,8 +172,7 @@ def browser(args):
         wrong = f"{(int(code) + 1) % 1000000:06d}"
         box = article(xss).find_element(By.NAME, "code")
         box.send_keys(wrong)
-        box.submit()
-        message = flash()
+        message = submit(box.submit)
         if "code" not in message.lower():
             fail(f"a wrong code was not refused: {message!r}")
         pending = json.loads(cli(["nodes", "pending", "--json"], args.lanbridge, args.state_dir).stdout)
@@ -180,8 +184,7 @@ def browser(args):
         # The right code approves; node-sim reports it is paired. Camera capture was not ticked.
         box = article(xss).find_element(By.NAME, "code")
         box.send_keys(code)
-        box.submit()
-        message = flash()
+        message = submit(box.submit)
         if not message.startswith("Approved"):
             fail(f"the right code did not approve: {message!r}")
         first.wait("paired")
@@ -197,8 +200,7 @@ def browser(args):
         def rule(kind, expected_exit, what):
             form = driver.find_element(By.CSS_SELECTOR, f"form[action$='/{kind}'] input[name=pattern]")
             form.send_keys("device.echo")
-            form.submit()
-            if not flash().startswith("Allowed" if kind == "allow" else "Denied"):
+            if not submit(form.submit).startswith("Allowed" if kind == "allow" else "Denied"):
                 fail(f"{kind} device.echo failed")
             if invoke(node_id) != expected_exit:
                 fail(f"device.echo {what}")
@@ -214,26 +216,22 @@ def browser(args):
         second = sim("Second phone")
         second.wait("code")
         until("the second request", lambda d: article("Second phone") is not None and article("Second phone").find_elements(By.NAME, "code"))
-        article("Second phone").find_element(By.XPATH, ".//form[@action='/pending/later']//button").click()
-        flash()
+        submit(article("Second phone").find_element(By.XPATH, ".//form[@action='/pending/later']//button").click)
         until("the second request put off", lambda d: article("Second phone") is None)
         third = sim("Third phone")
         third.wait("code")
         until("both requests, once a new one arrived", lambda d: article("Third phone") is not None and article("Second phone") is not None)
         ok("Later hid a request until another device asked")
-        article("Second phone").find_element(By.XPATH, ".//button[@name='block' and @value='0']").click()
-        if not flash().startswith("Rejected"):
+        if not submit(article("Second phone").find_element(By.XPATH, ".//button[@name='block' and @value='0']").click).startswith("Rejected"):
             fail("Reject did not reject")
         second.wait("error", "disconnected")
         until("the rejected request gone", lambda d: article("Second phone") is None)
-        article("Third phone").find_element(By.XPATH, ".//button[@name='block' and @value='1']").click()
-        if "blocked" not in flash():
+        if "blocked" not in submit(article("Third phone").find_element(By.XPATH, ".//button[@name='block' and @value='1']").click):
             fail("Reject and block did not block")
         driver.get(args.console + "/nodes")
         until("the blocked key", lambda d: "Third phone" in d.find_element(By.TAG_NAME, "table").text)
         shot("nodes")
-        driver.find_element(By.CSS_SELECTOR, "form[action='/blocked/unblock'] button").click()
-        if not flash().startswith("Unblocked Third phone"):
+        if not submit(driver.find_element(By.CSS_SELECTOR, "form[action='/blocked/unblock'] button").click).startswith("Unblocked Third phone"):
             fail("Unblock did not unblock")
         blocked = json.loads(cli(["status", "--json"], args.lanbridge, args.state_dir).stdout)["nodes"]["blocked"]
         if blocked != 0:
@@ -264,8 +262,7 @@ def browser(args):
         if driver.current_url.endswith("/nodes"):
             fail("revoke went through without its confirmation")
         driver.find_element(By.CSS_SELECTOR, "form[action$='/revoke'] input[name=confirm]").click()
-        driver.find_element(By.CSS_SELECTOR, "form[action$='/revoke'] button").click()
-        if not flash().startswith("Revoked"):
+        if not submit(driver.find_element(By.CSS_SELECTOR, "form[action$='/revoke'] button").click).startswith("Revoked"):
             fail("revoke failed")
         first.wait("error", "disconnected")
         ok("revoke, confirmed, dropped the node")
