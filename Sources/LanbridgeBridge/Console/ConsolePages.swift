@@ -21,8 +21,11 @@ struct ConsolePages {
 
     // MARK: layout
 
+    /// The pages, in the order the header lists them.
+    static let navigation = [("/", "Pending"), ("/nodes", "Nodes"), ("/invites", "Invites"), ("/audit", "Audit"), ("/status", "Status")]
+
     func layout(title: String, current: String, body: String) -> String {
-        let links = [("/", "Pending"), ("/nodes", "Nodes"), ("/invites", "Invites"), ("/audit", "Audit"), ("/status", "Status")].map { path, name in
+        let links = Self.navigation.map { path, name in
             "<a href=\"\(path)\"\(path == current ? " aria-current=\"page\"" : "")>\(name)</a>"
         }.joined()
         let flash = context.auth.takeFlash(session: context.sessionId).map {

@@ -18,8 +18,6 @@ struct ConsoleService: HTTPService {
     let driver: BridgeDriver
     let bridgeName: String
 
-    /// The pages a session may see, by path prefix.
-    static let pages = ["/", "/nodes", "/invites", "/audit", "/status"]
 
     func answer(_ request: HTTPRequest) async -> HTTPAnswer? {
         switch request.path {
@@ -29,7 +27,7 @@ struct ConsoleService: HTTPService {
         default: break
         }
         let known = request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/"].contains { request.path.hasPrefix($0) }
-            || Self.pages.contains { request.path == $0 || ($0 != "/" && request.path.hasPrefix($0 + "/")) }
+            || ConsolePages.navigation.contains { path, _ in request.path == path || (path != "/" && request.path.hasPrefix(path + "/")) }
         guard known else { return nil }
         guard let (id, session) = auth.session(for: request) else {
             return .reply(.html(.unauthorized, ConsolePages.loggedOut("Log in with a link from <code>lanbridge ui</code>, run on this machine."),
