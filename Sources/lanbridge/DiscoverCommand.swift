@@ -52,7 +52,7 @@ extension DiscoverCommand {
             """)
         @OptionGroup var state: StateOptions
         @Option(help: "The DNS zone to advertise in, e.g. bridges.example.com.") var domain: String
-        @Option(help: "Address or host name nodes dial. Default: the running daemon's address, else this host's first LAN address.") var host: String?
+        @Option(help: "Address or host name nodes dial. Default: the running daemon's address, else this host's first LAN address (as for invites).") var host: String?
         @Option(help: "Port nodes dial. Default: the running daemon's, else 18790.") var port: Port?
         @Option(help: "The instance name. Default: the running daemon's name, else the host name.") var name: String?
         @Option(help: "Time to live of each record, in seconds.") var ttl = 300
@@ -67,13 +67,12 @@ extension DiscoverCommand {
         func run() throws {
             try Output.run {
                 let runtime = RuntimeStatusFile(directory: state.directory).read()
-                let bound = runtime?.listening.first.flatMap(ListeningAddress.split)
-                let dial = host ?? bound.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? NetworkInterfaces.lanAddress() ?? "127.0.0.1"
-                let isAddress = dial.contains(":") || dial.split(separator: ".").allSatisfy { UInt8($0) != nil }
+                let (dial, dialPort) = ListeningAddress.dialable(host: host, port: port?.value, listening: runtime?.listening ?? [])
+                let isAddress = GatewayEndpoint.isIPAddress(dial)
                 let key = try IdentityStore(directory: state.directory).publicKey(creating: false)
                 let instance = name ?? runtime?.bridgeName ?? ProcessInfo.processInfo.hostName
                 let records = WideAreaRecords(domain: domain, instance: instance, target: isAddress ? "lanbridge" : dial,
-                                              port: port?.value ?? bound?.port ?? BridgeConfiguration.defaultPort, addresses: isAddress ? [dial] : [],
+                                              port: dialPort, addresses: isAddress ? [dial] : [],
                                               advertisement: BridgeAdvertisement(shortFingerprint: Fingerprint(publicKey: key).short, name: instance))
                 if json { return try Output.json(records.records) }
                 print(records.zoneFile(ttl: ttl))

@@ -47,7 +47,7 @@ extension NodesCommand {
                 if remove {
                     return try removeRule(state, node: node, pattern: pattern, denying: false, json: json)
                 }
-                try editRules(state, node: node, pattern: pattern, json: json, verb: "Allowed") { try $0.allow(pattern, node: node) }
+                try addRule(state, node: node, pattern: pattern, allowing: true, json: json)
             }
         }
 
@@ -75,7 +75,7 @@ extension NodesCommand {
         func run() throws {
             try Output.run {
                 if remove { return try removeRule(state, node: node, pattern: pattern, denying: true, json: json) }
-                try editRules(state, node: node, pattern: pattern, json: json, verb: "Denied") { try $0.deny(pattern, node: node) }
+                try addRule(state, node: node, pattern: pattern, allowing: false, json: json)
             }
         }
     }
@@ -138,20 +138,15 @@ private func removeRule(_ state: StateOptions, node: String, pattern: String, de
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
 }
 
-private func editRules(_ state: StateOptions, node: String, pattern: String, json: Bool, verb: String,
-                       _ edit: (inout PairingState) throws -> PairedNode) throws {
+private func addRule(_ state: StateOptions, node: String, pattern: String, allowing: Bool, json: Bool) throws {
     let settings = try state.settings()
-    let store = PairingStore(directory: state.directory)
-    let target = try store.read().node(matching: node)
-    do { _ = try settings.catalog.check(pattern, also: target.details.commands) } catch {
-        throw RuleRefused(description: "\(error)")
-    }
-    let updated = try store.update { try edit(&$0) }
+    let verb = allowing ? "Allowed" : "Denied"
+    let updated = try PairingStore(directory: state.directory).addRule(pattern, allowing: allowing, node: node, catalog: settings.catalog)
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
-    if verb == "Allowed", !updated.details.commands.contains(where: { (try? CommandPattern(pattern))?.matches($0) == true }) {
+    if allowing, !updated.details.commands.contains(where: { (try? CommandPattern(pattern))?.matches($0) == true }) {
         Output.note("note: the node did not declare \(pattern), so it still cannot run it until it does")
     }
 }

@@ -12,49 +12,16 @@ struct StatusCommand: ParsableCommand {
     @OptionGroup var state: StateOptions
     @Flag(help: "Print JSON.") var json = false
 
-    struct Report: Encodable {
-        let running: Bool
-        let pid: Int32?
-        let bridgeName: String?
-        let listening: [String]
-        let mdns: String?
-        let mdnsName: String?
-        let gateway: String?
-        let startedAt: Date?
-        let nodes: Nodes
-        struct Nodes: Encodable { let paired, connected, foreground, pending, blocked, invites: Int }
-        /// With the OpenClaw gateway protocol: each connected node's socket there.
-        let gatewaySessions: [GatewaySession]
-        struct GatewaySession: Encodable {
-            let nodeId, deviceId, session: String
-            /// What the gateway holds for its own operator's approval, if anything.
-            let approval: RuntimeStatus.GatewayApproval?
-        }
-    }
-
     func run() throws {
         try Output.run {
-            let current = try PairingStore(directory: state.directory).read()
-            let runtime = RuntimeStatusFile(directory: state.directory).read()
-            let paired = Set(current.paired.nodes.map(\.nodeId.description))
-            let live = runtime?.nodes.filter { paired.contains($0.key) }.map(\.value) ?? []
-            let now = Date()
-            let report = Report(
-                running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
-                mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
-                nodes: .init(paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
-                             pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
-                             invites: current.invites.invites.filter { $0.expiresAt > now }.count),
-                gatewaySessions: (runtime?.nodes ?? [:]).filter { paired.contains($0.key) }.sorted { $0.key < $1.key }.compactMap { id, node in
-                    node.gatewayDeviceId.map { Report.GatewaySession(nodeId: id, deviceId: $0, session: node.gatewaySession ?? "unknown", approval: node.gatewayApproval) }
-                })
+            let report = try StatusReport.read(state.directory)
             if json {
                 try Output.json(report)
-            } else if let runtime {
-                print("lanbridge serve is running (pid \(runtime.pid)) as \"\(runtime.bridgeName)\" since \(runtime.startedAt.formatted(.iso8601))")
-                print("  listening:  \(runtime.listening.joined(separator: ", "))")
-                print("  mDNS:       \(runtime.mdns ?? "unknown")\(runtime.mdnsName.map { " as \"\($0)\"" } ?? "")")
-                print("  gateway:    \(runtime.gateway ?? "unknown")")
+            } else if report.running, let pid = report.pid, let name = report.bridgeName, let since = report.startedAt {
+                print("lanbridge serve is running (pid \(pid)) as \"\(name)\" since \(since.formatted(.iso8601))")
+                print("  listening:  \(report.listening.joined(separator: ", "))")
+                print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
+                print("  gateway:    \(report.gateway ?? "unknown")")
             } else {
                 print("lanbridge serve is not running (state in \(state.directory.url.path))")
             }
@@ -65,7 +32,7 @@ struct StatusCommand: ParsableCommand {
                     print("  at gateway: \(session.nodeId) as \(session.deviceId.prefix(16))…: \(session.session)")
                 }
             }
-            if runtime == nil { throw ExitCode(69) }
+            if !report.running { throw ExitCode(69) }
         }
     }
 }

@@ -11,15 +11,11 @@ public enum InviteIssuer {
         public let expiresAt: Date
     }
 
-    /// The address devices dial: `host` if given, else the daemon's listening address (from
-    /// `listening`, as runtime.json has it) unless it is a wildcard, else this host's first LAN
-    /// address. Everything is checked before the invite is written.
+    /// Devices dial `ListeningAddress.dialable(host:port:listening:)`. Everything is checked
+    /// before the invite is written.
     public static func issue(directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
                              host: String?, port: Int?, listening: [String], actor: String = AuditLog.currentUser) throws -> Issued {
-        let bound = listening.first.flatMap(ListeningAddress.split)
-        let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
-        let dialHost = host ?? bound.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost
-        let dialPort = port ?? bound?.port ?? BridgeConfiguration.defaultPort
+        let (dialHost, dialPort) = ListeningAddress.dialable(host: host, port: port, listening: listening)
         let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
         let now = Date()
         let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
@@ -36,5 +32,15 @@ public enum ListeningAddress {
         var host = String(text[..<colon])
         if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         return (host, port)
+    }
+
+    /// Where devices should dial (invites, wide-area records): `host` if given, else the daemon's
+    /// listening address (`listening`, as runtime.json has it) unless it is a wildcard, else this
+    /// host's first LAN address; `port` if given, else the daemon's, else the default.
+    public static func dialable(host: String?, port: Int?, listening: [String]) -> (host: String, port: Int) {
+        let bound = listening.first.flatMap(split)
+        let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
+        return (host ?? bound.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost,
+                port ?? bound?.port ?? BridgeConfiguration.defaultPort)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeCrypto
+import LanbridgeProtocol
 import NIOConcurrencyHelpers
 
 /// `ConsoleSessions` shared by the control socket (which mints login links) and the HTTP
@@ -14,8 +15,7 @@ final class ConsoleAuth: Sendable {
     }
 
     static func randomToken() -> String {
-        Data(SecureRandom.bytes(32)).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        Base64URL.encode(SecureRandom.bytes(32))
     }
 
     /// A login token for `uid`, valid once, for a minute.

@@ -284,30 +284,23 @@ struct ConsolePages {
     }
 
     func status(snapshot: BridgeHealth.Snapshot?) throws -> String {
-        let runtime = RuntimeStatusFile(directory: directory).read()
-        let current = try PairingStore(directory: directory).read()
-        let now = Date()
+        let report = try StatusReport.read(directory)
         var facts: [(String, String)] = []
-        if let runtime {
-            facts += [("Daemon", "running (pid \(runtime.pid)) since \(HTML.time(runtime.startedAt))"), ("Listening", HTML.list(runtime.listening)),
-                      ("mDNS", HTML.escape(runtime.mdns ?? "unknown") + (runtime.mdnsName.map { " as " + HTML.escape($0) } ?? "")),
-                      ("Gateway", HTML.escape(runtime.gateway ?? "unknown"))]
+        if report.running {
+            facts += [("Daemon", "running (pid \(report.pid ?? 0))" + (report.startedAt.map { " since " + HTML.time($0) } ?? "")),
+                      ("Listening", HTML.list(report.listening)),
+                      ("mDNS", HTML.escape(report.mdns ?? "unknown") + (report.mdnsName.map { " as " + HTML.escape($0) } ?? "")),
+                      ("Gateway", HTML.escape(report.gateway ?? "unknown"))]
         }
-        let paired = Set(current.paired.nodes.map(\.nodeId.description))
-        let live = runtime?.nodes.filter { paired.contains($0.key) }.map(\.value) ?? []
-        facts += [
-            ("Nodes", "\(live.count) connected (\(live.filter(\.foreground).count) in the foreground) of \(current.paired.nodes.count) paired"),
-            ("Waiting", "\(current.pending.requests.filter { $0.expiresAt > now }.count) pending, \(current.paired.blocked.count) blocked, "
-                + "\(current.invites.invites.filter { $0.expiresAt > now }.count) live invites"),
-        ]
+        let n = report.nodes
+        facts += [("Nodes", "\(n.connected) connected (\(n.foreground) in the foreground) of \(n.paired) paired"),
+                  ("Waiting", "\(n.pending) pending, \(n.blocked) blocked, \(n.invites) live invites")]
         if let snapshot {
             let problems = BridgeHealth.problems(snapshot)
             facts.append(("Health", problems.isEmpty ? "<span class=\"ok\">ok</span>" : "<span class=\"bad\">\(HTML.escape(problems.joined(separator: "; ")))</span>"))
         }
-        for (id, node) in (runtime?.nodes ?? [:]).sorted(by: { $0.key < $1.key }) where paired.contains(id) {
-            if let device = node.gatewayDeviceId {
-                facts.append(("At the gateway", "<code>\(HTML.escape(id))</code> as <code>\(HTML.escape(String(device.prefix(16))))…</code>: \(HTML.escape(node.gatewaySession ?? "unknown"))"))
-            }
+        for session in report.gatewaySessions {
+            facts.append(("At the gateway", "<code>\(HTML.escape(session.nodeId))</code> as <code>\(HTML.escape(String(session.deviceId.prefix(16))))…</code>: \(HTML.escape(session.session))"))
         }
         return layout(title: "Status", current: "/status", body: "<div class=\"card\"><dl>\(facts.map { "<dt>\($0.0)</dt><dd>\($0.1)</dd>" }.joined())</dl></div>"
             + "<p class=\"meta\">Prometheus metrics: <code>/metrics</code> on the metrics listener, when enabled.</p>")

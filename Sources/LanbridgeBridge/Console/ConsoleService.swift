@@ -96,9 +96,7 @@ struct ConsoleService: HTTPService {
             case "/audit": return .html(.ok, try pages.audit(filter: request.query["q"] ?? "", event: request.query["event"] ?? ""))
             case "/status": return .html(.ok, try pages.status(snapshot: snapshot))
             default:
-                if path.hasPrefix("/nodes/"), let id = path.split(separator: "/").dropFirst().first.map(String.init), path.split(separator: "/").count == 2 {
-                    return .html(.ok, try pages.node(id.removingPercentEncoding ?? id))
-                }
+                if let (node, action) = Self.nodePath(path), action == nil { return .html(.ok, try pages.node(node)) }
                 return .html(.notFound, pages.layout(title: "Not found", current: "", body: "<p>No such page.</p>"))
             }
         } catch {
@@ -166,18 +164,14 @@ struct ConsoleService: HTTPService {
             default:
                 break
             }
-            let parts = path.split(separator: "/").map(String.init)
-            guard parts.count == 3, parts[0] == "nodes" else { return .text(.notFound, "not found\n") }
-            let node = parts[1].removingPercentEncoding ?? parts[1]
-            let page = "/nodes/\(HTML.component(node))"
-            switch parts[2] {
+            guard let (node, action) = Self.nodePath(path), let action else { return .text(.notFound, "not found\n") }
+            let page = Self.returnPage(path)
+            switch action {
             case "allow", "deny":
                 let pattern = field("pattern").trimmingCharacters(in: .whitespaces)
-                let target = try store.read().node(matching: node)
-                if pattern == "*" && parts[2] == "allow" { return back(page, "`*` is granted only from the CLI, with --allow-everything.", error: true) }
-                _ = try settings.catalog.check(pattern, also: target.details.commands)
-                let updated = try store.update(actor: actor) { parts[2] == "allow" ? try $0.allow(pattern, node: node) : try $0.deny(pattern, node: node) }
-                return back(page, "\(parts[2] == "allow" ? "Allowed" : "Denied") \(pattern) for \(updated.details.displayName).")
+                if pattern == "*" && action == "allow" { return back(page, "`*` is granted only from the CLI, with --allow-everything.", error: true) }
+                let updated = try store.addRule(pattern, allowing: action == "allow", node: node, catalog: settings.catalog, actor: actor)
+                return back(page, "\(action == "allow" ? "Allowed" : "Denied") \(pattern) for \(updated.details.displayName).")
             case "remove-rule":
                 let denying = field("kind") == "deny"
                 _ = try store.update(actor: actor) { try $0.removeRule(field("pattern"), denying: denying, node: node) }
@@ -194,10 +188,21 @@ struct ConsoleService: HTTPService {
                 return .text(.notFound, "not found\n")
             }
         } catch {
-            let to = path.hasPrefix("/nodes/") ? "/nodes/" + HTML.component(path.split(separator: "/").dropFirst().first.map(String.init) ?? "")
-                : path.hasPrefix("/invites") ? "/invites" : path.hasPrefix("/blocked") ? "/nodes" : "/"
-            return back(to, "\(error)", error: true)
+            return back(Self.returnPage(path), "\(error)", error: true)
         }
+    }
+
+    /// `/nodes/ID` or `/nodes/ID/ACTION`: the node (percent-decoded) and the action.
+    static func nodePath(_ path: String) -> (node: String, action: String?)? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false)  // "", "nodes", ID[, ACTION]
+        guard parts.count == 3 || parts.count == 4, parts[1] == "nodes", !parts[2].isEmpty else { return nil }
+        return (String(parts[2]).removingPercentEncoding ?? String(parts[2]), parts.count == 4 ? String(parts[3]) : nil)
+    }
+
+    /// The page a change made at `path` returns to, with its message.
+    static func returnPage(_ path: String) -> String {
+        if let (node, _) = nodePath(path) { return "/nodes/" + HTML.component(node) }
+        return path.hasPrefix("/invites") ? "/invites" : path.hasPrefix("/blocked") ? "/nodes" : "/"
     }
 
     /// Store reads and writes take a file lock and touch the disk: never on an event loop.

@@ -62,7 +62,8 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         return "\(secure ? "wss" : "ws")://\(host.contains(":") ? "[\(host)]" : host):\(port)\(path)"
     }
 
-    static func isIPAddress(_ host: String) -> Bool {
+    /// An IPv4 or IPv6 literal (brackets allowed), not a host name.
+    public static func isIPAddress(_ host: String) -> Bool {
         let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         return bare.contains(":") || (bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil })
     }

@@ -84,3 +84,13 @@ extension PairingState {
         return node
     }
 }
+
+extension PairingStore {
+    /// `nodes allow|deny` and the console: the pattern is checked against the known commands and
+    /// the node's declared ones before anything is written, so a typo is refused, not kept.
+    public func addRule(_ pattern: String, allowing: Bool, node reference: String, catalog: CommandCatalog,
+                        actor: String = AuditLog.currentUser) throws -> PairedNode {
+        _ = try catalog.check(pattern, also: try read().node(matching: reference).details.commands)
+        return try update(actor: actor) { allowing ? try $0.allow(pattern, node: reference) : try $0.deny(pattern, node: reference) }
+    }
+}
