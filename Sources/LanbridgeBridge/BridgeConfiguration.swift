@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeCrypto
+import LanbridgeDiscovery
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
@@ -36,13 +37,48 @@ public struct BridgeConfiguration: Sendable {
             case let .address(address): address
             }
         }
+
+        /// `--listen` entries as given, checked together: an interface's name stands for its
+        /// addresses (not link-local ones), a repeat is an error, and `lan` cannot be combined
+        /// (it already listens on every address).
+        public static func list(_ texts: [String], interfaces: [NetworkInterfaces.Address]) throws(ListenProblem) -> [Bind] {
+            var out: [Bind] = []
+            for text in texts {
+                let named = interfaces.filter { $0.interface == text && !$0.address.lowercased().hasPrefix("fe80:") }
+                let entries = named.isEmpty ? [Bind(text)] : named.map { Bind.address($0.address) }
+                if named.isEmpty, interfaces.contains(where: { $0.interface == text }) { throw .noAddress(text) }
+                for entry in entries {
+                    guard !out.contains(where: { $0.host == entry.host }) else { throw .repeated(text) }
+                    out.append(entry)
+                }
+            }
+            if out.count > 1, out.contains(.lan) { throw .lanWithOthers }
+            guard !out.isEmpty else { return [.lan] }
+            return out
+        }
+    }
+
+    public enum ListenProblem: Error, Equatable, CustomStringConvertible {
+        case repeated(String), lanWithOthers, noAddress(String)
+        public var description: String {
+            switch self {
+            case let .repeated(text): "--listen \(text): that address is already listed"
+            case .lanWithOthers: "--listen lan already listens on every address; list the addresses instead (e.g. --listen 192.168.1.10 --listen tailscale0)"
+            case let .noAddress(name): "--listen \(name): that interface has no usable address"
+            }
+        }
     }
 
     public static let defaultPort = 18790
 
     public var stateDirectory: StateDirectory
     public var port: Int = defaultPort
-    public var bind: Bind = .lan
+    /// Every address to listen on, all on `port`, in order of preference (the first one's
+    /// interface is where mDNS advertises). `lan` listens on all and so stands alone.
+    public var listen: [Bind] = [.lan]
+    /// Where devices should dial, first choice first (invites, `welcome.addresses`); empty:
+    /// derived from `listen` and this host's interfaces.
+    public var addresses: [ReachableAddress] = []
     public var name: String
     public var admission = AdmissionPolicy.Limits()
     /// How long a connection may take to finish the Noise handshake.

@@ -110,36 +110,25 @@ public enum BridgeServer {
         }
         let monitoring = listeners.map(\.channel)
         let consoleURL = listeners.first { $0.console }.map { "http://\(ListenAddress.format(host: $0.host, port: $0.port))" }
-        let server: any Channel
+        let servers: [any Channel]
         do {
-            server = try await BindProblem.explaining(host: configuration.bind.host, port: configuration.port) {
-                try await ServerBootstrap(group: loop)
-                    .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                    // After a restart every node reconnects at once: a short accept queue (NIO's
-                    // default is 256) drops SYNs, and each dropped node waits out TCP's 1-3-7 s retries.
-                    .serverChannelOption(.backlog, value: Self.acceptBacklog)
-                    .childChannelOption(.socketOption(.so_keepalive), value: 1)
-                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-                    .childChannelInitializer { channel in
-                        channel.eventLoop.makeCompletedFuture {
-                            try admit(channel, configuration: configuration, identity: identity, admission: admission, invites: invites,
-                                      driver: driver, logger: logger)
-                        }
-                    }
-                    .bind(host: configuration.bind.host, port: configuration.port).get()
-            }
+            servers = try await bindListeners(configuration, identity: identity, admission: admission, invites: invites, driver: driver, logger: logger)
         } catch {
             for channel in monitoring { try? await channel.close() }
             console?.events.stop()
             await io.finish(on: loop)
             throw error
         }
-        let port = server.localAddress?.port ?? configuration.port
+        let port = servers.first?.localAddress?.port ?? configuration.port
         // An IPv6 address in brackets, so "host:port" splits at the right colon.
-        let listening = configuration.bind.host.contains(":") ? "[\(configuration.bind.host)]:\(port)" : "\(configuration.bind.host):\(port)"
-        await driver.setListening([listening])
+        let listeningList = configuration.listen.map { ReachableAddress(host: $0.host, port: port).description }
+        let listening = listeningList.joined(separator: ", ")
+        let reach = BridgeReach.addresses(listen: configuration.listen, port: port, configured: configuration.addresses,
+                                          interfaces: NetworkInterfaces.addresses())
+        await driver.setListening(listeningList, reachable: reach.map(\.description))
         logger.info("lanbridge listening", metadata: [
-            "address": "\(listening)", "name": "\(configuration.name)",
+            "address": "\(listeningList[0])", "addresses": "\(listening)", "reachable": "\(reach.map(\.description).joined(separator: ", "))",
+            "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
         onListening(port)
@@ -224,12 +213,12 @@ public enum BridgeServer {
                         }
                     }
                 }
-                try? await server.closeFuture.get()
+                for server in servers { try? await server.closeFuture.get() }
                 group.cancelAll()
             }
         } onCancel: {
             notifier?.stopping()
-            server.close(promise: nil)
+            for server in servers { server.close(promise: nil) }
             control?.channel.close(promise: nil)
             for channel in monitoring { channel.close(promise: nil) }
             console?.events.stop()
@@ -242,12 +231,46 @@ public enum BridgeServer {
         logger.info("lanbridge stopped")
     }
 
+    /// One listener per `listen` entry, all on one port: the first picks it when `port` is 0.
+    /// If any cannot bind, those already bound are closed and the start fails.
+    private static func bindListeners(_ configuration: BridgeConfiguration, identity: X25519.KeyPair, admission: Admission,
+                                      invites: InviteCache, driver: BridgeDriver, logger: Logger) async throws -> [any Channel] {
+        var servers: [any Channel] = []
+        var port = configuration.port
+        do {
+            for (listener, bind) in configuration.listen.enumerated() {
+                let server = try await BindProblem.explaining(host: bind.host, port: port) {
+                    try await ServerBootstrap(group: driver.loop)
+                        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                        // After a restart every node reconnects at once: a short accept queue (NIO's
+                        // default is 256) drops SYNs, and each dropped node waits out TCP's 1-3-7 s retries.
+                        .serverChannelOption(.backlog, value: Self.acceptBacklog)
+                        .childChannelOption(.socketOption(.so_keepalive), value: 1)
+                        .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                        .childChannelInitializer { channel in
+                            channel.eventLoop.makeCompletedFuture {
+                                try admit(channel, listener: listener, configuration: configuration, identity: identity, admission: admission,
+                                          invites: invites, driver: driver, logger: logger)
+                            }
+                        }
+                        .bind(host: bind.host, port: port).get()
+                }
+                servers.append(server)
+                port = server.localAddress?.port ?? port
+            }
+        } catch {
+            for server in servers { try? await server.close() }
+            throw error
+        }
+        return servers
+    }
+
     /// A new node connection: admitted (or refused) by the admission policy, then given its
     /// handshake and its place in the driver.
-    private static func admit(_ channel: any Channel, configuration: BridgeConfiguration, identity: X25519.KeyPair, admission: Admission,
-                              invites: InviteCache, driver: BridgeDriver, logger: Logger) throws {
+    private static func admit(_ channel: any Channel, listener: Int, configuration: BridgeConfiguration, identity: X25519.KeyPair,
+                              admission: Admission, invites: InviteCache, driver: BridgeDriver, logger: Logger) throws {
         let address = channel.remoteAddress?.ipAddress ?? "?"
-        let decision = admission.connection(from: address, close: { channel.close(promise: nil) })
+        let decision = admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) })
         guard case let .admit(slot, _, handshakeTimeout) = decision else {
             channel.close(promise: nil)
             return
@@ -267,11 +290,12 @@ public enum BridgeServer {
             driver.setAdvertising("off", name: nil)
             return nil
         }
+        // On the first listener's interface: the LAN comes first (tailnets carry no multicast).
         var interface: Int32?
-        if case let .address(address) = configuration.bind {
+        if case let .address(address) = configuration.listen[0] {
             interface = NetworkInterfaces.index(of: address)
             if interface == nil { logger.warning("no interface carries \(address); advertising on all of them") }
-        } else if configuration.bind == .loopback {
+        } else if configuration.listen[0] == .loopback {
             interface = NetworkInterfaces.index(of: "127.0.0.1")
         }
         do {

@@ -16,7 +16,7 @@ func approvalLatencies(count: Int = ChallengeLimits.perAddress) async throws -> 
     let state = FileManager.default.temporaryDirectory.appendingPathComponent("lanbridge-bench-\(UUID().uuidString.prefix(8))")
     defer { try? FileManager.default.removeItem(at: state) }
     var configuration = BridgeConfiguration(stateDirectory: StateDirectory(url: state), name: "bench")
-    configuration.bind = .loopback
+    configuration.listen = [.loopback]
     configuration.port = 0
     configuration.mdns = false
     let quiet = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }

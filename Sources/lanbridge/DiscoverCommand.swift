@@ -67,7 +67,8 @@ extension DiscoverCommand {
         func run() throws {
             try Output.run {
                 let runtime = RuntimeStatusFile(directory: state.directory).read()
-                let (dial, dialPort) = ListeningAddress.dialable(host: host, port: port?.value, listening: runtime?.listening ?? [])
+                let first = ListeningAddress.dialable(host: host, port: port?.value, runtime: runtime)[0]
+                let (dial, dialPort) = (first.host, first.port)
                 let isAddress = GatewayEndpoint.isIPAddress(dial)
                 let key = try IdentityStore(directory: state.directory).publicKey(creating: false)
                 let instance = name ?? runtime?.bridgeName ?? ProcessInfo.processInfo.hostName

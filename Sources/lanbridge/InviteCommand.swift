@@ -89,7 +89,7 @@ extension InviteCommand {
                 let grant = try grant.grant(settings.catalog)
                 let runtime = RuntimeStatusFile(directory: state.directory).read()
                 let issued = try InviteIssuer.issue(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
-                                                    host: host?.name, port: port?.value, listening: runtime?.listening ?? [])
+                                                    host: host?.name, port: port?.value, runtime: runtime)
                 let (uri, expires) = (issued.uri, issued.expiresAt)
                 if json {
                     struct Report: Encodable { let uri: String; let expiresAt: Date }

@@ -3,6 +3,8 @@ import Dispatch
 import Foundation
 import LanbridgeBridge
 import LanbridgeCrypto
+import LanbridgeDiscovery
+import LanbridgeProtocol
 import LanbridgeNet
 import LanbridgeFiles
 import LanbridgeState
@@ -25,8 +27,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     @OptionGroup var state: StateOptions
     @Option(help: "TCP port to listen on (0: any free one).") var port = Port(argument: String(BridgeConfiguration.defaultPort))!
-    @Option(help: ArgumentHelp("Where to listen: lan (all interfaces), loopback, or one address such as a tailnet IP.", valueName: "lan|loopback|address"))
-    var bind = "lan"
+    @Option(name: [.customLong("listen"), .customLong("bind")],
+            help: ArgumentHelp("Where to listen: lan (every interface), loopback, an address (a tailnet IP) or an interface's name (tailscale0); repeat for several, first choice first, all on --port. Default: the config's listen, else lan. (--bind is the old name.)",
+                               valueName: "lan|loopback|address|interface"))
+    var listen: [String] = []
     @Option(help: "Display name nodes see. Default: the host name.") var name: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
     @Option(help: "How long a pairing request waits after the device's last sign of life: 90s, 5m.") var pairingTTL = Duration(argument: "5m")!
@@ -66,13 +70,17 @@ struct ServeCommand: AsyncParsableCommand {
         let logger = Logger(label: "lanbridge") { LineLogHandler(label: $0, level: level) }
         var configuration = BridgeConfiguration(stateDirectory: state.directory, name: name ?? ProcessInfo.processInfo.hostName)
         configuration.port = port.value
-        configuration.bind = .init(bind)
+        configuration.settings = try state.settings()
+        do throws(BridgeConfiguration.ListenProblem) {
+            let entries = listen.isEmpty ? configuration.settings.listen : listen
+            configuration.listen = try BridgeConfiguration.Bind.list(entries, interfaces: NetworkInterfaces.addresses())
+        } catch { throw ValidationError("\(error)") }
+        configuration.addresses = configuration.settings.addresses.compactMap { ReachableAddress($0, defaultPort: port.value == 0 ? BridgeConfiguration.defaultPort : port.value) }
         configuration.pairingTiming.timeToLive = pairingTTL.seconds
         configuration.pairingTiming.hardCap = max(pairingMaxWait.seconds, pairingTTL.seconds)
         configuration.mdns = !noMDNS
         configuration.pingInterval = pingInterval.seconds
         configuration.idleTimeout = idleTimeout.seconds
-        configuration.settings = try state.settings()
         let admission = configuration.settings.admission
         configuration.admission.maxUnauthenticated = admission.maxUnauthenticated
         configuration.admission.maxUnauthenticatedPerAddress = admission.maxUnauthenticatedPerAddress
@@ -82,6 +90,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.admission.unpairedDeadline = TimeInterval(admission.unpairedDeadlineSeconds)
         configuration.admission.pressuredDeadline = min(configuration.admission.pressuredDeadline, configuration.admission.unpairedDeadline)
         configuration.admission.maxWaiting = admission.maxWaiting
+        configuration.admission.maxUnauthenticatedPerListener = admission.maxUnauthenticatedPerListener
+            ?? (configuration.listen.count > 1 ? max(1, admission.maxUnauthenticated * 3 / 4) : admission.maxUnauthenticated)
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
         if let metricsListen {
             do throws(ListenAddress.Problem) {

@@ -111,4 +111,33 @@ struct AdmissionPolicyTests {
         p.prune(now: t0 + 60)
         #expect(p.addressesRemembered == 0, "and empty once the window has passed")
     }
+
+    /// Issue 25: a flood on one listener (the LAN) must leave room on another (the tailnet).
+    @Test func eachListenerHasItsOwnCapAndTheTotalEvictsFromTheBusiest() {
+        var limits = AdmissionPolicy.Limits()
+        (limits.maxUnauthenticated, limits.maxUnauthenticatedPerListener, limits.maxUnauthenticatedPerAddress) = (8, 6, 100)
+        limits.attemptsPerWindow = 1000
+        var p = AdmissionPolicy(limits: limits)
+        var lan: [Int] = []
+        for i in 0..<6 {
+            guard case let .admit(slot, evicting, _) = p.connection(from: "10.0.0.\(i % 3)", listener: 0, now: t0) else { Issue.record("refused"); return }
+            #expect(evicting.isEmpty)
+            lan.append(slot)
+        }
+        // The seventh on the LAN evicts one of the LAN's own, never refused.
+        guard case let .admit(seventh, evicting, _) = p.connection(from: "10.0.0.9", listener: 0, now: t0) else { Issue.record("refused"); return }
+        #expect(evicting.count == 1 && lan.contains(evicting[0]))
+        lan.append(seventh)
+        #expect(p.unauthenticatedCount == 6)
+        // The tailnet gets its two without touching anything; past the total, the LAN pays.
+        var tailnet: [Int] = []
+        for i in 0..<2 {
+            guard case let .admit(slot, evicting, _) = p.connection(from: "100.64.0.\(i)", listener: 1, now: t0) else { Issue.record("refused"); return }
+            #expect(evicting.isEmpty)
+            tailnet.append(slot)
+        }
+        guard case let .admit(_, more, _) = p.connection(from: "100.64.0.9", listener: 1, now: t0) else { Issue.record("refused"); return }
+        #expect(more.count == 1 && lan.contains(more[0]) && !tailnet.contains(more[0]), "evicted from the LAN, the busiest listener")
+        #expect(p.unauthenticatedCount == 8)
+    }
 }

@@ -86,6 +86,19 @@ struct BridgeCoreTests {
         #expect(Self.invokeSent(relayed) != nil)
     }
 
+    /// Issue 25: a paired node learns where else the bridge listens; an unpaired key learns nothing.
+    @Test func onlyAPairedNodesWelcomeListsTheBridgesAddresses() throws {
+        var core = try core()
+        _ = core.setListening(["192.168.1.10:18790", "100.64.0.7:18790"], reachable: ["192.168.1.10:18790", "100.64.0.7:18790"])
+        let paired = Self.sent(core.opened(opening(1), now: t0, wall: wall), to: 1).compactMap { $0 as? Welcome }.first
+        #expect(paired?.paired == true && paired?.addresses == ["192.168.1.10:18790", "100.64.0.7:18790"])
+        let stranger = X25519.KeyPair.generate()
+        let actions = core.opened(.init(id: 2, handshake: .init(remoteStaticKey: stranger.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                                        address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3), now: t0, wall: wall)
+        let unpaired = Self.sent(actions, to: 2).compactMap { $0 as? Welcome }.first
+        #expect(unpaired?.paired == false && unpaired?.addresses == nil)
+    }
+
     /// Bug: a replaced session announced `disconnected` then `connected`.
     @Test func aReplacedSessionIsNotADisconnect() throws {
         var core = try core()

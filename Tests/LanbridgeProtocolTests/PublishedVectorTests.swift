@@ -56,6 +56,17 @@ struct PublishedVectorTests {
         }
     }
 
+    struct InviteFile: Decodable { let cases: [Case]; struct Case: Decodable { let uri: String; let addresses: [String] } }
+
+    /// Issue 25: each published invite reads as the addresses it lists, in order.
+    @Test func inviteAddresses() throws {
+        let file = try Repository.json(InviteFile.self, at: "pairing/vectors/invites.json")
+        for c in file.cases {
+            let invite = try #require(InviteURI(c.uri), "\(c.uri)")
+            #expect(invite.addresses.map(\.description) == c.addresses, "\(c.uri)")
+        }
+    }
+
     @Test func verificationCodes() throws {
         let file = try Repository.json(CodeFile.self, at: "pairing/vectors/verification-code.json")
         #expect(file.cases.contains { $0.code.hasPrefix("0") }, "a leading-zero case keeps the zero padding honest")

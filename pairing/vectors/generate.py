@@ -129,6 +129,11 @@ def messages():
         {"direction": "node -> bridge", "type": "push.register", "fields": {
             "id": "p2", "provider": "ntfy", "token": "https://ntfy.example.net/lanbridge-7Qx2"}},
         {"direction": "bridge -> node", "type": "push.result", "fields": {"id": "p1", "ok": True}},
+        {"direction": "bridge -> node", "type": "welcome", "fields": {
+            "bridgeName": "Kitchen", "paired": True, "nodeId": "7K2M-9QXD-3HJA-PW4T",
+            "addresses": ["192.168.1.10:18790", "100.101.102.103:18790", "[fd7a:115c:a1e0::7]:18790"]}},
+        {"direction": "bridge -> node", "type": "pair.resolved", "fields": {
+            "outcome": "approved", "nodeId": "7K2M-9QXD-3HJA-PW4T", "addresses": ["192.168.1.10:18790"]}},
         {"direction": "bridge -> node", "type": "push.result", "fields": {"id": "p2", "ok": False, "error": {
             "code": "INVALID_REQUEST", "message": "push.register: token must be 1-4096 visible ASCII characters"}}},
     ]
@@ -138,7 +143,33 @@ def messages():
     return {"description": "session messages as they cross an established session (PROTOCOL.md §9); one object per message", "cases": cases}
 
 
+def invites():
+    """Invite URIs (§9.3) built here with urllib, and the addresses a node reads from each, first
+    choice first: the authority, then up to three `a=` entries that are HOST:PORT."""
+    import urllib.parse
+    fp, secret = "7K2M-9QXD-3HJA-PW4T", bytes(range(16)).hex()
+
+    def uri(host, port, alternates=(), name=None):
+        query = [("fp", fp), ("s", secret)] + [("a", a) for a in alternates] + ([("name", name)] if name else [])
+        authority = "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+        return "lanbridge://%s/invite?%s" % (authority, urllib.parse.urlencode(query, safe=":", quote_via=urllib.parse.quote))
+
+    cases = [
+        {"note": "one address, as before issue 25", "uri": uri("192.168.1.10", 18790), "addresses": ["192.168.1.10:18790"]},
+        {"note": "LAN first, then a tailnet's IPv4 and IPv6, then a name",
+         "uri": uri("192.168.1.10", 18790, ["100.101.102.103:18790", "[fd7a:115c:a1e0::7]:18790", "bridge.example.net:443"], "Ada's phone"),
+         "addresses": ["192.168.1.10:18790", "100.101.102.103:18790", "[fd7a:115c:a1e0::7]:18790", "bridge.example.net:443"]},
+        {"note": "entries that are not HOST:PORT are skipped; past three the rest are cut",
+         "uri": uri("10.0.0.1", 1, ["no port", "10.0.0.2", "10.0.0.3:3", "10.0.0.4:4", "10.0.0.5:5", "10.0.0.6:6"]),
+         "addresses": ["10.0.0.1:1", "10.0.0.3:3", "10.0.0.4:4", "10.0.0.5:5"]},
+    ]
+    for case in cases:
+        assert urllib.parse.urlsplit(case["uri"]).scheme == "lanbridge"
+    return {"description": "invite URIs and the addresses a node dials from each, in order (PROTOCOL.md §9.3)", "cases": cases}
+
+
 if __name__ == "__main__":
+    write("invites.json", invites())
     write("messages.json", messages())
     write("fingerprint.json", fingerprints())
     write("verification-code.json", codes())
@@ -146,4 +177,4 @@ if __name__ == "__main__":
         "description": "complete lanbridge connections with fixed keys (PROTOCOL.md §3-§5); bytes are exactly what goes on the TCP stream",
         "vectors": [transcript(False), transcript(True)],
     })
-    print("wrote messages.json, fingerprint.json, verification-code.json, handshake.json")
+    print("wrote invites.json, messages.json, fingerprint.json, verification-code.json, handshake.json")

@@ -28,9 +28,9 @@ final class Admission: Sendable {
     }
 
     /// A new connection from `address`; `close` closes it, should it be evicted or overdue.
-    func connection(from address: String, close: @escaping Close) -> AdmissionPolicy.Decision {
+    func connection(from address: String, listener: Int = 0, close: @escaping Close) -> AdmissionPolicy.Decision {
         let (decision, evicted, firstOfKind) = state.withLockedValue { state -> (AdmissionPolicy.Decision, [Close], Bool) in
-            let decision = state.policy.connection(from: address, now: Moment.now)
+            let decision = state.policy.connection(from: address, listener: listener, now: Moment.now)
             switch decision {
             case let .admit(slot, evicting, _):
                 state.closers[slot] = close

@@ -13,12 +13,16 @@ import LanbridgeState
 ///   must always get that far.
 /// - Each such connection has a deadline to become paired or to wait for the operator (shorter
 ///   under pressure, as is the handshake's own).
+/// - Each listener (LAN, tailnet, …) has a cap of its own below the total, also evicting, so a
+///   flood on one leaves room on the others.
 /// - Connections waiting for the operator are counted apart, with a cap of their own (evicting too).
 /// - Every table keyed by an address forgets it: attempts leave their window, lockouts end.
 public struct AdmissionPolicy: Sendable {
     public struct Limits: Sendable {
         public var maxUnauthenticated = 64
         public var maxUnauthenticatedPerAddress = 8
+        /// Unauthenticated connections one listener may hold (`maxUnauthenticated`: no cap of its own).
+        public var maxUnauthenticatedPerListener = 64
         public var attemptsPerWindow = 20
         public var window: TimeInterval = 10
         public var lockout: TimeInterval = 60
@@ -73,6 +77,7 @@ public struct AdmissionPolicy: Sendable {
     private enum Stage { case unauthenticated, waiting }
     private struct Entry {
         let address: String
+        var listener = 0
         let since: Moment
         var deadline: Moment?
         var stage: Stage
@@ -89,7 +94,7 @@ public struct AdmissionPolicy: Sendable {
         attempts = WindowCounter(window: limits.window, maxKeys: limits.maxAddresses)
     }
 
-    public mutating func connection(from address: String, now: Moment) -> Decision {
+    public mutating func connection(from address: String, listener: Int = 0, now: Moment) -> Decision {
         if let until = lockedUntil[address] {
             if until > now { return .refuse(.lockedOut(address, seconds: Int(until.timeIntervalSince(now)) + 1)) }
             lockedUntil[address] = nil
@@ -104,13 +109,17 @@ public struct AdmissionPolicy: Sendable {
             return .refuse(.perAddressCap(address, limit: limits.maxUnauthenticatedPerAddress))
         }
         var evicting: [Slot] = []
-        if unauthenticated.count >= limits.maxUnauthenticated, let victim = Self.crowded(unauthenticated) {
+        let onListener = unauthenticated.filter { $0.value.listener == listener }
+        if onListener.count >= limits.maxUnauthenticatedPerListener, let victim = Self.crowded(onListener) {
+            slots[victim] = nil
+            evicting.append(victim)
+        } else if unauthenticated.count >= limits.maxUnauthenticated, let victim = Self.crowded(Self.busiestListener(unauthenticated)) {
             slots[victim] = nil
             evicting.append(victim)
         }
         let pressured = Double(unauthenticatedCount + 1) > Double(limits.maxUnauthenticated) * limits.pressure
         nextSlot += 1
-        slots[nextSlot] = Entry(address: address, since: now,
+        slots[nextSlot] = Entry(address: address, listener: listener, since: now,
                                 deadline: now.addingTimeInterval(pressured ? limits.pressuredDeadline : limits.unpairedDeadline), stage: .unauthenticated)
         return .admit(nextSlot, evicting: evicting, handshakeTimeout: pressured ? limits.pressuredHandshakeTimeout : limits.handshakeTimeout)
     }
@@ -162,6 +171,13 @@ public struct AdmissionPolicy: Sendable {
                 }
             }
         }
+    }
+
+    /// The connections of the listener that holds the most (the lower-numbered on a tie).
+    private static func busiestListener(_ candidates: [Slot: Entry]) -> [Slot: Entry] {
+        let counts = Dictionary(candidates.map { ($0.value.listener, 1) }, uniquingKeysWith: +)
+        guard let busiest = counts.max(by: { $0.value != $1.value ? $0.value < $1.value : $0.key > $1.key })?.key else { return candidates }
+        return candidates.filter { $0.value.listener == busiest }
     }
 
     /// The oldest connection of the address that holds the most.

@@ -11,16 +11,16 @@ public enum InviteIssuer {
         public let expiresAt: Date
     }
 
-    /// Devices dial `ListeningAddress.dialable(host:port:listening:)`. Everything is checked
-    /// before the invite is written.
+    /// Devices dial `ListeningAddress.dialable(host:port:runtime:)`, first choice in the URI's
+    /// authority, the rest as `a=`. Everything is checked before the invite is written.
     public static func issue(directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
-                             host: String?, port: Int?, listening: [String], actor: String = AuditLog.currentUser) throws -> Issued {
-        let (dialHost, dialPort) = ListeningAddress.dialable(host: host, port: port, listening: listening)
+                             host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser) throws -> Issued {
+        let dial = ListeningAddress.dialable(host: host, port: port, runtime: runtime)
         let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
         let now = Date()
         let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
-        let uri = InviteURI(host: dialHost, port: dialPort, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
-                            secret: secret.withUnsafeBytes { Array($0) }, name: name)
+        let uri = InviteURI(host: dial[0].host, port: dial[0].port, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
+                            secret: secret.withUnsafeBytes { Array($0) }, name: name, alternates: Array(dial.dropFirst()))
         return Issued(uri: uri, expiresAt: now.addingTimeInterval(ttl))
     }
 }
@@ -34,13 +34,21 @@ public enum ListeningAddress {
         return (host, port)
     }
 
-    /// Where devices should dial (invites, wide-area records): `host` if given, else the daemon's
-    /// listening address (`listening`, as runtime.json has it) unless it is a wildcard, else this
-    /// host's first LAN address; `port` if given, else the daemon's, else the default.
-    public static func dialable(host: String?, port: Int?, listening: [String]) -> (host: String, port: Int) {
-        let bound = listening.first.flatMap(split)
+    /// Where devices should dial (invites, wide-area records), first choice first, never empty:
+    /// the running daemon's `reachable` list (runtime.json), else its first listening address
+    /// unless it is a wildcard, else this host's first LAN address. `host` goes first when given;
+    /// `port`, when given, replaces every entry's (a forwarded port).
+    public static func dialable(host: String?, port: Int?, runtime: RuntimeStatus?) -> [ReachableAddress] {
+        let bound = runtime?.listening.first.flatMap(split)
         let fallbackHost = NetworkInterfaces.lanAddress() ?? InviteURI.validHost(ProcessInfo.processInfo.hostName) ?? "127.0.0.1"
-        return (host ?? bound.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost,
-                port ?? bound?.port ?? BridgeConfiguration.defaultPort)
+        let defaultPort = bound?.port ?? BridgeConfiguration.defaultPort
+        var list = ReachableAddress.list(runtime?.reachable ?? [])
+        if list.isEmpty {
+            list = [ReachableAddress(host: bound.map(\.host).flatMap { ["0.0.0.0", "::"].contains($0) ? nil : $0 } ?? fallbackHost, port: defaultPort)]
+        }
+        if let host { list.insert(ReachableAddress(host: host, port: list[0].port), at: 0) }
+        if let port { list = list.map { ReachableAddress(host: $0.host, port: port) } }
+        var seen = Set<ReachableAddress>()
+        return Array(list.filter { seen.insert($0).inserted }.prefix(ReachableAddress.maxCount))
     }
 }

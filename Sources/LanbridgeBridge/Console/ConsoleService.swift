@@ -151,7 +151,7 @@ struct ConsoleService: HTTPService {
                     host = valid
                 }
                 let issued = try InviteIssuer.issue(directory: directory, name: name, grant: ApprovalGrant(), ttl: minutes * 60, host: host, port: nil,
-                                                    listening: RuntimeStatusFile(directory: directory).read()?.listening ?? [], actor: actor)
+                                                    runtime: RuntimeStatusFile(directory: directory).read(), actor: actor)
                 // Shown once, in this response: the secret is not stored, so no later page can show it.
                 let pages = ConsolePages(directory: directory, settings: settings, context: context)
                 return .html(.ok, try pages.invites(issued: issued))

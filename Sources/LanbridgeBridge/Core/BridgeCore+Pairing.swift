@@ -139,9 +139,13 @@ extension BridgeCore {
         }
         actions.append(.authorize(id))
         if let outcome {
-            send(PairResolved(outcome: outcome, nodeId: connection.nodeId), to: id)
+            var resolved = PairResolved(outcome: outcome, nodeId: connection.nodeId)
+            if outcome == .approved { resolved.addresses = runtime.reachable }
+            send(resolved, to: id)
         } else {
-            send(Welcome(bridgeName: name, paired: true, nodeId: connection.nodeId), to: id)
+            var welcome = Welcome(bridgeName: name, paired: true, nodeId: connection.nodeId)
+            welcome.addresses = runtime.reachable  // only to a node that proved a paired key
+            send(welcome, to: id)
         }
         sessions[connection.nodeId] = id
         seen.insert(connection.nodeId)

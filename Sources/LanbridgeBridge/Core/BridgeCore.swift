@@ -165,8 +165,9 @@ struct BridgeCore {
         return drain()
     }
 
-    mutating func setListening(_ addresses: [String]) -> [BridgeAction] {
+    mutating func setListening(_ addresses: [String], reachable: [String]) -> [BridgeAction] {
         runtime.listening = addresses
+        runtime.reachable = reachable
         runtimeChanged = true
         return drain()
     }

@@ -221,9 +221,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// The addresses the bridge listens on; returns once runtime.json says so (the CLI, and
     /// whoever waits for "lanbridge listening", can rely on the file from then on).
-    func setListening(_ addresses: [String]) async {
+    func setListening(_ addresses: [String], reachable: [String]) async {
         let status = try? await loop.submit { [self] in
-            _ = core.setListening(addresses)
+            _ = core.setListening(addresses, reachable: reachable)
             runtimeToWrite = nil  // written here and now
             lastRuntimeWrite = .now()
             return core.runtime

@@ -1,18 +1,27 @@
 import Foundation
 
-/// `lanbridge://HOST:PORT/invite?fp=FINGERPRINT&s=SECRET[&name=NAME]` (PROTOCOL.md §9.3).
+/// `lanbridge://HOST:PORT/invite?fp=FINGERPRINT&s=SECRET[&a=HOST:PORT]…[&name=NAME]` (PROTOCOL.md §9.3).
 /// The fingerprint is the bridge's: a node that uses the invite pins it, so the invite also
-/// protects the node against a bridge impostor. The secret is 16 bytes in lowercase hex.
+/// protects the node against a bridge impostor. The secret is 16 bytes in lowercase hex. `a`
+/// lists up to three more addresses, after `HOST:PORT`, in order of preference.
 public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
     public var host: String
     public var port: Int
     public var bridgeFingerprint: Fingerprint
     public var secret: [UInt8]
     public var name: String?
+    /// More places to dial, after `host:port` (at most `maxAlternates`).
+    public var alternates: [ReachableAddress] = []
+    public static let maxAlternates = ReachableAddress.maxCount - 1
 
-    public init(host: String, port: Int, bridgeFingerprint: Fingerprint, secret: [UInt8], name: String? = nil) {
+    public init(host: String, port: Int, bridgeFingerprint: Fingerprint, secret: [UInt8], name: String? = nil,
+                alternates: [ReachableAddress] = []) {
         (self.host, self.port, self.bridgeFingerprint, self.secret, self.name) = (host, port, bridgeFingerprint, secret, name)
+        self.alternates = Array(alternates.filter { $0 != ReachableAddress(host: host, port: port) }.prefix(Self.maxAlternates))
     }
+
+    /// Every address, first choice first: `host:port`, then the alternates.
+    public var addresses: [ReachableAddress] { [ReachableAddress(host: host, port: port)] + alternates }
 
     public init?(_ text: String) {
         guard let components = URLComponents(string: text), components.scheme == "lanbridge", components.path == "/invite",
@@ -23,7 +32,11 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
               let secretHex = items.first(where: { $0.name == "s" })?.value, let secret = try? Hex.decode(secretHex),
               secret.count == 16
         else { return nil }
-        self.init(host: host, port: port, bridgeFingerprint: fp, secret: secret, name: items.first(where: { $0.name == "name" })?.value)
+        // An `a` that is not HOST:PORT is skipped (a later version may add other forms), and
+        // more than three are cut: the list is a hint, the fingerprint decides.
+        let alternates = ReachableAddress.list(items.filter { $0.name == "a" }.compactMap(\.value))
+        self.init(host: host, port: port, bridgeFingerprint: fp, secret: secret, name: items.first(where: { $0.name == "name" })?.value,
+                  alternates: alternates)
     }
 
     /// Written by hand, so no host or name can make it fail: an IPv6 host gets its brackets, the
@@ -31,6 +44,9 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         var text = "lanbridge://\(hostPart):\(port)/invite?fp=\(bridgeFingerprint)&s=\(Hex.encode(secret))"
+        for address in alternates {
+            text += "&a=" + address.description.replacingOccurrences(of: "[", with: "%5B").replacingOccurrences(of: "]", with: "%5D")
+        }
         if let name { text += "&name=" + (name.addingPercentEncoding(withAllowedCharacters: Self.queryValue) ?? "") }
         return text
     }

@@ -11,6 +11,9 @@ public struct Welcome: SessionMessage {
     public var paired: Bool
     /// The node's own ID, as the bridge sees it.
     public var nodeId: Fingerprint
+    /// Where the node may dial the bridge, best first (`host:port`, at most 4): sent only with
+    /// `paired: true`. Hints to remember; the pinned key decides.
+    public var addresses: [String]?
     public init(bridgeName: String, paired: Bool, nodeId: Fingerprint) {
         (self.bridgeName, self.paired, self.nodeId) = (bridgeName, paired, nodeId)
     }
@@ -60,6 +63,8 @@ public struct PairResolved: SessionMessage {
     public static let type = "pair.resolved"
     public var outcome: Outcome
     public var nodeId: Fingerprint
+    /// With `approved`: as `Welcome.addresses`.
+    public var addresses: [String]?
     public init(outcome: Outcome, nodeId: Fingerprint) { (self.outcome, self.nodeId) = (outcome, nodeId) }
 }
 

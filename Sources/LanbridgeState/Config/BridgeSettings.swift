@@ -83,6 +83,10 @@ public struct BridgeSettings: Sendable {
         public var unpairedDeadlineSeconds = 10
         /// Connections waiting for the operator's decision at once.
         public var maxWaiting = 32
+        /// Unauthenticated connections one listener may hold; nil: three quarters of
+        /// `maxUnauthenticated` when there are several listeners (a flood on the LAN leaves room
+        /// on the tailnet), all of it with one.
+        public var maxUnauthenticatedPerListener: Int?
     }
 
     /// The monitoring endpoint (`/metrics`, `/healthz`): off unless `listen` is set.
@@ -99,6 +103,14 @@ public struct BridgeSettings: Sendable {
         public var listen: ListenAddress?
         public var allowRemote = false
     }
+
+    /// Where `serve` listens (`listen` in config.json): `lan`, `loopback`, addresses or interface
+    /// names; empty: `--listen`, else `lan`.
+    public var listen: [String] = []
+    /// Addresses devices should dial ("host" or "host:port"), in order of preference, for invites
+    /// and the welcome list; empty: derived from the listeners and this host's interfaces.
+    public var addresses: [String] = []
+    public static let maxAddresses = 4
 
     public var gateway = Gateway()
     public var metrics = Metrics()
@@ -217,7 +229,18 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses"])
+            if let v = top["listen"] {
+                settings.listen = try strings(v, "listen")
+                guard (1...8).contains(settings.listen.count) else { throw fail("listen", "expected 1 to 8 entries") }
+            }
+            if let v = top["addresses"] {
+                settings.addresses = try strings(v, "addresses")
+                guard settings.addresses.count <= BridgeSettings.maxAddresses else { throw fail("addresses", "at most \(BridgeSettings.maxAddresses) entries") }
+                for (i, text) in settings.addresses.enumerated() where ReachableAddress(text, defaultPort: 1) == nil {
+                    throw fail("addresses[\(i)]", "expected an IP address or host name, optionally with :port")
+                }
+            }
             if let metrics = top["metrics"] {
                 let m = try object(metrics, "metrics", keys: ["listen", "allowRemote"])
                 if let v = m["allowRemote"] { settings.metrics.allowRemote = try bool(v, "metrics.allowRemote") }
@@ -231,7 +254,8 @@ public struct BridgeSettings: Sendable {
             }
             if let admission = top["admission"] {
                 let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow", "unpairedDeadlineSeconds", "maxWaiting",
-                                                                  "windowSeconds", "lockoutSeconds"])
+                                                                  "windowSeconds", "lockoutSeconds", "maxUnauthenticatedPerListener"])
+                if let v = a["maxUnauthenticatedPerListener"] { settings.admission.maxUnauthenticatedPerListener = try count(v, "admission.maxUnauthenticatedPerListener", range: 1...100_000) }
                 if let v = a["maxUnauthenticated"] { settings.admission.maxUnauthenticated = try count(v, "admission.maxUnauthenticated", range: 1...100_000) }
                 if let v = a["maxUnauthenticatedPerAddress"] { settings.admission.maxUnauthenticatedPerAddress = try count(v, "admission.maxUnauthenticatedPerAddress", range: 1...100_000) }
                 if let v = a["attemptsPerWindow"] { settings.admission.attemptsPerWindow = try count(v, "admission.attemptsPerWindow", range: 1...1_000_000) }

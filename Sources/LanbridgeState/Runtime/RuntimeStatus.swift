@@ -68,6 +68,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var pid: Int32
     public var bridgeName: String
     public var listening: [String]
+    /// Where devices should dial, best first (`welcome.addresses`, invites); nil before listening.
+    public var reachable: [String]?
     public var startedAt: Date
     /// Keyed by node ID.
     public var nodes: [String: Node]
