@@ -31,6 +31,9 @@ public actor NodeClient {
         public var maximumBackoff: Double = 30
         /// How the client reaches the bridge; nil: `TCPNodeTransport` (tests pass a `FakeBridge`).
         public var transport: (any NodeTransport)?
+        /// Browses for the pinned bridge (mDNS: `AvahiBrowser` on Linux, `NetworkBridgeBrowser` on
+        /// Apple platforms) while `run` runs: what it finds is tried first. Nil: no browsing.
+        public var discovery: (any BridgeDiscovery)?
         /// Whether handlers run on the client's event loop (the default: a quick handler answers
         /// without a hop between threads, which costs more than the invoke). While a handler runs
         /// synchronous code, its connection reads nothing: a handler with long synchronous work
@@ -73,6 +76,8 @@ public actor NodeClient {
         case replaced
         /// The invite was unknown, expired or used.
         case inviteRefused(String)
+        /// `run()` needs a pinned bridge: pair first (`run(host:port:)` or `run(invite:)`).
+        case notPaired
 
         /// What went wrong and what to do, for people.
         public var description: String {
@@ -84,6 +89,7 @@ public actor NodeClient {
             case .revoked: "the operator revoked this device's pairing"
             case .replaced: "another connection with this node's key replaced this one (is the app running twice?)"
             case let .inviteRefused(why): "the bridge refused the invite: \(why)"
+            case .notPaired: "this node is not paired with a bridge yet: pair with an address or an invite first"
             }
         }
     }
@@ -117,6 +123,8 @@ public actor NodeClient {
     private var deadlines: [String: Task<Void, Never>] = [:]
     private var nextCall = 0
     private var connected = false
+    /// What `discovery` currently sees of the pinned bridge, by service name.
+    private var discovered: [String: [ReachableAddress]] = [:]
     private let logger: Logger
     /// The event loop the client runs on, and its connections' channels too: a message from the
     /// bridge reaches the client, and the answer the socket, without a hop between threads (a hop
@@ -238,15 +246,35 @@ public actor NodeClient {
     }
 
     /// Connects, pairs if needed, and stays connected, reconnecting with capped exponential backoff,
-    /// until the task is cancelled or a `ClientError` says retrying is pointless.
+    /// until the task is cancelled or a `ClientError` says retrying is pointless. `host:port` is
+    /// tried after mDNS and the address that worked last, and before the bridge's own list
+    /// (`BridgeDialer`); with nothing learned yet it is the only address.
     public func run(host: String, port: Int, invite: InviteURI? = nil) async throws {
+        try await run(configured: [ReachableAddress(host: host, port: port)], invite: invite)
+    }
+
+    /// Pairs with an invite, trying its addresses in order, then stays connected as `run()` does.
+    public func run(invite: InviteURI) async throws {
+        try await run(configured: invite.addresses, invite: invite)
+    }
+
+    /// Connects to the pinned bridge wherever it can be found: mDNS (with `discovery`), the address
+    /// that worked last, and the addresses the bridge listed. Throws `notPaired` before pairing.
+    public func run() async throws {
+        guard pin != nil else { throw ClientError.notPaired }
+        try await run(configured: [], invite: nil)
+    }
+
+    private func run(configured: [ReachableAddress], invite: InviteURI?) async throws {
         var backoff = configuration.minimumBackoff
         var invite = pin == nil ? invite : nil
+        let browsing = configuration.discovery.map { discovery in Task { await self.browse(discovery) } }
+        defer { browsing?.cancel() }
         while !Task.isCancelled {
             let started = Date()
             let reason: String
             do {
-                reason = try await connectOnce(host: host, port: port, invite: invite)
+                reason = try await connectOnce(configured: configured, invite: invite)
             } catch let error as ClientError {
                 emit.yield(.disconnected(reason: error.description))
                 throw error
@@ -263,11 +291,79 @@ public actor NodeClient {
         }
     }
 
+    /// Keeps `discovered` to what the browser sees of the pinned bridge (its short fingerprint in
+    /// the TXT record: a hint that orders attempts, never trust).
+    private func browse(_ discovery: any BridgeDiscovery) async {
+        for await event in discovery.events() {
+            switch event {
+            case let .found(bridge):
+                guard let pin, bridge.shortFingerprint == pin.fingerprint.short else { continue }
+                discovered[bridge.name] = bridge.addresses.prefix(ReachableAddress.maxCount).compactMap { address in
+                    InviteURI.validHost(address).map { ReachableAddress(host: $0, port: bridge.port) }
+                }
+            case let .removed(name):
+                discovered[name] = nil
+            }
+        }
+    }
+
+    /// The addresses to try now, first choice first.
+    private func candidates(configured: [ReachableAddress], invite: InviteURI?) -> [ReachableAddress] {
+        guard invite == nil, let pin else { return configured }
+        return BridgeDialer.candidates(discovered: discovered.keys.sorted().flatMap { discovered[$0] ?? [] },
+                                       last: ReachableAddress(host: pin.host, port: pin.port), configured: configured,
+                                       learned: ReachableAddress.list(pin.addresses ?? []))
+    }
+
     // MARK: - One connection
 
-    private func connectOnce(host: String, port: Int, invite: InviteURI?) async throws -> String {
-        let connection = try await transport.connect(host: host, port: port, identity: identity, invite: invite, on: eventLoop)
-        var established = false
+    /// A connection whose handshake finished with the right key, from the race.
+    private struct Dialed: Sendable {
+        let connection: NodeConnection
+        let bridgeKey: [UInt8]
+        let handshakeHash: [UInt8]
+    }
+
+    private func connectOnce(configured: [ReachableAddress], invite: InviteURI?) async throws -> String {
+        let candidates = candidates(configured: configured, invite: invite)
+        let (transport, identity, eventLoop) = (self.transport, self.identity, self.eventLoop)
+        let expected = pin?.publicKey.bytes
+        let dialed: Dialed, address: ReachableAddress
+        do {
+            (dialed, address) = try await BridgeDialer.race(candidates, attempt: { address in
+                let connection = try await transport.connect(host: address.host, port: address.port, identity: identity, invite: invite, on: eventLoop)
+                do {
+                    var iterator = connection.events.makeAsyncIterator()
+                    guard case let .established(bridgeKey, handshakeHash) = try await iterator.next() else {
+                        throw invite == nil ? DialError.closedDuringHandshake
+                            : ClientError.inviteRefused("closed before the handshake finished (used, expired or unknown invite)")
+                    }
+                    try Self.checkBridgeKey(bridgeKey, pinned: expected, invite: invite)
+                    return Dialed(connection: connection, bridgeKey: bridgeKey, handshakeHash: handshakeHash)
+                } catch {
+                    connection.close()
+                    throw error
+                }
+            }, discard: { $0.connection.close() })
+        } catch let failed as BridgeDialer.AllFailed {
+            // One address: its verdict stands (a wrong key is someone in the middle). Several: a
+            // wrong key at one (a stale address now used by another bridge) fails only that one.
+            if candidates.count == 1, let only = failed.failures.first?.error as? ClientError { throw only }
+            // A refused invite is refused wherever it is dialled.
+            for case let .inviteRefused(why) in failed.failures.compactMap({ $0.error as? ClientError }) { throw ClientError.inviteRefused(why) }
+            throw failed
+        }
+        return try await serve(dialed, at: address, invite: invite)
+    }
+
+    private enum DialError: Error, CustomStringConvertible {
+        /// The bridge (or whatever answered) closed before the handshake finished.
+        case closedDuringHandshake
+        var description: String { "the connection closed during the handshake" }
+    }
+
+    private func serve(_ dialed: Dialed, at address: ReachableAddress, invite: InviteURI?) async throws -> String {
+        let connection = dialed.connection
         self.connection = connection
         defer {
             connection.close()
@@ -281,20 +377,11 @@ public actor NodeClient {
             }
         }
         var exchange = PairingProgress()
+        exchange.handshakeHash = dialed.handshakeHash
+        exchange.bridgeKey = PublicKey(bytes: dialed.bridgeKey)
         for try await event in connection.events {
-            switch event {
-            case let .established(bridgeKey, handshakeHash):
-                try checkBridgeKey(bridgeKey, invite: invite)
-                established = true
-                exchange.handshakeHash = handshakeHash
-                exchange.bridgeKey = PublicKey(bytes: bridgeKey)
-            case let .message(bytes):
-                guard established, let message = try? SessionMessages.decode(bytes) else { continue }
-                try await handle(message, exchange: &exchange, connection: connection, host: host, port: port, invite: invite)
-            }
-        }
-        if !established, invite != nil {
-            throw ClientError.inviteRefused("closed before the handshake finished (used, expired or unknown invite)")
+            guard case let .message(bytes) = event, let message = try? SessionMessages.decode(bytes) else { continue }
+            try await handle(message, exchange: &exchange, connection: connection, address: address, invite: invite)
         }
         return "connection closed"
     }
@@ -307,10 +394,10 @@ public actor NodeClient {
         var code: String?
     }
 
-    private func checkBridgeKey(_ bridgeKey: [UInt8], invite: InviteURI?) throws {
+    private static func checkBridgeKey(_ bridgeKey: [UInt8], pinned: [UInt8]?, invite: InviteURI?) throws {
         let presented = Fingerprint(publicKey: bridgeKey)
-        if let pin, pin.publicKey.bytes != bridgeKey {
-            throw ClientError.bridgeKeyMismatch(expected: pin.fingerprint.description, presented: presented.description)
+        if let pinned, pinned != bridgeKey {
+            throw ClientError.bridgeKeyMismatch(expected: Fingerprint(publicKey: pinned).description, presented: presented.description)
         }
         if let invite, invite.bridgeFingerprint != presented {
             throw ClientError.bridgeKeyMismatch(expected: invite.bridgeFingerprint.description, presented: presented.description)
@@ -318,12 +405,12 @@ public actor NodeClient {
     }
 
     private func handle(_ message: any SessionMessage, exchange: inout PairingProgress, connection: NodeConnection,
-                        host: String, port: Int, invite: InviteURI?) async throws {
+                        address: ReachableAddress, invite: InviteURI?) async throws {
         switch message {
         case let welcome as Welcome:
             exchange.bridgeName = welcome.bridgeName
             if welcome.paired {
-                try await becomeConnected(exchange, connection: connection, host: host, port: port)
+                try await becomeConnected(exchange, connection: connection, address: address, addresses: welcome.addresses)
             } else if let invite {
                 await send(InviteRedeem(secret: Hex.encode(invite.secret), details: configuration.details))
             } else {
@@ -348,7 +435,8 @@ public actor NodeClient {
             emit.yield(.pairingPending(requestId: pending.requestId))
         case let resolved as PairResolved:
             switch resolved.outcome {
-            case .approved: try await becomeConnected(exchange, connection: connection, host: host, port: port)
+            case .approved:
+                try await becomeConnected(exchange, connection: connection, address: address, addresses: resolved.addresses ?? invite.map { $0.addresses.map(\.description) })
             case .rejected: throw ClientError.pairingRejected
             case .expired: throw ClientError.pairingExpired
             }
@@ -388,14 +476,23 @@ public actor NodeClient {
         }
     }
 
-    private func becomeConnected(_ exchange: PairingProgress, connection: NodeConnection, host: String, port: Int) async throws {
+    /// Paired and connected: pins the bridge, or remembers where it answered and what it listed.
+    private func becomeConnected(_ exchange: PairingProgress, connection: NodeConnection, address: ReachableAddress,
+                                 addresses: [String]?) async throws {
         try await connection.authorize()
+        let listed = addresses.map { ReachableAddress.list($0).map(\.description) }
         if pin == nil, let key = exchange.bridgeKey {
-            let newPin = BridgePin(publicKey: key, fingerprint: key.fingerprint, host: host, port: port,
-                                   bridgeName: exchange.bridgeName, pairedAt: Date())
+            let newPin = BridgePin(publicKey: key, fingerprint: key.fingerprint, host: address.host, port: address.port,
+                                   addresses: listed, bridgeName: exchange.bridgeName, pairedAt: Date())
             try store.save(newPin)
             pin = newPin
             emit.yield(.paired(bridgeFingerprint: key.fingerprint.description))
+        } else if var known = pin, known.host != address.host || known.port != address.port || (listed != nil && listed != known.addresses) {
+            (known.host, known.port) = (address.host, address.port)
+            if let listed { known.addresses = listed }
+            // Best effort: a store that cannot be written only loses what was learned.
+            do { try store.save(known) } catch { logger.warning("could not remember the bridge's addresses: \(error)") }
+            pin = known
         }
         connected = true
         await send(AppState(foreground: foreground))

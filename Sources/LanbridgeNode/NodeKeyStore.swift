@@ -10,10 +10,12 @@ public struct BridgePin: Codable, Equatable, Sendable {
     public var publicKey: PublicKey
     /// The key's fingerprint, as `lanbridge identity` prints it on the bridge.
     public var fingerprint: Fingerprint
-    /// Where the node reached the bridge when it paired.
+    /// Where the node last reached the bridge (where it paired, until it connects elsewhere).
     public var host: String
-    /// The bridge's port.
+    /// The bridge's port there.
     public var port: Int
+    /// Where else the bridge said it can be reached (`welcome.addresses`, `host:port`), best first.
+    public var addresses: [String]?
     /// The bridge's name from its welcome, if it gave one.
     public var bridgeName: String?
     /// When the pairing was approved.

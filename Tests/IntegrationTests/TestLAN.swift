@@ -99,10 +99,39 @@ final class TestLAN: @unchecked Sendable {
                           "publish", Self.phoneAddress, name], mergeStandardError: true, standardInput: true)
     }
 
+    // MARK: - A second way in: the tailnet
+
+    static let tailnetBridgeAddress = "100.64.77.1"
+    static let tailnetPhoneAddress = "100.64.77.2"
+    private var parking: String { host.replacingOccurrences(of: "lb_h", with: "lb_a") }
+    private var tailnetAdded = false
+
+    /// A second link from the bridge host, in Tailscale's address range, whose far end waits in
+    /// a third namespace until the phone moves onto it.
+    func addTailnet() throws {
+        try Self.ip(["netns", "add", parking])
+        tailnetAdded = true
+        try Self.ip(["link", "add", "vt", "netns", host, "type", "veth", "peer", "name", "vq", "netns", parking])
+        try Self.ip(["-n", host, "addr", "add", "\(Self.tailnetBridgeAddress)/24", "dev", "vt"])
+        try Self.ip(["-n", host, "link", "set", "vt", "up"])
+    }
+
+    /// The phone leaves the LAN for the tailnet: its LAN link goes to the parking namespace, the
+    /// tailnet link comes in. The LAN's addresses then lead nowhere: their packets wait for a
+    /// next hop that never answers ARP, as SYNs to a Wi-Fi the phone has left do (no quick refusal).
+    func movePhoneToTailnet() throws {
+        try Self.ip(["-n", phone, "link", "set", "vp", "netns", parking])
+        try Self.ip(["-n", parking, "link", "set", "vq", "netns", phone])
+        try Self.ip(["-n", phone, "addr", "add", "\(Self.tailnetPhoneAddress)/24", "dev", "vq"])
+        try Self.ip(["-n", phone, "link", "set", "vq", "up"])
+        try Self.ip(["-n", phone, "route", "add", "10.77.0.0/24", "via", "100.64.77.99", "dev", "vq"])
+    }
+
     func tearDown() {
         stopAvahi()
         try? Self.ip(["netns", "del", host])
         try? Self.ip(["netns", "del", phone])
+        if tailnetAdded { try? Self.ip(["netns", "del", parking]) }
     }
 
     deinit { tearDown() }

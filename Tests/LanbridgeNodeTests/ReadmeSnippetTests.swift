@@ -23,7 +23,7 @@ func makeNode(stateDirectory: URL, transport: (any NodeTransport)? = nil) async 
 }
 
 func serve(_ client: NodeClient) async throws {              // until cancelled; reconnects with backoff
-    try await client.run(host: "192.168.1.10", port: 18790)   // or run(host:port:invite: InviteURI(uri))
+    try await client.run(host: "192.168.1.10", port: 18790)   // or run(invite:); once paired, run() dials what it learned
 }
 
 func appDidEnterBackground(_ client: NodeClient) async {

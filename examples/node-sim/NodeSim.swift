@@ -31,7 +31,7 @@ struct NodeSim: AsyncParsableCommand {
 
     @Option(help: "Node state directory (its key and the pinned bridge).") var stateDir: String
     @Option(help: ArgumentHelp("Bridge address.", valueName: "host:port")) var connect: String?
-    @Flag(help: "Find the bridge with mDNS instead of --connect.") var discover = false
+    @Flag(help: "Find the bridge with mDNS instead of --connect; once paired, keep browsing and try what it finds first.") var discover = false
     @Option(help: "A lanbridge:// invite URI: pair without a code.") var invite: String?
     @Option(help: "Display name.") var name = "node-sim"
     @Option(help: "Platform: ios, android, macos or linux.") var platform = "ios"
@@ -42,20 +42,27 @@ struct NodeSim: AsyncParsableCommand {
     func validate() throws {
         guard ["ios", "android", "macos", "linux"].contains(platform) else { throw ValidationError("unknown platform \(platform)") }
         if let invite, InviteURI(invite) == nil { throw ValidationError("not a lanbridge invite URI: \(invite)") }
-        if connect == nil && invite == nil && !discover { throw ValidationError("give --connect host:port, --invite URI or --discover") }
+        if connect == nil && invite == nil && !discover && !FileManager.default.fileExists(atPath: stateDir + "/bridge.json") {
+            throw ValidationError("give --connect host:port, --invite URI or --discover (once paired, none: the node dials what it learned)")
+        }
     }
 
     func run() async throws {
         let inviteURI = invite.flatMap(InviteURI.init)
-        let target = discover && inviteURI == nil ? await discovered() : endpoint(inviteURI)
-        guard let (host, port) = target else { throw ValidationError(discover ? "no bridge found" : "bad --connect") }
+        let paired = FileManager.default.fileExists(atPath: stateDir + "/bridge.json")
+        // Paired and no --connect: the client dials what it learned (and what mDNS finds).
+        let target = paired && connect == nil && inviteURI == nil ? nil
+            : discover && inviteURI == nil ? await discovered() : endpoint(inviteURI)
+        if target == nil, !(paired && connect == nil && inviteURI == nil) { throw ValidationError(discover ? "no bridge found" : "bad --connect") }
         let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "system.info", "device.echo"]
             + (camera ? ["camera.list", "camera.snap"] : [])
         let details = NodeDetails(displayName: name, platform: platform, osVersion: "sim-1", appVersion: "0.1.0",
                                   deviceModel: "node-sim", caps: ["canvas", "device"], commands: commands,
                                   flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
         let level = Logger.Level(rawValue: logLevel) ?? .warning
-        let client = try NodeClient(configuration: .init(stateDirectory: URL(fileURLWithPath: stateDir), details: details, foreground: !background),
+        var configuration = NodeClient.Configuration(stateDirectory: URL(fileURLWithPath: stateDir), details: details, foreground: !background)
+        if discover { configuration.discovery = AvahiBrowser() }
+        let client = try NodeClient(configuration: configuration,
                                     logger: Logger(label: "node-sim") { var h = StreamLogHandler.standardError(label: $0); h.logLevel = level; return h })
         say("node \(client.nodeID)")
         say("crypto \(CryptoInfo.backend)")
@@ -101,20 +108,34 @@ struct NodeSim: AsyncParsableCommand {
 
         let events = client.events  // subscribed now, before run: no event is missed
         let printer = Task {
+            // From the start, or the last disconnect, to connected: how long finding the bridge took.
+            var since = ContinuousClock.now
             for await event in events {
                 switch event {
                 case let .verificationCode(code, requestId): say("code \(code) request \(requestId)")
                 case let .pairingPending(requestId): say("pending \(requestId)")
                 case let .paired(fingerprint): say("paired \(fingerprint)")
-                case let .connected(bridgeName): say("connected \(bridgeName)")
-                case let .disconnected(reason): say("disconnected \(reason)")
+                case let .connected(bridgeName):
+                    say("connected \(bridgeName)")
+                    let took = (ContinuousClock.now - since).components
+                    let ms = took.seconds * 1000 + took.attoseconds / 1_000_000_000_000_000
+                    if let pin = await client.bridge { say("via \(ReachableAddress(host: pin.host, port: pin.port)) in \(ms) ms") }
+                case let .disconnected(reason):
+                    since = ContinuousClock.now
+                    say("disconnected \(reason)")
                 case let .error(code, message): say("error \(code) \(message)")
                 }
             }
         }
         defer { printer.cancel() }
         do {
-            try await client.run(host: host, port: port, invite: inviteURI)
+            if let inviteURI {
+                try await client.run(invite: inviteURI)
+            } else if let (host, port) = target {
+                try await client.run(host: host, port: port)
+            } else {
+                try await client.run()
+            }
         } catch let error as NodeClient.ClientError {
             say("fatal \(error)")
             throw ExitCode(2)

@@ -18,6 +18,7 @@ import sys
 import time
 
 from lanbridge_node import Details, LanbridgeError, Node, NotPaired, Revoked
+from lanbridge_node.node import format_address
 
 
 def say(*words):
@@ -25,8 +26,13 @@ def say(*words):
 
 
 def build(state_dir, name):
+    def event(kind, detail):
+        say(kind, detail)
+        if kind == "connected" and node.bridge is not None:  # where it found the bridge this time
+            say("via", format_address((node.bridge.host, node.bridge.port)))
+
     node = Node(state_dir, Details(name, platform="linux", os_version=platform.release(), app_version="example-0.9.0"),
-                on_event=lambda kind, detail: say(kind, detail))
+                on_event=event)
 
     @node.handle("system.info")
     async def info(params):

@@ -85,15 +85,115 @@ class Details:
         return out
 
 
+MAX_ADDRESSES = 4
+STAGGER = 0.25  # seconds between the starts of two connection attempts (happy eyeballs)
+
+Address = Tuple[str, int]
+
+
+def parse_address(text: str) -> Optional[Address]:
+    """`host:port` or `[v6]:port` (§9.1), else None: a list a peer sent is a hint, not trusted."""
+    if text.startswith("["):
+        host, _, rest = text[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else ""
+    else:
+        host, _, port = text.rpartition(":")
+        if ":" in host:
+            return None
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or len(host) > 253:
+        return None
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.-:")
+    if not set(host) <= allowed or host[0] in "-." or (":" in host and not set(host.lower()) <= set("0123456789abcdef:.")):
+        return None
+    return host, int(port)
+
+
+def format_address(address: Address) -> str:
+    host, port = address
+    return "[%s]:%d" % (host, port) if ":" in host else "%s:%d" % (host, port)
+
+
+def address_list(texts: Any) -> List[Address]:
+    """At most four distinct `host:port` entries from a peer's list; the rest is skipped."""
+    out: List[Address] = []
+    for text in (texts if isinstance(texts, list) else [])[:4 * MAX_ADDRESSES]:
+        address = parse_address(text) if isinstance(text, str) else None
+        if address is not None and address not in out and len(out) < MAX_ADDRESSES:
+            out.append(address)
+    return out
+
+
+class AllFailed(ConnectionError):
+    """Every address was tried and none reached the bridge."""
+
+    def __init__(self, failures: List[Tuple[Address, BaseException]]):
+        super().__init__("; ".join("%s: %s" % (format_address(a), e or type(e).__name__) for a, e in failures) or "no address to try")
+        self.failures = failures
+
+
+async def race(candidates: List[Address], attempt: Callable[[Address], Awaitable[Any]], discard: Callable[[Any], None],
+               stagger: float = STAGGER) -> Tuple[Any, Address]:
+    """Runs `attempt` on each candidate, `stagger` seconds apart or at once after a failure, and
+    returns the first success with its address; attempts still running are cancelled, and a
+    success that arrives late is handed to `discard`."""
+    if not candidates:
+        raise AllFailed([])
+    running: Dict[asyncio.Future, int] = {}
+    failures: List[Tuple[Address, BaseException]] = []
+    started = 0
+
+    def start() -> None:
+        nonlocal started
+        running[asyncio.ensure_future(attempt(candidates[started]))] = started
+        started += 1
+
+    def late(task: asyncio.Future) -> None:
+        if not task.cancelled() and task.exception() is None:
+            discard(task.result())
+
+    start()
+    try:
+        while running:
+            done, _ = await asyncio.wait(list(running), timeout=stagger if started < len(candidates) else None,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                start()
+                continue
+            winner = None
+            for task in done:
+                index = running.pop(task)
+                if task.exception() is None and winner is None:
+                    winner = (task.result(), candidates[index])
+                elif task.exception() is None:
+                    discard(task.result())
+                else:
+                    failures.append((candidates[index], task.exception()))
+            if winner is not None:
+                return winner
+            if started < len(candidates):
+                start()
+        raise AllFailed(failures)
+    finally:
+        for task in running:
+            task.cancel()
+            task.add_done_callback(late)
+
+
 @dataclass(frozen=True)
 class Invite:
-    """A `lanbridge://HOST:PORT/invite?fp=…&s=…[&name=…]` URI (§9.3)."""
+    """A `lanbridge://HOST:PORT/invite?fp=…&s=…[&a=HOST:PORT…][&name=…]` URI (§9.3)."""
 
     host: str
     port: int
     fingerprint: str
     secret: bytes
     name: Optional[str] = None
+    alternates: Tuple[Address, ...] = ()
+
+    @property
+    def addresses(self) -> List[Address]:
+        """HOST:PORT, then up to three `a=` alternates, first choice first."""
+        return [(self.host, self.port)] + [a for a in self.alternates if a != (self.host, self.port)][:MAX_ADDRESSES - 1]
 
     @classmethod
     def parse(cls, uri: str) -> "Invite":
@@ -106,7 +206,8 @@ class Invite:
             fingerprint = query["fp"][0]
         except (KeyError, ValueError):
             raise ValueError("an invite URI needs fp= and a hex s=") from None
-        return cls(parts.hostname, parts.port, fingerprint, secret, query.get("name", [None])[0])
+        return cls(parts.hostname, parts.port, fingerprint, secret, query.get("name", [None])[0],
+                   tuple(address_list(query.get("a", []))[:MAX_ADDRESSES - 1]))
 
 
 class Node:
@@ -115,10 +216,14 @@ class Node:
     PING_INTERVAL = 15.0
     IDLE_TIMEOUT = 40.0
 
-    def __init__(self, state_dir: str, details: Details, *, on_event: Optional[Callable[[str, str], None]] = None):
+    def __init__(self, state_dir: str, details: Details, *, on_event: Optional[Callable[[str, str], None]] = None,
+                 discover: Optional[Callable[[str], Awaitable[List[Address]]]] = None):
         self.store = NodeStore(os.path.expanduser(state_dir))
         self.details = details
         self.on_event = on_event or (lambda kind, detail: None)
+        # Given the pinned bridge's short fingerprint, where mDNS (or anything else) sees it now:
+        # tried first. A hint only: the pinned key decides.
+        self.discover = discover
         self._handlers: Dict[str, Handler] = {}
         self._session: Optional[AsyncSession] = None
         self._foreground = True
@@ -183,7 +288,7 @@ class Node:
                 elif kind == "pair.resolved":
                     if message.get("outcome") != "approved":
                         raise LanbridgeError("PAIRING_" + str(message.get("outcome", "failed")).upper())
-                    self._save_pin(session, host, port, welcome)
+                    self._save_pin(session, host, port, {**welcome, "addresses": message.get("addresses")})
                     return str(message["nodeId"])
                 elif kind == "error":
                     raise LanbridgeError.from_json(message)
@@ -191,18 +296,27 @@ class Node:
             session.close()
 
     async def pair_by_invite(self, uri: str) -> str:
-        """Pairs at once with an invite (§9.3), checking the bridge against the invite's fingerprint."""
+        """Pairs at once with an invite (§9.3), trying its addresses in order (staggered, as `run`
+        does) and checking the bridge against the invite's fingerprint."""
         invite = Invite.parse(uri)
-        session = await AsyncSession.connect(invite.host, invite.port, self.store.identity(), invite_secret=invite.secret)
-        try:
+        identity = self.store.identity()
+
+        async def attempt(address: Address) -> AsyncSession:
+            session = await AsyncSession.connect(address[0], address[1], identity, invite_secret=invite.secret)
             if wire.fingerprint(session.remote_static) != invite.fingerprint:
-                raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge's key is not the invite's")
+                session.close()
+                raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge's key at %s is not the invite's" % format_address(address))
+            return session
+
+        session, (host, port) = await self._dial(invite.addresses, attempt)
+        try:
             welcome = await self._welcome(session)
             await session.send({"type": "invite.redeem", "secret": invite.secret.hex(), "details": self.details.to_json()})
             while True:
                 message = await session.receive()
                 if message["type"] == "pair.resolved" and message.get("outcome") == "approved":
-                    self._save_pin(session, invite.host, invite.port, welcome)
+                    listed = message.get("addresses") or [format_address(a) for a in invite.addresses]
+                    self._save_pin(session, host, port, {**welcome, "addresses": listed})
                     return str(message["nodeId"])
                 if message["type"] == "error":
                     raise LanbridgeError.from_json(message)
@@ -299,16 +413,52 @@ class Node:
         return welcome
 
     def _save_pin(self, session: AsyncSession, host: str, port: int, welcome: dict) -> None:
-        self.store.save_pin(BridgePin(session.remote_static, host, port, welcome.get("bridgeName"), now()))
+        listed = tuple(format_address(a) for a in address_list(welcome.get("addresses")))
+        self.store.save_pin(BridgePin(session.remote_static, host, port, welcome.get("bridgeName"), now(), listed))
+
+    async def _dial(self, candidates: List[Address], attempt: Callable[[Address], Awaitable[AsyncSession]]) -> Tuple[AsyncSession, Address]:
+        """The race of `race()`; with one address its own error stands (a wrong key there is
+        someone in the middle), with several a wrong key fails only that address."""
+        try:
+            return await race(candidates, attempt, lambda session: session.close())
+        except AllFailed as failed:
+            if len(failed.failures) == 1:
+                raise failed.failures[0][1] from None
+            raise
+
+    async def _candidates(self, pin: BridgePin) -> List[Address]:
+        """mDNS (or whatever `discover` finds) first, then the address that worked last, then the
+        bridge's own list; at most eight, without repeats."""
+        found: List[Address] = []
+        if self.discover is not None:
+            try:
+                found = list(await asyncio.wait_for(self.discover(pin.fingerprint[:9]), 3))[:MAX_ADDRESSES]
+            except Exception as error:  # discovery is optional; its failure is no reason not to dial
+                log.info("discovery failed: %s", error)
+        out: List[Address] = []
+        for address in found + [(pin.host, pin.port)] + address_list(list(pin.addresses)):
+            if address not in out:
+                out.append(address)
+        return out[:2 * MAX_ADDRESSES]
 
     async def _serve(self, pin: BridgePin) -> None:
-        session = await AsyncSession.connect(pin.host, pin.port, self.store.identity())
-        try:
+        identity = self.store.identity()
+
+        async def attempt(address: Address) -> AsyncSession:
+            session = await AsyncSession.connect(address[0], address[1], identity)
             if session.remote_static != pin.public_key:
-                raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge at %s:%d is not the pinned one (%s)" % (pin.host, pin.port, pin.fingerprint))
+                session.close()
+                raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge at %s is not the pinned one (%s)" % (format_address(address), pin.fingerprint))
+            return session
+
+        session, address = await self._dial(await self._candidates(pin), attempt)
+        try:
             welcome = await self._welcome(session)
             if not welcome.get("paired"):
                 raise NotPaired("NOT_PAIRED", "the bridge no longer knows this node (revoked while away?)")
+            listed = tuple(format_address(a) for a in address_list(welcome.get("addresses"))) or pin.addresses
+            if address != (pin.host, pin.port) or listed != pin.addresses:
+                self.store.save_pin(BridgePin(pin.public_key, address[0], address[1], pin.bridge_name, pin.paired_at, listed))
             self._session = session
             await session.send({"type": "state", "foreground": self._foreground})
             self.connected.set()

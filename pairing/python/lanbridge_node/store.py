@@ -6,7 +6,7 @@ import json
 import os
 import stat
 from dataclasses import dataclass
-from typing import Optional
+from typing import Optional, Tuple
 
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
@@ -21,25 +21,31 @@ class BridgePin:
     """The bridge this node paired with. A bridge that presents any other key is refused."""
 
     public_key: bytes
-    host: str
+    host: str  # where the node last reached the bridge
     port: int
     bridge_name: Optional[str] = None
     paired_at: Optional[str] = None
+    addresses: Tuple[str, ...] = ()  # the bridge's own list (welcome.addresses), "host:port", best first
 
     @property
     def fingerprint(self) -> str:
         return wire.fingerprint(self.public_key)
 
     def to_json(self) -> dict:
-        return {"publicKey": base64.b64encode(self.public_key).decode(), "fingerprint": self.fingerprint,
-                "host": self.host, "port": self.port, "bridgeName": self.bridge_name, "pairedAt": self.paired_at}
+        out = {"publicKey": base64.b64encode(self.public_key).decode(), "fingerprint": self.fingerprint,
+               "host": self.host, "port": self.port, "bridgeName": self.bridge_name, "pairedAt": self.paired_at}
+        if self.addresses:
+            out["addresses"] = list(self.addresses)
+        return out
 
     @classmethod
     def from_json(cls, value: dict) -> "BridgePin":
         key = base64.b64decode(value["publicKey"], validate=True)
         if len(key) != 32:
             raise ValueError("bridge.json: publicKey is not 32 bytes")
-        return cls(key, str(value["host"]), int(value["port"]), value.get("bridgeName"), value.get("pairedAt"))
+        addresses = value.get("addresses") or []
+        return cls(key, str(value["host"]), int(value["port"]), value.get("bridgeName"), value.get("pairedAt"),
+                   tuple(str(a) for a in addresses[:4]) if isinstance(addresses, list) else ())
 
 
 def public_key(private_key: bytes) -> bytes:

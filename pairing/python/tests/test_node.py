@@ -303,3 +303,46 @@ def test_registers_where_to_wake_it_and_hears_a_refusal(tmp_path):
     assert {k: v for k, v in seen[0].items() if k != "id"} == {
         "type": "push.register", "provider": "apns", "token": "ab" * 32, "environment": "sandbox", "topic": "com.example.app"}
     assert codes == ["INVALID_REQUEST"]
+
+
+def test_invites_read_as_the_published_vectors_say():
+    """pairing/vectors/invites.json: the addresses of each invite, first choice first (issue 25)."""
+    from lanbridge_node.node import format_address
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "invites.json")
+    with open(path) as file:
+        cases = json.load(file)["cases"]
+    for case in cases:
+        assert [format_address(a) for a in Invite.parse(case["uri"]).addresses] == case["addresses"], case["uri"]
+
+
+def test_a_stale_address_list_still_finds_the_bridge():
+    """The pinned host is dead and so is the first listed address; the second works (issue 25)."""
+    dead = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    ports = [s.getsockname()[1] for s in dead]
+    for s in dead:
+        s.close()  # nothing listens there now: refused at once
+
+    def script(session):
+        wire.send_message(session, {"type": "welcome", "bridgeName": "b", "paired": True, "nodeId": "x",
+                                    "addresses": ["127.0.0.1:%d" % bridge.port]})
+        wire.recv_message(session)  # state
+
+    bridge = FakeBridge(script)
+    from lanbridge_node.store import BridgePin, NodeStore
+    import tempfile
+    directory = tempfile.mkdtemp()
+    NodeStore(directory).save_pin(BridgePin(bridge.public, "127.0.0.1", ports[0], "b", None,
+                                            ("127.0.0.1:%d" % ports[1], "127.0.0.1:%d" % bridge.port)))
+    node = Node(directory, Details("n"))
+
+    async def main():
+        runner = asyncio.ensure_future(node.run())
+        await asyncio.wait_for(node.connected.wait(), 10)
+        node.stop()
+        await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+    bridge.join()
+    pin = node.bridge
+    assert (pin.host, pin.port) == ("127.0.0.1", bridge.port), "it remembers where the bridge answered"
+    assert pin.addresses == ("127.0.0.1:%d" % bridge.port,), "and the bridge's own list"
