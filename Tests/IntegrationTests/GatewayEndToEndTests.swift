@@ -4,6 +4,7 @@ import LanbridgeFiles
 import LanbridgeState
 import Testing
 import TestSupport
+import NIOConcurrencyHelpers
 
 /// gateway-sim ⇄ lanbridge ⇄ node-sim, as real processes over real sockets (issue 5).
 @Suite(.serialized)
@@ -383,5 +384,31 @@ extension GatewayEndToEndTests {
         }
         #expect(seen == ["connected"], "\(seen)")
         #expect(try stack.gateway.call("GET", "/nodes/\(stack.nodeID)").payload?["connected"] == true)
+    }
+}
+
+/// `node.invoke` with `hold` through the real daemon (issue 25): a command for a backgrounded
+/// node's foreground waits at the bridge and runs when the node comes back to the front.
+@Suite
+struct HoldEndToEndTests {
+    @Test func aHeldInvokeRunsWhenTheNodeComesBackToTheFront() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let body: JSONValue = ["nodeId": .string(stack.nodeID), "command": "canvas.hide", "hold": ["maxMs": 30000]]
+        let answered = DispatchSemaphore(value: 0)
+        let answer = NIOLockedValueBox<SimulatedGateway.Answer?>(nil)
+        Thread.detachNewThread {
+            answer.withLockedValue { $0 = try? stack.gateway.call("POST", "/invoke", body: body) }
+            answered.signal()
+        }
+        try stack.bridge.waitForLog("invoke held")
+        stack.node.process.write(line: "fg")
+        try stack.node.waitFor("invoke")
+        answered.wait()
+        let result = try #require(answer.withLockedValue { $0 })
+        #expect(result.ok, "\(result)")
+        try stack.bridge.waitForLog("held invoke delivered")
     }
 }

@@ -82,7 +82,10 @@ extension BridgeCore {
 
     /// Retries with the same idempotency key run the command once.
     mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
-        guard let key = request.idempotencyKey else { return run(request, origin: origin, for: target, slot: nil, now: now, wall: wall) }
+        guard let key = request.idempotencyKey else {
+            run(request, origin: origin, for: target, slot: nil, now: now, wall: wall)
+            return
+        }
         let slot = "\(origin.rawValue)/\(key)"
         let node = (try? lookUp(request.node))?.nodeId.description ?? request.node
         switch idempotency.start(slot, request: request.digest, node: node, now: now) {
@@ -100,7 +103,10 @@ extension BridgeCore {
         }
     }
 
-    private mutating func run(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, slot: String?, now: Moment, wall: Date) {
+    /// Decides and relays, refuses, or holds. Returns `held` back when it still cannot run.
+    @discardableResult
+    private mutating func run(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, slot: String?, now: Moment, wall: Date,
+                              held heldEntry: HeldInvokes.Entry? = nil) -> HeldInvokes.Entry? {
         let node = Result { try lookUp(request.node) }
         let found = try? node.get()
         let session = found.flatMap { pairedConnection($0.nodeId) }.map {
@@ -113,20 +119,91 @@ extension BridgeCore {
                                                                      "command": "\(request.command)", "origin": "\(origin.rawValue)"])
                 recordDenial(node: node.nodeId, command: request.command, reason: denied, origin: origin, now: now, wall: wall)
             }
-            finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: now), now: now)
+            finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: heldEntry?.since ?? now), now: now)
+        case let .hold(node, refusal):
+            if var entry = heldEntry {
+                entry.refusal = refusal
+                return entry
+            }
+            hold(HeldInvokes.Entry(request: request, origin: origin, target: target, slot: slot, since: now,
+                                   expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
+                                   bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal), node: node)
         case let .relay(node, connection, timeoutMs):
             nextRequest += 1
             let requestID = "r\(nextRequest)"
             switch router.start(requestID: requestID, nodeID: node.nodeId.description, connection: connection, command: request.command, params: request.params,
                                 timeout: Double(timeoutMs) / 1000, origin: origin, now: now) {
             case let .failure(error):
-                finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: now), now: now)
+                finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: heldEntry?.since ?? now), now: now)
             case let .success(message):
-                waiters[requestID] = Waiter(target: target, slot: slot, command: request.command, started: now)
+                waiters[requestID] = Waiter(target: target, slot: slot, command: request.command, started: heldEntry?.since ?? now)
                 arm(now.addingTimeInterval(Double(timeoutMs) / 1000))
                 send(message, to: connection)
+                if let heldEntry {
+                    logger.info("held invoke delivered", metadata: ["node": "\(node.nodeId)", "command": "\(request.command)",
+                                                                   "waitedMs": "\(Int(now.timeIntervalSince(heldEntry.since) * 1000))"])
+                }
             }
         }
+        return nil
+    }
+
+    // MARK: - Held invokes
+
+    /// A new held invoke: queued behind its node's others, or refused when a bound is reached.
+    private mutating func hold(_ entry: HeldInvokes.Entry, node: PairedNode) {
+        if let full = held.hold(entry, node: node.nodeId) {
+            let error = ErrorMessage(code: ErrorMessage.holdLimit, message: "not held: \(full)",
+                                     details: entry.refusal.details, retryable: true, retryAfterMs: 1000)
+            finish(.failure(error), for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: now), now: now)
+            return
+        }
+        logger.info("invoke held", metadata: ["node": "\(node.nodeId)", "command": "\(entry.request.command)", "why": "\(entry.refusal.code)",
+                                             "maxMs": "\(entry.request.holdMs ?? 0)"])
+        metrics.held(held.count)
+        arm(entry.expires)
+    }
+
+    /// Runs what waits for `node`, oldest first, as far as it can now: past the node's limit of
+    /// invokes in flight the rest keep waiting (a result coming back runs the next).
+    mutating func deliverHeld(_ node: Fingerprint, now: Moment, wall: Date) {
+        guard sessions[node] != nil else { return }
+        let entries = held.take(node: node)
+        var back: [HeldInvokes.Entry] = []
+        for (index, entry) in entries.enumerated() {
+            if router.inFlight(forNode: node.description) >= settings.limits.maxConcurrentInvokes {
+                back += entries[index...]
+                break
+            }
+            if let again = run(entry.request, origin: entry.origin, for: entry.target, slot: entry.slot, now: now, wall: wall, held: entry) {
+                back.append(again)
+            }
+        }
+        held.putBack(back, node: node)
+        metrics.held(held.count)
+    }
+
+    /// Held invokes whose time is up hear why they could not run, with `held: true` and how long
+    /// they waited.
+    mutating func expireHeld(now: Moment) {
+        for entry in held.expire(now: now) {
+            var error = entry.refusal
+            error.details = (error.details ?? .object([:])).merging(["held": true, "waitedMs": .number(Double(Int(now.timeIntervalSince(entry.since) * 1000)))])
+            finish(.failure(error), for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: entry.since), now: now)
+        }
+        metrics.held(held.count)
+    }
+
+    /// Fails at once the held invokes of nodes that match (revoked ones).
+    mutating func failHeld(where matches: (Fingerprint) -> Bool, _ code: String, _ message: String) {
+        guard !held.isEmpty else { return }
+        for node in held.nodes where matches(node) {
+            for entry in held.take(node: node) {
+                let error = ErrorMessage(code: code, message: message, details: entry.refusal.details, retryable: false)
+                finish(.failure(error), for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: entry.since), now: now)
+            }
+        }
+        metrics.held(held.count)
     }
 
     /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
@@ -146,7 +223,8 @@ extension BridgeCore {
         armedDeadline = nil
         complete(router.expire(now: now))
         expireCalls(now: now)
-        let next = [router.nextDeadline, gateway.nextDeadline].compactMap { $0 }.min()
+        expireHeld(now: now)
+        let next = [router.nextDeadline, gateway.nextDeadline, held.nextDeadline].compactMap { $0 }.min()
         if let next { arm(next) }
         return drain()
     }
@@ -177,7 +255,7 @@ extension BridgeCore {
     }
 
     /// Answers the asker, and every retry that waited on the same idempotency key.
-    private mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
+    mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
         let outcome = if case let .failure(error) = result { error.code } else { "ok" }
         metrics.invoke(command: waiter.command, outcome: outcome, seconds: now.timeIntervalSince(waiter.started))
         answer(waiter.target, result)

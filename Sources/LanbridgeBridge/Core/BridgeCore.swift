@@ -43,6 +43,8 @@ struct BridgeCore {
     /// Who waits for each invoke in flight (by the router's request ID), and its idempotency slot.
     var waiters: [String: Waiter] = [:]
     var idempotency = IdempotencyCache()
+    /// Invokes waiting for their node (`hold`).
+    var held = HeldInvokes()
     var buckets = RateBuckets()
     var nextRequest = 0
     var armedDeadline: Moment?
@@ -91,6 +93,7 @@ struct BridgeCore {
         self.logger = logger
         gate = InvokeGate(settings: settings)
         router = InvokeRouter(maxConcurrentPerNode: settings.limits.maxConcurrentInvokes)
+        held.limits = HeldInvokes.Limits(settings.limits)
         lastState = initial
         self.pairedVersion = pairedVersion
         index(initial)
@@ -154,6 +157,7 @@ struct BridgeCore {
         settings = new
         gate = InvokeGate(settings: new)
         router.maxConcurrentPerNode = new.limits.maxConcurrentInvokes
+        held.limits = HeldInvokes.Limits(new.limits)
         buckets.removeAll()  // rates refill under the new limits
         reofferChangedCommands()
         return drain()
@@ -305,6 +309,10 @@ struct BridgeCore {
                 send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: id)
             }
         }
+        // A node that came back, moved to the front, or finished an invoke: what waits for it may run.
+        if !held.isEmpty, connection.isPaired, connections[id] != nil, held.count(forNode: connection.nodeId) > 0 {
+            deliverHeld(connection.nodeId, now: now, wall: wall)
+        }
         return drain()
     }
 
@@ -353,6 +361,8 @@ struct BridgeCore {
         lastState = state
         reofferChangedCommands()
         actions.append(.replaceInvites(state))
+        let pairedNow = paired
+        failHeld(where: { pairedNow[$0] == nil }, ErrorMessage.nodeNotFound, "the node's pairing was revoked")
         for connection in connections.values.sorted(by: { $0.id < $1.id }) {
             switch connection.phase {
             case .waiting, .challenged:

@@ -10,8 +10,9 @@ import LanbridgeState
 /// | timeoutMs within 1…maxTimeoutMs              | INVALID_REQUEST                          |
 /// | the node is paired                           | NODE_NOT_FOUND                           |
 /// | allowlisted, not denied, declared, flags fit | FORBIDDEN, details.reason (audited)      |
-/// | the node is connected                        | NODE_NOT_CONNECTED, retryable            |
-/// | in front, if the command needs it            | BACKGROUND_UNAVAILABLE, retryable        |
+/// | hold.maxMs within 1…maxHoldMs                | INVALID_REQUEST                          |
+/// | the node is connected                        | NODE_NOT_CONNECTED, retryable (or held)  |
+/// | in front, if the command needs it            | BACKGROUND_UNAVAILABLE, retryable (or held) |
 /// | fewer than maxConcurrentInvokes in flight    | RATE_LIMITED (concurrentInvokes)         |
 /// | snapshots within snapshotsPerMinute          | RATE_LIMITED (snapshotsPerMinute)        |
 ///
@@ -41,6 +42,9 @@ struct InvokeGate {
         case relay(node: PairedNode, connection: ConnectionID, timeoutMs: Int)
         /// `denied` is set for access-rule refusals, which are audited.
         case refuse(ErrorMessage, denied: AccessDecision.DenyReason?)
+        /// The invoke asked to wait (`hold`) and may: the node is away or in the background.
+        /// `refusal` is what it would have heard, and hears if holding ends.
+        case hold(node: PairedNode, refusal: ErrorMessage)
     }
 
     func decide(_ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
@@ -52,6 +56,9 @@ struct InvokeGate {
         let timeoutMs = request.timeoutMs ?? limits.defaultTimeoutMs
         guard (1...limits.maxTimeoutMs).contains(timeoutMs) else {
             return refuse(ErrorMessage.invalidRequest, "timeoutMs must be between 1 and \(limits.maxTimeoutMs)")
+        }
+        if let hold = request.holdMs, hold > limits.maxHoldMs {
+            return refuse(ErrorMessage.invalidRequest, "hold.maxMs must be between 1 and \(limits.maxHoldMs)")
         }
         let paired: PairedNode
         switch node {
@@ -78,13 +85,15 @@ struct InvokeGate {
             return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
                                         details: details.merging(["reason": .string(reason.code)]), retryable: false), denied: reason)
         case let .backgroundUnavailable(retryAfterMs) where session != nil:
-            return refuse(ErrorMessage.backgroundUnavailable, "\(name) is in the background; \(command) needs the foreground",
-                          details: details, retryable: true, retryAfterMs: retryAfterMs)
+            let refusal = ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "\(name) is in the background; \(command) needs the foreground",
+                                       details: details, retryable: true, retryAfterMs: retryAfterMs)
+            return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
         case .allow, .backgroundUnavailable:
             break
         }
         guard let session else {
-            return refuse(ErrorMessage.nodeNotConnected, "\(name) is not connected", details: details, retryable: true)
+            let refusal = ErrorMessage(code: ErrorMessage.nodeNotConnected, message: "\(name) is not connected", details: details, retryable: true)
+            return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
         }
         guard session.inFlight < limits.maxConcurrentInvokes else {
             return refuse(ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",

@@ -11,6 +11,8 @@ struct InvokeRequest: Sendable, Equatable {
     var params: JSONValue?
     var timeoutMs: Int?
     var idempotencyKey: String?
+    /// `hold: {maxMs}`: wait this long for the node, when it is away or in the background.
+    var holdMs: Int?
 
     /// What an idempotency key is bound to: the node as named, the command and the parameters.
     var digest: [UInt8] {
@@ -26,6 +28,12 @@ struct InvokeRequest: Sendable, Equatable {
         case let .number(n)? where n >= 1 && n <= Double(Int32.max): timeoutMs = Int(n)
         default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "timeoutMs must be a positive number of milliseconds")
         }
+        switch params?["hold"] {
+        case nil, .null?: holdMs = nil
+        case let .object(hold)? where hold.count == 1 && hold["maxMs"]?.isWholeMilliseconds == true:
+            if case let .number(n)? = hold["maxMs"] { holdMs = Int(n) }
+        default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "hold must be {\"maxMs\": a positive whole number of milliseconds}")
+        }
         switch params?["params"] {
         case nil, .null?, .object?: self.params = params?["params"]
         default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "params must be an object")
@@ -35,8 +43,9 @@ struct InvokeRequest: Sendable, Equatable {
         idempotencyKey = try Self.string("idempotencyKey", in: params, method: method)
     }
 
-    init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil) {
+    init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil, holdMs: Int? = nil) {
         (self.node, self.command, self.params, self.timeoutMs, self.idempotencyKey) = (node, command, params, timeoutMs, idempotencyKey)
+        self.holdMs = holdMs
     }
 
     /// A non-empty string field of a request's params.
@@ -46,5 +55,12 @@ struct InvokeRequest: Sendable, Equatable {
         case nil where !required, .null? where !required: return nil
         default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method) needs a non-empty string \"\(key)\"")
         }
+    }
+}
+
+private extension JSONValue {
+    var isWholeMilliseconds: Bool {
+        guard case let .number(n) = self else { return false }
+        return n >= 1 && n <= Double(Int32.max) && n == n.rounded()
     }
 }

@@ -50,6 +50,9 @@ public final class BridgeMetrics: Sendable {
     /// A node's result nobody waited for any more, by `InvokeRouter.DropReason`.
     func resultDropped(_ reason: String) { counter("lanbridge_results_dropped_total", ("reason", reason))?.increment() }
 
+    /// Invokes waiting for their node (`hold`) now.
+    func held(_ count: Int) { gauge("lanbridge_invokes_held")?.record(Double(count)) }
+
     /// How late the relay loop ran a task scheduled on it (its lag), each quarter second.
     func loopLag(seconds: Double) { gauge("lanbridge_loop_lag_seconds")?.record(seconds) }
 
@@ -76,7 +79,7 @@ public final class BridgeMetrics: Sendable {
     static let families: Set<String> = Set(CommandCatalog.builtIn.compactMap { $0.split(separator: ".").first.map(String.init) }).union(["agent"])
     static let outcomes: Set<String> = [
         "ok", ErrorMessage.invalidRequest, ErrorMessage.unknownMethod, ErrorMessage.forbidden, ErrorMessage.nodeNotFound,
-        ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited, ErrorMessage.payloadTooLarge,
+        ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited, ErrorMessage.payloadTooLarge, ErrorMessage.holdLimit,
         ErrorMessage.timeout, ErrorMessage.unavailable, ErrorMessage.commandFailed, ErrorMessage.invalidResult,
     ]
 

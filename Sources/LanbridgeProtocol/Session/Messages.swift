@@ -110,6 +110,8 @@ public struct ErrorMessage: SessionMessage, Error {
     public static let nodeNotFound = "NODE_NOT_FOUND"
     public static let nodeNotConnected = "NODE_NOT_CONNECTED"
     public static let backgroundUnavailable = "NODE_BACKGROUND_UNAVAILABLE"
+    /// `node.invoke` with `hold`, over a bound of held invokes (per node, in all, or bytes).
+    public static let holdLimit = "HOLD_LIMIT"
     public static let rateLimited = "RATE_LIMITED"
     public static let payloadTooLarge = "PAYLOAD_TOO_LARGE"
     public static let timeout = "TIMEOUT"

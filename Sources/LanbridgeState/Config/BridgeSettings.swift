@@ -70,6 +70,12 @@ public struct BridgeSettings: Sendable {
         public var maxEventBytes = 64 << 10
         /// `state` changes a minute announced at once; past it they are coalesced (the latest wins).
         public var statesPerMinute = 60
+        /// `node.invoke` with `hold`: the longest it may wait for its node, and how many may wait
+        /// per node, in all, and in bytes of parameters (PROTOCOL.md §12.3).
+        public var maxHoldMs = 600_000
+        public var heldPerNode = 16
+        public var heldTotal = 256
+        public var heldBytes = 4 << 20
     }
 
     /// Connection admission before any cryptography (per source address and overall).
@@ -325,7 +331,12 @@ public struct BridgeSettings: Sendable {
             if let limits = top["limits"] {
                 let l = try object(limits, "limits", keys: ["agentPerMinute", "systemEventsPerMinute", "snapshotsPerMinute", "snapshotCommands",
                                                            "maxResultBytes", "maxConcurrentInvokes", "defaultTimeoutMs", "maxTimeoutMs",
-                                                           "eventsPerMinute", "eventBytesPerMinute", "maxEventBytes", "statesPerMinute"])
+                                                           "eventsPerMinute", "eventBytesPerMinute", "maxEventBytes", "statesPerMinute",
+                                                           "maxHoldMs", "heldPerNode", "heldTotal", "heldBytes"])
+                if let v = l["maxHoldMs"] { settings.limits.maxHoldMs = try count(v, "limits.maxHoldMs", range: 1000...86_400_000) }
+                if let v = l["heldPerNode"] { settings.limits.heldPerNode = try count(v, "limits.heldPerNode", range: 0...1024) }
+                if let v = l["heldTotal"] { settings.limits.heldTotal = try count(v, "limits.heldTotal", range: 0...65_536) }
+                if let v = l["heldBytes"] { settings.limits.heldBytes = try count(v, "limits.heldBytes", range: 0...(256 << 20)) }
                 if let v = l["agentPerMinute"] { settings.limits.agentPerMinute = try count(v, "limits.agentPerMinute", range: 1...100_000) }
                 if let v = l["systemEventsPerMinute"] { settings.limits.systemEventsPerMinute = try count(v, "limits.systemEventsPerMinute", range: 1...100_000) }
                 if let v = l["snapshotsPerMinute"] { settings.limits.snapshotsPerMinute = try count(v, "limits.snapshotsPerMinute", range: 1...100_000) }

@@ -1,0 +1,113 @@
+import Foundation
+@testable import LanbridgeBridge
+@testable import LanbridgeProtocol
+@testable import LanbridgeState
+import Testing
+
+/// `node.invoke` with `hold` (issue 25): it waits for the node's foreground or return, runs in
+/// order, expires with `held: true`, is bounded, joins an idempotent retry, is dropped with its
+/// gateway link and fails at once when the node is revoked. The core alone, with a fake clock.
+extension BridgeCoreTests {
+    func held(_ command: String = "camera.snap", maxMs: Int = 5000, key: String = UUID().uuidString, params: JSONValue? = nil) -> JSONValue {
+        var request = invoke(command, key: key)
+        if case var .object(fields) = request {
+            fields["hold"] = ["maxMs": .number(Double(maxMs))]
+            if let params { fields["params"] = params }
+            request = .object(fields)
+        }
+        return request
+    }
+
+    func state(_ foreground: Bool) -> [UInt8] { Array("{\"type\":\"state\",\"foreground\":\(foreground)}".utf8) }
+
+    func ask(_ core: inout BridgeCore, _ params: JSONValue, id: String, at now: Moment) -> [BridgeAction] {
+        core.request(method: GatewayMethod.nodeInvoke, params: params, from: .gateway(generation: 1, requestID: id), now: now, wall: wall)
+    }
+
+    static func failure(_ actions: [BridgeAction]) -> ErrorMessage? {
+        answers(actions).compactMap { if case let .failure(error) = $0.1 { error } else { nil } }.first
+    }
+
+    @Test func aHeldInvokeRunsWhenTheNodeComesToTheFront() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        let asked = ask(&core, held(), id: "g1", at: t0)
+        #expect(Self.answers(asked).isEmpty && Self.invokeSent(asked) == nil, "held: neither answered nor sent")
+        let front = core.received(state(true), from: 1, now: t0 + 2, wall: wall)
+        let sent = try #require(Self.invokeSent(front))
+        #expect(sent.command == "camera.snap")
+        let done = core.received(result(for: sent), from: 1, now: t0 + 3, wall: wall)
+        guard case .success? = Self.answers(done).first?.1 else { Issue.record("expected the node's result, got \(done)"); return }
+        // Without hold, the fast-fail is as before.
+        _ = core.received(state(false), from: 1, now: t0 + 4, wall: wall)
+        #expect(Self.failure(ask(&core, invoke("camera.snap"), id: "g2", at: t0 + 4))?.code == ErrorMessage.backgroundUnavailable)
+    }
+
+    @Test func aHeldInvokeForADisconnectedNodeRunsWhenItReconnectsInOrder() throws {
+        var core = try core()
+        for n in 0..<3 { _ = ask(&core, held("device.info", params: ["n": .number(Double(n))]), id: "g\(n)", at: t0) }
+        let opened = core.opened(opening(1), now: t0 + 1, wall: wall)
+        #expect(Self.invokeSent(opened) == nil, "delivered once the node says where it is, not before")
+        let delivered = Self.sent(core.received(state(true), from: 1, now: t0 + 1, wall: wall), to: 1).compactMap { $0 as? Invoke }
+        #expect(delivered.map { $0.params?["n"] } == [0, 1, 2], "in the order they were asked")
+    }
+
+    @Test func aHeldInvokeThatExpiresSaysItWasHeldAndHowLong() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        _ = ask(&core, held(maxMs: 5000), id: "g1", at: t0)
+        #expect(Self.answers(core.timerFired(now: t0 + 4)).isEmpty)
+        let error = try #require(Self.failure(core.timerFired(now: t0 + 5)))
+        #expect(error.code == ErrorMessage.backgroundUnavailable && error.retryable == true)
+        #expect(error.details?["held"] == true && error.details?["waitedMs"] == 5000)
+        // And it is gone: coming to the front runs nothing.
+        #expect(Self.invokeSent(core.received(state(true), from: 1, now: t0 + 6, wall: wall)) == nil)
+    }
+
+    @Test func pastABoundTheNewestIsRefusedAndTheOthersStay() throws {
+        var core = try core()
+        var settings = BridgeSettings()
+        settings.limits.heldPerNode = 2
+        _ = core.reload(settings)
+        _ = ask(&core, held("device.info"), id: "g1", at: t0)
+        _ = ask(&core, held("device.info"), id: "g2", at: t0)
+        let third = try #require(Self.failure(ask(&core, held("device.info"), id: "g3", at: t0)))
+        #expect(third.code == ErrorMessage.holdLimit && third.retryable == true)
+        #expect(core.held.count == 2)
+        settings.limits.maxHoldMs = 1000
+        _ = core.reload(settings)
+        #expect(Self.failure(ask(&core, held("device.info", maxMs: 2000), id: "g4", at: t0))?.code == ErrorMessage.invalidRequest)
+    }
+
+    @Test func anIdempotentRetryJoinsTheHeldInvoke() throws {
+        var core = try core()
+        _ = ask(&core, held("device.info", key: "same"), id: "g1", at: t0)
+        _ = ask(&core, held("device.info", key: "same"), id: "g2", at: t0 + 1)
+        #expect(core.held.count == 1, "the retry waits on the first, it is not held twice")
+        _ = core.opened(opening(1), now: t0 + 2, wall: wall)
+        let sent = Self.sent(core.received(state(true), from: 1, now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
+        #expect(sent.count == 1)
+        let done = core.received(result(for: try #require(sent.first)), from: 1, now: t0 + 3, wall: wall)
+        #expect(Set(Self.answers(done).map(\.0)) == [.gateway(generation: 1, requestID: "g1"), .gateway(generation: 1, requestID: "g2")])
+    }
+
+    @Test func aDroppedGatewayLinkDropsItsHeldInvokes() throws {
+        var core = try core()
+        _ = ask(&core, held("device.info"), id: "g1", at: t0)
+        _ = core.gatewayDown(1, now: t0 + 1)
+        #expect(core.held.isEmpty)
+        _ = core.opened(opening(1), now: t0 + 2, wall: wall)
+        #expect(Self.invokeSent(core.received(state(true), from: 1, now: t0 + 2, wall: wall)) == nil, "nobody is left to answer")
+    }
+
+    @Test func aRevokedNodesHeldInvokesFailAtOnce() throws {
+        var core = try core()
+        _ = ask(&core, held("device.info"), id: "g1", at: t0)
+        var state = core.lastState
+        _ = try state.revoke(matching: nodeId, now: wall)
+        let error = try #require(Self.failure(core.storeChanged(state, version: "v2", now: t0 + 1)))
+        #expect(error.code == ErrorMessage.nodeNotFound && core.held.isEmpty)
+    }
+}
