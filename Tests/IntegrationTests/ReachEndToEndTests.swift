@@ -25,13 +25,22 @@ struct ReachEndToEndTests {
         return (String(words.first ?? ""), Int(words.dropFirst(2).first ?? "") ?? -1)
     }
 
-    @Test func aNodeThatLeavesTheLANReconnectsThroughTheTailnetAddressWithoutPairingAgain() throws {
+    /// The test LAN with a tailnet beside it, and a bridge host that listens on both.
+    private func twoWayBridge() throws -> (TestLAN, BridgeDaemon) {
         let lan = try TestLAN()
-        defer { lan.tearDown() }
-        try lan.addTailnet()
-        let bridge = try BridgeDaemon(arguments: ["--listen", TestLAN.tailnetBridgeAddress], launcher: lan.launcher(lan.host),
-                                      bind: TestLAN.bridgeAddress)
-        defer { bridge.stop() }
+        do {
+            try lan.addTailnet()
+            return (lan, try BridgeDaemon(arguments: ["--listen", TestLAN.tailnetBridgeAddress], launcher: lan.launcher(lan.host),
+                                          bind: TestLAN.bridgeAddress))
+        } catch {
+            lan.tearDown()
+            throw error
+        }
+    }
+
+    @Test func aNodeThatLeavesTheLANReconnectsThroughTheTailnetAddressWithoutPairingAgain() throws {
+        let (lan, bridge) = try twoWayBridge()
+        defer { bridge.stop(); lan.tearDown() }
         let (lanAddress, tailnetAddress) = ("\(TestLAN.bridgeAddress):\(bridge.port)", "\(TestLAN.tailnetBridgeAddress):\(bridge.port)")
 
         // The invite lists both listeners, the LAN first; so does runtime.json.
@@ -67,12 +76,8 @@ struct ReachEndToEndTests {
     }
 
     @Test func thePythonNodeFollowsTheSameList() throws {
-        let lan = try TestLAN()
-        defer { lan.tearDown() }
-        try lan.addTailnet()
-        let bridge = try BridgeDaemon(arguments: ["--listen", TestLAN.tailnetBridgeAddress], launcher: lan.launcher(lan.host),
-                                      bind: TestLAN.bridgeAddress)
-        defer { bridge.stop() }
+        let (lan, bridge) = try twoWayBridge()
+        defer { bridge.stop(); lan.tearDown() }
         let tailnetAddress = "\(TestLAN.tailnetBridgeAddress):\(bridge.port)"
         let state = TemporaryDirectory("python-node")
         func python(_ arguments: [String]) throws -> ChildProcess {
