@@ -27,11 +27,9 @@ public enum InviteIssuer {
 
 /// "host:port" as runtime.json lists addresses: "[::1]:18790" or "127.0.0.1:18790".
 public enum ListeningAddress {
+    /// One reader of "host:port" for the whole project: `ReachableAddress`'s.
     public static func split(_ text: String) -> (host: String, port: Int)? {
-        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]) else { return nil }
-        var host = String(text[..<colon])
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return (host, port)
+        ReachableAddress(text, defaultPort: 0).map { ($0.host, $0.port) }
     }
 
     /// Where devices should dial (invites, wide-area records), first choice first, never empty:
