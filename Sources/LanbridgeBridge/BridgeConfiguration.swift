@@ -59,12 +59,13 @@ public struct BridgeConfiguration: Sendable {
     }
 
     public enum ListenProblem: Error, Equatable, CustomStringConvertible {
-        case repeated(String), lanWithOthers, noAddress(String)
+        case repeated(String), lanWithOthers, noAddress(String), empty
         public var description: String {
             switch self {
             case let .repeated(text): "--listen \(text): that address is already listed"
             case .lanWithOthers: "--listen lan already listens on every address; list the addresses instead (e.g. --listen 192.168.1.10 --listen tailscale0)"
             case let .noAddress(name): "--listen \(name): that interface has no usable address"
+            case .empty: "nothing to listen on: give at least one --listen"
             }
         }
     }

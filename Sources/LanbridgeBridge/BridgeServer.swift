@@ -32,6 +32,7 @@ public enum BridgeServer {
     /// running settings).
     public static func run(configuration: BridgeConfiguration, logger: Logger, hangups: AsyncStream<Void>? = nil,
                            reload: (@Sendable () throws -> Reloaded)? = nil, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
+        guard !configuration.listen.isEmpty else { throw BridgeConfiguration.ListenProblem.empty }
         try configuration.stateDirectory.prepare()
         try configuration.stateDirectory.checkNotWritableByOthers()
         // Before anything else is touched: a second daemon must not disturb the first one's files.

@@ -17,8 +17,9 @@ struct AdmissionPolicyTests {
 
     /// Admits and returns the slot (and what it evicted); records an issue if refused.
     @discardableResult
-    func admit(_ p: inout AdmissionPolicy, _ address: String, at now: Moment, sourceLocation: SourceLocation = #_sourceLocation) -> (slot: Int, evicted: [Int]) {
-        guard case let .admit(slot, evicted, _) = p.connection(from: address, now: now) else {
+    func admit(_ p: inout AdmissionPolicy, _ address: String, listener: Int = 0, at now: Moment,
+               sourceLocation: SourceLocation = #_sourceLocation) -> (slot: Int, evicted: [Int]) {
+        guard case let .admit(slot, evicted, _) = p.connection(from: address, listener: listener, now: now) else {
             Issue.record("\(address) refused", sourceLocation: sourceLocation)
             return (-1, [])
         }
@@ -118,26 +119,19 @@ struct AdmissionPolicyTests {
         (limits.maxUnauthenticated, limits.maxUnauthenticatedPerListener, limits.maxUnauthenticatedPerAddress) = (8, 6, 100)
         limits.attemptsPerWindow = 1000
         var p = AdmissionPolicy(limits: limits)
-        var lan: [Int] = []
-        for i in 0..<6 {
-            guard case let .admit(slot, evicting, _) = p.connection(from: "10.0.0.\(i % 3)", listener: 0, now: t0) else { Issue.record("refused"); return }
-            #expect(evicting.isEmpty)
-            lan.append(slot)
-        }
+        var lan = (0..<6).map { i in admit(&p, "10.0.0.\(i % 3)", listener: 0, at: t0) }
+        #expect(lan.allSatisfy { $0.evicted.isEmpty })
         // The seventh on the LAN evicts one of the LAN's own, never refused.
-        guard case let .admit(seventh, evicting, _) = p.connection(from: "10.0.0.9", listener: 0, now: t0) else { Issue.record("refused"); return }
-        #expect(evicting.count == 1 && lan.contains(evicting[0]))
+        let seventh = admit(&p, "10.0.0.9", listener: 0, at: t0)
+        #expect(seventh.evicted.count == 1 && lan.map(\.slot).contains(seventh.evicted[0]))
         lan.append(seventh)
         #expect(p.unauthenticatedCount == 6)
         // The tailnet gets its two without touching anything; past the total, the LAN pays.
-        var tailnet: [Int] = []
-        for i in 0..<2 {
-            guard case let .admit(slot, evicting, _) = p.connection(from: "100.64.0.\(i)", listener: 1, now: t0) else { Issue.record("refused"); return }
-            #expect(evicting.isEmpty)
-            tailnet.append(slot)
-        }
-        guard case let .admit(_, more, _) = p.connection(from: "100.64.0.9", listener: 1, now: t0) else { Issue.record("refused"); return }
-        #expect(more.count == 1 && lan.contains(more[0]) && !tailnet.contains(more[0]), "evicted from the LAN, the busiest listener")
+        let tailnet = (0..<2).map { i in admit(&p, "100.64.0.\(i)", listener: 1, at: t0) }
+        #expect(tailnet.allSatisfy { $0.evicted.isEmpty })
+        let more = admit(&p, "100.64.0.9", listener: 1, at: t0).evicted
+        #expect(more.count == 1 && lan.map(\.slot).contains(more[0]) && !tailnet.map(\.slot).contains(more[0]),
+                "evicted from the LAN, the busiest listener")
         #expect(p.unauthenticatedCount == 8)
     }
 }

@@ -58,9 +58,8 @@ extension BridgeCore {
         gateway.linkDown()
         complete(router.gatewayLost())
         // Nobody is left to answer: what the link's gateway held is dropped, not run later.
-        for entry in held.remove(where: { if case let .gateway(g, _) = $0.target { g == generation } else { false } }) {
-            finish(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)),
-                   for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: entry.since), now: now)
+        for entry in held.remove(where: { if case let .gateway(g, _) = $0.waiter.target { g == generation } else { false } }) {
+            finish(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)), for: entry.waiter, now: now)
         }
         let error = ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)
         for (_, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where connections[call.connection] != nil {

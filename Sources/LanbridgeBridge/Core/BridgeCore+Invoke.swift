@@ -112,6 +112,8 @@ extension BridgeCore {
         let session = found.flatMap { pairedConnection($0.nodeId) }.map {
             InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: router.inFlight(forNode: $0.nodeId.description))
         }
+        // A held invoke keeps the waiter it was asked with: its latency counts the wait.
+        let waiter = heldEntry?.waiter ?? Waiter(target: target, slot: slot, command: request.command, started: now)
         switch gate.decide(request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now) {
         case let .refuse(error, denied):
             if let denied, let node = found {
@@ -119,13 +121,13 @@ extension BridgeCore {
                                                                      "command": "\(request.command)", "origin": "\(origin.rawValue)"])
                 recordDenial(node: node.nodeId, command: request.command, reason: denied, origin: origin, now: now, wall: wall)
             }
-            finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: heldEntry?.since ?? now), now: now)
+            finish(.failure(error), for: waiter, now: now)
         case let .hold(node, refusal):
             if var entry = heldEntry {
                 entry.refusal = refusal
                 return entry
             }
-            hold(HeldInvokes.Entry(request: request, origin: origin, target: target, slot: slot, since: now,
+            hold(HeldInvokes.Entry(request: request, origin: origin, waiter: waiter,
                                    expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
                                    bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal), node: node)
         case let .relay(node, connection, timeoutMs):
@@ -134,14 +136,14 @@ extension BridgeCore {
             switch router.start(requestID: requestID, nodeID: node.nodeId.description, connection: connection, command: request.command, params: request.params,
                                 timeout: Double(timeoutMs) / 1000, origin: origin, now: now) {
             case let .failure(error):
-                finish(.failure(error), for: Waiter(target: target, slot: slot, command: request.command, started: heldEntry?.since ?? now), now: now)
+                finish(.failure(error), for: waiter, now: now)
             case let .success(message):
-                waiters[requestID] = Waiter(target: target, slot: slot, command: request.command, started: heldEntry?.since ?? now)
+                waiters[requestID] = waiter
                 arm(now.addingTimeInterval(Double(timeoutMs) / 1000))
                 send(message, to: connection)
                 if let heldEntry {
                     logger.info("held invoke delivered", metadata: ["node": "\(node.nodeId)", "command": "\(request.command)",
-                                                                   "waitedMs": "\(Int(now.timeIntervalSince(heldEntry.since) * 1000))"])
+                                                                   "waitedMs": "\(Int(now.timeIntervalSince(heldEntry.waiter.started) * 1000))"])
                 }
             }
         }
@@ -155,7 +157,7 @@ extension BridgeCore {
         if let full = held.hold(entry, node: node.nodeId) {
             let error = ErrorMessage(code: ErrorMessage.holdLimit, message: "not held: \(full)",
                                      details: entry.refusal.details, retryable: true, retryAfterMs: 1000)
-            finish(.failure(error), for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: now), now: now)
+            finish(.failure(error), for: entry.waiter, now: now)
             return
         }
         logger.info("invoke held", metadata: ["node": "\(node.nodeId)", "command": "\(entry.request.command)", "why": "\(entry.refusal.code)",
@@ -175,7 +177,7 @@ extension BridgeCore {
                 back += entries[index...]
                 break
             }
-            if let again = run(entry.request, origin: entry.origin, for: entry.target, slot: entry.slot, now: now, wall: wall, held: entry) {
+            if let again = run(entry.request, origin: entry.origin, for: entry.waiter.target, slot: entry.waiter.slot, now: now, wall: wall, held: entry) {
                 back.append(again)
             }
         }
@@ -188,8 +190,8 @@ extension BridgeCore {
     mutating func expireHeld(now: Moment) {
         for entry in held.expire(now: now) {
             var error = entry.refusal
-            error.details = (error.details ?? .object([:])).merging(["held": true, "waitedMs": .number(Double(Int(now.timeIntervalSince(entry.since) * 1000)))])
-            finish(.failure(error), for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: entry.since), now: now)
+            error.details = (error.details ?? .object([:])).merging(["held": true, "waitedMs": .number(Double(Int(now.timeIntervalSince(entry.waiter.started) * 1000)))])
+            finish(.failure(error), for: entry.waiter, now: now)
         }
         metrics.held(held.count)
     }
@@ -200,7 +202,7 @@ extension BridgeCore {
         for node in held.nodes where matches(node) {
             for entry in held.take(node: node) {
                 let error = ErrorMessage(code: code, message: message, details: entry.refusal.details, retryable: false)
-                finish(.failure(error), for: Waiter(target: entry.target, slot: entry.slot, command: entry.request.command, started: entry.since), now: now)
+                finish(.failure(error), for: entry.waiter, now: now)
             }
         }
         metrics.held(held.count)

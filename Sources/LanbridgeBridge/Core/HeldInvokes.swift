@@ -16,10 +16,9 @@ struct HeldInvokes {
     struct Entry {
         var request: InvokeRequest
         var origin: InvokeRouter.Origin
-        var target: AnswerTarget
-        var slot: String?
-        /// When the asker asked, and when holding ends.
-        var since: Moment
+        /// Who asked, for which idempotency slot, and when (`started`: waiting counts as latency).
+        var waiter: BridgeCore.Waiter
+        /// When holding ends.
         var expires: Moment
         var bytes: Int
         /// What the asker hears if holding ends: the last reason it could not run.
