@@ -136,3 +136,21 @@ public struct BridgeConfiguration: Sendable {
         self.name = name
     }
 }
+
+extension BridgeSettings.Wake {
+    /// Why this hook cannot run here, if it cannot: `serve` refuses to start with it, and a reload
+    /// keeps the running settings.
+    public var problem: String? {
+        guard let exec else { return nil }
+        guard access(exec, X_OK) == 0, !FileManager.default.directoryExists(atPath: exec) else { return "wake.exec \(exec) is not an executable file" }
+        guard HookProcess.isSupported else { return "wake.exec: this C library cannot close inherited descriptors in a child (glibc 2.34 or later needed)" }
+        return nil
+    }
+}
+
+private extension FileManager {
+    func directoryExists(atPath path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
+    }
+}

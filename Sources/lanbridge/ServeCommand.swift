@@ -93,6 +93,8 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.admission.maxUnauthenticatedPerListener = admission.maxUnauthenticatedPerListener
             ?? (configuration.listen.count > 1 ? max(1, admission.maxUnauthenticated * 3 / 4) : admission.maxUnauthenticated)
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
+        if let problem = configuration.settings.wake.problem { throw ConfigurationProblem(description: problem) }
+        if let exec = configuration.settings.wake.exec { logger.info("wake hook: \(exec)") }
         if let metricsListen {
             do throws(ListenAddress.Problem) {
                 configuration.metrics = try ListenAddress(metricsListen, allowRemote: metricsAllowRemote || configuration.settings.metrics.allowRemote)
@@ -120,6 +122,7 @@ struct ServeCommand: AsyncParsableCommand {
         let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let reload: @Sendable () throws -> BridgeServer.Reloaded = { [self] in
             let settings = try state.settings()
+            if let problem = settings.wake.problem { throw ConfigurationProblem(description: problem) }
             return BridgeServer.Reloaded(settings: settings, gatewayToken: try gatewayLink(settings, logger: logger)?.token)
         }
         let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger, hangups: hangups, reload: reload) }

@@ -82,8 +82,10 @@ final class RelayStack: @unchecked Sendable {
     let nodeID: String
 
     /// If a later part fails to start, the earlier ones are stopped by their deinit.
-    init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil) throws {
-        gateway = try SimulatedGateway()
+    init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil,
+         bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil) throws {
+        let gatewayDirectory = TemporaryDirectory("gateway")
+        gateway = try SimulatedGateway(tokenFile: gatewayToken.map { writeTokenFile($0, in: gatewayDirectory) }, directory: gatewayDirectory)
         let state = TemporaryDirectory("bridge")
         var arguments = gateway.bridgeArguments + bridgeArguments
         if let config {
@@ -91,7 +93,7 @@ final class RelayStack: @unchecked Sendable {
             try Data(config.utf8).write(to: file)
             arguments += ["--config", file.path]
         }
-        bridge = try BridgeDaemon(state: state, arguments: arguments)
+        bridge = try BridgeDaemon(state: state, arguments: arguments, environment: bridgeEnvironment)
         try gateway.waitFor("bridge connected")
         node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments, executable: nodeExecutable)
         nodeID = try node.pair(with: bridge)

@@ -111,3 +111,47 @@ extension BridgeCoreTests {
         #expect(error.code == ErrorMessage.nodeNotFound && core.held.isEmpty)
     }
 }
+
+/// The wake hook (issue 25): the core asks for it when it holds an invoke for a node that is away
+/// or in the background, at most once per node per 30 s, and only when one is configured.
+extension BridgeCoreTests {
+    static func wakes(_ actions: [BridgeAction]) -> [WakeCall] {
+        actions.compactMap { if case let .wake(call) = $0 { call } else { nil } }
+    }
+
+    func coreWithWakeHook() throws -> BridgeCore {
+        var core = try core()
+        var settings = BridgeSettings()
+        settings.wake.exec = "/usr/local/lib/lanbridge/wake"
+        _ = core.reload(settings)
+        return core
+    }
+
+    @Test func aHeldInvokeWakesItsNodeOncePerThirtySeconds() throws {
+        var core = try coreWithWakeHook()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        let first = Self.wakes(ask(&core, held("camera.snap", maxMs: 60000), id: "g1", at: t0))
+        let call = try #require(first.first)
+        #expect(first.count == 1 && call.command == "camera.snap" && call.why == ErrorMessage.backgroundUnavailable && call.holdMs == 60000)
+        #expect(call.node == core.paired.keys.first && call.displayName == "Ada's phone" && call.hook.exec == "/usr/local/lib/lanbridge/wake")
+        #expect(Self.wakes(ask(&core, held("camera.snap", maxMs: 60000), id: "g2", at: t0 + 29)).isEmpty, "not again within 30 s")
+        #expect(Self.wakes(ask(&core, held("camera.snap", maxMs: 60000), id: "g3", at: t0 + 30)).count == 1, "again after 30 s")
+        // A node that is away is woken for any held command, and says so.
+        _ = core.channelClosed(1, now: t0 + 31)
+        #expect(Self.wakes(ask(&core, held("device.info"), id: "g4", at: t0 + 61)).first?.why == ErrorMessage.nodeNotConnected)
+    }
+
+    @Test func nothingIsWokenWithoutAHookOrWithoutHold() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        #expect(Self.wakes(ask(&core, held(), id: "g1", at: t0)).isEmpty, "no wake.exec: no wake")
+        var hooked = try coreWithWakeHook()
+        _ = hooked.opened(opening(1), now: t0, wall: wall)
+        _ = hooked.received(state(false), from: 1, now: t0, wall: wall)
+        #expect(Self.wakes(ask(&hooked, invoke("camera.snap"), id: "g1", at: t0)).isEmpty, "a fast-fail wakes nothing")
+        #expect(Self.wakes(ask(&hooked, invoke("canvas.hide"), id: "g2", at: t0)).isEmpty && Self.wakes(ask(&hooked, held("device.info"), id: "g3", at: t0)).isEmpty,
+                "a command that runs in the background is not held, and wakes nothing")
+    }
+}

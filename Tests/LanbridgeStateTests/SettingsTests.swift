@@ -29,6 +29,10 @@ struct BridgeSettingsTests {
         (#"{"commands": {"extra": ["custom.*"]}}"#, "commands.extra[0]"),
         ("[1,", "not valid JSON"),
         (#"{"gateway": {"protocol": "mqtt"}}"#, "gateway.protocol: expected \"lanbridge\" or \"openclaw\""),
+        (#"{"wake": {"exec": "wake-phone"}}"#, "wake.exec: expected an absolute path"),
+        (#"{"wake": {"exec": "/usr/bin/true", "timeoutMs": 10}}"#, "wake.timeoutMs: expected a whole number in 100...120000"),
+        (#"{"wake": {"exec": "/usr/bin/true", "args": "--topic x"}}"#, "wake.args: expected a list of strings"),
+        (#"{"wake": {"command": "/usr/bin/true"}}"#, "wake.command: unknown key"),
     ])
     func everyBadEntryIsNamed(_ config: String, _ expected: String) {
         #expect(error(config).contains(expected), "\(error(config))")
@@ -42,6 +46,21 @@ struct BridgeSettingsTests {
         let block = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
         #expect(try parse(block).gateway.wire == "openclaw")
         #expect(try parse(#"{"gateway": {"url": "ws://127.0.0.1:18789", "protocol": "openclaw"}}"#).gateway.wire == "openclaw")
+    }
+
+    @Test func theWakeHookIsAnExecutableWithArguments() throws {
+        #expect(try parse("{}").wake.exec == nil)
+        let wake = try parse(#"{"wake": {"exec": "/etc/lanbridge/wake/ntfy", "args": ["https://ntfy.example"], "timeoutMs": 5000}}"#).wake
+        #expect(wake.exec == "/etc/lanbridge/wake/ntfy" && wake.args == ["https://ntfy.example"] && wake.timeoutMs == 5000)
+    }
+
+    /// PROTOCOL.md §12.8's example, every key in it, is a config the daemon accepts.
+    @Test func theProtocolsConfigExampleLoads() throws {
+        let text = try String(contentsOf: Repository.url("pairing/PROTOCOL.md"), encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "### 12.8 The config file").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        let settings = try parse(block)
+        #expect(settings.wake.exec == "/usr/local/lib/lanbridge/wake/ntfy" && settings.listen == ["192.168.1.10", "tailscale0"])
     }
 
     @Test func customCommandsBecomeKnown() throws {

@@ -38,6 +38,8 @@ enum BridgeAction: Sendable {
     case replaceInvites(PairingState)
     case releaseSlot(Admission.Slot)
     case slotWaiting(Admission.Slot)
+    /// Run the operator's wake hook for a node an invoke is held for (at most once per node per 30 s).
+    case wake(WakeCall)
     /// Wake the core (`timerFired`) no later than this.
     case armTimer(Moment)
     /// With the OpenClaw gateway protocol: a paired node came, changed or went.

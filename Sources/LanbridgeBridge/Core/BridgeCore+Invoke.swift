@@ -164,6 +164,10 @@ extension BridgeCore {
                                              "maxMs": "\(entry.request.holdMs ?? 0)"])
         metrics.held(held.count)
         arm(entry.expires)
+        if settings.wake.exec != nil, wakes.due(node.nodeId, now: now) {
+            actions.append(.wake(WakeCall(hook: settings.wake, node: node.nodeId, displayName: node.details.displayName, platform: node.details.platform,
+                                          command: entry.request.command, why: entry.refusal.code, holdMs: entry.request.holdMs ?? 0, heldAt: now)))
+        }
     }
 
     /// Runs what waits for `node`, oldest first, as far as it can now: past the node's limit of

@@ -45,6 +45,8 @@ struct BridgeCore {
     var idempotency = IdempotencyCache()
     /// Invokes waiting for their node (`hold`).
     var held = HeldInvokes()
+    /// When each node's wake hook last ran.
+    var wakes = WakeSchedule()
     var buckets = RateBuckets()
     var nextRequest = 0
     var armedDeadline: Moment?

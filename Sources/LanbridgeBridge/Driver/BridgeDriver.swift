@@ -21,6 +21,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     private let invites: InviteCache
     private let logger: Logger
     let metrics: BridgeMetrics
+    private let wakeHook: WakeHook
     private var linksEstablished = 0
 
     /// Node channels, by connection ID, and the admission slots of those still in their handshake.
@@ -61,6 +62,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
          logger: Logger) {
         (self.loop, self.core, self.io, self.admission, self.invites, self.metrics, self.logger) = (loop, core, io, admission, invites, metrics, logger)
         self.core.metrics = metrics
+        wakeHook = WakeHook(directory: io.store.directory, logger: logger, metrics: metrics)
         pairedPath = io.store.pairedURL.path
     }
 
@@ -391,6 +393,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 admission.release(slot)
             case let .slotWaiting(slot):
                 admission.waiting(slot)
+            case let .wake(call):
+                wakeHook.run(call)
             case let .armTimer(deadline):
                 timer?.cancel()
                 timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in

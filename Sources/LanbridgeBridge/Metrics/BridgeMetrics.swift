@@ -53,6 +53,10 @@ public final class BridgeMetrics: Sendable {
     /// Invokes waiting for their node (`hold`) now.
     func held(_ count: Int) { gauge("lanbridge_invokes_held")?.record(Double(count)) }
 
+    /// A wake hook run ended: `ok`, `failed` (nonzero exit), `timeout`, `error` (could not start)
+    /// or `skipped` (too many already running).
+    func wake(_ outcome: String) { counter("lanbridge_wake_runs_total", ("outcome", outcome))?.increment() }
+
     /// How late the relay loop ran a task scheduled on it (its lag), each quarter second.
     func loopLag(seconds: Double) { gauge("lanbridge_loop_lag_seconds")?.record(seconds) }
 

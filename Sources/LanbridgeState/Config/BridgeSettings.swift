@@ -110,6 +110,20 @@ public struct BridgeSettings: Sendable {
         public var allowRemote = false
     }
 
+    /// The operator's wake hook (`wake` in config.json): run when an invoke is held for a node that
+    /// is in the background or away (PROTOCOL.md §12.3), with the node's push registration on stdin.
+    public struct Wake: Sendable, Equatable {
+        /// An absolute path to an executable; nil: no hook.
+        public var exec: String?
+        /// Passed as they are (no shell).
+        public var args: [String] = []
+        /// How long one run may take before it is killed.
+        public var timeoutMs = 10_000
+        /// At most one run per node this often (not configurable: a phone is not woken more often).
+        public static let intervalSeconds = 30.0
+        public init() {}
+    }
+
     /// Where `serve` listens (`listen` in config.json): `lan`, `loopback`, addresses or interface
     /// names; empty: `--listen`, else `lan`.
     public var listen: [String] = []
@@ -123,6 +137,7 @@ public struct BridgeSettings: Sendable {
     public var console = Console()
     public var limits = Limits()
     public var admission = Admission()
+    public var wake = Wake()
     public var extraCommands: [String] = []
     /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
     public var defaultsAdd: [String: [String]] = [:]
@@ -235,7 +250,20 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake"])
+            if let wake = top["wake"] {
+                let w = try object(wake, "wake", keys: ["exec", "args", "timeoutMs"])
+                if let v = w["exec"] {
+                    let path = try string(v, "wake.exec")
+                    guard path.hasPrefix("/") else { throw fail("wake.exec", "expected an absolute path to an executable") }
+                    settings.wake.exec = path
+                }
+                if let v = w["args"] {
+                    settings.wake.args = try strings(v, "wake.args")
+                    guard settings.wake.args.count <= 32 else { throw fail("wake.args", "at most 32 entries") }
+                }
+                if let v = w["timeoutMs"] { settings.wake.timeoutMs = try count(v, "wake.timeoutMs", range: 100...120_000) }
+            }
             if let v = top["listen"] {
                 settings.listen = try strings(v, "listen")
                 guard (1...8).contains(settings.listen.count) else { throw fail("listen", "expected 1 to 8 entries") }

@@ -1,0 +1,129 @@
+import Foundation
+import LanbridgeFiles
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOConcurrencyHelpers
+
+/// Runs the operator's wake hook (`wake.exec`) for a `WakeCall`, off the relay loop: the node's push
+/// registration is read from its 0600 file and handed over on stdin as one JSON document, with
+/// nothing else of the daemon's (an allow-listed environment, no inherited descriptors, never the
+/// gateway token). A run that outlives `timeoutMs` is killed with its process group. Its exit and
+/// first line of output are logged (the token blanked out if the hook echoes it).
+final class WakeHook: Sendable {
+    /// Runs under way at once, in all; past it a call is skipped and counted (the core already
+    /// allows one run per node per 30 s, this bounds many nodes at once).
+    static let maxRunning = 4
+    /// What a hook sees of the daemon's environment.
+    static let environment = ["PATH", "LANG", "LC_ALL", "TZ", "HOME"]
+    static let maxOutputLine = 200
+
+    private let directory: StateDirectory
+    private let logger: Logger
+    private let metrics: BridgeMetrics
+    private let running = NIOLockedValueBox(0)
+
+    init(directory: StateDirectory, logger: Logger, metrics: BridgeMetrics) {
+        (self.directory, self.logger, self.metrics) = (directory, logger, metrics)
+        // A hook that exits without reading its input must not take the daemon with it (the
+        // write to its stdin would raise SIGPIPE); sockets already ignore it per call.
+        signal(SIGPIPE, SIG_IGN)
+    }
+
+    /// Starts a run on its own thread; returns at once.
+    func run(_ call: WakeCall) {
+        guard call.hook.exec != nil else { return }
+        let admitted = running.withLockedValue { count -> Bool in
+            guard count < Self.maxRunning else { return false }
+            count += 1
+            return true
+        }
+        guard admitted else {
+            logger.warning("wake hook not run: \(Self.maxRunning) runs already under way", metadata: ["node": "\(call.node)"])
+            return metrics.wake("skipped")
+        }
+        Thread.detachNewThread { [self] in
+            defer { running.withLockedValue { $0 -= 1 } }
+            execute(call)
+        }
+    }
+
+    /// The document on the hook's stdin (PROTOCOL.md §12.3): absent push fields are null.
+    static func document(_ call: WakeCall, push: PushRegistration?) -> JSONValue {
+        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
+        return ["version": 1, "nodeId": .string(call.node.description), "displayName": .string(call.displayName), "platform": .string(call.platform),
+                "command": .string(call.command), "why": .string(call.why), "holdMs": .number(Double(call.holdMs)),
+                "provider": text(push?.provider), "token": text(push?.token), "environment": text(push?.environment), "topic": text(push?.topic)]
+    }
+
+    private func execute(_ call: WakeCall) {
+        guard let exec = call.hook.exec else { return }
+        var meta: Logger.Metadata = ["node": "\(call.node)", "command": "\(call.command)", "why": "\(call.why)"]
+        let push: PushRegistration?
+        do { push = try PushTokens(directory: directory).record(for: call.node)?.registration } catch {
+            logger.error("wake hook: cannot read \(PushTokens.fileName): \(error)", metadata: meta)
+            push = nil
+        }
+        meta["provider"] = "\(push?.provider ?? "none")"
+        let input = Self.document(call, push: push).serialized
+
+        let inherited = ProcessInfo.processInfo.environment
+        let environment = Dictionary(uniqueKeysWithValues: Self.environment.compactMap { key in inherited[key].map { (key, $0) } })
+        let process: HookProcess
+        do throws(HookProcess.SpawnError) { process = try HookProcess.spawn(exec, arguments: call.hook.args, environment: environment) } catch {
+            logger.error("wake hook could not start: \(error)", metadata: meta)
+            return metrics.wake("error")
+        }
+        meta["latencyMs"] = "\(Int(Moment.now.timeIntervalSince(call.heldAt) * 1000))"
+        logger.info("wake hook started", metadata: meta)
+
+        let timedOut = NIOLockedValueBox(false)
+        let deadline = DispatchWorkItem {
+            timedOut.withLockedValue { $0 = true }
+            process.killGroup()
+        }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(call.hook.timeoutMs), execute: deadline)
+        process.send(input)
+        var output = FirstLine()
+        process.readOutput { output.append($0) }
+        let termination = process.wait()
+        deadline.cancel()
+
+        meta["ms"] = "\(Int(Moment.now.timeIntervalSince(call.heldAt) * 1000))"
+        meta["output"] = "\(output.text(hiding: push?.token))"
+        if timedOut.withLockedValue({ $0 }) {
+            logger.warning("wake hook timed out after \(call.hook.timeoutMs) ms", metadata: meta)
+            metrics.wake("timeout")
+        } else if termination == .exited(0) {
+            logger.info("wake hook ran", metadata: meta.merging(["exit": "0"]) { $1 })
+            metrics.wake("ok")
+        } else {
+            let how = switch termination { case let .exited(code): "exit \(code)"; case let .signalled(signal): "signal \(signal)" }
+            logger.warning("wake hook failed: \(how)", metadata: meta)
+            metrics.wake("failed")
+        }
+    }
+
+    /// The first line of a hook's output, for the log: printable, at most `maxOutputLine`
+    /// characters, the token replaced if it shows. The rest is read and dropped, so the hook never
+    /// blocks on a full pipe.
+    struct FirstLine {
+        private var kept: [UInt8] = []
+        private var done = false
+
+        mutating func append(_ chunk: UnsafeRawBufferPointer) {
+            guard !done else { return }
+            for byte in chunk {
+                if byte == UInt8(ascii: "\n") || kept.count >= 4096 { done = true; return }
+                kept.append(byte)
+            }
+        }
+
+        func text(hiding secret: String?) -> String {
+            var line = String(decoding: kept, as: UTF8.self)
+            if let secret, !secret.isEmpty { line = line.replacingOccurrences(of: secret, with: "[token]") }
+            line = String(String.UnicodeScalarView(line.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
+            return line.count > WakeHook.maxOutputLine ? String(line.prefix(WakeHook.maxOutputLine)) + "…" : line
+        }
+    }
+}
