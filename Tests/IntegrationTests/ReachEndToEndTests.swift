@@ -99,6 +99,64 @@ struct ReachEndToEndTests {
         try bridge.waitForLog("peer=\(TestLAN.tailnetPhoneAddress)")
     }
 
+    /// `lanbridge discover records --json` as dnsmasq.conf lines: what an operator would put in a
+    /// zone (in a config file, where dnsmasq reads quoted TXT strings).
+    static func dnsmasqConfig(_ records: [[String: String]], domain: String) -> String {
+        func bare(_ name: String) -> String { name.hasSuffix(".") ? String(name.dropLast()) : name }
+        var options = ["local=/\(domain)/"]
+        for record in records {
+            guard let name = record["name"].map(bare), let type = record["type"], let data = record["data"] else { continue }
+            switch type {
+            case "PTR": options.append("ptr-record=\(name),\(bare(data))")
+            case "SRV":
+                let fields = data.split(separator: " ")  // priority weight port target
+                options.append("srv-host=\(name),\(bare(String(fields[3]))),\(fields[2]),\(fields[0]),\(fields[1])")
+            case "TXT": options.append("txt-record=\(name),\(data.replacingOccurrences(of: "\" \"", with: "\",\""))")
+            case "A", "AAAA": options.append("host-record=\(name),\(data)")
+            default: break
+            }
+        }
+        return options.joined(separator: "\n") + "\n"
+    }
+
+    /// Wide-area DNS-SD (RFC 6763 §11): the operator puts `discover records` in a zone served by a
+    /// real DNS server (dnsmasq) on the tailnet; a phone that never saw the LAN browses that domain
+    /// over unicast DNS, finds the bridge's tailnet address, and pairs. Node-sim (the Swift SDK's
+    /// resolver) and the Python example (dnspython) both.
+    @Test func aNodeOffTheLANFindsTheBridgeInAUnicastDNSZone() throws {
+        let (lan, bridge) = try twoWayBridge()
+        defer { bridge.stop(); lan.tearDown() }
+        let domain = "lanbridge.test", tailnetAddress = "\(TestLAN.tailnetBridgeAddress):\(bridge.port)"
+        let printed = try CLI.run(["discover", "records", "--domain", domain, "--host", TestLAN.tailnetBridgeAddress, "--json", "--state-dir", bridge.state.path])
+        let records = try JSONDecoder().decode([[String: String]].self, from: Data(printed.stdout.utf8))
+        let zoneDirectory = TemporaryDirectory("zone")
+        let zone = zoneDirectory.file("dnsmasq.conf")
+        try Self.dnsmasqConfig(records, domain: domain).write(to: zone, atomically: true, encoding: .utf8)
+        try lan.startDNS(["--conf-file=\(zone.path)", "--listen-address=\(TestLAN.tailnetBridgeAddress)"])
+        try lan.movePhoneToTailnet()
+        let identity = try JSONDecoder().decode([String: JSONValue].self, from: Data(try CLI.run(["identity", "--json", "--state-dir", bridge.state.path]).stdout.utf8))
+        let short = String(try #require(identity["fingerprint"]?.stringValue).prefix(9))
+
+        let node = try SimulatedNode(arguments: ["--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "phone"],
+                                     launcher: lan.launcher(lan.phone))
+        #expect(try node.waitFor("found") == "1 test-bridge.\(domain) \(tailnetAddress) id=\(short)", "\(lan.dnsLog)")
+        try node.pair(with: bridge)
+        #expect(via(try node.waitFor("via")).address == tailnetAddress)
+        node.stop()
+
+        let state = TemporaryDirectory("python-node")
+        let python = try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
+                                      ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("pairing/python").path)", Python.executable, "-u",
+                                       Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
+                                       "--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "Python phone"], mergeStandardError: true)
+        defer { python.killIfRunning() }
+        #expect(try python.waitForLine(timeout: 30) { $0.hasPrefix("found ") } == "found test-bridge.\(domain) \(tailnetAddress)")
+        let code = try python.waitForLine(timeout: 30) { $0.hasPrefix("code ") }.split(separator: " ")
+        #expect(try CLI.run(["nodes", "approve", String(code[3]), "--code", String(code[1]), "--state-dir", bridge.state.path]).status == 0)
+        #expect(try python.waitForLine(timeout: 30) { $0.hasPrefix("via ") } == "via \(tailnetAddress)")
+        #expect(lan.dnsLog.contains("query[PTR] _lanbridge._tcp.\(domain)"), "both asked the server: \(lan.dnsLog)")
+    }
+
     @Test func listenersAreCheckedTogetherBeforeAnythingStarts() throws {
         let state = TemporaryDirectory("bridge")
         let both = try CLI.run(["serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--no-ui", "--listen", "lan", "--listen", "127.0.0.1"])

@@ -127,8 +127,37 @@ final class TestLAN: @unchecked Sendable {
         try Self.ip(["-n", phone, "route", "add", "10.77.0.0/24", "via", "100.64.77.99", "dev", "vq"])
     }
 
+    // MARK: - A unicast DNS server on the bridge host
+
+    private var dns: ChildProcess?
+    private var dnsPID: Int32?
+
+    /// dnsmasq (Debian's, `dnsmasq-base`) on the bridge host with `options`, answering only what
+    /// they define. Like avahi-daemon it closes what it inherits, so a shell stands in between.
+    func startDNS(_ options: [String]) throws {
+        let script = "ip netns exec \"$0\" /usr/sbin/dnsmasq \"$@\" & echo \"dns-pid $!\"; wait $!"
+        let pidFile = config.file("dnsmasq.pid").path
+        let daemon = try ChildProcess(URL(fileURLWithPath: "/bin/bash"),
+                                      ["-c", script, host, "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--bind-interfaces",
+                                       "--user=root", "--pid-file=\(pidFile)", "--log-facility=-", "--log-queries"] + options,
+                                      mergeStandardError: true)
+        dns = daemon
+        dnsPID = Int32(try daemon.waitForLine(timeout: 30) { $0.hasPrefix("dns-pid ") }.dropFirst("dns-pid ".count))
+        _ = try daemon.waitForLine(timeout: 30) { $0.contains("started, version") }
+    }
+
+    /// What dnsmasq logged (its queries among it).
+    var dnsLog: String { dns?.output.joined(separator: "\n") ?? "" }
+
+    func stopDNS() {
+        if let dnsPID { kill(dnsPID, SIGKILL) }  // it inherits the test runner's blocked SIGTERM
+        dns?.wait()
+        (dns, dnsPID) = (nil, nil)
+    }
+
     func tearDown() {
         stopAvahi()
+        stopDNS()
         try? Self.ip(["netns", "del", host])
         try? Self.ip(["netns", "del", phone])
         if tailnetAdded { try? Self.ip(["netns", "del", parking]) }

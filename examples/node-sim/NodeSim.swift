@@ -32,6 +32,8 @@ struct NodeSim: AsyncParsableCommand {
     @Option(help: "Node state directory (its key and the pinned bridge).") var stateDir: String
     @Option(help: ArgumentHelp("Bridge address.", valueName: "host:port")) var connect: String?
     @Flag(help: "Find the bridge with mDNS instead of --connect; once paired, keep browsing and try what it finds first.") var discover = false
+    @Option(help: "Also find the bridge in this DNS domain (wide-area DNS-SD: `lanbridge discover records`), like --discover.") var domain: String?
+    @Option(help: ArgumentHelp("The DNS server to ask for --domain (default: /etc/resolv.conf's).", valueName: "host[:port]")) var resolver: String?
     @Option(help: "A lanbridge:// invite URI: pair without a code.") var invite: String?
     @Option(help: "Display name.") var name = "node-sim"
     @Option(help: "Platform: ios, android, macos or linux.") var platform = "ios"
@@ -42,7 +44,9 @@ struct NodeSim: AsyncParsableCommand {
     func validate() throws {
         guard ["ios", "android", "macos", "linux"].contains(platform) else { throw ValidationError("unknown platform \(platform)") }
         if let invite, InviteURI(invite) == nil { throw ValidationError("not a lanbridge invite URI: \(invite)") }
-        if connect == nil && invite == nil && !discover && !FileManager.default.fileExists(atPath: stateDir + "/bridge.json") {
+        if resolver != nil, domain == nil { throw ValidationError("--resolver goes with --domain") }
+        if let resolver, ReachableAddress(resolver, defaultPort: 53) == nil { throw ValidationError("--resolver takes host[:port]") }
+        if connect == nil && invite == nil && !discover && domain == nil && !FileManager.default.fileExists(atPath: stateDir + "/bridge.json") {
             throw ValidationError("give --connect host:port, --invite URI or --discover (once paired, none: the node dials what it learned)")
         }
     }
@@ -52,8 +56,8 @@ struct NodeSim: AsyncParsableCommand {
         let paired = FileManager.default.fileExists(atPath: stateDir + "/bridge.json")
         // Paired and no --connect: the client dials what it learned (and what mDNS finds).
         let target = paired && connect == nil && inviteURI == nil ? nil
-            : discover && inviteURI == nil ? await discovered() : endpoint(inviteURI)
-        if target == nil, !(paired && connect == nil && inviteURI == nil) { throw ValidationError(discover ? "no bridge found" : "bad --connect") }
+            : browser != nil && inviteURI == nil && connect == nil ? await discovered() : endpoint(inviteURI)
+        if target == nil, !(paired && connect == nil && inviteURI == nil) { throw ValidationError(browser != nil ? "no bridge found" : "bad --connect") }
         let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "system.info", "device.echo"]
             + (camera ? ["camera.list", "camera.snap"] : [])
         let details = NodeDetails(displayName: name, platform: platform, osVersion: "sim-1", appVersion: "0.1.0",
@@ -61,7 +65,7 @@ struct NodeSim: AsyncParsableCommand {
                                   flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
         let level = Logger.Level(rawValue: logLevel) ?? .warning
         var configuration = NodeClient.Configuration(stateDirectory: URL(fileURLWithPath: stateDir), details: details, foreground: !background)
-        if discover { configuration.discovery = AvahiBrowser() }
+        configuration.discovery = browser
         let client = try NodeClient(configuration: configuration,
                                     logger: Logger(label: "node-sim") { var h = StreamLogHandler.standardError(label: $0); h.logLevel = level; return h })
         say("node \(client.nodeID)")
@@ -142,9 +146,16 @@ struct NodeSim: AsyncParsableCommand {
         }
     }
 
-    /// Finds bridges with mDNS: connects to the only one, or asks which when there are several.
+    /// mDNS (--discover), wide-area DNS-SD (--domain), or both.
+    private var browser: (any BridgeDiscovery)? {
+        let wideArea = domain.map { WideAreaBrowser(domain: $0, nameservers: resolver.flatMap { ReachableAddress($0, defaultPort: 53) }.map { [$0] } ?? []) }
+        let sources: [any BridgeDiscovery] = (discover ? [AvahiBrowser()] : []) + (wideArea.map { [$0] } ?? [])
+        return sources.count > 1 ? CombinedDiscovery(sources) : sources.first
+    }
+
+    /// Finds bridges with the browser: connects to the only one, or asks which when there are several.
     private func discovered() async -> (String, Int)? {
-        let bridges = await AvahiBrowser().bridges(within: 3)
+        let bridges = await browser?.bridges(within: 3) ?? []
         for (i, bridge) in bridges.enumerated() {
             say("found \(i + 1) \(bridge.name) \(bridge.addresses.first ?? "?"):\(bridge.port) id=\(bridge.shortFingerprint ?? "?")")
         }

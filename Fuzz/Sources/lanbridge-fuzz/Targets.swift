@@ -7,7 +7,7 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns
 }
 
 let target: Target = {
@@ -39,6 +39,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .txt: txt(bytes)
     case .invite: invite(bytes)
     case .openclaw: openclaw(bytes)
+    case .dns: dns(bytes)
     }
     return 0
 }
@@ -182,6 +183,16 @@ func txt(_ bytes: [UInt8]) {
               "TXT record fits")
     guard let again = BridgeAdvertisement(txt: record) else { return invariant(false, "TXT record parses back") }
     invariant(again.versions == advertisement.versions && again.shortFingerprint == advertisement.shortFingerprint, "TXT round trip")
+}
+
+/// A DNS answer (wide-area browsing) that parses has names within DNS's bounds, and no more
+/// records than its bytes can hold.
+func dns(_ bytes: [UInt8]) {
+    guard let response = try? DNS.parse(bytes) else { return }
+    invariant(response.records.count <= bytes.count / 11, "record count bounded by size")
+    for record in response.records {
+        invariant(record.name.labels.reduce(1) { $0 + $1.count + 1 } <= 255 && record.name.labels.allSatisfy { !$0.isEmpty && $0.count <= 63 }, "name bounds")
+    }
 }
 
 /// An invite URI that parses prints as one that parses to the same invite.

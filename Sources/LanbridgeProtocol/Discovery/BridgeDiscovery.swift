@@ -46,3 +46,24 @@ extension BridgeDiscovery {
         return await collector.value.values.sorted { $0.name < $1.name }
     }
 }
+
+/// Several ways of finding bridges as one (mDNS and wide-area DNS-SD, say): every source's events,
+/// as they come. Their names should not collide (`WideAreaBrowser` names carry their domain).
+public struct CombinedDiscovery: BridgeDiscovery {
+    public let sources: [any BridgeDiscovery]
+    public init(_ sources: [any BridgeDiscovery]) { self.sources = sources }
+
+    public func events() -> AsyncStream<DiscoveryEvent> {
+        AsyncStream { continuation in
+            let task = Task {
+                await withTaskGroup(of: Void.self) { group in
+                    for source in sources {
+                        group.addTask { for await event in source.events() { continuation.yield(event) } }
+                    }
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+    }
+}

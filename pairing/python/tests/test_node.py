@@ -346,3 +346,42 @@ def test_a_stale_address_list_still_finds_the_bridge():
     pin = node.bridge
     assert (pin.host, pin.port) == ("127.0.0.1", bridge.port), "it remembers where the bridge answered"
     assert pin.addresses == ("127.0.0.1:%d" % bridge.port,), "and the bridge's own list"
+
+
+def test_wide_area_discovery_reads_the_zone_and_keeps_the_pinned_bridge_only(monkeypatch):
+    """`wide_area` over a zone answered from a table (dnsmasq answers it for real in the Swift
+    namespace test): instances of the service only, at most eight, the lowest SRV priority, and
+    only the bridges whose TXT id is the pinned one's."""
+    dns_name = pytest.importorskip("dns.name", reason="wide-area discovery needs dnspython (scripts/setup installs it)")
+    from lanbridge_node import wide_area
+
+    zone = "lanbridge.test."
+    service = "_lanbridge._tcp." + zone
+    table = {(service, "PTR"): [f"b{n}.{service}" for n in range(12)] + [zone]}
+    for n in range(12):
+        instance = f"b{n}.{service}"
+        table[(instance, "SRV")] = [(10, 1), (0, 18790 + n)]
+        table[(instance, "TXT")] = [[b"txtvers=1", b"pv=1-1", ("id=MINE-%04d" % (n % 2)).encode()]]
+    table[("host." + zone, "A")] = ["100.64.77.1"]
+
+    class Record:
+        def __init__(self, kind, value):
+            if kind == "PTR":
+                self.target = dns_name.from_text(value)
+            elif kind == "SRV":
+                self.priority, self.port, self.target = value[0], value[1], dns_name.from_text("host." + zone)
+            elif kind == "TXT":
+                self.strings = value
+            else:
+                self.address = value
+
+    async def records(resolver, name, kind):
+        return [Record(kind, value) for value in table.get((name.to_text(), kind), [])]
+
+    monkeypatch.setattr(wide_area, "_records", records)
+    monkeypatch.setattr(wide_area, "_resolver", lambda *args: None)
+    bridges = asyncio.run(wide_area.browse("lanbridge.test"))
+    assert [b.name for b in bridges] == [f"b{n}.lanbridge.test" for n in range(8)]
+    assert bridges[1].port == 18791 and bridges[1].addresses == ["100.64.77.1"] and bridges[1].short_fingerprint == "MINE-0001"
+    found = asyncio.run(wide_area.wide_area("lanbridge.test")("MINE-0001"))
+    assert found == [("100.64.77.1", 18790 + n) for n in (1, 3, 5, 7)]
