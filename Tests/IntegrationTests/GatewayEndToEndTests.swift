@@ -396,19 +396,77 @@ struct HoldEndToEndTests {
         defer { stack.stop() }
         stack.node.process.write(line: "bg")
         try stack.gateway.waitForEvent("background")
-        let body: JSONValue = ["nodeId": .string(stack.nodeID), "command": "canvas.hide", "hold": ["maxMs": 30000]]
-        let answered = DispatchSemaphore(value: 0)
-        let answer = NIOLockedValueBox<SimulatedGateway.Answer?>(nil)
-        Thread.detachNewThread {
-            answer.withLockedValue { $0 = try? stack.gateway.call("POST", "/invoke", body: body) }
-            answered.signal()
-        }
+        let call = HeldCall(stack)
         try stack.bridge.waitForLog("invoke held")
         stack.node.process.write(line: "fg")
         try stack.node.waitFor("invoke")
-        answered.wait()
-        let result = try #require(answer.withLockedValue { $0 })
+        let result = try #require(call.wait())
         #expect(result.ok, "\(result)")
         try stack.bridge.waitForLog("held invoke delivered")
+    }
+
+    @Test func aHeldInvokeForANodeThatIsAwayRunsWhenItReconnects() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.stop()
+        try stack.gateway.waitForEvent("disconnected")
+        let call = HeldCall(stack, command: "canvas.present")
+        try stack.bridge.waitForLog("invoke held")
+        let back = try SimulatedNode(state: stack.node.state, port: stack.bridge.port, arguments: ["--name", "phone"])
+        defer { back.stop() }
+        #expect(try back.waitFor("invoke") == "canvas.present")
+        #expect(call.wait()?.ok == true)
+    }
+
+    @Test func aHeldInvokeThatExpiresSaysItWasHeldAndHowLong() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let answer = try #require(HeldCall(stack, holdMs: 1000).wait())
+        #expect(answer.code == "NODE_BACKGROUND_UNAVAILABLE" && answer.error?["retryable"] == true, "\(answer)")
+        #expect(answer.error?["details"]?["held"] == true)
+        guard case let .number(waited)? = answer.error?["details"]?["waitedMs"] else { Issue.record("\(answer)"); return }
+        #expect(waited >= 1000)
+    }
+
+    @Test func pastTheBoundTheNewestIsRefusedAndTheHeldOneStillRuns() throws {
+        let stack = try RelayStack(config: #"{"limits": {"heldPerNode": 1}}"#)
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let first = HeldCall(stack)
+        try stack.bridge.waitForLog("invoke held")
+        let second = try #require(HeldCall(stack, command: "canvas.present").wait())
+        #expect(second.code == "HOLD_LIMIT" && second.error?["retryable"] == true, "\(second)")
+        stack.node.process.write(line: "fg")
+        #expect(first.wait()?.ok == true)
+    }
+
+    @Test func anIdempotentRetryJoinsTheHeldInvokeAndItRunsOnce() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let key = "retry-\(UUID().uuidString)"
+        let first = HeldCall(stack, key: key)
+        try stack.bridge.waitForLog("invoke held")
+        let retry = HeldCall(stack, key: key)
+        try stack.bridge.waitForLog("idempotent retry joined")
+        stack.node.process.write(line: "fg")
+        #expect(first.wait()?.ok == true && retry.wait()?.ok == true)
+        #expect(stack.node.process.output.filter { $0 == "invoke canvas.hide" }.count == 1, "run once: \(stack.node.process.output)")
+        #expect(stack.bridge.log.components(separatedBy: "invoke held").count - 1 == 1)
+    }
+
+    @Test func aRevokedNodesHeldInvokesFailAtOnce() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let call = HeldCall(stack, holdMs: 300_000)
+        try stack.bridge.waitForLog("invoke held")
+        #expect(try stack.cli(["nodes", "revoke", stack.nodeID]).status == 0)
+        #expect(call.wait()?.code == "NODE_NOT_FOUND")
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import LanbridgeProtocol
 import TestSupport
 
@@ -71,6 +72,28 @@ final class SimulatedGateway: @unchecked Sendable {
     func kill() {
         process.signal(SIGKILL)
         process.wait()
+    }
+}
+
+/// A `node.invoke` with `hold` (issue 25) asked through gateway-sim on a thread of its own: the
+/// answer comes when the node can run it, or when holding ends.
+final class HeldCall: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    private let answer = NIOLockedValueBox<SimulatedGateway.Answer?>(nil)
+
+    /// `canvas.hide` by default: it needs the foreground, is declared by node-sim and granted.
+    init(_ stack: RelayStack, command: String = "canvas.hide", holdMs: Int = 30000, key: String? = nil) {
+        var body: [String: JSONValue] = ["nodeId": .string(stack.nodeID), "command": .string(command), "hold": ["maxMs": .number(Double(holdMs))]]
+        if let key { body["idempotencyKey"] = .string(key) }
+        Thread.detachNewThread { [self, body] in
+            answer.withLockedValue { $0 = try? stack.gateway.call("POST", "/invoke", body: .object(body)) }
+            done.signal()
+        }
+    }
+
+    func wait() -> SimulatedGateway.Answer? {
+        done.wait()
+        return answer.withLockedValue { $0 }
     }
 }
 

@@ -21,26 +21,6 @@ struct WakeEndToEndTests {
         return String(decoding: (["wake": wake] as JSONValue).serialized, as: UTF8.self)
     }
 
-    /// Holds `canvas.hide` (foreground only) for the backgrounded node, on a thread; the answer
-    /// comes when the node is back in front.
-    final class HeldCall: @unchecked Sendable {
-        private let done = DispatchSemaphore(value: 0)
-        private let answer = NIOLockedValueBox<SimulatedGateway.Answer?>(nil)
-
-        init(_ stack: RelayStack, holdMs: Int = 30000) {
-            let body: JSONValue = ["nodeId": .string(stack.nodeID), "command": "canvas.hide", "hold": ["maxMs": .number(Double(holdMs))]]
-            Thread.detachNewThread { [self] in
-                answer.withLockedValue { $0 = try? stack.gateway.call("POST", "/invoke", body: body) }
-                done.signal()
-            }
-        }
-
-        func wait() -> SimulatedGateway.Answer? {
-            done.wait()
-            return answer.withLockedValue { $0 }
-        }
-    }
-
     static func backgrounded(_ stack: RelayStack, push: String) throws {
         stack.node.process.write(line: "push \(push)")
         #expect(try stack.node.waitFor("push").hasPrefix("ok"))

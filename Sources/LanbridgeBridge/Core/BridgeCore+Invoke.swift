@@ -95,7 +95,9 @@ extension BridgeCore {
             answer(target, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "idempotencyKey \"\(key)\" was used for a different request",
                                                  details: ["nodeId": .string(request.node), "command": .string(request.command)], retryable: false)))
         case .wait:
-            if !idempotency.join(slot, target) {
+            if idempotency.join(slot, target) {
+                logger.info("idempotent retry joined the invoke under way", metadata: ["node": "\(node)", "command": "\(request.command)"])
+            } else {
                 answer(target, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the first attempt vanished", retryable: true)))
             }
         case .run:
