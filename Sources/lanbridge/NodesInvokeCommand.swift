@@ -14,6 +14,9 @@ extension NodesCommand {
               $ lanbridge nodes invoke --node Pixel-7 --command system.info
               $ lanbridge nodes invoke --node Pixel-7 --command canvas.navigate --params '{"url":"https://example.com"}'
               $ lanbridge nodes invoke --node Pixel-7 --command canvas.snapshot --out snap.png
+              $ lanbridge nodes invoke --node Pixel-7 --command camera.snap --hold 2m --out photo.jpg
+
+            With --hold, a node that is away or in the background (for a command that needs the foreground) is waited for, up to that long, instead of refused at once: the command runs when the node is back, and the config's wake hook (if any) is run to bring it back. Interrupting the command drops the held invoke.
 
             With --out, a result carrying base64 data (a snapshot) is written to the file, and the printed result says where.
 
@@ -24,6 +27,7 @@ extension NodesCommand {
         @Option(help: "Command, e.g. canvas.snapshot.") var command: String
         @Option(help: ArgumentHelp("Parameters as a JSON object.", valueName: "json")) var params: String?
         @Option(help: ArgumentHelp("How long the node may take: 500ms, 30s, 5m (at most the bridge's maxTimeoutMs).", valueName: "duration")) var timeout: Duration?
+        @Option(help: ArgumentHelp("Wait this long for a node that is away or in the background: 30s, 5m (at most the bridge's maxHoldMs).", valueName: "duration")) var hold: Duration?
         @Option(help: ArgumentHelp("Write the result's base64 data (a PNG snapshot) to this file.", valueName: "file")) var out: String?
         @Flag(help: "Print the whole answer as JSON (errors too).") var json = false
 
@@ -40,11 +44,12 @@ extension NodesCommand {
                                                     "idempotencyKey": .string(Hex.encode(SecureRandom.bytes(12)))]
                 if let parsed { request["params"] = parsed }
                 if let timeout { request["timeoutMs"] = .number(Double(timeout.milliseconds)) }
+                if let hold { request["hold"] = ["maxMs": .number(Double(hold.milliseconds))] }
                 let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
                 let answer: Result<JSONValue?, ErrorMessage>
                 do {
                     answer = try ControlClient(path: path).request(method: GatewayMethod.nodeInvoke, params: .object(request),
-                                                                   timeout: (timeout?.seconds ?? 300) + 5)
+                                                                   timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
                 } catch let error as ControlClient.NotRunning {
                     Output.note("lanbridge: \(error)")
                     throw ExitCode(69)  // EX_UNAVAILABLE

@@ -470,3 +470,39 @@ struct HoldEndToEndTests {
         #expect(call.wait()?.code == "NODE_NOT_FOUND")
     }
 }
+
+/// `lanbridge nodes invoke --hold` (issue 25): the operator's invoke waits for the node too, and
+/// an operator who gives up takes the held invoke along.
+extension HoldEndToEndTests {
+    func heldFromTheCLI(_ stack: RelayStack, _ command: String) throws -> ChildProcess {
+        try launch("lanbridge", ["nodes", "invoke", "--node", stack.nodeID, "--command", command, "--hold", "30s", "--state-dir", stack.bridge.state.path])
+    }
+
+    @Test func theCLIHoldsForTheNodeToo() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let cli = try heldFromTheCLI(stack, "canvas.hide")
+        defer { cli.killIfRunning() }
+        try stack.bridge.waitForLog("invoke held")
+        stack.node.process.write(line: "fg")
+        #expect(cli.wait() == 0, "\(cli.standardError)")
+    }
+
+    @Test func anOperatorWhoGivesUpTakesTheHeldInvokeAlong() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.node.process.write(line: "bg")
+        try stack.gateway.waitForEvent("background")
+        let cli = try heldFromTheCLI(stack, "canvas.hide")
+        try stack.bridge.waitForLog("invoke held")
+        cli.signal(SIGKILL)
+        cli.wait()
+        try stack.bridge.waitForLog("held invoke dropped: its asker left")
+        stack.node.process.write(line: "fg")
+        try stack.gateway.waitForEvent("foreground")
+        #expect(try stack.gateway.invoke(stack.nodeID, "canvas.present").ok)
+        #expect(try stack.node.waitFor("invoke") == "canvas.present", "the dropped canvas.hide never ran")
+    }
+}

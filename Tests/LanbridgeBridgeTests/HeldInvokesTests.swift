@@ -155,3 +155,17 @@ extension BridgeCoreTests {
                 "a command that runs in the background is not held, and wakes nothing")
     }
 }
+
+extension BridgeCoreTests {
+    @Test func anOperatorWhoLeavesTakesTheirHeldInvokesAlong() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        _ = core.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5), now: t0, wall: wall)
+        _ = ask(&core, held(), id: "g1", at: t0)
+        let left = core.controlLeft([5], now: t0 + 1)
+        #expect(Self.answers(left).map(\.0) == [.control(5)] && core.held.count == 1, "only the leaver's")
+        let front = Self.sent(core.received(state(true), from: 1, now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
+        #expect(front.count == 1, "the gateway's still runs, the operator's does not")
+    }
+}

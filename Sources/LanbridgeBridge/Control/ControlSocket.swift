@@ -45,6 +45,9 @@ enum ControlSocket {
             try? await connection.executeThenClose { _, _ in }
             return
         }
+        // An operator who gives up (Ctrl-C) takes their held invokes along: nothing runs later for nobody.
+        let client = driver.controlClientOpened()
+        connection.channel.closeFuture.whenComplete { _ in driver.controlClientClosed(client) }
         try? await connection.executeThenClose { inbound, outbound in
             for try await line in inbound {
                 let frame: GatewayFrame
@@ -58,7 +61,7 @@ enum ControlSocket {
                     try await outbound.write(GatewayFrame.response(id: id, answer: loginLink(console, uid: peer.uid, logger: logger)))
                     continue
                 }
-                let answer = await driver.request(method: method, params: params)
+                let answer = await driver.request(method: method, params: params, client: client)
                 try await outbound.write(GatewayFrame.response(id: id, answer: answer))
             }
         }

@@ -202,6 +202,19 @@ extension BridgeCore {
         metrics.held(held.count)
     }
 
+    /// The operator's control-socket client that asked these went away: their held invokes are
+    /// dropped (answered to nobody), so nothing runs later that nobody waits for.
+    mutating func controlLeft(_ tokens: Set<Int>, now: Moment) -> [BridgeAction] {
+        self.now = now
+        let dropped = held.remove { if case let .control(token) = $0.waiter.target { tokens.contains(token) } else { false } }
+        for entry in dropped {
+            logger.info("held invoke dropped: its asker left", metadata: ["command": "\(entry.request.command)"])
+            finish(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the asker left", retryable: true)), for: entry.waiter, now: now)
+        }
+        if !dropped.isEmpty { metrics.held(held.count) }
+        return drain()
+    }
+
     /// Fails at once the held invokes of nodes that match (revoked ones).
     mutating func failHeld(where matches: (Fingerprint) -> Bool, _ code: String, _ message: String) {
         guard !held.isEmpty else { return }

@@ -4,6 +4,7 @@ import LanbridgeTransport
 import LanbridgeProtocol
 import LanbridgeState
 import Logging
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -35,8 +36,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     var openClaw: OpenClawLinks?
     private var nextGeneration = 0
 
-    private var controlRequests: [Int: EventLoopPromise<InvokeAnswer>] = [:]
+    /// Control-socket requests waiting for their answer, with the connection each came on.
+    private var controlRequests: [Int: (promise: EventLoopPromise<InvokeAnswer>, client: Int)] = [:]
     private var nextControl = 0
+    private let controlClients = NIOLockedValueBox(0)
 
     /// Events held until the store has been read again (a change the CLI made a moment ago applies
     /// to the next decision), in arrival order; and whether that read is under way.
@@ -174,16 +177,30 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     // MARK: - From elsewhere (these hop to the loop)
 
+    /// A connection to the control socket: its number, for `request` and `controlClientClosed`.
+    func controlClientOpened() -> Int {
+        controlClients.withLockedValue { $0 += 1; return $0 }
+    }
+
     /// A request from the operator's control socket, answered like the gateway's.
-    func request(method: String, params: JSONValue?) async -> InvokeAnswer {
+    func request(method: String, params: JSONValue?, client: Int = 0) async -> InvokeAnswer {
         let promise = loop.makePromise(of: InvokeAnswer.self)
         loop.execute { [self] in
             nextControl += 1
             let token = nextControl
-            controlRequests[token] = promise
+            controlRequests[token] = (promise, client)
             withFreshStore { [self] in perform(core.request(method: method, params: params, from: .control(token), now: .now, wall: Date())) }
         }
         return (try? await promise.futureResult.get()) ?? .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))
+    }
+
+    /// The control socket's client went away: what it still waits for is nobody's now.
+    func controlClientClosed(_ client: Int) {
+        loop.execute { [self] in
+            let tokens = Set(controlRequests.filter { $0.value.client == client }.keys)
+            guard !tokens.isEmpty else { return }
+            inOrder { [self] in perform(core.controlLeft(tokens, now: .now)) }
+        }
     }
 
     /// What `/healthz` and the gauges report, read on the loop.
@@ -292,7 +309,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             stopped = true
             timer?.cancel()
             perform(core.shutdown(now: .now, wall: Date()))
-            for (_, promise) in controlRequests { promise.succeed(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))) }
+            for (_, request) in controlRequests { request.promise.succeed(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))) }
             controlRequests.removeAll()
             runtimeToWrite = nil
         }.get()
@@ -366,7 +383,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .answer(.gateway(generation, requestID), answer):
                 writeToLink(generation) { $0.send(GatewayFrame.response(id: requestID, answer: answer), flush: false) }
             case let .answer(.control(token), answer):
-                controlRequests.removeValue(forKey: token)?.succeed(answer)
+                controlRequests.removeValue(forKey: token)?.promise.succeed(answer)
             case let .answer(.openClaw(node, invokeID), answer):
                 openClaw?.answer(node, invokeID, answer)
             case let .nodePresence(presence):
