@@ -67,8 +67,7 @@ struct GatewayEndToEndTests {
         let stack = try RelayStack(config: #"{"access": {"backgroundRetryAfterMs": 7000}}"#)
         defer { stack.stop() }
         try stack.cli(["nodes", "allow", stack.nodeID, "system.info"])
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let refused = try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": "https://never.example"])
         #expect(refused.code == ErrorMessage.backgroundUnavailable)
         #expect(refused.error?["retryable"] == true && refused.error?["retryAfterMs"] == 7000)
@@ -306,8 +305,7 @@ struct GatewayLinkTests {
 
         let denied = try stack.cli(["nodes", "invoke", "--node", stack.nodeID, "--command", "system.info"])
         #expect(denied.status == 1 && denied.stderr.contains("FORBIDDEN"))
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let background = try stack.cli(["nodes", "invoke", "--node", stack.nodeID, "--command", "canvas.hide", "--json"])
         #expect(background.status == 75 && background.stdout.contains(ErrorMessage.backgroundUnavailable))
         let described = try stack.cli(["nodes", "describe", "phone", "--json"])
@@ -394,8 +392,7 @@ struct HoldEndToEndTests {
     @Test func aHeldInvokeRunsWhenTheNodeComesBackToTheFront() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let call = HeldCall(stack)
         try stack.bridge.waitForLog("invoke held")
         stack.node.process.write(line: "fg")
@@ -421,8 +418,7 @@ struct HoldEndToEndTests {
     @Test func aHeldInvokeThatExpiresSaysItWasHeldAndHowLong() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let answer = try #require(HeldCall(stack, holdMs: 1000).wait())
         #expect(answer.code == "NODE_BACKGROUND_UNAVAILABLE" && answer.error?["retryable"] == true, "\(answer)")
         #expect(answer.error?["details"]?["held"] == true)
@@ -433,8 +429,7 @@ struct HoldEndToEndTests {
     @Test func pastTheBoundTheNewestIsRefusedAndTheHeldOneStillRuns() throws {
         let stack = try RelayStack(config: #"{"limits": {"heldPerNode": 1}}"#)
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let first = HeldCall(stack)
         try stack.bridge.waitForLog("invoke held")
         let second = try #require(HeldCall(stack, command: "canvas.present").wait())
@@ -446,8 +441,7 @@ struct HoldEndToEndTests {
     @Test func anIdempotentRetryJoinsTheHeldInvokeAndItRunsOnce() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let key = "retry-\(UUID().uuidString)"
         let first = HeldCall(stack, key: key)
         try stack.bridge.waitForLog("invoke held")
@@ -462,8 +456,7 @@ struct HoldEndToEndTests {
     @Test func aRevokedNodesHeldInvokesFailAtOnce() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let call = HeldCall(stack, holdMs: 300_000)
         try stack.bridge.waitForLog("invoke held")
         #expect(try stack.cli(["nodes", "revoke", stack.nodeID]).status == 0)
@@ -481,8 +474,7 @@ extension HoldEndToEndTests {
     @Test func theCLIHoldsForTheNodeToo() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let cli = try heldFromTheCLI(stack, "canvas.hide")
         defer { cli.killIfRunning() }
         try stack.bridge.waitForLog("invoke held")
@@ -493,8 +485,7 @@ extension HoldEndToEndTests {
     @Test func anOperatorWhoGivesUpTakesTheHeldInvokeAlong() throws {
         let stack = try RelayStack()
         defer { stack.stop() }
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
         let cli = try heldFromTheCLI(stack, "canvas.hide")
         try stack.bridge.waitForLog("invoke held")
         cli.signal(SIGKILL)

@@ -123,6 +123,12 @@ final class RelayStack: @unchecked Sendable {
         try gateway.waitForEvent("connected")
     }
 
+    /// The node goes to the background, and the gateway has heard it.
+    func backgroundNode() throws {
+        node.process.write(line: "bg")
+        try gateway.waitForEvent("background")
+    }
+
     /// `lanbridge nodes ARGS --state-dir …`.
     @discardableResult
     func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {

@@ -24,8 +24,7 @@ struct WakeEndToEndTests {
     static func backgrounded(_ stack: RelayStack, push: String) throws {
         stack.node.process.write(line: "push \(push)")
         #expect(try stack.node.waitFor("push").hasPrefix("ok"))
-        stack.node.process.write(line: "bg")
-        try stack.gateway.waitForEvent("background")
+        try stack.backgroundNode()
     }
 
     /// A `key=value` field of a log line.
