@@ -43,16 +43,15 @@ struct UnicastResolver: Sendable {
         let loop = group.next()
         let answered = loop.makePromise(of: DNS.Response.self)
         let expected = Expected(server: address, id: id, name: name, type: type.rawValue)
+        let timeout = self.timeout
         let channel = try await DatagramBootstrap(group: loop)
             .channelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(AnswerHandler(expected: expected, answered: answered)) }
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(AnswerHandler(expected: expected, answered: answered, timeout: timeout))
+                }
             }
             .bind(host: address.protocol == .inet6 ? "::" : "0.0.0.0", port: 0).get()
-        let deadline = loop.scheduleTask(in: timeout) { answered.fail(NoAnswer(description: "timed out")) }
-        defer {
-            deadline.cancel()
-            channel.close(promise: nil)
-        }
+        defer { channel.close(promise: nil) }
         let query = DNS.query(id: id, name: name, type: type)
         try await channel.writeAndFlush(AddressedEnvelope(remoteAddress: address, data: channel.allocator.buffer(bytes: query))).get()
         return try await answered.futureResult.get()
@@ -65,20 +64,42 @@ struct UnicastResolver: Sendable {
         let type: UInt16
     }
 
-    /// Completes `answered` with the first datagram that is the answer; anything else is ignored.
+    /// Completes `answered` once, on the channel's loop: with the first datagram that is the
+    /// answer (anything else is ignored), or a timeout.
     private final class AnswerHandler: ChannelInboundHandler {
         typealias InboundIn = AddressedEnvelope<ByteBuffer>
         let expected: Expected
         let answered: EventLoopPromise<DNS.Response>
+        let timeout: TimeAmount
+        private var deadline: Scheduled<Void>?
+        private var done = false
 
-        init(expected: Expected, answered: EventLoopPromise<DNS.Response>) { (self.expected, self.answered) = (expected, answered) }
+        init(expected: Expected, answered: EventLoopPromise<DNS.Response>, timeout: TimeAmount) {
+            (self.expected, self.answered, self.timeout) = (expected, answered, timeout)
+        }
+
+        func handlerAdded(context: ChannelHandlerContext) {
+            let loopBound = NIOLoopBound(self, eventLoop: context.eventLoop)
+            deadline = context.eventLoop.scheduleTask(in: timeout) { loopBound.value.finish(.failure(NoAnswer(description: "timed out"))) }
+        }
+
+        func handlerRemoved(context: ChannelHandlerContext) {
+            finish(.failure(NoAnswer(description: "closed")))
+        }
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let envelope = unwrapInboundIn(data)
             guard envelope.remoteAddress == expected.server,
                   let response = try? DNS.parse(Array(envelope.data.readableBytesView)),
                   response.id == expected.id, response.question?.name == expected.name, response.question?.type == expected.type else { return }
-            answered.succeed(response)
+            finish(.success(response))
+        }
+
+        private func finish(_ result: Result<DNS.Response, any Error>) {
+            guard !done else { return }
+            done = true
+            deadline?.cancel()
+            answered.completeWith(result)
         }
     }
 }

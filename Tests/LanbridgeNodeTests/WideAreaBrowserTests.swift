@@ -1,5 +1,7 @@
 import LanbridgeProtocol
 @testable import LanbridgeNode
+import NIOCore
+import NIOPosix
 import Testing
 
 /// What the wide-area browser makes of a zone's records (issue 25), with lookups answered from a
@@ -46,6 +48,16 @@ struct WideAreaBrowserTests {
         let bridges = try await WideAreaBrowser.bridges(in: Self.zone) { name, type in zone.lookup(name, type) }
         #expect(bridges.count == WideAreaBrowser.maxInstances - 1, "eight read, the one with port 0 dropped")
         #expect(zone.asked.count <= 1 + WideAreaBrowser.maxInstances * 4)
+    }
+
+    /// A server that never answers ends the lookup with an error after its attempts, not a hang
+    /// (a UDP port nobody listens on: nothing comes back).
+    @Test func aSilentServerIsAnErrorNotAHang() async throws {
+        let socket = try DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton).bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? socket.close().wait() }
+        let port = try #require(socket.localAddress?.port)  // bound, so nobody else gets it, and never read
+        let resolver = UnicastResolver(nameservers: [ReachableAddress(host: "127.0.0.1", port: port)], attempts: 2, timeout: .milliseconds(100))
+        await #expect(throws: UnicastResolver.NoAnswer.self) { try await resolver.lookup(Self.service, .ptr) }
     }
 
     @Test func nameServersComeFromResolvConf() {

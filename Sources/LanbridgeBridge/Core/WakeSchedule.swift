@@ -31,6 +31,4 @@ struct WakeSchedule {
         last[node] = now
         return true
     }
-
-    var count: Int { last.count }
 }

@@ -100,14 +100,19 @@ struct HookProcess {
         case exited(Int32), signalled(Int32)
     }
 
-    /// Reaps the child.
-    func wait() -> Termination {
+    /// Waits for the child to end, then, with `beforeReaping` (which the killer's lock makes the
+    /// last moment a kill may target it), reaps it: until then its PID, and so its group's, cannot
+    /// be anyone else's.
+    func wait(beforeReaping: () -> Void) -> Termination {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(pid), &info, WEXITED | WNOWAIT) < 0, errno == EINTR {}
+        beforeReaping()
         var status: Int32 = 0
         while waitpid(pid, &status, 0) < 0, errno == EINTR {}
         return status & 0x7f == 0 ? .exited((status >> 8) & 0xff) : .signalled(status & 0x7f)
     }
 
-    /// SIGKILLs the child's whole process group.
+    /// SIGKILLs the child's whole process group (call only before it is reaped).
     func killGroup() {
         kill(-pid, SIGKILL)
     }

@@ -77,21 +77,31 @@ final class WakeHook: Sendable {
         meta["latencyMs"] = "\(Int(Moment.now.timeIntervalSince(call.heldAt) * 1000))"
         logger.info("wake hook started", metadata: meta)
 
-        let timedOut = NIOLockedValueBox(false)
-        let deadline = DispatchWorkItem {
-            timedOut.withLockedValue { $0 = true }
-            process.killGroup()
+        // A late hook is killed with its group, but never once it is reaped (its PID may be
+        // someone else's by then): the lock orders the kill against the reaping.
+        enum Run { case running, timedOut, reaped }
+        let run = NIOLockedValueBox(Run.running)
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(call.hook.timeoutMs)) {
+            run.withLockedValue { state in
+                guard state == .running else { return }
+                state = .timedOut
+                process.killGroup()
+            }
         }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(call.hook.timeoutMs), execute: deadline)
         process.send(input)
         var output = FirstLine()
         process.readOutput { output.append($0) }
-        let termination = process.wait()
-        deadline.cancel()
+        var timedOut = false
+        let termination = process.wait {
+            run.withLockedValue { state in
+                timedOut = state == .timedOut
+                state = .reaped
+            }
+        }
 
         meta["ms"] = "\(Int(Moment.now.timeIntervalSince(call.heldAt) * 1000))"
         meta["output"] = "\(output.text(hiding: push?.token))"
-        if timedOut.withLockedValue({ $0 }) {
+        if timedOut {
             logger.warning("wake hook timed out after \(call.hook.timeoutMs) ms", metadata: meta)
             metrics.wake("timeout")
         } else if termination == .exited(0) {
