@@ -133,6 +133,7 @@ let package = Package(
             name: "lanbridge",
             dependencies: [
                 "LanbridgeBridge",
+                "LanbridgeNode",  // discover browse --domain: the SDK's wide-area browser
                 "LanbridgeState",
                 "LanbridgeProtocol",
                 "LanbridgeDiscovery",

@@ -3,6 +3,7 @@ import Foundation
 import LanbridgeDiscovery
 import LanbridgeBridge
 import LanbridgeFiles
+import LanbridgeNode
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -18,21 +19,45 @@ struct DiscoverCommand: AsyncParsableCommand {
 extension DiscoverCommand {
     struct Browse: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "List lanbridge bridges advertised on the LAN (mDNS, through avahi-daemon); the default.",
-            discussion: "Names, addresses and fingerprints here are hints from the network: a node trusts only the key its handshake proves. If nothing shows up, run `lanbridge doctor`."
+            abstract: "List lanbridge bridges advertised on the LAN (mDNS, through avahi-daemon), or in a DNS zone; the default.",
+            discussion: """
+            Names, addresses and fingerprints here are hints from the network: a node trusts only the key its handshake proves. If nothing shows up, run `lanbridge doctor`.
+
+            With --domain, asks unicast DNS for `_lanbridge._tcp` in that zone instead (wide-area DNS-SD, as nodes given that domain do): a check that the records from `lanbridge discover records` are served.
+
+              $ lanbridge discover browse --domain bridges.example.com
+              $ lanbridge discover browse --domain bridges.example.com --resolver 100.100.100.100
+            """
         )
 
         @Option(help: "How long to listen: 2s, 500ms is written 0.5s.") var timeout = Duration(argument: "2s")!
+        @Option(help: "Browse this DNS zone over unicast DNS instead of mDNS.") var domain: String?
+        @Option(help: ArgumentHelp("The DNS server to ask for --domain (default: /etc/resolv.conf's).", valueName: "host[:port]")) var resolver: String?
         @Flag(help: "Print JSON.") var json = false
 
+        func validate() throws {
+            if resolver != nil, domain == nil { throw ValidationError("--resolver goes with --domain") }
+            if let resolver, ReachableAddress(resolver, defaultPort: 53) == nil { throw ValidationError("--resolver takes host[:port]") }
+            if let domain, DNS.Name(domain) == nil { throw ValidationError("--domain takes a DNS name, e.g. bridges.example.com") }
+        }
+
         func run() async throws {
-            if case let .failure(error) = AvahiProbe.check() {
-                Output.note("lanbridge: cannot browse: \(error). Fix: apt-get install avahi-daemon && systemctl start avahi-daemon")
-                throw ExitCode(69)  // EX_UNAVAILABLE
+            let bridges: [DiscoveredBridge]
+            if let domain {
+                let browser = WideAreaBrowser(domain: domain, nameservers: resolver.flatMap { ReachableAddress($0, defaultPort: 53) }.map { [$0] } ?? [])
+                do { bridges = try await browser.browse() } catch {
+                    Output.note("lanbridge: cannot browse \(domain): \(error)")
+                    throw ExitCode(69)  // EX_UNAVAILABLE
+                }
+            } else {
+                if case let .failure(error) = AvahiProbe.check() {
+                    Output.note("lanbridge: cannot browse: \(error). Fix: apt-get install avahi-daemon && systemctl start avahi-daemon")
+                    throw ExitCode(69)  // EX_UNAVAILABLE
+                }
+                bridges = await AvahiBrowser().bridges(within: timeout.seconds)
             }
-            let bridges = await AvahiBrowser().bridges(within: timeout.seconds)
             if json { return try Output.json(bridges) }
-            guard !bridges.isEmpty else { return print("No bridges found in \(Output.duration(timeout.seconds)).") }
+            guard !bridges.isEmpty else { return print(domain.map { "No bridges listed in \($0)." } ?? "No bridges found in \(Output.duration(timeout.seconds)).") }
             Output.table(["NAME", "ADDRESS", "PORT", "FINGERPRINT (hint)", "PROTOCOL"], bridges.map {
                 [$0.name, $0.addresses.joined(separator: ","), String($0.port), $0.shortFingerprint ?? "?", $0.versions ?? "?"]
             })

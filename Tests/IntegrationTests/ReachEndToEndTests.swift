@@ -133,6 +133,10 @@ struct ReachEndToEndTests {
         let zone = zoneDirectory.file("dnsmasq.conf")
         try Self.dnsmasqConfig(records, domain: domain).write(to: zone, atomically: true, encoding: .utf8)
         try lan.startDNS(["--conf-file=\(zone.path)", "--listen-address=\(TestLAN.tailnetBridgeAddress)"])
+        // The operator checks the zone from the bridge host, as a node would browse it.
+        let listed = try CLI.run(["discover", "browse", "--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--json"], launcher: lan.launcher(lan.host))
+        let bridges = try JSONDecoder().decode([DiscoveredBridge].self, from: Data(listed.stdout.utf8))
+        #expect(bridges.map { $0.name } == ["test-bridge.\(domain)"] && bridges.first?.addresses == [TestLAN.tailnetBridgeAddress], "\(listed)")
         try lan.movePhoneToTailnet()
         let identity = try JSONDecoder().decode([String: JSONValue].self, from: Data(try CLI.run(["identity", "--json", "--state-dir", bridge.state.path]).stdout.utf8))
         let short = String(try #require(identity["fingerprint"]?.stringValue).prefix(9))
