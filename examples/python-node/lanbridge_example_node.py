@@ -75,9 +75,7 @@ async def main():
     if arguments.domain:
         from lanbridge_node.node import parse_address
         from lanbridge_node.wide_area import browse, wide_area
-        text = arguments.resolver or ""
-        # host, host:port, v6 or [v6]:port
-        resolver = parse_address(text if text.startswith("[") or text.count(":") == 1 else f"[{text}]:53" if ":" in text else f"{text}:53") if text else None
+        resolver = parse_address(arguments.resolver, default_port=53) if arguments.resolver else None
         if arguments.resolver and resolver is None:
             parser.error("--resolver takes HOST[:PORT]")
         servers, port = ([resolver[0]], resolver[1]) if resolver else (None, 53)

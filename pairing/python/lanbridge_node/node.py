@@ -91,8 +91,14 @@ STAGGER = 0.25  # seconds between the starts of two connection attempts (happy e
 Address = Tuple[str, int]
 
 
-def parse_address(text: str) -> Optional[Address]:
-    """`host:port` or `[v6]:port` (§9.1), else None: a list a peer sent is a hint, not trusted."""
+def parse_address(text: str, default_port: Optional[int] = None) -> Optional[Address]:
+    """`host:port` or `[v6]:port` (§9.1), else None: a list a peer sent is a hint, not trusted.
+    With `default_port`, also a bare `host`, `v6` or `[v6]` (what a user types for a server)."""
+    if default_port is not None:
+        if text.startswith("[") and "]:" not in text:
+            text = f"{text}:{default_port}"
+        elif not text.startswith("[") and text.count(":") != 1:
+            text = f"[{text}]:{default_port}" if ":" in text else f"{text}:{default_port}"
     if text.startswith("["):
         host, _, rest = text[1:].partition("]")
         port = rest[1:] if rest.startswith(":") else ""

@@ -385,3 +385,10 @@ def test_wide_area_discovery_reads_the_zone_and_keeps_the_pinned_bridge_only(mon
     assert bridges[1].port == 18791 and bridges[1].addresses == ["100.64.77.1"] and bridges[1].short_fingerprint == "MINE-0001"
     found = asyncio.run(wide_area.wide_area("lanbridge.test")("MINE-0001"))
     assert found == [("100.64.77.1", 18790 + n) for n in (1, 3, 5, 7)]
+
+
+def test_an_address_a_user_types_may_leave_out_the_port():
+    from lanbridge_node.node import parse_address
+    assert [parse_address(t, default_port=53) for t in ("10.0.0.1", "10.0.0.1:5353", "fd00::1", "[fd00::1]", "[fd00::1]:99")] == \
+        [("10.0.0.1", 53), ("10.0.0.1", 5353), ("fd00::1", 53), ("fd00::1", 53), ("fd00::1", 99)]
+    assert parse_address("10.0.0.1") is None, "a list a peer sent must say its port"
