@@ -144,6 +144,27 @@ struct WakeEndToEndTests {
         #expect(call.wait()?.error?["details"]?["held"] == true)
     }
 
+    /// A hook that leaves a child in a session of its own holding its output: the group kill
+    /// cannot reach it, and the wake thread stops waiting for the output a second past the time
+    /// limit instead of for as long as that child lives.
+    @Test func aChildThatEscapesTheGroupDoesNotHoldTheHookRunForEver() throws {
+        let dir = TemporaryDirectory("hook")
+        let escaped = dir.file("escaped.pid").path, hook = dir.file("hook").path
+        try Data("#!/bin/sh\nsetsid sleep 120 &\necho $! > \(escaped)\necho escaped\n".utf8).write(to: URL(fileURLWithPath: hook))
+        #expect(chmod(hook, 0o755) == 0)
+        defer {  // the escaped sleep is this test's: stopped by its PID
+            if let text = try? String(contentsOfFile: escaped, encoding: .utf8), let pid = pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)) { kill(pid, SIGKILL) }
+        }
+        let stack = try RelayStack(config: try Self.config(exec: hook, args: [], timeoutMs: 300))
+        defer { stack.stop() }
+        try Self.backgrounded(stack, push: "ntfy some-topic")
+        let call = HeldCall(stack)
+        let late = try stack.bridge.waitForLog("wake hook timed out")
+        #expect(late.contains("output=escaped"), "\(late)")
+        stack.node.process.write(line: "fg")
+        #expect(call.wait()?.ok == true)
+    }
+
     @Test func serveRefusesAHookThatCannotRun() throws {
         let state = TemporaryDirectory("bridge")
         let config = state.url.appendingPathComponent("config.json")

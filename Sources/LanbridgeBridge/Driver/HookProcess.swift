@@ -84,10 +84,18 @@ struct HookProcess {
         close(input)
     }
 
-    /// Reads the output until every holder of the pipe has closed it, passing each chunk on.
-    func readOutput(_ chunk: (UnsafeRawBufferPointer) -> Void) {
+    /// Reads the output until every holder of the pipe has closed it, or `deadline` (uptime
+    /// nanoseconds) passes: something the hook started in a session of its own, out of reach of
+    /// the group kill, may hold the pipe open for ever. Passes each chunk on.
+    func readOutput(until deadline: UInt64, _ chunk: (UnsafeRawBufferPointer) -> Void) {
         var buffer = [UInt8](repeating: 0, count: 4096)
         while true {
+            let now = DispatchTime.now().uptimeNanoseconds
+            guard now < deadline else { break }
+            var ready = pollfd(fd: output, events: Int16(POLLIN), revents: 0)
+            let polled = poll(&ready, 1, Int32(min((deadline - now) / 1_000_000 + 1, UInt64(Int32.max))))
+            if polled < 0, errno == EINTR { continue }
+            guard polled > 0 else { break }
             let count = buffer.withUnsafeMutableBytes { read(output, $0.baseAddress, $0.count) }
             if count < 0, errno == EINTR { continue }
             guard count > 0 else { break }

@@ -90,7 +90,9 @@ final class WakeHook: Sendable {
         }
         process.send(input)
         var output = FirstLine()
-        process.readOutput { output.append($0) }
+        // Past the kill, a second more for the output to end, then it is not waited for.
+        let outputDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(call.hook.timeoutMs + 1000) * 1_000_000
+        process.readOutput(until: outputDeadline) { output.append($0) }
         var timedOut = false
         let termination = process.wait {
             run.withLockedValue { state in
