@@ -23,6 +23,23 @@ public struct WideAreaBrowser: BridgeDiscovery {
         (self.domain, self.nameservers, self.refresh) = (domain, nameservers, refresh)
     }
 
+    /// From what a user types: a domain, and optionally the server to ask (`HOST` or
+    /// `HOST:PORT`, port 53 by default). Throws a message naming the bad one.
+    public init(domain: String, resolver: String?) throws(InvalidArgument) {
+        guard DNS.Name(domain) != nil else { throw InvalidArgument(description: "\(domain) is not a DNS name, e.g. bridges.example.com") }
+        let servers = try resolver.map { text throws(InvalidArgument) -> [ReachableAddress] in
+            guard let server = ReachableAddress(text, defaultPort: 53) else { throw InvalidArgument(description: "\(text) is not host[:port]") }
+            return [server]
+        }
+        self.init(domain: domain, nameservers: servers ?? [])
+    }
+
+    /// A domain or server that cannot be used, and why.
+    public struct InvalidArgument: Error, CustomStringConvertible {
+        /// What is wrong, for the user.
+        public let description: String
+    }
+
     /// Found and removed bridges until the consumer stops iterating.
     public func events() -> AsyncStream<DiscoveryEvent> {
         AsyncStream { continuation in

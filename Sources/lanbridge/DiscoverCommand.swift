@@ -35,16 +35,18 @@ extension DiscoverCommand {
         @Option(help: ArgumentHelp("The DNS server to ask for --domain (default: /etc/resolv.conf's).", valueName: "host[:port]")) var resolver: String?
         @Flag(help: "Print JSON.") var json = false
 
-        func validate() throws {
+        /// --domain's browser, if given; nil otherwise.
+        private func wideArea() throws -> WideAreaBrowser? {
             if resolver != nil, domain == nil { throw ValidationError("--resolver goes with --domain") }
-            if let resolver, ReachableAddress(resolver, defaultPort: 53) == nil { throw ValidationError("--resolver takes host[:port]") }
-            if let domain, DNS.Name(domain) == nil { throw ValidationError("--domain takes a DNS name, e.g. bridges.example.com") }
+            guard let domain else { return nil }
+            do { return try WideAreaBrowser(domain: domain, resolver: resolver) } catch { throw ValidationError("\(error)") }
         }
+
+        func validate() throws { _ = try wideArea() }
 
         func run() async throws {
             let bridges: [DiscoveredBridge]
-            if let domain {
-                let browser = WideAreaBrowser(domain: domain, nameservers: resolver.flatMap { ReachableAddress($0, defaultPort: 53) }.map { [$0] } ?? [])
+            if let browser = try wideArea(), let domain {
                 do { bridges = try await browser.browse() } catch {
                     Output.note("lanbridge: cannot browse \(domain): \(error)")
                     throw ExitCode(69)  // EX_UNAVAILABLE

@@ -60,6 +60,14 @@ struct WideAreaBrowserTests {
         await #expect(throws: UnicastResolver.NoAnswer.self) { try await resolver.lookup(Self.service, .ptr) }
     }
 
+    @Test func whatAUserTypesIsCheckedWhole() throws {
+        #expect(try WideAreaBrowser(domain: "lanbridge.test", resolver: "100.64.77.1").nameservers == [ReachableAddress(host: "100.64.77.1", port: 53)])
+        #expect(try WideAreaBrowser(domain: "lanbridge.test", resolver: "[fd00::1]:5353").nameservers == [ReachableAddress(host: "fd00::1", port: 5353)])
+        #expect(try WideAreaBrowser(domain: "lanbridge.test", resolver: nil).nameservers.isEmpty)
+        #expect(throws: WideAreaBrowser.InvalidArgument.self) { try WideAreaBrowser(domain: "a..b", resolver: nil) }
+        #expect(throws: WideAreaBrowser.InvalidArgument.self) { try WideAreaBrowser(domain: "lanbridge.test", resolver: "x y") }
+    }
+
     @Test func nameServersComeFromResolvConf() {
         let conf = "# by NetworkManager\nsearch home.arpa\nnameserver 192.168.1.1\nnameserver fe80::1%eth0\nnameserver\toops!\noptions edns0\n"
         #expect(WideAreaBrowser.nameservers(resolvConf: conf) == [ReachableAddress(host: "192.168.1.1", port: 53), ReachableAddress(host: "fe80::1", port: 53)])

@@ -45,7 +45,7 @@ struct NodeSim: AsyncParsableCommand {
         guard ["ios", "android", "macos", "linux"].contains(platform) else { throw ValidationError("unknown platform \(platform)") }
         if let invite, InviteURI(invite) == nil { throw ValidationError("not a lanbridge invite URI: \(invite)") }
         if resolver != nil, domain == nil { throw ValidationError("--resolver goes with --domain") }
-        if let resolver, ReachableAddress(resolver, defaultPort: 53) == nil { throw ValidationError("--resolver takes host[:port]") }
+        if let domain { do { _ = try WideAreaBrowser(domain: domain, resolver: resolver) } catch { throw ValidationError("\(error)") } }
         if connect == nil && invite == nil && !discover && domain == nil && !FileManager.default.fileExists(atPath: stateDir + "/bridge.json") {
             throw ValidationError("give --connect host:port, --invite URI or --discover (once paired, none: the node dials what it learned)")
         }
@@ -148,7 +148,7 @@ struct NodeSim: AsyncParsableCommand {
 
     /// mDNS (--discover), wide-area DNS-SD (--domain), or both.
     private var browser: (any BridgeDiscovery)? {
-        let wideArea = domain.map { WideAreaBrowser(domain: $0, nameservers: resolver.flatMap { ReachableAddress($0, defaultPort: 53) }.map { [$0] } ?? []) }
+        let wideArea = domain.flatMap { try? WideAreaBrowser(domain: $0, resolver: resolver) }  // checked in validate()
         let sources: [any BridgeDiscovery] = (discover ? [AvahiBrowser()] : []) + (wideArea.map { [$0] } ?? [])
         return sources.count > 1 ? CombinedDiscovery(sources) : sources.first
     }

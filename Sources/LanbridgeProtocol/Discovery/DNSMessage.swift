@@ -69,20 +69,20 @@ public enum DNS {
         public init(name: Name, ttl: UInt32, data: RecordData) { (self.name, self.ttl, self.data) = (name, ttl, data) }
     }
 
+    public struct Question: Equatable, Sendable {
+        public var name: Name
+        public var type: UInt16
+    }
+
     public struct Response: Equatable, Sendable {
         public var id: UInt16
         public var truncated: Bool
         /// 0: no error; 3: the name does not exist (an empty answer either way for a browser).
         public var rcode: UInt8
         /// The question it answers.
-        public var question: (name: Name, type: UInt16)?
+        public var question: Question?
         /// Answer, authority and additional records, in that order.
         public var records: [Record]
-
-        public static func == (a: Response, b: Response) -> Bool {
-            a.id == b.id && a.truncated == b.truncated && a.rcode == b.rcode && a.records == b.records
-                && a.question?.name == b.question?.name && a.question?.type == b.question?.type
-        }
     }
 
     public enum ParseError: Error, Equatable, Sendable {
@@ -109,12 +109,12 @@ public enum DNS {
         guard flags & 0x8000 != 0 else { throw .notAResponse }
         let questions = Int(try reader.u16())
         let count = Int(try reader.u16()) + Int(try reader.u16()) + Int(try reader.u16())
-        var question: (Name, UInt16)?
+        var question: Question?
         for index in 0..<questions {
             let name = try reader.name()
             let type = try reader.u16()
             _ = try reader.u16()
-            if index == 0 { question = (name, type) }
+            if index == 0 { question = Question(name: name, type: type) }
         }
         var records: [Record] = []
         // Every record takes at least 11 bytes: a count past what the bytes can hold is a lie.
