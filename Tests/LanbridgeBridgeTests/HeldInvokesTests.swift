@@ -169,3 +169,33 @@ extension BridgeCoreTests {
         #expect(front.count == 1, "the gateway's still runs, the operator's does not")
     }
 }
+
+/// Issue 36 §4: a cancel reaches held invokes too, by idempotency key and by request ID.
+extension BridgeCoreTests {
+    func cancelRequest(key: String? = nil, id: String? = nil) -> JSONValue {
+        var fields: [String: JSONValue] = ["nodeId": .string(nodeId)]
+        if let key { fields["idempotencyKey"] = .string(key) }
+        if let id { fields["id"] = .string(id) }
+        return .object(fields)
+    }
+
+    @Test(arguments: [true, false]) func aCancelRemovesAHeldInvokeAndItNeverRuns(byKey: Bool) throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        _ = ask(&core, held(key: "k-held"), id: "g1", at: t0)
+        let cancelled = core.request(method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"),
+                                     from: .gateway(generation: 1, requestID: "c1"), now: t0 + 1, wall: wall)
+        let answers = Self.answers(cancelled)
+        #expect(answers.contains { target, result in
+            if case let .gateway(_, id) = target, id == "g1", case let .failure(error) = result { return error.code == ErrorMessage.cancelled }
+            return false
+        }, "the held invoke's asker hears CANCELLED: \(answers)")
+        #expect(answers.contains { target, result in
+            if case let .gateway(_, id) = target, id == "c1", case let .success(.value(value?)) = result { return value["cancelled"] == true }
+            return false
+        }, "the cancel answers cancelled: true: \(answers)")
+        let front = core.received(state(true), from: 1, now: t0 + 2, wall: wall)
+        #expect(Self.invokeSent(front) == nil, "a cancelled held invoke does not run when the node comes back")
+    }
+}

@@ -59,15 +59,24 @@ extension BridgeCore {
         return ["cancelled": .bool(found), "nodeId": .string(node.nodeId.description)]
     }
 
-    /// Cancels the invoke in flight to `node` whose waiter matches: its asker (and any retry
-    /// joined to it) hears CANCELLED, the node hears `invoke.cancel`. False if none is in flight.
+    /// Cancels the invoke to `node` whose waiter matches: one in flight (the node hears
+    /// `invoke.cancel`) or one held for the node (it never runs). Its asker, and any retry joined
+    /// to it, hears CANCELLED. False if there is none.
     mutating func cancel(node: Fingerprint, where matches: (Waiter) -> Bool) -> Bool {
         // Another node's invoke is not this cancel's to touch.
-        guard let requestID = waiters.first(where: { matches($0.value) })?.key, router.pending(requestID: requestID)?.nodeID == node.description,
-              let (pending, outcome) = router.cancel(requestID: requestID) else { return false }
-        send(InvokeCancel(id: pending.invokeID), to: pending.connection)
-        complete([outcome])
-        return true
+        if let requestID = waiters.first(where: { matches($0.value) })?.key, router.pending(requestID: requestID)?.nodeID == node.description,
+           let (pending, outcome) = router.cancel(requestID: requestID) {
+            send(InvokeCancel(id: pending.invokeID), to: pending.connection)
+            complete([outcome])
+            return true
+        }
+        let dropped = held.remove(node: node) { matches($0.waiter) }
+        for entry in dropped {
+            finish(.failure(ErrorMessage(code: ErrorMessage.cancelled, message: "\(entry.request.command) was cancelled while it was held",
+                                         details: entry.refusal.details, retryable: false)), for: entry.waiter, now: now)
+        }
+        if !dropped.isEmpty { metrics.held(held.count) }
+        return !dropped.isEmpty
     }
 
     func describing(node: PairedNode) -> NodeDescription {

@@ -68,12 +68,16 @@ struct HeldInvokes {
     /// Entries that match, no longer held.
     mutating func remove(where matches: (Entry) -> Bool) -> [Entry] {
         var removed: [Entry] = []
-        for node in queues.keys.sorted(by: { $0.description < $1.description }) {
-            guard let queue = queues[node], queue.contains(where: matches) else { continue }
-            removed += queue.filter(matches)
-            let kept = queue.filter { !matches($0) }
-            queues[node] = kept.isEmpty ? nil : kept
-        }
+        for node in queues.keys.sorted(by: { $0.description < $1.description }) { removed += remove(node: node, where: matches) }
+        return removed
+    }
+
+    /// One node's entries that match, no longer held.
+    mutating func remove(node: Fingerprint, where matches: (Entry) -> Bool) -> [Entry] {
+        guard let queue = queues[node], queue.contains(where: matches) else { return [] }
+        let removed = queue.filter(matches)
+        let kept = queue.filter { !matches($0) }
+        queues[node] = kept.isEmpty ? nil : kept
         forget(removed)
         return removed
     }

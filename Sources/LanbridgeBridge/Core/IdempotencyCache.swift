@@ -42,6 +42,7 @@ struct IdempotencyCache {
         var items: [(serial: Int, key: String)] = []
         var head = 0
         var isEmpty: Bool { head == items.count }
+        var count: Int { items.count - head }
         var first: (serial: Int, key: String)? { isEmpty ? nil : items[head] }
         mutating func append(_ item: (serial: Int, key: String)) { items.append(item) }
         mutating func removeFirst() {
@@ -127,7 +128,7 @@ struct IdempotencyCache {
     private mutating func expire(now: Moment) {
         while let oldest = kept.first {
             guard let entry = entries[oldest.key], case let .done(_, at, serial, _) = entry.state, serial == oldest.serial else {
-                kept.removeFirst()  // forgotten already
+                kept.removeFirst()  // forgotten already, over a budget
                 continue
             }
             guard now.timeIntervalSince(at) >= Self.keepFor else { break }
@@ -136,14 +137,47 @@ struct IdempotencyCache {
         }
     }
 
-    /// Drops the kept answer `item` names, if it is still that one (queues are cleaned lazily).
+    /// Drops the kept answer `item` names, if it is still that one. The queue of everyone's
+    /// answers is cleaned at its head (so it holds at most one window); the node's queue sheds
+    /// every forgotten item at its head now, or it would keep each key a busy node was ever asked
+    /// with (issue 41). Answers are forgotten oldest first, by node budget, global budget or age
+    /// alike, so a node's forgotten items are always at the head of its queue.
     private mutating func forget(_ item: (serial: Int, key: String)) {
         guard let entry = entries[item.key], case let .done(_, _, serial, cost) = entry.state, serial == item.serial else { return }
         entries[item.key] = nil
         bytes -= cost
         let left = bytesByNode[entry.node, default: cost] - cost
-        bytesByNode[entry.node] = left > 0 ? left : nil
-        if left <= 0 { keptByNode[entry.node] = nil }
+        guard left > 0 else {
+            bytesByNode[entry.node] = nil
+            keptByNode[entry.node] = nil
+            return
+        }
+        bytesByNode[entry.node] = left
+        while let first = keptByNode[entry.node]?.first, !isKept(first) { keptByNode[entry.node]?.removeFirst() }
+    }
+
+    private func isKept(_ item: (serial: Int, key: String)) -> Bool {
+        guard let entry = entries[item.key], case let .done(_, _, serial, _) = entry.state else { return false }
+        return serial == item.serial
+    }
+
+    /// What the cache holds, for the tests of its bounds.
+    struct Footprint: Equatable {
+        var entries = 0
+        /// Items in the queue of everyone's answers.
+        var queued = 0
+        /// Items in the longest node queue, and in all node queues.
+        var queuedByNode = 0
+        var queuedByNodeTotal = 0
+        var nodes = 0
+        var bytes = 0
+        var bytesByNode = 0
+    }
+
+    var footprint: Footprint {
+        Footprint(entries: entries.count, queued: kept.count, queuedByNode: keptByNode.values.map(\.count).max() ?? 0,
+                  queuedByNodeTotal: keptByNode.values.reduce(0) { $0 + $1.count }, nodes: keptByNode.count,
+                  bytes: bytes, bytesByNode: bytesByNode.values.reduce(0, +))
     }
 
     private static func size(of answer: Answer) -> Int {

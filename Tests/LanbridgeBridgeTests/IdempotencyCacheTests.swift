@@ -1,0 +1,90 @@
+import Foundation
+@testable import LanbridgeBridge
+@testable import LanbridgeProtocol
+import Testing
+
+/// The idempotency cache holds one window of answers and nothing more, whatever the traffic
+/// (issue 41: a node never idle for a whole window kept every key it was ever asked with).
+@Suite struct IdempotencyCacheTests {
+    let t0 = Moment(seconds: 1000)
+    static let answer: IdempotencyCache.Answer = .success(.raw(ArraySlice(Array("{\"ok\":true}".utf8))))
+
+    /// One keyed invoke run to its answer.
+    func run(_ cache: inout IdempotencyCache, key: String, node: String, at now: Moment) {
+        guard case .run = cache.start(key, request: Array(key.utf8), node: node, now: now) else {
+            Issue.record("a fresh key should run")
+            return
+        }
+        _ = cache.finish(key, Self.answer, keep: true, now: now)
+    }
+
+    @Test func aNodeInvokedWithoutPauseKeepsOneWindowOfItems() {
+        var cache = IdempotencyCache()
+        let perSecond = 20
+        let window = Int(IdempotencyCache.keepFor)
+        var peak = IdempotencyCache.Footprint()
+        // Twenty windows: two nodes asked 20 times a second each, never idle.
+        for second in 0..<(20 * window) {
+            for n in 0..<perSecond {
+                let now = t0 + Double(second) + Double(n) / Double(perSecond)
+                run(&cache, key: "a-\(second)-\(n)", node: "node-a", at: now)
+                run(&cache, key: "b-\(second)-\(n)", node: "node-b", at: now)
+            }
+            let footprint = cache.footprint
+            peak.entries = max(peak.entries, footprint.entries)
+            peak.queued = max(peak.queued, footprint.queued)
+            peak.queuedByNode = max(peak.queuedByNode, footprint.queuedByNode)
+        }
+        let oneWindow = (window + 1) * perSecond
+        #expect(peak.entries <= 2 * oneWindow, "answers kept: \(peak.entries)")
+        #expect(peak.queued <= 2 * oneWindow, "the queue of everyone's answers: \(peak.queued)")
+        #expect(peak.queuedByNode <= oneWindow, "one node's queue: \(peak.queuedByNode) items (one window is \(oneWindow))")
+    }
+
+    @Test func everythingGoesWhenTheWindowPasses() {
+        var cache = IdempotencyCache()
+        for n in 0..<500 { run(&cache, key: "k\(n)", node: "node-\(n % 7)", at: t0 + Double(n) / 10) }
+        // One more invoke a window after the last: everything before it has expired.
+        run(&cache, key: "last", node: "node-0", at: t0 + 50 + IdempotencyCache.keepFor + 1)
+        let footprint = cache.footprint
+        #expect(footprint.entries == 1 && footprint.queued == 1 && footprint.queuedByNode == 1 && footprint.nodes == 1,
+                "\(footprint)")
+        #expect(footprint.bytes == footprint.bytesByNode, "the byte counts agree")
+    }
+
+    @Test func aNodeOverItsBudgetLosesItsOldestAndItsQueueShrinksWithIt() {
+        var cache = IdempotencyCache()
+        let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: 64 << 10)))
+        for n in 0..<200 {
+            let key = "big\(n)"
+            _ = cache.start(key, request: [], node: "node-a", now: t0 + Double(n) / 100)
+            _ = cache.finish(key, big, keep: true, now: t0 + Double(n) / 100)
+        }
+        let footprint = cache.footprint
+        #expect(footprint.bytesByNode <= IdempotencyCache.maxBytesPerNode)
+        #expect(footprint.queuedByNode == footprint.entries, "the node's queue holds only what is kept: \(footprint)")
+        // The oldest went; the newest is still answered.
+        guard case .answered = cache.start("big199", request: [], node: "node-a", now: t0 + 3) else {
+            Issue.record("the newest answer should still be kept")
+            return
+        }
+        guard case .run = cache.start("big0", request: [], node: "node-a", now: t0 + 3) else {
+            Issue.record("the oldest answer should have gone over the node's budget")
+            return
+        }
+    }
+
+    @Test func theGlobalBudgetEvictsAcrossNodesAndTheirQueuesFollow() {
+        var cache = IdempotencyCache()
+        let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: 256 << 10)))
+        // 16 nodes × 12 answers of 256 KiB = 48 MiB offered against a 32 MiB budget.
+        for n in 0..<192 {
+            let key = "k\(n)"
+            _ = cache.start(key, request: [], node: "node-\(n % 16)", now: t0 + Double(n) / 100)
+            _ = cache.finish(key, big, keep: true, now: t0 + Double(n) / 100)
+        }
+        let footprint = cache.footprint
+        #expect(footprint.bytes <= IdempotencyCache.maxBytes)
+        #expect(footprint.queuedByNodeTotal == footprint.entries, "node queues hold only kept answers: \(footprint)")
+    }
+}
