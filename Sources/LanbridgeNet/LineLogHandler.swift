@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeProtocol
 import Logging
 
 /// swift-log output for daemons: aligned and readable on a terminal, one `key=value` line per event
@@ -46,24 +47,22 @@ public struct LineLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-        let fields = merged.sorted { $0.key < $1.key }
-        let line: String
-        if interactive {
-            let time = Date().formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits).second(.twoDigits))
-            let extra = fields.isEmpty ? "" : "  " + fields.map { "\($0.key)=\($0.value)" }.joined(separator: " ")
-            line = "\(time) \(event.level.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)) \(event.message)\(extra)"
-        } else {
-            let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(Date().formatted(.iso8601))", "level=\(event.level)"]
-            line = (head + ["logger=\(label)", "msg=\(Self.quote("\(event.message)"))"]
-                + fields.map { "\($0.key)=\(Self.quote("\($0.value)"))" }).joined(separator: " ")
-        }
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        FileHandle.standardError.write(Data((line(for: event, time: Date()) + "\n").utf8))
     }
 
-    private static func quote(_ value: String) -> String {
-        value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" }) || value.isEmpty
-            ? "\"" + value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"") + "\""
-            : value
+    /// The event as one line. Every value a peer may have chosen (the message and each field) is
+    /// escaped here, in one place: no control character, newline or terminal sequence reaches the
+    /// log raw, so a value can neither start a line of its own nor drive a terminal.
+    func line(for event: LogEvent, time: Date) -> String {
+        let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+        let fields = merged.sorted { $0.key < $1.key }
+        if interactive {
+            let clock = time.formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits).second(.twoDigits))
+            let extra = fields.isEmpty ? "" : "  " + fields.map { "\(SafeText.escape($0.key))=\(SafeText.escape("\($0.value)"))" }.joined(separator: " ")
+            return "\(clock) \(event.level.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)) \(SafeText.escape("\(event.message)"))\(extra)"
+        }
+        let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(time.formatted(.iso8601))", "level=\(event.level)"]
+        return (head + ["logger=\(label)", "msg=\(SafeText.quote("\(event.message)"))"]
+            + fields.map { "\(SafeText.escape($0.key))=\(SafeText.quote("\($0.value)"))" }).joined(separator: " ")
     }
 }

@@ -52,6 +52,13 @@ import Testing
         #expect(footprint.bytes == footprint.bytesByNode, "the byte counts agree")
     }
 
+    @Test func aQuietCacheLetsGoOnExpiry() {
+        var cache = IdempotencyCache()
+        for n in 0..<100 { run(&cache, key: "k\(n)", node: "node-\(n % 3)", at: t0) }
+        cache.expire(now: t0 + IdempotencyCache.keepFor)
+        #expect(cache.footprint == IdempotencyCache.Footprint(), "nothing is held once the window has passed")
+    }
+
     @Test func aNodeOverItsBudgetLosesItsOldestAndItsQueueShrinksWithIt() {
         var cache = IdempotencyCache()
         let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: 64 << 10)))

@@ -244,6 +244,17 @@ extension BridgeCore {
         if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {
             logger.notice("result too large: \(size) bytes (limit \(limit))", metadata: meta(connection))
         }
+        if case let .dropped(invokeID, _, reason) = outcome {
+            metrics.resultDropped(reason.rawValue)
+            // The first in a quiet minute is logged; the rest are counted into the tick's summary.
+            guard connection.droppedResults == 0, now.timeIntervalSince(connection.summarised) >= 60 else {
+                connections[connection.id]?.droppedResults += 1
+                return
+            }
+            connections[connection.id]?.summarised = now
+            logger.notice("dropped a result: \(reason)", metadata: meta(connection, ["invoke": "\(invokeID)"]))
+            return
+        }
         complete([outcome])
     }
 

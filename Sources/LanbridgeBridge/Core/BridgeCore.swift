@@ -398,7 +398,7 @@ struct BridgeCore {
     /// alive or expires them. Writes the store only when something is due.
     mutating func tick(now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
-        for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 {
+        for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 || connection.droppedResults > 0 {
             // The state it ends in is announced at once; the counts go to the log once a minute.
             if connection.announcedForeground != connection.foreground { announceState(of: connection.id) }
             guard now.timeIntervalSince(connection.summarised) >= 60 else { continue }
@@ -409,11 +409,17 @@ struct BridgeCore {
             if connection.droppedEvents > 0 {
                 logger.notice("dropped \(connection.droppedEvents) events from this node (over its event limits)", metadata: meta(connection))
             }
+            if connection.droppedResults > 0 {
+                logger.notice("dropped \(connection.droppedResults) more results from this node that answered no invoke in flight",
+                              metadata: meta(connection))
+            }
             connections[connection.id]?.coalescedStates = 0
             connections[connection.id]?.droppedEvents = 0
+            connections[connection.id]?.droppedResults = 0
             connections[connection.id]?.summarised = now
         }
         if !seen.isEmpty, now.timeIntervalSince(seenFlushed) >= 30 { flushSeen(now: now, wall: wall) }
+        idempotency.expire(now: now)
         let waiting = Set(connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } })
         // The cached state (kept current by inotify and the version check) is enough to tell
         // whether anything is due; reading the files every second would cost O(paired nodes).

@@ -46,7 +46,10 @@ extension BridgeCore {
         var coalescedStates = 0
         /// Events dropped since the last summary (over the node's event limits).
         var droppedEvents = 0
-        /// When the coalesced states and dropped events were last logged.
+        /// Results of this connection's that answered nobody, since the last line about them.
+        var droppedResults = 0
+        /// When the coalesced states, dropped events and dropped results were last logged: one
+        /// line a minute at most, so a node cannot flood the log.
         var summarised = Moment.distantPast
         /// Shown to people (runtime.json), so wall time.
         let connectedAt: Date

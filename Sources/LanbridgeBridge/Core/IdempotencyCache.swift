@@ -124,8 +124,9 @@ struct IdempotencyCache {
         return waiting
     }
 
-    /// Answers kept longer than `keepFor` go (the queue is in time order: only its head is looked at).
-    private mutating func expire(now: Moment) {
+    /// Answers kept longer than `keepFor` go (the queue is in time order: only its head is looked
+    /// at). Called with each use and by the core's tick, so a quiet bridge lets go too.
+    mutating func expire(now: Moment) {
         while let oldest = kept.first {
             guard let entry = entries[oldest.key], case let .done(_, at, serial, _) = entry.state, serial == oldest.serial else {
                 kept.removeFirst()  // forgotten already, over a budget

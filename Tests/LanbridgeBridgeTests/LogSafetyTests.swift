@@ -1,0 +1,88 @@
+import Foundation
+@testable import LanbridgeBridge
+@testable import LanbridgeNet
+@testable import LanbridgeProtocol
+import Logging
+import NIOConcurrencyHelpers
+import Testing
+
+/// Issue 36 §3: what a node chooses cannot forge a log line, reach a terminal raw, or flood the log.
+@Suite struct LogSafetyTests {
+    static let forged = "x\nts=2026-11-26T00:00:00Z level=warning logger=lanbridge msg=\"pairing revoked\"\u{1B}[2J\u{1B}]0;owned\u{07}\r\u{2028}\u{202E}"
+
+    @Test(arguments: [false, true]) func aValueAPeerChoseStaysOnItsLineAndCannotDriveATerminal(interactive: Bool) {
+        let handler = LineLogHandler(label: "lanbridge", interactive: interactive, journal: false)
+        let line = handler.line(for: LogEvent(level: .notice, message: "dropped a result \(Self.forged)", metadata: ["invoke": "\(Self.forged)"],
+                                              source: "", file: "", function: "", line: 0), time: Date(timeIntervalSince1970: 0))
+        #expect(!line.contains("\n") && !line.contains("\r"), "one line: \(line)")
+        #expect(!line.unicodeScalars.contains { SafeText.isUnsafe($0) }, "no control character, separator or bidi override: \(line)")
+        #expect(line.contains("\\u{1B}[2J") && line.contains("\\n"), "what was there is still visible, escaped: \(line)")
+        if !interactive {
+            // The forged text is inside the quoted value: a reader splitting key=value pairs sees
+            // one msg and one invoke field, never a level=warning of its own.
+            #expect(Self.logfmtKeys(line) == ["ts", "level", "logger", "msg", "invoke"], "\(line)")
+        }
+    }
+
+    /// The keys a logfmt reader finds: `key=value` pairs split on spaces outside quotes, `\"` inside.
+    static func logfmtKeys(_ line: String) -> [String] {
+        var keys: [String] = [], token = "", quoted = false, escaped = false, inKey = true
+        for c in line {
+            if quoted {
+                if escaped { escaped = false } else if c == "\\" { escaped = true } else if c == "\"" { quoted = false }
+                continue
+            }
+            switch c {
+            case "\"": quoted = true
+            case "=" where inKey: keys.append(token); inKey = false
+            case " ": (token, inKey) = ("", true)
+            default: if inKey { token.append(c) }
+            }
+        }
+        return keys
+    }
+
+    @Test func aBackslashInTheInputCannotPassForAnEscape() {
+        #expect(SafeText.escape("a\\nb") == "a\\\\nb")
+        #expect(SafeText.escape("a\nb") == "a\\nb")
+        #expect(SafeText.escape("plain text, unchanged: é ✓") == "plain text, unchanged: é ✓")
+        #expect(SafeText.quote("say \"hi\"") == "\"say \\\"hi\\\"\"")
+    }
+}
+
+/// A log handler that keeps what is logged, for the core's tests.
+final class CapturedLog: @unchecked Sendable {
+    let lines = NIOLockedValueBox<[String]>([])
+    var logger: Logger {
+        Logger(label: "test") { _ in Handler(log: self) }
+    }
+
+    struct Handler: LogHandler {
+        let log: CapturedLog
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+        func log(event: LogEvent) { log.lines.withLockedValue { $0.append("\(event.message)") } }
+    }
+}
+
+extension BridgeCoreTests {
+    /// 983,394 lines in 10 s came from one node answering invokes that did not exist.
+    @Test func resultsForNoInvokeAreLoggedOnceAMinuteWithACount() throws {
+        var core = try core()
+        let log = CapturedLog()
+        core.logger = log.logger
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        for n in 0..<1000 {
+            _ = core.received(Array("{\"type\":\"invoke.result\",\"id\":\"nope\(n)\",\"ok\":true,\"payload\":{}}".utf8), from: 1, now: t0 + Double(n) / 100, wall: wall)
+        }
+        let dropped = log.lines.withLockedValue { $0 }.filter { $0.contains("dropped") }
+        #expect(dropped.count == 1, "the first is logged, the rest counted: \(dropped.count) lines")
+        _ = core.tick(now: t0 + 61, wall: wall)
+        let summary = log.lines.withLockedValue { $0 }.filter { $0.contains("dropped 999 more results") }
+        #expect(summary.count == 1, "\(log.lines.withLockedValue { $0 }.suffix(3))")
+    }
+}
