@@ -8,53 +8,137 @@ struct UICommand: ParsableCommand {
         commandName: "ui",
         abstract: "Open the approval console in a browser: prints a one-time login link.",
         discussion: """
-        The running daemon serves the console on loopback (127.0.0.1:18791 unless `serve --ui-listen` or ui.listen says otherwise). This asks it, over its control socket, for a login link: valid once, for 60 seconds, for you (your uid is recorded in the audit log for what you do there). Any member of the lanbridge group, or root, may ask.
+        The running daemon serves the console on loopback (127.0.0.1:18791 unless `serve --ui-listen` or ui.listen says otherwise). This asks it, over its control socket, for a login link: valid once, for 60 seconds, and only for you. The kernel tells the daemon which user each loopback connection belongs to, so the link and the session it opens answer to your uid alone: another user of this machine who sees the link or the session cookie gets 403. Any member of the lanbridge group, or root, may ask.
 
           $ lanbridge ui
           Open within 60 s (once): http://127.0.0.1:18791/login?token=…
 
-        With a desktop session it also opens the link (xdg-open). Over SSH, forward the port first, from your own machine:
+        With a desktop session it also opens the link: it writes a page that forwards to it into a 0600 file in your runtime directory ($XDG_RUNTIME_DIR/lanbridge/) and opens that file, so the token never appears on a command line. Over SSH, forward the port first, from your own machine:
 
           $ ssh -L 18791:127.0.0.1:18791 you@this-server
 
-        and open the link there. The token leaves the address bar once used; the session ends after 12 hours idle or with Log out.
+        and open the link there (the tunnel's end on this machine is your uid). Under sudo the link is for the user who ran sudo; root may name another with --user. The token leaves the address bar once used; a session ends after 12 hours idle, with Log out, or with --logout-all.
 
-        Exit codes: 0 printed; 69 the daemon is not running, or its console is off.
+          $ lanbridge ui --sessions        # your console sessions: when each began and was last used
+          $ lanbridge ui --logout-all      # ends them all, and any link not yet opened
+
+        Exit codes: 0 done; 69 the daemon is not running, or its console is off; 77 --user names another user and you are not root.
         """)
 
     @OptionGroup var state: StateOptions
     @Flag(help: "Only print the link; do not start a browser.") var noOpen = false
-    @Flag(help: "Print JSON: {url, base, expiresInSeconds}.") var json = false
+    @Flag(help: "List your console sessions instead (root: everyone's with --all).") var sessions = false
+    @Flag(help: "End all your console sessions and unused login links (root: everyone's with --all).") var logoutAll = false
+    @Flag(help: "With --sessions or --logout-all, as root: every user's.") var all = false
+    @Option(help: "As root: the user (name or uid) whose browser will open the link. Default: yours, or the user who ran sudo.")
+    var user: String?
+    @Flag(help: "Print JSON: {url, base, expiresInSeconds, uid}; with --sessions {sessions}; with --logout-all {ended}.") var json = false
 
     func run() throws {
         try Output.run {
-            let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
-            let answer: Result<JSONValue?, ErrorMessage>
-            do {
-                answer = try ControlClient(path: path).request(method: "console.login", params: .object([:]), timeout: 10)
-            } catch let error as ControlClient.NotRunning {
-                Output.note("lanbridge: \(error)")
-                throw ExitCode(69)
+            var params: [String: JSONValue] = [:]
+            if let uid = try targetUID() { params["uid"] = .number(Double(uid)) }
+            if all { params["all"] = true }
+            let method = sessions ? "console.sessions" : logoutAll ? "console.logoutAll" : "console.login"
+            let answer = try ask(method, params)
+            if json { return try Output.json(answer) }
+            if sessions { return printSessions(answer) }
+            if logoutAll {
+                print("Ended \(answer["ended"]?.numberValue.map { Int($0) } ?? 0) console session(s); login links not yet used are void.")
+                return
             }
-            guard case let .success(link?) = answer, case let .object(fields) = link, let url = fields["url"]?.stringValue,
-                  let base = fields["base"]?.stringValue else {
-                if case let .failure(error) = answer { Output.note("lanbridge: \(error.message)") }
-                throw ExitCode(69)
-            }
-            if json { return try Output.json(link) }
+            guard let url = answer["url"]?.stringValue, let base = answer["base"]?.stringValue else { throw ExitCode(69) }
             print("Open within 60 s (once): \(url)")
             let environment = ProcessInfo.processInfo.environment
             if environment["SSH_CONNECTION"] != nil, let port = URL(string: base)?.port {
                 let host = ProcessInfo.processInfo.hostName
                 print("Over SSH: on your own machine run `ssh -L \(port):127.0.0.1:\(port) \(environment["USER"].map { "\($0)@" } ?? "")\(host)`, then open the link there.")
-            } else if !noOpen, environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil {
-                let opener = Process()
-                opener.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-                opener.arguments = ["xdg-open", url]
-                opener.standardOutput = FileHandle.nullDevice
-                opener.standardError = FileHandle.nullDevice
-                try? opener.run()
+            } else if !noOpen, environment["SUDO_UID"] == nil, environment["DISPLAY"] != nil || environment["WAYLAND_DISPLAY"] != nil {
+                open(url)
             }
         }
+    }
+
+    /// The uid to ask for: --user (root only), else under sudo the user who ran it, else none (the
+    /// daemon takes the caller's).
+    private func targetUID() throws -> UInt32? {
+        if let user {
+            let uid: UInt32
+            if let number = UInt32(user) { uid = number } else if let entry = getpwnam(user) { uid = entry.pointee.pw_uid } else {
+                throw ValidationError("no such user: \(user)")
+            }
+            guard getuid() == 0 || uid == getuid() else {
+                Output.note("lanbridge: only root may open the console for another user")
+                throw ExitCode(77)
+            }
+            return uid
+        }
+        if getuid() == 0, let sudo = ProcessInfo.processInfo.environment["SUDO_UID"], let uid = UInt32(sudo) { return uid }
+        return nil
+    }
+
+    private func ask(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue {
+        let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
+        let answer: Result<JSONValue?, ErrorMessage>
+        do {
+            answer = try ControlClient(path: path).request(method: method, params: .object(params), timeout: 10)
+        } catch let error as ControlClient.NotRunning {
+            Output.note("lanbridge: \(error)")
+            throw ExitCode(69)
+        }
+        switch answer {
+        case let .success(value?): return value
+        case .success(nil): throw ExitCode(69)
+        case let .failure(error):
+            Output.note("lanbridge: \(error.message)")
+            throw ExitCode(error.code == ErrorMessage.forbidden ? 77 : 69)
+        }
+    }
+
+    private func printSessions(_ answer: JSONValue) {
+        guard case let .array(list)? = answer["sessions"], !list.isEmpty else {
+            print("No console sessions.")
+            return
+        }
+        print("UID     STARTED                   LAST USED")
+        for session in list {
+            let uid = session["uid"]?.numberValue.map { String(Int($0)) } ?? "?"
+            print("\(uid.padding(toLength: 7, withPad: " ", startingAt: 0)) \((session["created"]?.stringValue ?? "").padding(toLength: 25, withPad: " ", startingAt: 0)) \(session["lastUsed"]?.stringValue ?? "")")
+        }
+    }
+
+    /// Opens the link as Jupyter does: a 0600 page in the user's runtime directory forwards to it,
+    /// and the browser is given the file's path, so the token is in no process's argv or environment.
+    private func open(_ url: String) {
+        let environment = ProcessInfo.processInfo.environment
+        let base = environment["XDG_RUNTIME_DIR"].map { URL(fileURLWithPath: $0) }
+            ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
+        let directory = base.appendingPathComponent("lanbridge")
+        // One file, overwritten each time: it holds only the latest link, which works once, for a minute, for this uid.
+        let file = directory.appendingPathComponent("console.html")
+        let escaped = url.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+        let page = """
+            <!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(escaped)">\
+            <title>lanbridge console</title></head><body><p><a href="\(escaped)">Open the lanbridge console</a></p></body></html>
+
+            """
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            return
+        }
+        let fd = Glibc.open(file.path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return }
+        fchmod(fd, 0o600)
+        let bytes = Array(page.utf8)
+        let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+        close(fd)
+        guard written == bytes.count else { return }
+        let opener = Process()
+        opener.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        opener.arguments = ["xdg-open", file.path]
+        opener.standardOutput = FileHandle.nullDevice
+        opener.standardError = FileHandle.nullDevice
+        try? opener.run()
     }
 }

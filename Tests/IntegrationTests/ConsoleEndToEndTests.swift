@@ -40,12 +40,25 @@ struct ConsoleEndToEndTests {
     }
 
     /// A wrong Host, no cookie, a forged cookie, a replayed link, a cross-origin POST and one
-    /// without the CSRF token, the headers, log out, and the lockout after ten wrong login tokens.
+    /// without the CSRF token, the headers, log out; wrong tokens lock nobody out, HEAD does not
+    /// redeem, sessions are listed and ended from the CLI, and the link never reaches argv.
     @Test func theBrowsersOwnAttacksAreRefused() throws {
         let bridge = try BridgeDaemon(console: true)
         let steps = try run("attacks", bridge)
-        #expect(steps.count == 8, "\(steps)")
+        #expect(steps.count == 10, "\(steps)")
         #expect(!bridge.log.contains("token="), "\(bridge.log)")
+        // 20 wrong tokens from one uid: one log line (with its count), not twenty.
+        #expect(bridge.log.components(separatedBy: "console: refused a login link").count - 1 == 1, "\(bridge.log)")
+    }
+
+    /// Issue 36: another local user (`nobody`) took over the console with the operator's link,
+    /// read from argv, or with its session cookie, leaked to a server on another loopback port.
+    @Test(.enabled(if: getuid() == 0, "runs requests as nobody through setpriv, which needs root"))
+    func anotherLocalUserCanUseNeitherTheLinkNorTheSession() throws {
+        let bridge = try BridgeDaemon(console: true)
+        let steps = try run("other-user", bridge)
+        #expect(steps.count == 2, "\(steps)")
+        #expect(bridge.log.contains("other_user") && bridge.log.contains("uid=65534"), "the refusals are logged with the uid: \(bridge.log)")
     }
 
     /// `lanbridge ui` says plainly when there is nothing to open.

@@ -25,16 +25,24 @@ final class ConsoleAuth: Sendable {
         return token
     }
 
-    func redeem(_ token: String) -> ConsoleSessions.Login {
+    /// A session for the request's uid, if the token was issued to that uid.
+    func redeem(_ token: String, uid: UInt32?) -> ConsoleSessions.Login {
         let (id, csrf) = (Self.randomToken(), Self.randomToken())
-        return sessions.withLockedValue { $0.redeem(token: token, sessionId: id, csrf: csrf, now: clock()) }
+        return sessions.withLockedValue { $0.redeem(token: token, uid: uid, sessionId: id, csrf: csrf, now: clock()) }
     }
 
-    /// The session the request's cookie names, if live.
-    func session(for request: HTTPRequest) -> (id: String, session: ConsoleSessions.Session)? {
+    /// Counts a refusal of `uid`'s; how many to log now, if a line is due.
+    func noteRefused(uid: UInt32?) -> Int? { sessions.withLockedValue { $0.noteRefused(uid: uid, now: clock()) } }
+
+    /// The live session the request's cookie names, if it is the requesting uid's; a session of
+    /// another uid is a refusal (the cookie leaked), not a missing login.
+    func session(for request: HTTPRequest) -> Result<(id: String, session: ConsoleSessions.Session), ConsoleSessions.Refusal>? {
         guard let id = Self.cookieValue(request.header("Cookie")) else { return nil }
-        return sessions.withLockedValue { s in s.session(id, now: clock()).map { (id, $0) } }
+        return sessions.withLockedValue { s in s.session(id, uid: request.peerUID, now: clock()) }.map { $0.map { (id, $0) } }
     }
+
+    func list(uid: UInt32?) -> [ConsoleSessions.Listing] { sessions.withLockedValue { $0.list(uid: uid, now: clock()) } }
+    func endAll(uid: UInt32?) -> Int { sessions.withLockedValue { $0.endAll(uid: uid) } }
 
     func end(_ id: String) { sessions.withLockedValue { $0.end(id) } }
     func flash(_ message: String, error: Bool, session id: String) {

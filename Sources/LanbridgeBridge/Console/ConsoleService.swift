@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
@@ -17,7 +18,7 @@ struct ConsoleService: HTTPService {
     let settings: NIOLockedValueBox<BridgeSettings>
     let driver: BridgeDriver
     let bridgeName: String
-
+    let logger: Logger
 
     func answer(_ request: HTTPRequest) async -> HTTPAnswer? {
         switch request.path {
@@ -29,7 +30,14 @@ struct ConsoleService: HTTPService {
         let known = request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/"].contains { request.path.hasPrefix($0) }
             || ConsolePages.navigation.contains { path, _ in request.path == path || (path != "/" && request.path.hasPrefix(path + "/")) }
         guard known else { return nil }
-        guard let (id, session) = auth.session(for: request) else {
+        let id: String, session: ConsoleSessions.Session
+        switch auth.session(for: request) {
+        case let .success(found)?:
+            (id, session) = found
+        case let .failure(refusal)?:
+            refused(refusal, request, "a session cookie")
+            return .reply(.html(.forbidden, ConsolePages.loggedOut(Self.explain(refusal))))
+        case nil:
             return .reply(.html(.unauthorized, ConsolePages.loggedOut("Log in with a link from <code>lanbridge ui</code>, run on this machine."),
                                 headers: [ConsoleAuth.clearCookie]))
         }
@@ -65,20 +73,39 @@ struct ConsoleService: HTTPService {
         return nil
     }
 
+    /// Only GET redeems: a HEAD (a link previewer's) would burn the link for nobody.
     private func login(_ request: HTTPRequest) -> HTTPReply {
-        guard request.method == .GET || request.method == .HEAD, let token = request.query["token"], !token.isEmpty else {
+        guard request.method == .GET else {
+            return .text(.methodNotAllowed, "a login link is opened with GET\n", headers: [("Allow", "GET")])
+        }
+        guard let token = request.query["token"], !token.isEmpty else {
             return .html(.badRequest, ConsolePages.loggedOut("A login link carries a token: run <code>lanbridge ui</code> for one."))
         }
-        switch auth.redeem(token) {
+        switch auth.redeem(token, uid: request.peerUID) {
         case let .session(id, _):
+            logger.notice("console: logged in", metadata: ["uid": "\(request.peerUID.map(String.init) ?? "?")"])
             return .seeOther("/", headers: [ConsoleAuth.setCookie(id)])
-        case .refused:
-            return .html(.forbidden, ConsolePages.loggedOut("This login link is used, expired or wrong. Run <code>lanbridge ui</code> for a new one."))
-        case let .locked(until):
-            let wait = max(1, Int(until.timeIntervalSinceNow.rounded(.up)))
-            return .html(.tooManyRequests, ConsolePages.loggedOut("Too many wrong login links: logging in is locked for \(wait) s."),
-                         headers: [("Retry-After", String(wait))])
+        case let .refused(refusal):
+            refused(refusal, request, "a login link")
+            return .html(.forbidden, ConsolePages.loggedOut(Self.explain(refusal)))
         }
+    }
+
+    static func explain(_ refusal: ConsoleSessions.Refusal) -> String {
+        switch refusal {
+        case .wrongToken: "This login link is used, expired or wrong. Run <code>lanbridge ui</code> for a new one."
+        case .otherUser: "This login or session belongs to another user of this machine. Run <code>lanbridge ui</code> as yourself."
+        case .unknownUser: "The bridge could not tell which user of this machine this browser runs as, so it refuses. "
+            + "Open the console from this machine's loopback (or an SSH tunnel to it)."
+        }
+    }
+
+    /// Every refusal is counted; the log gets one line a minute per uid, with the count.
+    private func refused(_ refusal: ConsoleSessions.Refusal, _ request: HTTPRequest, _ what: String) {
+        driver.metrics.consoleRefused(refusal.rawValue)
+        guard let count = auth.noteRefused(uid: request.peerUID) else { return }
+        logger.warning("console: refused \(what): \(refusal.rawValue)", metadata: [
+            "uid": "\(request.peerUID.map(String.init) ?? "unknown")", "refusals": "\(count)"])
     }
 
     // MARK: reading

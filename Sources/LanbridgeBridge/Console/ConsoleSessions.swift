@@ -2,24 +2,27 @@ import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
 
-/// Who may use the console, as a value: one-time login links, the sessions they open, and the
-/// lockout. No I/O and no clock of its own (tests pass the time); `ConsoleAuth` holds it under a lock.
+/// Who may use the console, as a value: one-time login links and the sessions they open, each
+/// bound to the uid that asked for it (the kernel says which uid each loopback connection is,
+/// `LoopbackPeer`). No I/O and no clock of its own (tests pass the time); `ConsoleAuth` holds it
+/// under a lock. There is no global lockout: tokens are 256-bit, and a lockout let any local user
+/// or web page lock the operator out (issue 36). Wrong tokens are counted per uid instead.
 struct ConsoleSessions: Sendable {
     struct Limits: Sendable {
         var loginLifetime: TimeInterval = 60
         var sessionIdle: TimeInterval = 12 * 3600
-        /// Wrong login tokens within `lockWindow` that lock the login endpoint for `lockWindow`.
-        var wrongLoginsToLock = 10
-        var lockWindow: TimeInterval = 60
         /// Older links and sessions are evicted past these, so minting or logging in never fails.
         var maxLogins = 16
         var maxSessions = 32
+        /// Wrong tokens are logged at most once a minute per uid, with a count.
+        var wrongLogInterval: TimeInterval = 60
     }
 
     struct Session: Sendable, Equatable {
         let uid: UInt32
         /// Sent with every form; a POST without it changes nothing.
         let csrf: String
+        let created: Date
         var lastUsed: Date
         /// Requests put off with "Later", each with the state it had then: shown again once it changes.
         var later: [String: String] = [:]
@@ -34,18 +37,34 @@ struct ConsoleSessions: Sendable {
         let error: Bool
     }
 
+    enum Refusal: String, Error, Sendable, Equatable {
+        /// The connection's uid could not be learned: refused, never guessed.
+        case unknownUser = "unknown_user"
+        /// The token is used, expired or was never issued.
+        case wrongToken = "wrong_token"
+        /// The token or session belongs to another uid.
+        case otherUser = "other_user"
+    }
+
     enum Login: Equatable {
         case session(id: String, Session)
-        case refused
-        case locked(until: Date)
+        case refused(Refusal)
+    }
+
+    /// What the console shows of a session: never its ID or token.
+    struct Listing: Sendable, Equatable {
+        let uid: UInt32
+        let created: Date
+        let lastUsed: Date
     }
 
     let limits: Limits
     /// Keyed by SHA-256 of the token: a lookup does not compare secrets byte by byte.
     private var logins: [String: (uid: UInt32, expires: Date)] = [:]
     private var sessions: [String: Session] = [:]
-    private var wrong: [Date] = []
-    private(set) var lockedUntil: Date?
+    /// Wrong tokens per uid not yet logged, and when that uid's last line was written. Bounded by
+    /// the machine's users; entries go once logged and quiet for a minute.
+    private var wrong: [UInt32: (count: Int, logged: Date)] = [:]
 
     init(limits: Limits = Limits()) { self.limits = limits }
 
@@ -58,38 +77,67 @@ struct ConsoleSessions: Sendable {
     }
 
     /// Exchanges a login token for a new session (`sessionId` and `csrf` are fresh random values
-    /// from the caller). A token works once; a wrong one counts toward the lockout.
-    mutating func redeem(token: String, sessionId: String, csrf: String, now: Date) -> Login {
-        if let until = lockedUntil, now < until { return .locked(until: until) }
-        lockedUntil = nil
-        guard let login = logins.removeValue(forKey: Self.digest(token)), login.expires > now else {
-            wrong = wrong.filter { now.timeIntervalSince($0) < limits.lockWindow } + [now]
-            if wrong.count >= limits.wrongLoginsToLock {
-                lockedUntil = now.addingTimeInterval(limits.lockWindow)
-                wrong = []
-            }
-            return .refused
+    /// from the caller), only for the uid it was issued to. A token works once; another user's
+    /// attempt does not use it up.
+    mutating func redeem(token: String, uid: UInt32?, sessionId: String, csrf: String, now: Date) -> Login {
+        guard let uid else { return .refused(.unknownUser) }
+        let digest = Self.digest(token)
+        guard let login = logins[digest], login.expires > now else {
+            logins[digest] = nil
+            return .refused(.wrongToken)
         }
+        guard login.uid == uid else { return .refused(.otherUser) }
+        logins[digest] = nil
         sessions = sessions.filter { now.timeIntervalSince($0.value.lastUsed) < limits.sessionIdle }
         if sessions.count >= limits.maxSessions, let oldest = sessions.min(by: { $0.value.lastUsed < $1.value.lastUsed })?.key { sessions[oldest] = nil }
-        let session = Session(uid: login.uid, csrf: csrf, lastUsed: now)
+        let session = Session(uid: uid, csrf: csrf, created: now, lastUsed: now)
         sessions[sessionId] = session
         return .session(id: sessionId, session)
     }
 
-    /// The session behind a cookie, if it is live; using it keeps it alive.
-    mutating func session(_ id: String?, now: Date) -> Session? {
+    /// Counts a refused login of `uid`; returns how many to log now (once a minute per uid), or nil.
+    mutating func noteRefused(uid: UInt32?, now: Date) -> Int? {
+        let key = uid ?? UInt32.max
+        wrong = wrong.filter { $0.value.count > 0 || now.timeIntervalSince($0.value.logged) < limits.wrongLogInterval }
+        var entry = wrong[key] ?? (0, .distantPast)
+        entry.count += 1
+        defer { wrong[key] = entry }
+        guard now.timeIntervalSince(entry.logged) >= limits.wrongLogInterval else { return nil }
+        let count = entry.count
+        entry = (0, now)
+        return count
+    }
+
+    /// The session behind a cookie, if it is live and `uid`'s; using it keeps it alive.
+    mutating func session(_ id: String?, uid: UInt32?, now: Date) -> Result<Session, Refusal>? {
         guard let id, var session = sessions[id] else { return nil }
         guard now.timeIntervalSince(session.lastUsed) < limits.sessionIdle else {
             sessions[id] = nil
             return nil
         }
+        guard let uid else { return .failure(.unknownUser) }
+        guard session.uid == uid else { return .failure(.otherUser) }
         session.lastUsed = now
         sessions[id] = session
-        return session
+        return .success(session)
     }
 
     mutating func end(_ id: String) { sessions[id] = nil }
+
+    /// The live sessions of `uid` (of everyone for nil), oldest first.
+    mutating func list(uid: UInt32?, now: Date) -> [Listing] {
+        sessions = sessions.filter { now.timeIntervalSince($0.value.lastUsed) < limits.sessionIdle }
+        return sessions.values.filter { uid == nil || $0.uid == uid }.map { Listing(uid: $0.uid, created: $0.created, lastUsed: $0.lastUsed) }
+            .sorted { $0.created < $1.created }
+    }
+
+    /// Ends every session of `uid` (of everyone for nil) and its unused login links; returns how many sessions.
+    mutating func endAll(uid: UInt32?) -> Int {
+        let before = sessions.count
+        sessions = sessions.filter { uid != nil && $0.value.uid != uid }
+        logins = logins.filter { uid != nil && $0.value.uid != uid }
+        return before - sessions.count
+    }
 
     mutating func flash(_ flash: Flash, session id: String) { sessions[id]?.flash = flash }
 

@@ -34,8 +34,12 @@ enum ControlSocket {
         return server
     }
 
-    /// The one method only this socket has: a one-time console login link for the caller's uid.
+    /// Methods only this socket has: a one-time console login link for the caller's uid (root may
+    /// name the uid whose browser will use it), and the caller's console sessions, listed or ended
+    /// (root's: everyone's).
     static let consoleLogin = "console.login"
+    static let consoleSessions = "console.sessions"
+    static let consoleLogoutAll = "console.logoutAll"
 
     static func serve(_ connection: Connection, driver: BridgeDriver, sharing: StateSharing, console: (auth: ConsoleAuth, url: String)? = nil,
                       logger: Logger) async {
@@ -57,8 +61,9 @@ enum ControlSocket {
                     continue
                 }
                 guard case let .request(id, method, params) = frame else { continue }
-                if method == consoleLogin {
-                    try await outbound.write(GatewayFrame.response(id: id, answer: loginLink(console, uid: peer.uid, logger: logger)))
+                if [consoleLogin, consoleSessions, consoleLogoutAll].contains(method) {
+                    let answer = consoleRequest(method, params, console, caller: peer.uid, logger: logger)
+                    try await outbound.write(GatewayFrame.response(id: id, answer: answer))
                     continue
                 }
                 let answer = await driver.request(method: method, params: params, client: client)
@@ -67,13 +72,41 @@ enum ControlSocket {
         }
     }
 
-    private static func loginLink(_ console: (auth: ConsoleAuth, url: String)?, uid: UInt32, logger: Logger) -> Result<InvokePayload, ErrorMessage> {
+    private static func consoleRequest(_ method: String, _ params: JSONValue?, _ console: (auth: ConsoleAuth, url: String)?, caller: UInt32,
+                                       logger: Logger) -> Result<InvokePayload, ErrorMessage> {
         guard let console else {
             return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the console is off (serve --no-ui, ui.enabled false, or its address was taken)"))
         }
-        let token = console.auth.mintLogin(uid: uid)
-        logger.notice("console: login link issued", metadata: ["uid": "\(uid)"])
-        return .success(.value(["url": .string("\(console.url)/login?token=\(token)"), "base": .string(console.url), "expiresInSeconds": 60]))
+        // Root may act for another uid (`sudo lanbridge ui` opens the link in the invoking user's
+        // browser); anyone else only for themselves.
+        var uid = caller
+        if case let .number(asked)? = params?["uid"] {
+            guard asked >= 0, asked < 4_294_967_295, asked == asked.rounded() else {
+                return .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "uid is a whole number"))
+            }
+            guard caller == 0 || UInt32(asked) == caller else {
+                return .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "only root may act for another user"))
+            }
+            uid = UInt32(asked)
+        }
+        let everyone = caller == 0 && params?["all"] == true
+        switch method {
+        case consoleLogin:
+            let token = console.auth.mintLogin(uid: uid)
+            logger.notice("console: login link issued", metadata: ["uid": "\(uid)", "by": "\(caller)"])
+            return .success(.value(["url": .string("\(console.url)/login?token=\(token)"), "base": .string(console.url), "expiresInSeconds": 60,
+                                    "uid": .number(Double(uid))]))
+        case consoleSessions:
+            let listed = console.auth.list(uid: everyone ? nil : uid).map { session -> JSONValue in
+                ["uid": .number(Double(session.uid)), "created": .string(session.created.formatted(.iso8601)),
+                 "lastUsed": .string(session.lastUsed.formatted(.iso8601))]
+            }
+            return .success(.value(["sessions": .array(listed)]))
+        default:
+            let ended = console.auth.endAll(uid: everyone ? nil : uid)
+            logger.notice("console: sessions ended", metadata: ["uid": everyone ? "all" : "\(uid)", "by": "\(caller)", "ended": "\(ended)"])
+            return .success(.value(["ended": .number(Double(ended))]))
+        }
     }
 
     /// The daemon's user, root, or a member of the sharing group (its primary group, or listed in

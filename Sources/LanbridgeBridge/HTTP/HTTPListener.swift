@@ -33,7 +33,7 @@ struct HTTPListener {
                 var services: [any HTTPService] = [MonitoringService(registry: registry, driver: driver, metrics: want.metrics)]
                 if want.console, let console {
                     services.append(ConsoleService(directory: configuration.stateDirectory, auth: console.auth, events: console.events,
-                                                   settings: console.settings, driver: driver, bridgeName: configuration.name))
+                                                   settings: console.settings, driver: driver, bridgeName: configuration.name, logger: logger))
                 }
                 let channel: any Channel
                 do {

@@ -9,10 +9,12 @@ struct HTTPRequest: Sendable {
     var query: [String: String]
     var headers: HTTPHeaders
     var body: [UInt8]
+    /// The local user whose socket sent it (`LoopbackPeer`); nil when not loopback or not known.
+    var peerUID: UInt32?
 
-    init(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: [UInt8] = []) {
+    init(method: HTTPMethod, uri: String, headers: HTTPHeaders, body: [UInt8] = [], peerUID: UInt32? = nil) {
         let parts = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        (self.method, self.headers, self.body) = (method, headers, body)
+        (self.method, self.headers, self.body, self.peerUID) = (method, headers, body, peerUID)
         path = parts.first.map(String.init) ?? uri
         query = parts.count > 1 ? FormData.decode(Array(parts[1].utf8)) : [:]
     }
@@ -97,11 +99,19 @@ enum HTTPServer {
         typealias OutboundOut = HTTPServerResponsePart
 
         let services: [any HTTPService]
+        /// Who is at the other end, learned once per connection (loopback only).
+        private var peerUID: UInt32?
         private var head: HTTPRequestHead?
         private var body: [UInt8] = []
         private var tooLarge = false
 
         init(services: [any HTTPService]) { self.services = services }
+
+        func channelActive(context: ChannelHandlerContext) {
+            let (local, remote) = (context.channel.localAddress, context.channel.remoteAddress)
+            if LoopbackPeer.isLoopback(remote) { peerUID = LoopbackPeer.uid(local: local, remote: remote) }
+            context.fireChannelActive()
+        }
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
             if event is IdleStateHandler.IdleStateEvent { context.close(promise: nil) } else { context.fireUserInboundEventTriggered(event) }
@@ -125,7 +135,7 @@ enum HTTPServer {
                 return write(.text(.misdirectedRequest, "this listener answers to localhost or its IP address only\n"), head: head, context: context)
             }
             if tooLarge { return write(.text(.payloadTooLarge, "the body is over \(HTTPServer.maxBody) bytes\n"), head: head, context: context) }
-            let request = HTTPRequest(method: head.method, uri: head.uri, headers: head.headers, body: body)
+            let request = HTTPRequest(method: head.method, uri: head.uri, headers: head.headers, body: body, peerUID: peerUID)
             let services = services
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             context.eventLoop.makeFutureWithTask {

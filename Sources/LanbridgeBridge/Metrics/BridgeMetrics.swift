@@ -45,6 +45,9 @@ public final class BridgeMetrics: Sendable {
         timer("lanbridge_invoke_duration_seconds", ("family", family))?.recordNanoseconds(Int64(seconds * 1e9))
     }
 
+    /// A console login or session refused: `ConsoleSessions.Refusal` (wrong token, another uid, uid unknown).
+    func consoleRefused(_ reason: String) { counter("lanbridge_console_refusals_total", ("reason", reason))?.increment() }
+
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
     /// A node's result nobody waited for any more, by `InvokeRouter.DropReason`.

@@ -50,4 +50,8 @@ public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral,
     public var stringValue: String? {
         if case let .string(s) = self { s } else { nil }
     }
+
+    public var numberValue: Double? {
+        if case let .number(n) = self { n } else { nil }
+    }
 }

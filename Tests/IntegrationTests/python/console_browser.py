@@ -3,6 +3,7 @@ chromedriver through selenium), with real node-sim processes pairing against it.
 
     console_browser.py browser --lanbridge BIN --node-sim BIN --state-dir DIR --bridge-port N --console URL --shots DIR
     console_browser.py attacks --lanbridge BIN --state-dir DIR --console URL
+    console_browser.py other-user --lanbridge BIN --state-dir DIR --console URL   (as root: runs requests as nobody)
 
 Prints one "ok STEP" line per step that passed; exits 1 with the reason at the first that fails.
 Every wait is for an event (a page element, a node-sim line), bounded by a timeout.
@@ -371,22 +372,98 @@ def attacks(args):
         fail(f"log out got {status}, and the old cookie then {after}")
     ok("after Log out the session's cookie gets 401")
 
-    # Ten wrong tokens lock the login for a minute, even for a good link (run last: it locks).
+    # Wrong tokens lock nobody out (issue 36: ten of them locked every operator out for a minute).
     good = login_link(args.lanbridge, args.state_dir)[len(args.console):]
-    # The replayed link above was the first wrong one; nine more make ten.
-    for k in range(9):
+    for k in range(20):
         status, _, _ = request(args.console, "GET", f"/login?token=wrong{k}", {"Host": host})
         if status != 403:
             fail(f"wrong token {k} got {status}")
+    # A link previewer's HEAD does not use the link up.
+    status, _, _ = request(args.console, "HEAD", good, {"Host": host})
+    if status != 405:
+        fail(f"HEAD on a login link got {status}, not 405")
     status, headers, _ = request(args.console, "GET", good, {"Host": host})
-    if status != 429 or "retry-after" not in headers:
-        fail(f"after ten wrong tokens a good link got {status}")
-    ok("ten wrong login tokens lock the login (429, Retry-After)")
+    if status != 303:
+        fail(f"after 20 wrong tokens and a HEAD, a good link got {status}")
+    ok("20 wrong tokens lock nobody out; HEAD does not redeem a link (405)")
+
+    # Sessions are listed and ended from the CLI.
+    cookie = headers["set-cookie"].split(";")[0]
+    listed = json.loads(cli(["ui", "--sessions", "--json"], args.lanbridge, args.state_dir).stdout)["sessions"]
+    if len(listed) != 1 or listed[0]["uid"] != os.getuid():
+        fail(f"ui --sessions listed {listed}")
+    ended = json.loads(cli(["ui", "--logout-all", "--json"], args.lanbridge, args.state_dir).stdout)["ended"]
+    after, _, _ = request(args.console, "GET", "/", {"Host": host, "Cookie": cookie})
+    if ended != 1 or after != 401:
+        fail(f"ui --logout-all ended {ended}, and the cookie then got {after}")
+    ok("ui --sessions lists the session and ui --logout-all ends it")
+
+    # The link reaches the browser through a 0600 file, never through argv (issue 36: `nobody`
+    # read the token from xdg-open's command line in /proc and logged in first).
+    with tempfile.TemporaryDirectory(prefix="console-open-") as tmp:
+        fake = os.path.join(tmp, "bin")
+        os.mkdir(fake)
+        seen = os.path.join(tmp, "argv")
+        with open(os.path.join(fake, "xdg-open"), "w") as f:
+            f.write(f"#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > {seen}\nenv >> {seen}\n")
+        os.chmod(os.path.join(fake, "xdg-open"), 0o755)
+        runtime = os.path.join(tmp, "run")
+        os.mkdir(runtime, 0o700)
+        env = {k: v for k, v in os.environ.items() if k not in ("SSH_CONNECTION", "SUDO_UID")}
+        env.update(PATH=f"{fake}:{env.get('PATH', '/usr/bin:/bin')}", DISPLAY=":99", XDG_RUNTIME_DIR=runtime)
+        run = subprocess.run([args.lanbridge, "ui", "--state-dir", args.state_dir], env=env, capture_output=True, text=True, timeout=60)
+        if run.returncode != 0:
+            fail(f"lanbridge ui exited {run.returncode}: {run.stderr}")
+        opened = open(seen).read()
+        page = os.path.join(runtime, "lanbridge", "console.html")
+        if "token=" in opened or page not in opened:
+            fail(f"xdg-open was given {opened!r}")
+        mode = os.stat(page).st_mode & 0o777
+        link = open(page).read().split('url=', 1)[1].split('"', 1)[0].replace("&amp;", "&")
+        if mode != 0o600 or "/login?token=" not in link:
+            fail(f"the page is {oct(mode)} and links to {link!r}")
+        status, _, _ = request(args.console, "GET", link[len(args.console):], {"Host": host})
+        if status != 303:
+            fail(f"the link in the page got {status}")
+    ok("ui opens a 0600 page that forwards to the link; no token in xdg-open's argv or environment")
+
+
+def other_user(args):
+    """Another local user (`nobody`, through setpriv) cannot use the operator's link or session."""
+    host = urllib.parse.urlsplit(args.console).netloc
+    link = login_link(args.lanbridge, args.state_dir)[len(args.console):]
+
+    def as_nobody(path, cookie=None):
+        script = ("import http.client,sys\n"
+                  f"c=http.client.HTTPConnection('{urllib.parse.urlsplit(args.console).hostname}',{urllib.parse.urlsplit(args.console).port},timeout=10)\n"
+                  f"c.request('GET',sys.argv[1],headers={{'Host':'{host}'{', ' + repr('Cookie') + ':' + repr(cookie) if cookie else ''}}})\n"
+                  "print(c.getresponse().status)\n")
+        run = subprocess.run(["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", "/usr/bin/python3", "-c", script, path],
+                             capture_output=True, text=True, timeout=30, cwd="/")
+        if run.returncode != 0:
+            fail(f"the request as nobody failed: {run.stderr}")
+        return int(run.stdout.strip())
+
+    if (status := as_nobody(link)) != 403:
+        fail(f"nobody redeeming the operator's link got {status}")
+    status, headers, _ = request(args.console, "GET", link, {"Host": host})
+    if status != 303:
+        fail(f"after nobody tried it, the operator's own link got {status}")
+    ok("nobody's try with the operator's login link gets 403, and the link still works for the operator")
+
+    cookie = headers["set-cookie"].split(";")[0]
+    for path in ["/", "/nodes", "/events"]:
+        if (status := as_nobody(path, cookie)) != 403:
+            fail(f"nobody replaying the operator's cookie on {path} got {status}")
+    status, _, _ = request(args.console, "GET", "/nodes", {"Host": host, "Cookie": cookie})
+    if status != 200:
+        fail(f"the operator's own session got {status} after nobody's replays")
+    ok("nobody replaying the operator's session cookie gets 403 on pages and events")
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["browser", "attacks"])
+    parser.add_argument("part", choices=["browser", "attacks", "other-user"])
     parser.add_argument("--lanbridge", required=True)
     parser.add_argument("--node-sim")
     parser.add_argument("--state-dir", required=True)
@@ -394,7 +471,7 @@ def main():
     parser.add_argument("--console", required=True)
     parser.add_argument("--shots")
     args = parser.parse_args()
-    browser(args) if args.part == "browser" else attacks(args)
+    {"browser": browser, "attacks": attacks, "other-user": other_user}[args.part](args)
     print("done", flush=True)
 
 
