@@ -158,6 +158,7 @@ struct ConsoleRequestTests {
 
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 
 struct ConsoleEventsTests {
     /// Event streams are bounded: the seventeenth evicts the oldest (closed), never refused.
@@ -179,5 +180,39 @@ struct ConsoleEventsTests {
         events.add(HTTPEventSink(channel: channels[ConsoleEvents.maxStreams]))
         for channel in channels { channel.embeddedEventLoop.run() }
         #expect(closed == [true] + Array(repeating: false, count: ConsoleEvents.maxStreams))
+    }
+}
+
+struct EventStreamBackpressureTests {
+    /// Issue 36: an event stream whose client stops reading is cut off past a bound, instead of
+    /// growing the daemon's memory for as long as it stays connected.
+    @Test(.timeLimit(.minutes(1))) func aClientThatStopsReadingIsCutOff() throws {
+        let group = MultiThreadedEventLoopGroup.singleton
+        let accepted = group.next().makePromise(of: (any Channel).self)
+        let server = try ServerBootstrap(group: group)
+            .childChannelInitializer { channel in
+                accepted.succeed(channel)
+                return channel.pipeline.addHandler(HTTPResponseEncoder()).flatMap {
+                    channel.setOption(ChannelOptions.writeBufferWaterMark, value: .init(low: HTTPEventSink.maxUnread / 2, high: HTTPEventSink.maxUnread))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).wait()
+        defer { try? server.close().wait() }
+        // A client that never reads, with a small receive buffer.
+        let client = try ClientBootstrap(group: group)
+            .channelOption(ChannelOptions.autoRead, value: false)
+            .channelOption(ChannelOptions.socketOption(.so_rcvbuf), value: 4096)
+            .connect(to: server.localAddress!).wait()
+        defer { try? client.close().wait() }
+        let channel = try accepted.futureResult.wait()
+        let sink = HTTPEventSink(channel: channel)
+        let event = "event: change\ndata: " + String(repeating: "x", count: 1000) + "\n\n"
+        // 64 MiB offered; the kernel's buffers take a few hundred KiB at most.
+        for _ in 0..<65536 {
+            if !channel.isActive { break }
+            sink.send(event)
+        }
+        let closed = try channel.closeFuture.map { true }.wait()
+        #expect(closed)
     }
 }

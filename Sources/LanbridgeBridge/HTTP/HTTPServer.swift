@@ -47,11 +47,21 @@ struct HTTPReply: Sendable {
     }
 }
 
-/// Where a service writes server-sent events; safe from any thread.
+/// Where a service writes server-sent events; safe from any thread. A client that stops reading
+/// is cut off once what it has not read passes the channel's high water mark (`maxUnread`):
+/// events are hints to refetch, so nothing is lost that a reconnect does not bring back.
 struct HTTPEventSink: Sendable {
+    static let maxUnread = 64 << 10
     let channel: any Channel
     func send(_ text: String) {
-        channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: text))), promise: nil)
+        let channel = channel
+        channel.eventLoop.execute {
+            guard channel.isWritable else {
+                channel.close(promise: nil)
+                return
+            }
+            channel.writeAndFlush(HTTPServerResponsePart.body(.byteBuffer(ByteBuffer(string: text))), promise: nil)
+        }
     }
     var closed: EventLoopFuture<Void> { channel.closeFuture }
     func close() { channel.close(promise: nil) }
@@ -166,6 +176,8 @@ enum HTTPServer {
         private func startEvents(headers: [(String, String)], head: HTTPRequestHead, context: ChannelHandlerContext, start: @Sendable (HTTPEventSink) -> Void) {
             let all = HTTPHeaders(HTTPServer.securityHeaders + [("Content-Type", "text/event-stream; charset=utf-8"), ("Connection", "close")] + headers)
             context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: .ok, headers: all))), promise: nil)
+            let marks = ChannelOptions.Types.WriteBufferWaterMark(low: HTTPEventSink.maxUnread / 2, high: HTTPEventSink.maxUnread)
+            try? context.channel.syncOptions?.setOption(ChannelOptions.writeBufferWaterMark, value: marks)
             start(HTTPEventSink(channel: context.channel))
         }
     }
