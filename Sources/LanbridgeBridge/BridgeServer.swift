@@ -49,7 +49,8 @@ public enum BridgeServer {
         let initialVersion = PairingStore(directory: configuration.stateDirectory).pairedFileVersion()
         let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
         let descriptors = DescriptorBudget(paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
-                                           unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting)
+                                           unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
+                                           http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total)
         if let shortfall = descriptors.shortfall(limit: OpenFileLimit.raise(toward: descriptors.needed)) { logger.warning("\(shortfall)") }
         // Room for the largest result the bridge relays, so an oversized one is refused with
         // PAYLOAD_TOO_LARGE rather than by dropping the node.

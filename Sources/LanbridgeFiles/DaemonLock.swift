@@ -39,4 +39,14 @@ public final class DaemonLock: @unchecked Sendable {
     }
 
     deinit { close(fd) }
+
+    /// Whether a daemon holds the lock of `directory` now (the CLI asks before it expects an answer).
+    public static func isHeld(in directory: StateDirectory) -> Bool {
+        let fd = open(directory.file(fileName).path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        guard flock(fd, LOCK_SH | LOCK_NB) == 0 else { return errno == EWOULDBLOCK }
+        flock(fd, LOCK_UN)
+        return false
+    }
 }

@@ -210,6 +210,7 @@ struct NodesCommand: AsyncParsableCommand {
         func run() throws {
             try Output.run {
                 let removed = try PairingStore(directory: state.directory).update { try $0.revoke(matching: node, block: block, now: Date()) }
+                try DaemonConfirmation.confirm(state, "the revocation of \(removed.details.displayName)")
                 if json { return try Output.json(removed) }
                 print("Revoked \(removed.details.displayName) (\(removed.nodeId))\(block ? " and blocked its key" : "").")
             }

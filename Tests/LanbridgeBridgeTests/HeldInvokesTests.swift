@@ -199,3 +199,27 @@ extension BridgeCoreTests {
         #expect(Self.invokeSent(front) == nil, "a cancelled held invoke does not run when the node comes back")
     }
 }
+
+/// Issue 36 §2: a flooded daemon could not read the store after a revoke, and still relayed the
+/// revoked node's next invoke. It fails closed now, and says which store it holds.
+extension BridgeCoreTests {
+    @Test func whileTheStoreCannotBeReadNothingRunsAndTheCLIIsToldSo() throws {
+        var core = try core()
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        struct TooManyFiles: Error {}
+        _ = core.storeUnreadable(TooManyFiles())
+        let refused = Self.failure(ask(&core, invoke("device.info"), id: "g1", at: t0 + 1))
+        #expect(refused?.code == ErrorMessage.unavailable && refused?.retryable == true, "\(String(describing: refused))")
+        let applied = core.request(method: BridgeCore.storeApplied, params: nil, from: .control(7), now: t0 + 1, wall: wall)
+        #expect(Self.failure(applied)?.message.contains("cannot read the pairing store") == true, "\(applied)")
+        // Readable again: it runs, and the CLI hears the version.
+        _ = core.storeChanged(core.lastState, version: "v2", now: t0 + 2)
+        #expect(Self.invokeSent(ask(&core, invoke("device.info"), id: "g2", at: t0 + 2)) != nil)
+        let version = Self.answers(core.request(method: BridgeCore.storeApplied, params: nil, from: .control(8), now: t0 + 2, wall: wall)).first?.1
+        guard case let .success(.value(value?))? = version else { Issue.record("\(String(describing: version))"); return }
+        #expect(value["version"] == "v2")
+        // The gateway may not ask it.
+        #expect(Self.failure(core.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x"), now: t0 + 2, wall: wall))?.code
+                == ErrorMessage.unknownMethod)
+    }
+}

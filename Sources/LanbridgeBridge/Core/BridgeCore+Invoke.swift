@@ -5,6 +5,10 @@ import LanbridgeState
 /// Requests from the gateway or the operator's control socket (PROTOCOL.md §12.3): the same
 /// methods, the same checks (`InvokeGate`), for both.
 extension BridgeCore {
+    /// The control socket's question: which paired.json does the running core hold? The CLI asks
+    /// it after a revoke, block or deny, and reports success only when the answer is its own write.
+    static let storeApplied = "store.applied"
+
     /// Results bigger than this are relayed but not kept for idempotent retries.
     static let cacheableResultBytes = 64 * 1024
 
@@ -23,7 +27,19 @@ extension BridgeCore {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["nodeId": .string(reference)])
                 }
             case GatewayMethod.nodeInvoke:
+                // Fail closed: rules that cannot be read are not rules to judge an invoke by (a
+                // revoke written while the daemon could not read it must still hold).
+                guard storeReadable else {
+                    throw ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge cannot read its pairing store, so it runs nothing until it can",
+                                       retryable: true, retryAfterMs: 1000)
+                }
                 invoke(try InvokeRequest(params: params), origin: origin, for: target, now: now, wall: wall)
+            case Self.storeApplied where origin == .operator:
+                // Answered after the driver compared paired.json with what the core holds (and read it if it changed).
+                guard storeReadable else {
+                    throw ErrorMessage(code: ErrorMessage.unavailable, message: storeProblem ?? "the bridge cannot read its pairing store")
+                }
+                answer(target, .success(.value(["version": .string(pairedVersion)])))
             case GatewayMethod.nodeInvokeCancel:
                 answer(target, .success(.value(try cancelRequested(params, origin: origin, from: target))))
             default:
@@ -184,7 +200,8 @@ extension BridgeCore {
     /// Runs what waits for `node`, oldest first, as far as it can now: past the node's limit of
     /// invokes in flight the rest keep waiting (a result coming back runs the next).
     mutating func deliverHeld(_ node: Fingerprint, now: Moment, wall: Date) {
-        guard sessions[node] != nil else { return }
+        // Unreadable rules run nothing: held invokes wait for the store (or their expiry).
+        guard sessions[node] != nil, storeReadable else { return }
         let entries = held.take(node: node)
         var back: [HeldInvokes.Entry] = []
         for (index, entry) in entries.enumerated() {

@@ -37,6 +37,8 @@ struct BridgeCore {
     /// False while the files cannot be read: new connections are refused rather than judged on
     /// stale rules.
     var storeReadable = true
+    /// Why not, while it cannot.
+    var storeProblem: String?
 
     // Invokes and requests.
     var router: InvokeRouter
@@ -356,7 +358,7 @@ struct BridgeCore {
     /// decision, drop revoked ones.
     mutating func storeChanged(_ state: PairingState, version: String, now: Moment) -> [BridgeAction] {
         self.now = now
-        storeReadable = true
+        (storeReadable, storeProblem) = (true, nil)
         pairedVersion = version
         index(state)
         announceChanges(from: lastState, to: state)
@@ -388,7 +390,7 @@ struct BridgeCore {
 
     mutating func storeUnreadable(_ error: any Error) -> [BridgeAction] {
         logger.error("cannot read the pairing store: \(error)")
-        storeReadable = false
+        (storeReadable, storeProblem) = (false, "cannot read the pairing store: \(error)")
         return drain()
     }
 

@@ -28,6 +28,7 @@ struct HTTPListener {
             if let shared = wanted.firstIndex(where: { $0.address == address }) { wanted[shared].console = true } else { wanted.append((address, false, true)) }
         }
         var bound: [HTTPListener] = []
+        let refusals = HTTPRefusalLog()
         do {
             for want in wanted {
                 var services: [any HTTPService] = [MonitoringService(registry: registry, driver: driver, metrics: want.metrics)]
@@ -38,7 +39,10 @@ struct HTTPListener {
                 let channel: any Channel
                 do {
                     channel = try await BindProblem.explaining(host: want.address.host, port: want.address.port) {
-                        try await HTTPServer.bind(host: want.address.host, port: want.address.port, services: services)
+                        try await HTTPServer.bind(host: want.address.host, port: want.address.port, services: services) { peer in
+                            driver.metrics.httpRefused("peer_limit")
+                            refusals.note(peer, logger: logger)
+                        }
                     }
                 } catch where want.console && !want.metrics && configuration.consoleOptional {
                     logger.warning("console off: \(error) (choose another address with --ui-listen or ui.listen, or --no-ui)")
@@ -55,5 +59,24 @@ struct HTTPListener {
             throw error
         }
         return bound
+    }
+}
+
+/// Connections refused past a peer's bound: one log line a minute, with the count since.
+final class HTTPRefusalLog: Sendable {
+    private let state = NIOLockedValueBox<(count: Int, logged: NIODeadline)>((0, .distantPast))
+
+    func note(_ peer: String, logger: Logger) {
+        let due: Int? = state.withLockedValue { state in
+            state.count += 1
+            guard NIODeadline.now() - state.logged >= .minutes(1) else { return nil }
+            let count = state.count
+            state = (0, NIODeadline.now())
+            return count
+        }
+        if let due {
+            logger.warning("HTTP listener: refused connections past a peer's bound of \(HTTPConnectionTable.Limits().perPeer)",
+                           metadata: ["peer": "\(peer)", "refused": "\(due)"])
+        }
     }
 }

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import NIOConcurrencyHelpers
 
 /// A request as the services see it: the whole of it, its body bounded by `HTTPServer.maxBody`.
 struct HTTPRequest: Sendable {
@@ -89,16 +90,31 @@ enum HTTPServer {
         ("Cache-Control", "no-store"),
     ]
 
-    static func bind(host: String, port: Int, services: [any HTTPService]) async throws -> any Channel {
-        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+    /// A request's head and body must arrive within this of the connection's start or of the
+    /// previous response; bytes that trickle in do not extend it (slowloris), and an idle
+    /// keep-alive connection ends with it too.
+    static let requestDeadline = TimeAmount.seconds(10)
+
+    static func bind(host: String, port: Int, services: [any HTTPService], limits: HTTPConnectionTable.Limits = .init(),
+                     refused: @escaping @Sendable (String) -> Void = { _ in }) async throws -> any Channel {
+        let connections = HTTPConnections(limits: limits)
+        return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    // A connection that neither sends nor receives for a minute is closed (an event
-                    // stream writes a keep-alive every 25 s, so it stays).
+                    let (local, remote) = (channel.localAddress, channel.remoteAddress)
+                    let uid = LoopbackPeer.isLoopback(remote) ? LoopbackPeer.uid(local: local, remote: remote) : nil
+                    // On loopback every user shares 127.0.0.1: the uid is the peer.
+                    let peer = uid.map { "uid:\($0)" } ?? remote?.ipAddress ?? "unknown"
+                    guard connections.admit(channel, peer: peer) else {
+                        refused(peer)
+                        channel.close(promise: nil)
+                        return
+                    }
+                    // An event stream writes a keep-alive every 25 s; anything else silent for a minute goes.
                     try channel.pipeline.syncOperations.addHandler(IdleStateHandler(allTimeout: .seconds(60)))
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(Handler(services: services))
+                    try channel.pipeline.syncOperations.addHandler(Handler(services: services, peerUID: uid))
                 }
             }
             .bind(host: host, port: port).get()
@@ -110,17 +126,22 @@ enum HTTPServer {
 
         let services: [any HTTPService]
         /// Who is at the other end, learned once per connection (loopback only).
-        private var peerUID: UInt32?
+        let peerUID: UInt32?
         private var head: HTTPRequestHead?
         private var body: [UInt8] = []
         private var tooLarge = false
+        private var deadline: Scheduled<Void>?
 
-        init(services: [any HTTPService]) { self.services = services }
+        init(services: [any HTTPService], peerUID: UInt32?) { (self.services, self.peerUID) = (services, peerUID) }
 
-        func channelActive(context: ChannelHandlerContext) {
-            let (local, remote) = (context.channel.localAddress, context.channel.remoteAddress)
-            if LoopbackPeer.isLoopback(remote) { peerUID = LoopbackPeer.uid(local: local, remote: remote) }
-            context.fireChannelActive()
+        func handlerAdded(context: ChannelHandlerContext) { armDeadline(context: context) }
+        func handlerRemoved(context: ChannelHandlerContext) { deadline?.cancel() }
+
+        /// The next request must be whole by `requestDeadline` from now.
+        private func armDeadline(context: ChannelHandlerContext) {
+            deadline?.cancel()
+            let channel = context.channel
+            deadline = context.eventLoop.scheduleTask(in: HTTPServer.requestDeadline) { channel.close(promise: nil) }
         }
 
         func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -135,6 +156,7 @@ enum HTTPServer {
             case .end:
                 guard let head else { return }
                 self.head = nil
+                deadline?.cancel()
                 respond(to: head, body: body, context: context)
                 body = []
             }
@@ -167,6 +189,7 @@ enum HTTPServer {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: reply.status, headers: headers))), promise: nil)
             if head.method != .HEAD, !reply.body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(bytes: reply.body)))), promise: nil) }
             let keepAlive = head.isKeepAlive
+            if keepAlive { armDeadline(context: context) }
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
                 if !keepAlive { channel.close(promise: nil) }
             }

@@ -48,6 +48,9 @@ public final class BridgeMetrics: Sendable {
     /// A console login or session refused: `ConsoleSessions.Refusal` (wrong token, another uid, uid unknown).
     func consoleRefused(_ reason: String) { counter("lanbridge_console_refusals_total", ("reason", reason))?.increment() }
 
+    /// An HTTP connection refused past its peer's bound.
+    func httpRefused(_ reason: String) { counter("lanbridge_http_refusals_total", ("reason", reason))?.increment() }
+
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
     /// A node's result nobody waited for any more, by `InvokeRouter.DropReason`.

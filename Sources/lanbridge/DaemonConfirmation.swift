@@ -1,0 +1,40 @@
+import ArgumentParser
+import Foundation
+import LanbridgeFiles
+import LanbridgeProtocol
+import LanbridgeState
+
+/// A change that takes something away (revoke, block, deny, remove an allow rule) is reported as
+/// done only once the running daemon holds it: the CLI asks the daemon which paired.json it holds
+/// and compares it with its own write. A daemon that cannot say so, or holds an older file, makes
+/// the command fail with exit 75, saying the change is on disk and not yet in force (issue 36: a
+/// flooded daemon missed a revoke while `nodes revoke` exited 0).
+enum DaemonConfirmation {
+    /// How long the daemon has to answer.
+    static let timeout: TimeInterval = 10
+
+    static func confirm(_ state: StateOptions, _ what: String, json: Bool = false) throws {
+        let directory = state.directory
+        guard DaemonLock.isHeld(in: directory) else { return }  // no daemon: in force when one starts
+        let written = PairingStore(directory: directory).pairedFileVersion()
+        let path = RuntimeStatusFile(directory: directory).read()?.controlSocket ?? directory.file("control.sock").path
+        let problem: String
+        do {
+            switch try ControlClient(path: path).request(method: "store.applied", params: .object([:]), timeout: timeout) {
+            case let .success(value?) where value["version"]?.stringValue == written:
+                return
+            case let .success(value):
+                // Written again since (another operator)? What counts is that the daemon holds what is on disk now.
+                if let held = value?["version"]?.stringValue, held == PairingStore(directory: directory).pairedFileVersion() { return }
+                problem = "it still holds an older paired.json"
+            case let .failure(error):
+                problem = error.message
+            }
+        } catch {
+            problem = "\(error)"
+        }
+        Output.note("lanbridge: \(what) is on disk, but the running daemon has not applied it: \(problem). "
+                    + "Until it can read the store it runs no invoke; check `lanbridge status` and the daemon's log.")
+        throw ExitCode(75)
+    }
+}

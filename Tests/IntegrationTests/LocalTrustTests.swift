@@ -1,0 +1,69 @@
+import Foundation
+import LanbridgeProtocol
+import Testing
+import TestSupport
+
+/// Issue 36 §2, against a real daemon: another local user floods the HTTP listener, and a revoke
+/// must still take; a daemon that cannot confirm a revoke makes the CLI say so.
+@Suite struct LocalTrustTests {
+    static let canSwitchUser = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+
+    /// `http_flood.py` as `nobody` (the system's python3: another user cannot run the toolchain's).
+    func flood(_ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/python3",
+                                                                    Repository.url("Tests/IntegrationTests/python/http_flood.py").path] + arguments)
+    }
+
+    /// Before: 1,126 idle connections from `nobody` took every descriptor, `nodes revoke` exited 0,
+    /// and the revoked node's next invoke was relayed and answered ok.
+    @Test(.enabled(if: canSwitchUser, "runs the flood as nobody through setpriv, which needs root"))
+    func aFloodFromAnotherUidIsCappedAndARevokeStillTakes() throws {
+        let stack = try RelayStack(bridgeArguments: ["--ui-listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0"])
+        defer { stack.stop() }
+        let port = try #require(stack.bridge.consoleURL.flatMap { URL(string: $0)?.port })
+        let attacker = try flood(["idle", String(port), "300"])
+        defer { attacker.killIfRunning() }
+        let held = try #require(try attacker.nextLine(timeout: 120))
+        #expect(held == "held 16", "nobody may hold 16 connections to the console, not 300: \(held)")
+        // The operator still gets in, and the monitoring listener (the same code) still answers.
+        let login = try CLI.run(["ui", "--json", "--state-dir", stack.bridge.state.path])
+        #expect(login.status == 0, "\(login)")
+        let health = try HTTPClient.request("GET", port: try #require(stack.bridge.metricsPort), path: "/healthz")
+        #expect(health.status == 200, "\(health)")
+        // The revoke is confirmed by the daemon and in force at once.
+        let revoked = try stack.cli(["nodes", "revoke", "phone"])
+        #expect(revoked.status == 0, "\(revoked)")
+        let answer = try stack.gateway.invoke(stack.nodeID, "device.info")
+        #expect(!answer.ok && answer.code == ErrorMessage.nodeNotFound, "the revoked node's next invoke: \(answer)")
+        #expect(stack.bridge.logContains("refused connections past a peer's bound"), "\(stack.bridge.log)")
+    }
+
+    /// A request trickled in a byte at a time cannot keep a connection open past the deadline.
+    @Test(.enabled(if: canSwitchUser, "runs the client as nobody through setpriv, which needs root"))
+    func aTrickledRequestIsCutOffAtTheDeadline() throws {
+        let bridge = try BridgeDaemon(console: true)
+        defer { bridge.stop() }
+        let port = try #require(bridge.consoleURL.flatMap { URL(string: $0)?.port })
+        let slow = try flood(["trickle", String(port)])
+        let line = try #require(try slow.nextLine(timeout: 90))
+        let seconds = try #require(Double(line.replacingOccurrences(of: "closed after ", with: "")), "\(line)")
+        // 200 bytes at two a second would take 100 s; the deadline is 10 s from the connection's start.
+        #expect(seconds < 30, "\(line)")
+    }
+
+    /// A daemon that does not answer (stopped here with SIGSTOP) cannot confirm a revoke: the CLI
+    /// writes it, says it is not in force, and exits 75.
+    @Test func aRevokeTheDaemonHasNotAppliedDoesNotReportSuccess() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        stack.bridge.process.signal(SIGSTOP)
+        defer { stack.bridge.process.signal(SIGCONT) }
+        let revoked = try stack.cli(["nodes", "revoke", "phone"])
+        #expect(revoked.status == 75, "\(revoked)")
+        #expect(revoked.stderr.contains("on disk, but the running daemon has not applied it") && revoked.stdout.isEmpty, "\(revoked)")
+        stack.bridge.process.signal(SIGCONT)
+        // Once it runs again it reads the store, and the revoke holds.
+        let answer = try stack.gateway.invoke(stack.nodeID, "device.info")
+        #expect(answer.code == ErrorMessage.nodeNotFound, "\(answer)")
+    }
+}
