@@ -86,3 +86,34 @@ extension BridgeCoreTests {
         #expect(summary.count == 1, "\(log.lines.withLockedValue { $0 }.suffix(3))")
     }
 }
+
+/// Issue 36 §3: the wake hook's output never carries the push token, in any form the hook prints it.
+@Suite struct WakeHookOutputTests {
+    func firstLine(_ text: String, hiding token: String) -> String {
+        var line = WakeHook.FirstLine()
+        Array(text.utf8).withUnsafeBytes { line.append($0) }
+        return line.text(hiding: token)
+    }
+
+    static let plain = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+    static let awkward = "tok\"en\\with\"quotes\\and-more-characters-0123456789"
+    static let long = String(repeating: "Zq8x", count: 1000)
+
+    @Test(arguments: [plain, awkward, long]) func theTokenIsHiddenAsIsEscapedCutOrEncoded(token: String) {
+        let bytes = Array(token.utf8)
+        let echoes = [
+            "sent to \(token)",
+            "{\"token\":\(String(decoding: JSONValue.string(token).serialized, as: UTF8.self))}",
+            "device=\(token.addingPercentEncoding(withAllowedCharacters: .alphanumerics)!)",
+            "b64 \(Data(bytes).base64EncodedString()) b64url \(Base64URL.encode(bytes)) hex \(Hex.encode(bytes))",
+            "token \(token.prefix(22))… (truncated)",
+        ]
+        for echo in echoes {
+            let shown = firstLine(echo, hiding: token)
+            for piece in [token, String(token.prefix(22)), Hex.encode(bytes), Data(bytes).base64EncodedString()] {
+                #expect(!shown.contains(String(piece.prefix(12))), "\(piece.prefix(12)) shows in \(shown)")
+            }
+        }
+        #expect(firstLine("apns: 410 Unregistered device", hiding: token) == "apns: 410 Unregistered device", "plain words stay")
+    }
+}

@@ -133,9 +133,53 @@ final class WakeHook: Sendable {
 
         func text(hiding secret: String?) -> String {
             var line = String(decoding: kept, as: UTF8.self)
-            if let secret, !secret.isEmpty { line = line.replacingOccurrences(of: secret, with: "[token]") }
+            if let secret, !secret.isEmpty { line = Self.redact(secret, in: line) }
             line = String(String.UnicodeScalarView(line.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
             return line.count > WakeHook.maxOutputLine ? String(line.prefix(WakeHook.maxOutputLine)) + "…" : line
+        }
+
+        /// Shortest piece of a secret that is hidden: shorter runs are too likely to be words.
+        static let minimumPiece = 6
+
+        /// Hides the secret by structure, not by exact match (issue 36: a token holding `"` or `\`
+        /// showed escaped, and a long one its first characters): the line is cut into runs at
+        /// every character a token is not made of; a run of six or more characters that is
+        /// part of the secret, in a form a hook may print it (as is, JSON-escaped, percent-encoded,
+        /// base64, base64url, hex), or that holds one, is hidden, together with the neighbouring
+        /// runs and separators that continue the same form. What is hidden becomes `[token]`.
+        static func redact(_ secret: String, in line: String) -> String {
+            let bytes = Array(secret.utf8)
+            let forms = [secret, String(decoding: JSONValue.string(secret).serialized.dropFirst().dropLast(), as: UTF8.self),
+                         secret.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? secret,
+                         Data(bytes).base64EncodedString(), Base64URL.encode(bytes), Hex.encode(bytes)]
+            func partOfSecret(_ text: Substring) -> Bool { forms.contains { $0.contains(text) || text.contains($0) } }
+            // Runs are what tokens are made of (ASCII letters and digits, `-_.~%`); anything else cuts.
+            func separates(_ c: Character) -> Bool { !(c.isASCII && (c.isLetter || c.isNumber || "-_.~%".contains(c))) }
+            // The line as alternating runs and single separators, by their ranges.
+            var pieces: [Range<String.Index>] = []
+            var start = line.startIndex
+            for index in line.indices where separates(line[index]) {
+                if start < index { pieces.append(start..<index) }
+                pieces.append(index..<line.index(after: index))
+                start = line.index(after: index)
+            }
+            if start < line.endIndex { pieces.append(start..<line.endIndex) }
+            var hidden = [Bool](repeating: false, count: pieces.count)
+            for (k, range) in pieces.enumerated() where !hidden[k] && line[range].count >= minimumPiece && partOfSecret(line[range]) {
+                var (low, high) = (k, k)
+                while low > 0, partOfSecret(line[pieces[low - 1].lowerBound..<pieces[high].upperBound]) { low -= 1 }
+                while high + 1 < pieces.count, partOfSecret(line[pieces[low].lowerBound..<pieces[high + 1].upperBound]) { high += 1 }
+                for n in low...high { hidden[n] = true }
+            }
+            var out = ""
+            for (k, range) in pieces.enumerated() {
+                if hidden[k] {
+                    if k == 0 || !hidden[k - 1] { out += "[token]" }
+                } else {
+                    out += line[range]
+                }
+            }
+            return out
         }
     }
 }

@@ -13,6 +13,7 @@ import http.client
 import json
 import os
 import queue
+import select
 import signal
 import subprocess
 import sys
@@ -403,9 +404,12 @@ def attacks(args):
     with tempfile.TemporaryDirectory(prefix="console-open-") as tmp:
         fake = os.path.join(tmp, "bin")
         os.mkdir(fake)
+        # A FIFO: the test reads what xdg-open was given when it runs (the CLI does not wait for it).
         seen = os.path.join(tmp, "argv")
+        os.mkfifo(seen)
+        reader = os.open(seen, os.O_RDONLY | os.O_NONBLOCK)
         with open(os.path.join(fake, "xdg-open"), "w") as f:
-            f.write(f"#!/bin/sh\nprintf '%s\\n' \"$0\" \"$@\" > {seen}\nenv >> {seen}\n")
+            f.write(f"#!/bin/sh\n{{ printf '%s\\n' \"$0\" \"$@\"; env; }} > {seen}\n")
         os.chmod(os.path.join(fake, "xdg-open"), 0o755)
         runtime = os.path.join(tmp, "run")
         os.mkdir(runtime, 0o700)
@@ -414,7 +418,17 @@ def attacks(args):
         run = subprocess.run([args.lanbridge, "ui", "--state-dir", args.state_dir], env=env, capture_output=True, text=True, timeout=60)
         if run.returncode != 0:
             fail(f"lanbridge ui exited {run.returncode}: {run.stderr}")
-        opened = open(seen).read()
+        opened = b""
+        while True:
+            readable, _, _ = select.select([reader], [], [], TIMEOUT)
+            if not readable:
+                fail("xdg-open was never run")
+            chunk = os.read(reader, 65536)
+            if not chunk and opened:
+                break
+            opened += chunk
+        os.close(reader)
+        opened = opened.decode()
         page = os.path.join(runtime, "lanbridge", "console.html")
         if "token=" in opened or page not in opened:
             fail(f"xdg-open was given {opened!r}")
