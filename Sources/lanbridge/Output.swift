@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import LanbridgeBridge
 import LanbridgeFiles
+import LanbridgeProtocol
 import LanbridgeState
 
 /// A startup setting that cannot work as given (exit 78).
@@ -84,7 +85,10 @@ enum Output {
 
 extension Output {
     /// Prints rows under a header, columns padded to their widest cell.
+    /// Every cell is escaped (`SafeText`): names and addresses come from the network, and none
+    /// may reach the terminal raw (issue 36: a DNS instance name cleared the screen).
     static func table(_ header: [String], _ rows: [[String]]) {
+        let rows = rows.map { $0.map(SafeText.escape) }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for row in [header] + rows {
             print(zip(row, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ")

@@ -36,6 +36,13 @@ struct PushEndToEndTests {
             #expect(!shown.contains(Self.token))
         }
         #expect(try String(contentsOf: directory.file(AuditLog.fileName), encoding: .utf8).contains("node.push-registered"))
+        // The same registration again (issue 36: 83 audit lines in 30 s from one node) changes nothing.
+        for _ in 0..<5 {
+            node.process.write(line: "push apns \(Self.token) production com.example.companion")
+            #expect(try node.waitFor("push").hasPrefix("ok"))
+        }
+        let audit = try String(contentsOf: directory.file(AuditLog.fileName), encoding: .utf8)
+        #expect(audit.components(separatedBy: "node.push-registered").count - 1 == 1, "one line for one registration: \(audit)")
 
         #expect(try CLI.run(["nodes", "revoke", nodeID, "--state-dir", bridge.state.path]).status == 0)
         try bridge.waitForLog("removed push tokens of nodes no longer paired")

@@ -109,7 +109,8 @@ extension StoreOperation {
             // Under the store's lock, once the node is known paired: a revocation cannot slip in
             // between, so no token outlives its pairing.
             try store.update(actor: "node \(node)") { state in
-                try state.setPush(PushSummary(registration, registeredAt: now), node: node)
+                // The same registration again changes nothing: no write, no audit line (issue 36).
+                guard try state.setPush(PushSummary(registration, registeredAt: now), node: node) else { return }
                 try PushTokens(directory: store.directory).set(registration, for: node, now: now)
             }
             return .done

@@ -50,8 +50,16 @@ public struct PushSummary: Codable, Sendable, Equatable {
 
 extension PairingState {
     /// Records a node's push registration (its summary); a node no longer paired is an error.
-    public mutating func setPush(_ summary: PushSummary, node: Fingerprint) throws {
+    /// Records the node's push registration; false (and nothing changes) when it is the one
+    /// already recorded, so a node that registers again and again writes no file and no audit line.
+    @discardableResult
+    public mutating func setPush(_ summary: PushSummary, node: Fingerprint) throws -> Bool {
         guard let index = paired.nodes.firstIndex(where: { $0.nodeId == node }) else { throw PairingError.unknownNode(node.description) }
+        if var current = paired.nodes[index].push {
+            current.registeredAt = summary.registeredAt
+            if current == summary { return false }
+        }
         paired.nodes[index].push = summary
+        return true
     }
 }
