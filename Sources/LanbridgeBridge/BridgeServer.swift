@@ -151,6 +151,7 @@ public enum BridgeServer {
         let sharing = StateSharing.of(configuration.stateDirectory.url)
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
         if control != nil { driver.setControlSocket(controlPath) }
+        if let consoleURL { driver.setConsole(consoleURL) }
         driver.startTimers(pingInterval: configuration.pingInterval)
         // systemd (Type=notify): ready now; watchdog pings come from the relay's own loop, so a
         // wedged loop stops them and systemd restarts the daemon.

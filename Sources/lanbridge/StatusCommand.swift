@@ -20,6 +20,8 @@ struct StatusCommand: ParsableCommand {
             } else if report.running, let pid = report.pid, let name = report.bridgeName, let since = report.startedAt {
                 print("lanbridge serve is running (pid \(pid)) as \"\(name)\" since \(since.formatted(.iso8601))")
                 print("  listening:  \(report.listening.joined(separator: ", "))")
+                if !report.reachable.isEmpty { print("  reachable:  \(report.reachable.joined(separator: ", "))") }
+                if let console = report.console { print("  console:    \(console)/ (log in with `lanbridge ui`)") }
                 print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
                 print("  gateway:    \(report.gateway ?? "unknown")")
             } else {

@@ -67,6 +67,8 @@ struct BridgeDiscoveryTests {
         #expect(renamed.contains("Kitchen #2"), "\(renamed)")
         let seen = try peer(browser, "added", "Kitchen #2")
         #expect(seen.port == bridge.port)
+        // doctor reads runtime.json, written a moment after the log line: wait for the file itself.
+        try bridge.waitForRuntime("the name advertised") { $0.mdnsName == "Kitchen #2" }
         #expect(try doctor(bridge).contains("advertised as \"Kitchen #2\""))
     }
 
@@ -100,6 +102,8 @@ struct BridgeDiscoveryTests {
         #expect(warning.contains("apt-get install avahi-daemon"))
         let node = try SimulatedNode(arguments: ["--connect", "\(TestLAN.bridgeAddress):\(bridge.port)"], launcher: lan.launcher(lan.phone))
         try node.waitFor("code")  // connecting by address works
+        // CI failed here once: doctor read runtime.json before the daemon had written the state it logged.
+        try bridge.waitForRuntime("mDNS waiting for avahi-daemon") { $0.mdns?.contains("waiting for avahi-daemon") == true }
         let report = try doctor(bridge)
         #expect(report.contains("FAIL avahi-daemon") && report.contains("waiting for avahi-daemon"), "\(report)")
         node.stop()

@@ -193,6 +193,7 @@ struct OperatorCLITests {
         struct Nodes: Decodable { let paired, connected, pending, invites: Int }
         let running: Bool
         let nodes: Nodes
+        let reachable: [String]
     }
 
     /// The commands admins reach for, and one node object that means the same everywhere.
@@ -205,6 +206,7 @@ struct OperatorCLITests {
         try bridge.waitForRuntime("the node connected") { $0.nodes[id] != nil }
         let status = try JSONDecoder().decode(Status.self, from: Data(try cli(["status", "--json"]).stdout.utf8))
         #expect(status.running && status.nodes.paired == 1 && status.nodes.connected == 1)
+        #expect(!status.reachable.isEmpty, "status --json shows where devices dial, as the README says")
         #expect(try cli(["status"]).stdout.contains("1 connected"))
 
         let connected = try JSONDecoder().decode([Described].self, from: Data(try cli(["nodes", "list", "--connected", "--json"]).stdout.utf8))

@@ -289,6 +289,8 @@ struct ConsolePages {
         if report.running {
             facts += [("Daemon", "running (pid \(report.pid ?? 0))" + (report.startedAt.map { " since " + HTML.time($0) } ?? "")),
                       ("Listening", HTML.list(report.listening)),
+                      ("Reachable at", HTML.list(report.reachable)),
+                      ("Console", HTML.escape(report.console ?? "off")),
                       ("mDNS", HTML.escape(report.mdns ?? "unknown") + (report.mdnsName.map { " as " + HTML.escape($0) } ?? "")),
                       ("Gateway", HTML.escape(report.gateway ?? "unknown"))]
         }

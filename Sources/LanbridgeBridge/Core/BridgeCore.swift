@@ -194,6 +194,12 @@ struct BridgeCore {
         return drain()
     }
 
+    mutating func setConsole(_ url: String) -> [BridgeAction] {
+        runtime.console = url
+        runtimeChanged = true
+        return drain()
+    }
+
     // MARK: - Connections
 
     /// A connection finished its handshake. The driver has made sure `lastState` is the store as

@@ -234,6 +234,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         loop.execute { [self] in perform(core.setControlSocket(path)) }
     }
 
+    func setConsole(_ url: String) {
+        loop.execute { [self] in perform(core.setConsole(url)) }
+    }
+
     func setGatewayStatus(_ status: String) {
         loop.execute { [self] in perform(core.setGatewayStatus(status)) }
     }

@@ -81,6 +81,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var gateway: String?
     /// The operator's control socket (`nodes invoke`), once it listens.
     public var controlSocket: String?
+    /// The approval console's base URL, when it is on.
+    public var console: String?
 
     public init(pid: Int32 = getpid(), bridgeName: String, listening: [String], startedAt: Date, nodes: [String: Node] = [:]) {
         (self.pid, self.bridgeName, self.listening, self.startedAt, self.nodes) = (pid, bridgeName, listening, startedAt, nodes)

@@ -8,6 +8,10 @@ public struct StatusReport: Encodable, Sendable {
     public let pid: Int32?
     public let bridgeName: String?
     public let listening: [String]
+    /// Where devices should dial, best first (what invites and `welcome` list).
+    public let reachable: [String]
+    /// The approval console's address (`lanbridge ui` logs in), when it is on.
+    public let console: String?
     public let mdns: String?
     public let mdnsName: String?
     public let gateway: String?
@@ -29,7 +33,7 @@ public struct StatusReport: Encodable, Sendable {
         let live = runtime?.nodes.filter { paired.contains($0.key) }.map(\.value) ?? []
         return StatusReport(
             running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
-            mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
+            reachable: runtime?.reachable ?? [], console: runtime?.console, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
             nodes: .init(paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
                          pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
                          invites: current.invites.invites.filter { $0.expiresAt > now }.count),
