@@ -155,12 +155,22 @@ struct OpenClawEndToEndTests {
         #expect(agent[1] == "agent.request" && agent[2] == #"{"message":"hello"}"#, "\(agent)")
         #expect(try stack.node.waitFor("agent").hasPrefix("ok"))
 
-        // A plain event may not pose as one the bridge makes from calls; any other goes through.
+        // A plain event may not pose as one the bridge makes from calls; the rest pass only as the
+        // event catalogue allows (issue 36 §5): a name that wakes the agent needs its grant, and
+        // one that attaches the node to a session is refused.
         stack.node.process.write(line: "event agent.request")
         try stack.bridge.waitForLog("comes only from its calls")
         stack.node.process.write(line: "event notifications.changed")
+        try stack.bridge.waitForLog("refused an event for the gateway: NOT_GRANTED")
+        stack.node.process.write(line: "event chat.subscribe")
+        try stack.bridge.waitForLog("refused an event for the gateway: NOT_IN_CATALOGUE")
+        let granted = try CLI.run(["nodes", "allow", stack.nodeID, "notifications.changed", "--state-dir", stack.bridge.state.path])
+        #expect(granted.status == 0, "\(granted)")
+        stack.node.process.write(line: "event notifications.changed")
         let event = try stack.gateway.waitFor("node.event")
-        #expect(event[1] == "notifications.changed", "the refused one never reached the gateway: \(event)")
+        #expect(event[1] == "notifications.changed", "the refused ones never reached the gateway: \(event)")
+        let audit = try String(contentsOf: stack.bridge.state.url.appendingPathComponent("audit.jsonl"), encoding: .utf8)
+        #expect(audit.contains("event.denied") && audit.contains("chat.subscribe: NOT_IN_CATALOGUE"), "\(audit)")
     }
 
     /// Issue 23: an APNs registration reaches the gateway as the push.apns.register OpenClaw's own

@@ -125,3 +125,52 @@ struct BridgeCoreOpenClawTests {
         #expect(limited?.error?.code == ErrorMessage.rateLimited)
     }
 }
+
+/// Issue 36 §5: a node's own events reach an OpenClaw gateway only as the catalogue allows.
+extension BridgeCoreOpenClawTests {
+    func event(_ name: String, _ payload: String = #"{"sessionKey":"agent:main:other","runId":"r1"}"#) -> [UInt8] {
+        Array(#"{"type":"event","event":"\#(name)","payload":\#(payload)}"#.utf8)
+    }
+
+    static func toGateway(_ actions: [BridgeAction]) -> [(String, JSONValue)] {
+        actions.compactMap { if case let .openClawEvent(_, event, payload, _) = $0 { (event, payload) } else { nil } }
+    }
+
+    static func audited(_ actions: [BridgeAction]) -> [String] {
+        var lines: [String] = []
+        for case let .audit(entries) in actions { lines += entries.map { "\($0.event) \($0.detail ?? "")" } }
+        return lines
+    }
+
+    @Test func eventsOutsideTheCatalogueOrTheirGrantsAreRefusedAndAudited() throws {
+        var core = try core()
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        for name in ["chat.subscribe", "exec.finished", "notifications.changed", "my.custom"] {
+            let actions = core.received(event(name), from: 1, now: base.t0 + 1, wall: base.wall)
+            #expect(Self.toGateway(actions).isEmpty, "\(name) reached the gateway")
+            #expect(Self.audited(actions).contains { $0.hasPrefix("event.denied \(name):") }, "\(name): \(Self.audited(actions))")
+        }
+        // Presence reports pass, without a session key.
+        let alive = Self.toGateway(core.received(event("node.presence.alive", #"{"trigger":"manual","sessionKey":"x"}"#), from: 1, now: base.t0 + 2, wall: base.wall))
+        #expect(alive.first?.0 == "node.presence.alive" && alive.first?.1["sessionKey"] == nil && alive.first?.1["trigger"] == "manual")
+    }
+
+    @Test func execEventsNeedSystemRunGoToTheNodesOwnSessionAndCountAsAgentCalls() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        var state = core.lastState
+        let index = try #require(state.paired.nodes.firstIndex { $0.nodeId == node })
+        state.paired.nodes[index].details.commands.append("system.run")
+        state.paired.nodes[index].access.allow.append("system.run")
+        _ = core.storeChanged(state, version: "v2", now: base.t0)
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        let passed = Self.toGateway(core.received(event("exec.finished"), from: 1, now: base.t0 + 1, wall: base.wall))
+        #expect(passed.first?.0 == "exec.finished" && passed.first?.1["sessionKey"] == nil && passed.first?.1["runId"] == "r1", "\(passed)")
+        // They wake the agent, so the agent rate counts them: past it they are dropped.
+        var through = 1
+        for k in 0..<200 where !Self.toGateway(core.received(event("exec.started"), from: 1, now: base.t0 + 1 + Double(k) / 1000, wall: base.wall)).isEmpty {
+            through += 1
+        }
+        #expect(through < 200, "\(through) of 201 went through in a fifth of a second")
+    }
+}

@@ -12,7 +12,8 @@ struct ApprovalGrantTests {
     @Test func theCatalogueSaysWhichCommandsAreSensitive() {
         let sensitive = Set(CommandCatalog.table.filter { $0.sensitive != nil }.map(\.name))
         #expect(sensitive == ["camera.snap", "camera.clip", "screen.record", "screen.snapshot", "screen.tap", "screen.type",
-                              "input.tap", "input.type", "input.key", "location.get", "sms.send", "voice.start", "voice.stop", "system.run"])
+                              "input.tap", "input.type", "input.key", "location.get", "sms.send", "voice.start", "voice.stop", "system.run",
+                              "notifications.changed"])
         #expect(CommandCatalog.sensitivity(of: "sms.send") == .sendsAsTheUser && CommandCatalog.sensitivity(of: "system.run") == .runsCode)
         #expect(CommandCatalog.sensitivity(of: "canvas.eval") == nil && CommandCatalog.sensitivity(of: "my.custom") == nil)
         #expect(CommandCatalog.isSensitive(pattern: "camera.*") && CommandCatalog.isSensitive(pattern: "*"))

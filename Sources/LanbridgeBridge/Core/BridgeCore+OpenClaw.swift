@@ -76,6 +76,39 @@ extension BridgeCore {
         }
     }
 
+    /// What of a node's own event may reach the OpenClaw gateway (`OpenClawNodeEvents.catalogue`),
+    /// or nil: refused names are audited (once a minute per node and name, with a count), refused
+    /// rates are counted with the node's dropped events.
+    mutating func openClawEventPayload(_ event: NodeEvent, from connection: Connection, now: Moment, wall: Date) -> JSONValue? {
+        let payload = event.payload ?? .null
+        func refuse(_ reason: String) -> JSONValue? {
+            logger.notice("refused an event for the gateway: \(reason)", metadata: meta(connection, ["event": "\(event.event)"]))
+            recordDenial(node: connection.nodeId, what: event.event, reason: reason, origin: .gateway, event: "event.denied", now: now, wall: wall)
+            return nil
+        }
+        guard let entry = OpenClawNodeEvents.catalogue[event.event] else { return refuse("NOT_IN_CATALOGUE") }
+        switch entry.gate {
+        case .open:
+            break
+        case let .command(command):
+            guard let paired = paired[connection.nodeId] else { return nil }
+            let rules = self.rules[connection.nodeId] ?? CompiledRules(paired.access)
+            if case .deny = settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
+                return refuse("NEEDS_\(command.uppercased().replacingOccurrences(of: ".", with: "_"))")
+            }
+        case let .grant(name):
+            guard let paired = paired[connection.nodeId], (self.rules[connection.nodeId] ?? CompiledRules(paired.access)).allows(name) else {
+                return refuse("NOT_GRANTED")
+            }
+        }
+        if entry.wakesAgent, case .limited = buckets.take(.agent, node: connection.nodeId, limits: settings.limits, now: now) {
+            if connection.droppedEvents == 0 { logger.notice("dropped an event that wakes the agent: over \(settings.limits.agentPerMinute) a minute", metadata: meta(connection)) }
+            connections[connection.id]?.droppedEvents += 1
+            return nil
+        }
+        return entry.ownSessionOnly ? OpenClawNodeEvents.withoutSessionKey(payload) : payload
+    }
+
     /// The §12 node events, as presence changes for the OpenClaw links.
     mutating func announcePresence(_ kind: NodeEventKind, node: Fingerprint) {
         let change: NodePresence.Change

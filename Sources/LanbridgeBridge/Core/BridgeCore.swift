@@ -299,7 +299,7 @@ struct BridgeCore {
                 connections[id]?.coalescedStates += 1
             }
         case let event as NodeEvent where connection.isPaired:
-            nodeEvent(event, size: size, from: connection, now: now)
+            nodeEvent(event, size: size, from: connection, now: now, wall: wall)
         case let call as GatewayCall where connection.isPaired:
             nodeCalled(call, on: connection, now: now)
         case let register as PushRegister where connection.isPaired:
@@ -336,7 +336,7 @@ struct BridgeCore {
     }
 
     /// A node's own event, relayed within its limits: size, count and bytes a minute.
-    mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment) {
+    mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment, wall: Date) {
         let limits = settings.limits
         // With OpenClaw, the names the bridge makes from a node's calls are not a plain event's
         // to use: they start agent runs, which the `agent` limit counts.
@@ -352,8 +352,9 @@ struct BridgeCore {
             return
         }
         if gateway.openClaw {
-            // On the node's own socket.
-            return actions.append(.openClawEvent(node: connection.nodeId, event: event.event, payload: event.payload ?? .null, tag: nil))
+            // On the node's own socket, if the catalogue lets this node say it.
+            guard let payload = openClawEventPayload(event, from: connection, now: now, wall: wall) else { return }
+            return actions.append(.openClawEvent(node: connection.nodeId, event: event.event, payload: payload, tag: nil))
         }
         emit(.nodeEvent, node: connection.nodeId, ["event": .string(event.event), "payload": event.payload ?? .null])
     }

@@ -26,6 +26,9 @@ public struct CommandCatalog: Sendable {
         ("voice.start", .captures), ("voice.stop", .captures),
         ("system.info", nil), ("system.notify", nil), ("system.run", .runsCode),
         ("device.echo", nil),
+        // Not a command: the grant that lets a node's notifications.changed events reach an
+        // OpenClaw gateway's agent (OpenClawNodeEvents.catalogue).
+        ("notifications.changed", .readsPersonalData),
     ]
 
     public static let builtIn: [String] = table.map(\.name)

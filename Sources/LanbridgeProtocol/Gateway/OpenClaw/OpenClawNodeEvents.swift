@@ -6,6 +6,44 @@ public enum OpenClawNodeEvents {
     /// names (they would start agent runs past the `agent` rate limit).
     public static let reserved: Set<String> = ["voice.transcript", "agent.request", "push.apns.register"]
 
+    /// What a node's own `event` needs before it reaches an OpenClaw gateway, by name: the catalogue
+    /// is deny-by-default, as commands are (issue 36 §5). Upstream acts on several names
+    /// (`server-node-events.ts`, `handleNodeEvent`): `exec.*` and `notifications.changed` queue a
+    /// system event and wake the agent's heartbeat, under a `sessionKey` the node may name;
+    /// `chat.subscribe` attaches the node to any session. Names not listed here are refused.
+    public struct Catalogued: Equatable, Sendable {
+        public enum Gate: Equatable, Sendable {
+            /// Anyone paired (presence reports, which upstream only records).
+            case open
+            /// Only a node that may run this command (`exec.*` report on `system.run`).
+            case command(String)
+            /// Only a node granted this name itself (`lanbridge nodes allow NODE notifications.changed`).
+            case grant(String)
+        }
+        public let gate: Gate
+        /// It queues a system event and wakes the agent: counted in the node's `agent` rate.
+        public let wakesAgent: Bool
+        /// Its `sessionKey` is removed, so upstream files it under the node's own session
+        /// (`node-<id>` for `exec.*`) or the main one, never under a session the node picks.
+        public let ownSessionOnly: Bool
+    }
+
+    public static let catalogue: [String: Catalogued] = [
+        "exec.started": Catalogued(gate: .command("system.run"), wakesAgent: true, ownSessionOnly: true),
+        "exec.finished": Catalogued(gate: .command("system.run"), wakesAgent: true, ownSessionOnly: true),
+        "exec.denied": Catalogued(gate: .command("system.run"), wakesAgent: true, ownSessionOnly: true),
+        "notifications.changed": Catalogued(gate: .grant("notifications.changed"), wakesAgent: true, ownSessionOnly: true),
+        "node.presence.alive": Catalogued(gate: .open, wakesAgent: false, ownSessionOnly: true),
+        "node.presence.activity": Catalogued(gate: .open, wakesAgent: false, ownSessionOnly: true),
+    ]
+
+    /// The payload without `sessionKey` (an object's other fields untouched).
+    public static func withoutSessionKey(_ payload: JSONValue) -> JSONValue {
+        guard case var .object(fields) = payload, fields["sessionKey"] != nil else { return payload }
+        fields["sessionKey"] = nil
+        return .object(fields)
+    }
+
     /// `agent.request`'s payload fields (upstream's `AgentDeepLink`).
     static let agentRequestFields = ["message", "sessionKey", "thinking", "deliver", "attachments", "receipt", "receiptText",
                                      "to", "channel", "timeoutSeconds"]
