@@ -173,6 +173,23 @@ struct OpenClawEndToEndTests {
         #expect(audit.contains("event.denied") && audit.contains("chat.subscribe: NOT_IN_CATALOGUE"), "\(audit)")
     }
 
+    /// Issue 36 §5: a rule change re-offers the node's commands by reconnecting its gateway socket;
+    /// a voice command said right then failed UNAVAILABLE and its transcript was lost. It waits for
+    /// the socket now (up to 5 s).
+    @Test func aVoiceCommandRightAfterARuleChangeWaitsForTheReofferedSocket() throws {
+        // The sim holds the re-offered socket's hello-ok for a second: the voice command lands in that window.
+        let stack = try Stack(gatewayArguments: ["--tick-ms", "1000", "--slow-reconnect-ms", "1000"])
+        let denied = try CLI.run(["nodes", "deny", stack.nodeID, "canvas.snapshot", "--state-dir", stack.bridge.state.path])
+        #expect(denied.status == 0, "\(denied)")
+        #expect(try stack.gateway.waitFor("reconnecting")[0] == stack.device)
+        stack.node.process.write(line: "voice turn on the lights")
+        let heard = try stack.node.waitFor("voice")
+        #expect(heard.hasPrefix("ok"), "the transcript waited for the re-offered socket: \(heard)")
+        var event = try stack.gateway.waitFor("node.event")
+        while event[1] != "voice.transcript" { event = try stack.gateway.waitFor("node.event") }
+        #expect(event.joined(separator: " ").contains("turn on the lights"), "\(event)")
+    }
+
     /// Issue 23: an APNs registration reaches the gateway as the push.apns.register OpenClaw's own
     /// wake reads; other providers stay with lanbridge.
     @Test func anAPNsRegistrationReachesTheGatewayForItsOwnWake() throws {

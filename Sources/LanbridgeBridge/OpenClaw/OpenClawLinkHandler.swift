@@ -72,6 +72,9 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
         perform(session.nodeEvent(event, payload: payload, tag: tag))
     }
 
+    /// Up, and not closing: a node's call sent now gets its answer on this socket.
+    var isReady: Bool { session.isReady && !closeSent }
+
     /// Reconnects to offer the node's current commands (they changed, or an approval at the gateway
     /// takes effect only on a new connect), as soon as nothing is in flight.
     func reoffer() {

@@ -42,13 +42,31 @@ final class OpenClawLinks: @unchecked Sendable {
         /// While the gateway holds added commands: the next re-offer, which picks up an approval.
         var reoffer: Scheduled<Void>?
         var reofferDelay = OpenClawLinks.reofferDelays.lowerBound
+        /// What the node said while its socket was re-offering or reconnecting: sent once it is up
+        /// again, or answered UNAVAILABLE after `eventWait`.
+        var waiting: [WaitingEvent] = []
         init(token: Int, foreground: Bool, commands: [String]) { (self.token, self.foreground, self.commands) = (token, foreground, commands) }
 
         func stop() {
             task?.cancel()
             reoffer?.cancel()
+            for event in waiting { event.expiry.cancel() }
         }
     }
+
+    private struct WaitingEvent {
+        let id: Int
+        let event: String
+        let payload: JSONValue
+        let tag: String?
+        let expiry: Scheduled<Void>
+    }
+
+    /// How long a node's call waits for its socket while that re-offers or reconnects (issue 36:
+    /// a voice transcript sent right after a rule change was lost), and how many may wait.
+    static let eventWait: TimeAmount = .seconds(5)
+    static let maxWaitingEvents = 16
+    private var nextWaiting = 0
 
     /// The gateway applies an approval of added commands only at the node's next connect, and
     /// drops a request not approved in 5 minutes (openclaw-gateway-protocol.md §3.2): while it holds
@@ -103,9 +121,9 @@ final class OpenClawLinks: @unchecked Sendable {
             nodes[node]?.foreground = foreground
             nodes[node]?.handler?.nodeForeground(foreground)
         case .offline:
-            nodes.removeValue(forKey: node)?.stop()
+            if let link = nodes.removeValue(forKey: node) { stop(link) }
         case .revoked:
-            nodes.removeValue(forKey: node)?.stop()
+            if let link = nodes.removeValue(forKey: node) { stop(link) }
             Task { [devices, devicesLock, logger] in
                 do {
                     try devicesLock.withLock { try devices.forget(node) }
@@ -119,7 +137,7 @@ final class OpenClawLinks: @unchecked Sendable {
 
     /// The bridge is stopping: every node's socket closes.
     func stopAll() {
-        for link in nodes.values { link.stop() }
+        for link in nodes.values { stop(link) }
         nodes.removeAll()
     }
 
@@ -136,14 +154,35 @@ final class OpenClawLinks: @unchecked Sendable {
         nodes[node]?.handler?.nodeAnswered(invokeID, answer)
     }
 
-    /// What the node says to the agent, on its socket; with no socket up, a tagged one is answered
-    /// UNAVAILABLE at once.
+    /// What the node says to the agent, on its socket. While that socket is re-offering or
+    /// reconnecting it waits, up to `eventWait` and `maxWaitingEvents`; a node with no link at all
+    /// (gone), or past those bounds, is answered UNAVAILABLE (a tagged call; an untagged event is dropped).
     func nodeEvent(_ event: String, payload: JSONValue, tag: String?, on node: Fingerprint) {
-        if let handler = nodes[node]?.handler { return handler.nodeEvent(event, payload: payload, tag: tag) }
-        if let tag {
-            driver?.openClawEventAnswered(tag, .failure(ErrorMessage(code: ErrorMessage.unavailable,
-                                                                     message: "the node has no session at the OpenClaw gateway yet", retryable: true)))
+        guard let link = nodes[node] else { return unavailable(tag, "the node has no session at the OpenClaw gateway") }
+        if let handler = link.handler, handler.isReady { return handler.nodeEvent(event, payload: payload, tag: tag) }
+        guard link.waiting.count < Self.maxWaitingEvents else {
+            return unavailable(tag, "\(Self.maxWaitingEvents) calls already wait for the node's gateway session")
         }
+        nextWaiting += 1
+        let id = nextWaiting
+        let expiry = loop.scheduleTask(in: Self.eventWait) { [weak self, weak link] in
+            guard let self, let link, let index = link.waiting.firstIndex(where: { $0.id == id }) else { return }
+            let expired = link.waiting.remove(at: index)
+            unavailable(expired.tag, "the node's gateway session was not up within \(Self.eventWait.nanoseconds / 1_000_000_000) s")
+        }
+        link.waiting.append(WaitingEvent(id: id, event: event, payload: payload, tag: tag, expiry: expiry))
+    }
+
+    private func unavailable(_ tag: String?, _ message: String) {
+        guard let tag else { return }
+        driver?.openClawEventAnswered(tag, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: message, retryable: true)))
+    }
+
+    /// A link ends: what waited for its socket is answered.
+    private func stop(_ link: NodeLink) {
+        link.stop()
+        for event in link.waiting { unavailable(event.tag, "the node left the gateway") }
+        link.waiting = []
     }
 
     func eventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
@@ -182,6 +221,13 @@ final class OpenClawLinks: @unchecked Sendable {
             link.reoffer?.cancel()
             link.reoffer = loop.scheduleTask(in: link.reofferDelay) { [weak link] in link?.handler?.reoffer() }
             link.reofferDelay = min(link.reofferDelay * 2, Self.reofferDelays.upperBound)
+        }
+        // What waited for the socket goes now, in order, before a re-offer can close it again.
+        let waiting = link.waiting
+        link.waiting = []
+        for event in waiting {
+            event.expiry.cancel()
+            handler.nodeEvent(event.event, payload: event.payload, tag: event.tag)
         }
         // The rules changed while this socket was dialled.
         if offered != link.commands { handler.reoffer() }

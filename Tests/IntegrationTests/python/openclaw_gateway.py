@@ -28,6 +28,10 @@ TOKEN = sys.argv[1]
 MANUAL = "--manual" in sys.argv
 TICK_MS = int(sys.argv[sys.argv.index("--tick-ms") + 1]) if "--tick-ms" in sys.argv else 30000
 PROTOCOL = int(sys.argv[sys.argv.index("--protocol") + 1]) if "--protocol" in sys.argv else 4
+# A device's second and later connects wait this long before hello-ok: the window in which a
+# re-offering node has no socket, held open so a test can speak in it.
+SLOW_RECONNECT_MS = int(sys.argv[sys.argv.index("--slow-reconnect-ms") + 1]) if "--slow-reconnect-ms" in sys.argv else 0
+connected_before = set()
 MIN_NODE_PROTOCOL = 3
 SKEW_MS = 120_000
 PREAUTH_BYTES = 64 * 1024
@@ -223,6 +227,10 @@ async def handshake(ws):
     declared = reconcile_surface(device_id, declared)
     if device_id in sessions:  # a new session replaces the old one
         await sessions[device_id][0].close(1000, "replaced")
+    if SLOW_RECONNECT_MS and device_id in connected_before:
+        say(f"reconnecting {device_id}")
+        await asyncio.sleep(SLOW_RECONNECT_MS / 1000)
+    connected_before.add(device_id)
     sessions[device_id] = (ws, declared)
     await ws.send(frame("res", id=rid, ok=True, payload={
         "type": "hello-ok", "protocol": negotiated, "server": {"version": "sim", "connId": str(uuid.uuid4())},
