@@ -6,7 +6,7 @@ import LanbridgeState
 
 /// Creates an invite and its URI: `lanbridge invite` and the console, one path.
 public enum InviteIssuer {
-    public struct Issued: Sendable {
+    public struct Issued: Sendable, Equatable {
         public let uri: InviteURI
         public let expiresAt: Date
     }

@@ -25,6 +25,8 @@ enum ConsoleAssets {
     form.inline { display: inline-flex; flex-wrap: wrap; gap: .4rem; align-items: center; margin: .2rem .4rem .2rem 0; }
     form.block { display: grid; gap: .5rem; margin: .6rem 0; max-width: 28rem; }
     label { display: inline-flex; gap: .4rem; align-items: center; flex-wrap: wrap; }
+    label.check { flex-wrap: nowrap; align-items: baseline; }
+    .withheld { margin: .25rem 0; }
     input[type=text], input[type=number], select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); min-width: 0; }
     input.code { width: 7.5em; letter-spacing: .2em; font-family: ui-monospace, monospace; font-size: 1.15rem; }
     button { font: inherit; padding: .35rem .8rem; border-radius: 6px; border: 1px solid var(--line); background: var(--bg); color: var(--fg); cursor: pointer; }
@@ -32,14 +34,18 @@ enum ConsoleAssets {
     button.danger { color: var(--bad); border-color: var(--bad); }
     code, .mono { font-family: ui-monospace, monospace; font-size: .9em; overflow-wrap: anywhere; }
     table { border-collapse: collapse; width: 100%; font-size: .92rem; }
-    th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: anywhere; }
+    th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid var(--line); vertical-align: top; overflow-wrap: break-word; }
     dl { display: grid; grid-template-columns: max-content 1fr; gap: .25rem 1rem; margin: 0; }
     dt { color: var(--muted); }
     dd { margin: 0; overflow-wrap: anywhere; }
     .qr svg { max-width: 100%; height: auto; background: #fff; padding: 4px; }
     .none { color: var(--muted); }
     .tag { display: inline-block; font-size: .8rem; padding: 0 .4rem; border-radius: 4px; border: 1px solid var(--line); color: var(--muted); margin-left: .3rem; }
-    @media (max-width: 40rem) { main { padding: .6rem; } dl { grid-template-columns: 1fr; } dt { margin-top: .4rem; } th.wide, td.wide { display: none; } }
+    @media (max-width: 40rem) {
+      main { padding: .6rem; } dl { grid-template-columns: 1fr; } dt { margin-top: .4rem; } th.wide, td.wide { display: none; }
+      header { padding: .4rem .6rem; gap: .3rem .6rem; } header .meta { display: none; } header form.inline { margin: 0 0 0 auto; }
+      nav { order: 3; flex-basis: 100%; flex-wrap: nowrap; overflow-x: auto; gap: 1rem; }
+    }
     """
 
     /// Listens for `change` on /events and merges the section's fresh fragment: entries are keyed

@@ -49,6 +49,8 @@ final class ConsoleAuth: Sendable {
         sessions.withLockedValue { $0.flash(.init(message: message, error: error), session: id) }
     }
     func takeFlash(session id: String) -> ConsoleSessions.Flash? { sessions.withLockedValue { $0.takeFlash(session: id) } }
+    func keepNewInvite(_ issued: InviteIssuer.Issued, session id: String) { sessions.withLockedValue { $0.keepNewInvite(issued, session: id) } }
+    func takeNewInvite(session id: String) -> InviteIssuer.Issued? { sessions.withLockedValue { $0.takeNewInvite(session: id) } }
     func putOff(_ requestId: String, fingerprint: String, session id: String) {
         sessions.withLockedValue { $0.putOff(requestId, fingerprint: fingerprint, session: id) }
     }

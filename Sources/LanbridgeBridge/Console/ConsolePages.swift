@@ -165,7 +165,7 @@ struct ConsolePages {
         let page = "/nodes/\(HTML.component(d.nodeId))"
         let defaults = Set(settings.defaultRules(forPlatform: d.platform).allow)
         func rules(_ patterns: [String], kind: String) -> String {
-            patterns.isEmpty ? "<span class=\"none\">none</span>" : patterns.map { pattern in
+            patterns.isEmpty ? "<p class=\"none\">No \(kind) rules.</p>" : patterns.map { pattern in
                 var tags = ""
                 if kind == "allow", defaults.contains(pattern) { tags += "<span class=\"tag\">platform default</span>" }
                 if kind == "allow", CommandCatalog.isSensitive(pattern: pattern) { tags += "<span class=\"tag warn\">sensitive</span>" }
@@ -181,9 +181,10 @@ struct ConsolePages {
             ("State", HTML.escape(state) + (d.address.map { " from " + HTML.escape($0) } ?? "")),
             ("Last seen", d.connected ? "now" : HTML.time(d.lastSeen)),
             ("Paired", HTML.time(d.pairedAt) + " by " + HTML.escape(d.pairingMethod.rawValue)),
-            ("Declared", HTML.list(d.declaredCommands)),
+            ("Declared", declared(d, page: page)),
             ("May run", HTML.list(d.allowedCommands)),
-            ("Flags", "requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)"),
+            ("Flags", HTML.escape(d.flags.requiresForeground ? "canvas, camera and screen need the app in the foreground" : "works in the background")
+                + " · " + HTML.escape(d.flags.supportsInputInjection ? "can inject input" : "cannot inject input")),
         ]
         if let old = d.grantedByOldDefault { facts.append(("Warning", "<span class=\"warn\">\(HTML.list(old)) granted by an old default (before 0.8.0)</span>")) }
         if let push = d.push { facts.append(("Push", HTML.escape("\(push.provider) registered \(HTML.time(push.registeredAt))"))) }
@@ -203,13 +204,26 @@ struct ConsolePages {
         <div class="card"><h2>Manage</h2>
         \(HTML.form(page + "/rename", csrf: csrf, "<label>Name <input type=\"text\" name=\"name\" maxlength=\"64\" value=\"\(HTML.escape(d.displayName))\" required></label><button>Rename</button>"))
         \(HTML.form(page + "/revoke", csrf: csrf, class: "block", """
-            <label><input type="checkbox" name="confirm" value="yes" required> Remove this pairing (a connected device is dropped at once)</label>
-            <label><input type="checkbox" name="block" value="1"> and block its key from asking again</label>
+            <label class="check"><input type="checkbox" name="confirm" value="yes" required> <span>Remove this pairing (a connected device is dropped at once)</span></label>
+            <label class="check"><input type="checkbox" name="block" value="1"> <span>and block its key from asking again</span></label>
             <div><button class="danger">Revoke</button></div>
             """))
         </div>
         """
         return layout(title: d.displayName, current: "/nodes", body: body)
+    }
+
+    /// What the node declared; a sensitive command it may not run is marked withheld, with why,
+    /// and can be granted from here (the same Allow as the rules below).
+    private func declared(_ d: NodeDescription, page: String) -> String {
+        guard !d.declaredCommands.isEmpty else { return "<span class=\"none\">none</span>" }
+        let allowed = Set(d.allowedCommands)
+        let plain = d.declaredCommands.filter { allowed.contains($0) || CommandCatalog.sensitivity(of: $0) == nil }
+        let withheld = d.declaredCommands.filter { !allowed.contains($0) && CommandCatalog.sensitivity(of: $0) != nil }
+        return HTML.list(plain) + withheld.map { command in
+            "<div class=\"withheld\"><code>\(HTML.escape(command))</code><span class=\"tag warn\">sensitive: \(HTML.escape(CommandCatalog.sensitivity(of: command)?.rawValue ?? "")) · withheld</span> "
+                + HTML.form(page + "/allow", csrf: csrf, HTML.hidden("pattern", command) + "<button>Grant</button>") + "</div>"
+        }.joined()
     }
 
     // MARK: invites

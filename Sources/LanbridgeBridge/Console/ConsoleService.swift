@@ -119,7 +119,7 @@ struct ConsoleService: HTTPService {
             case "/fragment/pending": return .html(.ok, try pages.pendingSection())
             case "/nodes": return .html(.ok, try pages.nodes())
             case "/fragment/nodes": return .html(.ok, try pages.nodesSection())
-            case "/invites": return .html(.ok, try pages.invites(issued: nil))
+            case "/invites": return .html(.ok, try pages.invites(issued: auth.takeNewInvite(session: context.sessionId)))
             case "/audit": return .html(.ok, try pages.audit(filter: request.query["q"] ?? "", event: request.query["event"] ?? ""))
             case "/status": return .html(.ok, try pages.status(snapshot: snapshot))
             default:
@@ -179,9 +179,10 @@ struct ConsoleService: HTTPService {
                 }
                 let issued = try InviteIssuer.issue(directory: directory, name: name, grant: ApprovalGrant(), ttl: minutes * 60, host: host, port: nil,
                                                     runtime: RuntimeStatusFile(directory: directory).read(), actor: actor)
-                // Shown once, in this response: the secret is not stored, so no later page can show it.
-                let pages = ConsolePages(directory: directory, settings: settings, context: context)
-                return .html(.ok, try pages.invites(issued: issued))
+                // Shown once, by the page this redirects to: the secret is not stored on disk, and a
+                // reload of that page neither shows it again nor creates another invite.
+                auth.keepNewInvite(issued, session: context.sessionId)
+                return .seeOther("/invites")
             case "/invites/revoke":
                 let removed = try store.update(actor: actor) { try $0.revokeInvite(field("invite")) }
                 return back("/invites", "Revoked invite \(removed.id.prefix(8)).")

@@ -30,6 +30,9 @@ struct ConsoleSessions: Sendable {
         var seenRequests: Set<String> = []
         /// What the last change did, shown once on the next page.
         var flash: Flash?
+        /// A new invite, shown once by the page the POST redirects to (a reload shows it no more,
+        /// and creates nothing).
+        var newInvite: InviteIssuer.Issued?
     }
 
     struct Flash: Sendable, Equatable {
@@ -140,6 +143,13 @@ struct ConsoleSessions: Sendable {
     }
 
     mutating func flash(_ flash: Flash, session id: String) { sessions[id]?.flash = flash }
+
+    mutating func keepNewInvite(_ issued: InviteIssuer.Issued, session id: String) { sessions[id]?.newInvite = issued }
+
+    mutating func takeNewInvite(session id: String) -> InviteIssuer.Issued? {
+        defer { sessions[id]?.newInvite = nil }
+        return sessions[id]?.newInvite
+    }
 
     mutating func takeFlash(session id: String) -> Flash? {
         defer { sessions[id]?.flash = nil }

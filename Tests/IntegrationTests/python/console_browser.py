@@ -195,12 +195,15 @@ def browser(args):
         if "camera.snap" in described["allowedCommands"]:
             fail("approval granted camera.snap without it being ticked")
         no_alert("node page")
-        ok("the right code approved; node-sim paired; camera.snap withheld")
+        withheld = driver.find_element(By.CSS_SELECTOR, ".withheld")
+        if "camera.snap" not in withheld.text or "withheld" not in withheld.text or not withheld.find_elements(By.TAG_NAME, "button"):
+            fail(f"the node page does not mark camera.snap withheld with a Grant button: {withheld.text!r}")
+        ok("the right code approved; node-sim paired; camera.snap withheld, and marked so")
         shot("node")
 
         # A rule edited in the page takes effect on the next invoke.
         def rule(kind, expected_exit, what):
-            form = driver.find_element(By.CSS_SELECTOR, f"form[action$='/{kind}'] input[name=pattern]")
+            form = driver.find_element(By.CSS_SELECTOR, f"form[action$='/{kind}'] input[type=text][name=pattern]")
             form.send_keys("device.echo")
             if not submit(form.submit).startswith("Allowed" if kind == "allow" else "Denied"):
                 fail(f"{kind} device.echo failed")
@@ -252,6 +255,13 @@ def browser(args):
         if decoded != uri or not uri.startswith("lanbridge://"):
             fail(f"the QR code decodes to {decoded!r}, the page shows {uri!r}")
         shot("invites")
+        # The POST redirected to a one-time view: a reload shows the invite no more and creates none.
+        driver.refresh()
+        until("the invites page again", lambda d: d.find_element(By.TAG_NAME, "h1"))
+        if driver.find_elements(By.ID, "invite-uri"):
+            fail("a reload showed the invite's secret again")
+        if len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
+            fail("a reload of the invite page created another invite")
         invited = sim("Invited tablet", "--invite", decoded)
         invited.wait("paired")
         driver.get(args.console + "/nodes")
@@ -357,7 +367,7 @@ def attacks(args):
     status, _, _ = request(args.console, "POST", "/invites/create",
                            {"Host": host, "Cookie": cookie, "Origin": f"http://{host}", "Content-Type": "application/x-www-form-urlencoded"},
                            body=invite_form)
-    if status != 200 or len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
+    if status != 303 or len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
         fail(f"the same POST from the console's own origin failed ({status})")
     ok("a cross-origin POST and a POST without the CSRF token change nothing; the same-origin one works")
 
