@@ -203,4 +203,15 @@ struct OpenClawNodeSessionTests {
         #expect(OpenClawCommands.openClawName("device.echo") == nil)
         #expect(OpenClawCommands.lanbridgeName("contacts.search") == nil)
     }
+
+    /// Issue 41: a gateway that never answers cannot grow the table of calls waiting for replies.
+    @Test func callsWaitingForTheGatewaysReplyAreBounded() {
+        var session = ready()
+        var refused = 0
+        for n in 0..<(OpenClawNodeSession.maxEventsWaiting + 10) {
+            let actions = session.nodeEvent("agent.request", payload: ["message": "m"], tag: "t\(n)")
+            if case .eventAnswered(_, .failure)? = actions.first { refused += 1 }
+        }
+        #expect(refused == 10, "past the bound, calls are refused at once instead of kept")
+    }
 }

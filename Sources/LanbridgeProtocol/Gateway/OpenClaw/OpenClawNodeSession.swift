@@ -108,6 +108,9 @@ public struct OpenClawNodeSession: Sendable {
     private var nextRequest = 0
     /// `node.event` requests waiting for the gateway's reply, by request ID: the caller's tags.
     private var eventsWaiting: [String: String] = [:]
+    /// A gateway that never answers cannot grow `eventsWaiting` past this (issue 41): later calls
+    /// are answered UNAVAILABLE until replies come.
+    public static let maxEventsWaiting = 256
 
     public init(_ configuration: Configuration, nowMs: Int64) {
         self.configuration = configuration
@@ -177,6 +180,10 @@ public struct OpenClawNodeSession: Sendable {
         guard isReady else {
             return tag.map { [.eventAnswered(tag: $0, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the node's gateway session is not up",
                                                                              retryable: true)))] } ?? []
+        }
+        if let tag, eventsWaiting.count >= Self.maxEventsWaiting {
+            return [.eventAnswered(tag: tag, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "\(Self.maxEventsWaiting) calls already wait for the gateway's reply",
+                                                                   retryable: true)))]
         }
         let (id, action) = identifiedRequest("node.event", ["event": .string(event), "payloadJSON": .string(String(decoding: payload.serialized, as: UTF8.self))],
                                    id: "event")
