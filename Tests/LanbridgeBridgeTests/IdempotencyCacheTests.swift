@@ -59,14 +59,18 @@ import Testing
         #expect(cache.footprint == IdempotencyCache.Footprint(), "nothing is held once the window has passed")
     }
 
+    /// `count` answers of `size` bytes, keyed `prefix0`…, for the nodes `node(n)` names, 10 ms apart.
+    func fill(_ cache: inout IdempotencyCache, count: Int, size: Int, prefix: String = "k", node: (Int) -> String) {
+        let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: size)))
+        for n in 0..<count {
+            _ = cache.start("\(prefix)\(n)", request: [], node: node(n), now: t0 + Double(n) / 100)
+            _ = cache.finish("\(prefix)\(n)", big, keep: true, now: t0 + Double(n) / 100)
+        }
+    }
+
     @Test func aNodeOverItsBudgetLosesItsOldestAndItsQueueShrinksWithIt() {
         var cache = IdempotencyCache()
-        let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: 64 << 10)))
-        for n in 0..<200 {
-            let key = "big\(n)"
-            _ = cache.start(key, request: [], node: "node-a", now: t0 + Double(n) / 100)
-            _ = cache.finish(key, big, keep: true, now: t0 + Double(n) / 100)
-        }
+        fill(&cache, count: 200, size: 64 << 10, prefix: "big") { _ in "node-a" }
         let footprint = cache.footprint
         #expect(footprint.bytesByNode <= IdempotencyCache.maxBytesPerNode)
         #expect(footprint.queuedByNode == footprint.entries, "the node's queue holds only what is kept: \(footprint)")
@@ -83,13 +87,8 @@ import Testing
 
     @Test func theGlobalBudgetEvictsAcrossNodesAndTheirQueuesFollow() {
         var cache = IdempotencyCache()
-        let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: 256 << 10)))
         // 16 nodes × 12 answers of 256 KiB = 48 MiB offered against a 32 MiB budget.
-        for n in 0..<192 {
-            let key = "k\(n)"
-            _ = cache.start(key, request: [], node: "node-\(n % 16)", now: t0 + Double(n) / 100)
-            _ = cache.finish(key, big, keep: true, now: t0 + Double(n) / 100)
-        }
+        fill(&cache, count: 192, size: 256 << 10) { "node-\($0 % 16)" }
         let footprint = cache.footprint
         #expect(footprint.bytes <= IdempotencyCache.maxBytes)
         #expect(footprint.queuedByNodeTotal == footprint.entries, "node queues hold only kept answers: \(footprint)")
