@@ -106,7 +106,7 @@ final class RelayStack: @unchecked Sendable {
 
     /// If a later part fails to start, the earlier ones are stopped by their deinit.
     init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil,
-         bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil) throws {
+         bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil, bridgeLauncher: [String] = []) throws {
         let gatewayDirectory = TemporaryDirectory("gateway")
         gateway = try SimulatedGateway(tokenFile: gatewayToken.map { writeTokenFile($0, in: gatewayDirectory) }, directory: gatewayDirectory)
         let state = TemporaryDirectory("bridge")
@@ -116,7 +116,7 @@ final class RelayStack: @unchecked Sendable {
             try Data(config.utf8).write(to: file)
             arguments += ["--config", file.path]
         }
-        bridge = try BridgeDaemon(state: state, arguments: arguments, environment: bridgeEnvironment)
+        bridge = try BridgeDaemon(state: state, arguments: arguments, launcher: bridgeLauncher, environment: bridgeEnvironment)
         try gateway.waitFor("bridge connected")
         node = try SimulatedNode(port: bridge.port, arguments: ["--name", "phone"] + nodeArguments, executable: nodeExecutable)
         nodeID = try node.pair(with: bridge)

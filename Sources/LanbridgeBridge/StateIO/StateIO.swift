@@ -16,6 +16,8 @@ final class StateIO: Sendable {
     let runtimeFile: RuntimeStatusFile
     private let pool: NIOThreadPool
     private let logger: Logger
+    /// Lent to a store read or write that finds no descriptor free.
+    private let reserve = DescriptorReserve()
 
     init(directory: StateDirectory, logger: Logger) {
         store = PairingStore(directory: directory)
@@ -27,7 +29,8 @@ final class StateIO: Sendable {
 
     /// Runs `work` on the I/O thread; its result comes back on `loop`.
     func run<T: Sendable>(on loop: any EventLoop, _ work: @escaping @Sendable () throws -> T) -> EventLoopFuture<T> {
-        pool.runIfActive(eventLoop: loop, work)
+        let reserve = reserve
+        return pool.runIfActive(eventLoop: loop) { try reserve.run(work) }
     }
 
     /// The store as it is now, with the version of paired.json it came from (taken first, so a
