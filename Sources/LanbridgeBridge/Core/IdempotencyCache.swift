@@ -162,6 +162,9 @@ struct IdempotencyCache {
         return serial == item.serial
     }
 
+    /// Bytes of kept answers, as the budgets count them.
+    var bytesKept: Int { bytes }
+
     /// What the cache holds, for the tests of its bounds.
     struct Footprint: Equatable {
         var entries = 0

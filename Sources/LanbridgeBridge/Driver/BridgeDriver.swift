@@ -290,6 +290,22 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     private static let lagInterval = TimeAmount.milliseconds(250)
 
+    /// What the bridge holds for peers (kept answers, and about 16 KiB a connection), at its peak
+    /// since the heap was last trimmed.
+    private var heldPeak = 0
+    private var lastTrim = NIODeadline.distantPast
+
+    /// glibc keeps freed pages for reuse: once what the bridge held has shrunk to a quarter of a
+    /// peak of 8 MiB or more (the nodes left, the idempotency window passed), the heap is trimmed
+    /// on the I/O thread, at most once a minute, so the memory goes back to the system (issue 41).
+    private func trimHeapIfShrunk() {
+        let held = core.idempotency.bytesKept + core.connections.count * (16 << 10)
+        heldPeak = max(heldPeak, held)
+        guard heldPeak >= 8 << 20, held < heldPeak / 4, NIODeadline.now() - lastTrim >= .minutes(1) else { return }
+        (heldPeak, lastTrim) = (held, .now())
+        io.trimHeap()
+    }
+
     /// Once a second: admission deadlines, pending requests, coalesced states; pings every
     /// `pingInterval`.
     func startTimers(pingInterval: TimeInterval) {
@@ -298,7 +314,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] task in
             guard !stopped else { return task.cancel() }
             admission.tick(now: .now)
-            inOrder { [self] in timed("the once-a-second tick") { perform(core.tick(now: .now, wall: Date())) } }
+            inOrder { [self] in
+                timed("the once-a-second tick") { perform(core.tick(now: .now, wall: Date())) }
+                trimHeapIfShrunk()
+            }
         }
         let ping = TimeAmount.milliseconds(Int64(pingInterval * 1000))
         loop.scheduleRepeatedTask(initialDelay: ping, delay: ping) { [self] task in
