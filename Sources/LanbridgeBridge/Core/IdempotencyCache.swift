@@ -136,6 +136,11 @@ struct IdempotencyCache {
             kept.removeFirst()
             forget(oldest)
         }
+        // Emptied: the tables' storage goes too (Swift's collections keep their capacity when
+        // emptied one by one), so a bridge whose load has passed holds nothing for it.
+        if entries.isEmpty, kept.items.capacity > 0 || entries.capacity > 0 {
+            (entries, kept, keptByNode, bytesByNode, bytes) = ([:], Queue(), [:], [:], 0)
+        }
     }
 
     /// Drops the kept answer `item` names, if it is still that one. The queue of everyone's
