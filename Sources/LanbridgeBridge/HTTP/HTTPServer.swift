@@ -1,7 +1,6 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import NIOConcurrencyHelpers
 
 /// A request as the services see it: the whole of it, its body bounded by `HTTPServer.maxBody`.
 struct HTTPRequest: Sendable {
