@@ -95,9 +95,9 @@ def browser_session(console):
 
 
 def browser(args):
-    from selenium.common.exceptions import NoAlertPresentException, NoSuchElementException, StaleElementReferenceException, TimeoutException
+    from selenium.common.exceptions import (NoAlertPresentException, NoSuchElementException, StaleElementReferenceException, TimeoutException,
+                                            WebDriverException)
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.expected_conditions import staleness_of
     from selenium.webdriver.support.ui import WebDriverWait
 
     os.makedirs(args.shots, exist_ok=True)
@@ -111,11 +111,24 @@ def browser(args):
         except TimeoutException:
             fail(f"the page never showed {what}: {driver.current_url} {driver.find_element(By.TAG_NAME, 'body').text[:600]!r}")
 
+    def replaced(page):
+        """True once `page` (the old document's root) is gone. Mid-navigation chromedriver may say so
+        as "does not belong to the document" instead of a stale element (seen under a CPU hog)."""
+        try:
+            page.is_enabled()
+            return False
+        except StaleElementReferenceException:
+            return True
+        except WebDriverException as error:
+            if "does not belong to the document" in str(error):
+                return True
+            raise
+
     def submit(action):
         """Runs `action` (a click or a submit), waits for the next page, and returns its flash message."""
         page = driver.find_element(By.TAG_NAME, "html")
         action()
-        until("the next page", lambda d: staleness_of(page)(d))
+        until("the next page", lambda d: replaced(page))
         return until("a flash message", lambda d: d.find_element(By.CSS_SELECTOR, ".flash").text)
 
     def article(name):
