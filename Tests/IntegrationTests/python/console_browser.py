@@ -326,6 +326,14 @@ def request(console, method, path, headers=None, body=None):
     return response.status, dict((k.lower(), v) for k, v in response.getheaders()), data
 
 
+def log_in(console, link, host, what):
+    """Redeems a login link (its path) as this process's uid; returns the session cookie."""
+    status, headers, _ = request(console, "GET", link, {"Host": host})
+    if status != 303:
+        fail(f"{what} got {status}")
+    return headers["set-cookie"].split(";")[0]
+
+
 def attacks(args):
     host = urllib.parse.urlsplit(args.console).netloc
 
@@ -406,13 +414,10 @@ def attacks(args):
     status, _, _ = request(args.console, "HEAD", good, {"Host": host})
     if status != 405:
         fail(f"HEAD on a login link got {status}, not 405")
-    status, headers, _ = request(args.console, "GET", good, {"Host": host})
-    if status != 303:
-        fail(f"after 20 wrong tokens and a HEAD, a good link got {status}")
+    cookie = log_in(args.console, good, host, "after 20 wrong tokens and a HEAD, a good link")
     ok("20 wrong tokens lock nobody out; HEAD does not redeem a link (405)")
 
     # Sessions are listed and ended from the CLI.
-    cookie = headers["set-cookie"].split(";")[0]
     listed = json.loads(cli(["ui", "--sessions", "--json"], args.lanbridge, args.state_dir).stdout)["sessions"]
     if len(listed) != 1 or listed[0]["uid"] != os.getuid():
         fail(f"ui --sessions listed {listed}")
@@ -483,12 +488,9 @@ def other_user(args):
 
     if (status := as_nobody(link)) != 403:
         fail(f"nobody redeeming the operator's link got {status}")
-    status, headers, _ = request(args.console, "GET", link, {"Host": host})
-    if status != 303:
-        fail(f"after nobody tried it, the operator's own link got {status}")
+    cookie = log_in(args.console, link, host, "after nobody tried it, the operator's own link")
     ok("nobody's try with the operator's login link gets 403, and the link still works for the operator")
 
-    cookie = headers["set-cookie"].split(";")[0]
     for path in ["/", "/nodes", "/events"]:
         if (status := as_nobody(path, cookie)) != 403:
             fail(f"nobody replaying the operator's cookie on {path} got {status}")
