@@ -39,9 +39,10 @@ import TestSupport
     }
 
     /// The daemon out of descriptors (a limit of 60, and 80 half-open handshakes from ten
-    /// addresses holding what admission lets them): a revoke the CLI writes still reaches the core,
-    /// through the descriptors `StateIO` keeps in reserve. Before, the read failed with "Too many
-    /// open files" and the revoked node's next invoke was relayed (now it would at least fail closed).
+    /// addresses holding what admission lets them): the revoked node's next invoke is never
+    /// relayed. Usually the revoke reaches the core through the descriptors `StateIO` keeps in
+    /// reserve (NODE_NOT_FOUND); the listener's accept retry can take a freed descriptor first, and
+    /// then the core, unable to read the store, fails closed (UNAVAILABLE). Before, it was relayed.
     @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"))
     func aRevokeReachesADaemonWithNoDescriptorLeft() throws {
         let stack = try RelayStack(bridgeLauncher: ["/usr/bin/prlimit", "--nofile=60:60", "--"])
@@ -56,7 +57,8 @@ import TestSupport
         // Confirmed, or honestly not (the control socket may find no descriptor either).
         #expect(revoked.status == 0 || revoked.status == 75, "\(revoked)")
         let answer = try stack.gateway.invoke(stack.nodeID, "device.info")
-        #expect(answer.code == ErrorMessage.nodeNotFound, "the revoke reached the core: \(answer)")
+        #expect(!answer.ok && [ErrorMessage.nodeNotFound, ErrorMessage.unavailable].contains(answer.code ?? ""),
+                "the revoked node's invoke was not relayed: \(answer)")
     }
 
     /// A request trickled in a byte at a time cannot keep a connection open past the deadline.
@@ -66,10 +68,10 @@ import TestSupport
         defer { bridge.stop() }
         let port = try #require(bridge.consoleURL.flatMap { URL(string: $0)?.port })
         let slow = try flood(["trickle", String(port)])
+        // 200 bytes at two a second would take 100 s, and each byte reset the old idle timer: the
+        // client gives up at 60 s and says "never closed". With the deadline the server closes it.
         let line = try #require(try slow.nextLine(timeout: 90))
-        let seconds = try #require(Double(line.replacingOccurrences(of: "closed after ", with: "")), "\(line)")
-        // 200 bytes at two a second would take 100 s; the deadline is 10 s from the connection's start.
-        #expect(seconds < 30, "\(line)")
+        #expect(line.hasPrefix("closed after"), "\(line)")
     }
 
     /// A daemon that does not answer (stopped here with SIGSTOP) cannot confirm a revoke: the CLI

@@ -146,7 +146,7 @@ extension BridgeCore {
             if let denied, let node = found {
                 logger.notice("invoke denied: \(denied)", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)",
                                                                      "command": "\(request.command)", "origin": "\(origin.rawValue)"])
-                recordDenial(node: node.nodeId, what: request.command, reason: denied.code, origin: origin, now: now, wall: wall)
+                recordDenial(by: origin.rawValue, node: node.nodeId, what: request.command, reason: denied.code, now: now, wall: wall)
             }
             finish(.failure(error), for: waiter, now: now)
         case let .hold(node, refusal):
@@ -336,9 +336,9 @@ extension BridgeCore {
     /// Writes the denial to the audit log. The same denial repeated within a minute is counted,
     /// not written each time, so a misbehaving gateway cannot flood the log or the disk; the count
     /// goes into the next entry.
-    mutating func recordDenial(node: Fingerprint, what command: String, reason: String, origin: InvokeRouter.Origin, event: String = "invoke.denied",
+    mutating func recordDenial(_ event: String = "invoke.denied", by actor: String, node: Fingerprint, what command: String, reason: String,
                                now: Moment, wall: Date) {
-        let key = "\(event)/\(origin.rawValue)/\(node)/\(command)/\(reason)"
+        let key = "\(event)/\(actor)/\(node)/\(command)/\(reason)"
         if let last = recentDenials[key], now.timeIntervalSince(last.written) < 60 {
             recentDenials[key]?.suppressed += 1
             return
@@ -346,7 +346,7 @@ extension BridgeCore {
         let repeated = recentDenials[key]?.suppressed ?? 0
         recentDenials[key] = (now, 0)
         if recentDenials.count > 4096 { recentDenials = recentDenials.filter { now.timeIntervalSince($0.value.written) < 60 } }
-        actions.append(.audit([AuditEntry(time: wall, event: event, actor: event == "invoke.denied" ? origin.rawValue : "node", nodeId: node.description,
+        actions.append(.audit([AuditEntry(time: wall, event: event, actor: actor, nodeId: node.description,
                                           detail: "\(command): \(reason)" + (repeated > 0 ? " (and \(repeated) more in the minute before)" : ""))]))
     }
 }
