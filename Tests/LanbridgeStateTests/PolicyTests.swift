@@ -12,6 +12,33 @@ struct CommandPatternTests {
         #expect(try CommandPattern("camera.snap").matches("camera.snap") && !(try CommandPattern("camera.snap").matches("camera.snap.x")))
     }
 
+    /// Issue 37: OpenClaw's names have capitals (`canvas.a2ui.pushJSONL`). They are accepted, and
+    /// two spellings of one name are one command everywhere a rule or a declaration is read.
+    @Test func namesWithCapitalsAreOneCommandWhateverTheirCase() throws {
+        #expect(try CommandPattern("canvas.a2ui.pushJSONL").matches("canvas.a2ui.pushjsonl"))
+        #expect(try CommandPattern("Canvas.*").matches("canvas.a2ui.pushJSONL"))
+        #expect(!(try CommandPattern("canvas.a2ui.push").matches("canvas.a2ui.pushJSONL")))
+        #expect(CommandPattern.same("A.b", "a.B") && !CommandPattern.same("a.b", "a.c") && !CommandPattern.same("a", "a."))
+        // '@' | 0x20 is '`': folding is for letters only.
+        #expect(!CommandPattern.same("a@", "a`") && !CommandPattern.same("a[", "a{"))
+        #expect(CommandPattern.key("canvas.a2ui.pushJSONL") == "canvas.a2ui.pushjsonl")
+
+        let policy = AccessPolicy()
+        let declared = ["canvas.a2ui.pushJSONL", "camera.snap"]
+        // A deny in lowercase cannot be dodged by the node's capitals, nor the other way round.
+        let lowerDeny = AccessRules(allow: ["canvas.*", "camera.snap"], deny: ["canvas.a2ui.pushjsonl", "CAMERA.SNAP"])
+        #expect(policy.decide("canvas.a2ui.pushJSONL", rules: lowerDeny, declared: declared, flags: .init(), foreground: true) == .deny(.notAllowlisted))
+        #expect(policy.decide("camera.snap", rules: lowerDeny, declared: declared, flags: .init(), foreground: true) == .deny(.notAllowlisted))
+        // Declared in one spelling, invoked in another: the same command.
+        let allow = AccessRules(allow: ["canvas.a2ui.pushjsonl"])
+        #expect(policy.decide("CANVAS.A2UI.PUSHJSONL", rules: allow, declared: declared, flags: .init(), foreground: true) == .allow)
+        #expect(CommandCatalog.sensitivity(of: "Camera.Snap") == .captures)
+        #expect((try? CommandCatalog().check("canvas.a2ui.pushJSONL")) != nil)
+        // Offered to OpenClaw as OpenClaw spells it, whatever the node declared; and back.
+        #expect(OpenClawCommands.openClawName("canvas.a2ui.pushjsonl") == "canvas.a2ui.pushJSONL")
+        #expect(OpenClawCommands.lanbridgeName("canvas.a2ui.pushJSONL") == "canvas.a2ui.pushJSONL")
+    }
+
     /// Issue 22: patterns match by bytes, without splitting the command, with the same answers as
     /// the segment-by-segment rule they replace (`*` as the last segment matches one or more).
     @Test func matchingByBytesAgreesWithMatchingBySegments() throws {
@@ -32,7 +59,7 @@ struct CommandPatternTests {
         }
     }
 
-    @Test(arguments: ["", "canvas.", "*.snap", "canvas.*.x", "Canvas.snap", "canvas snap", "canvas..snap"])
+    @Test(arguments: ["", "canvas.", "*.snap", "canvas.*.x", "canvas snap", "canvas..snap"])
     func badPatternsAreRefusedByName(_ text: String) {
         #expect(throws: CommandPattern.Invalid.self) { try CommandPattern(text) }
         do { _ = try CommandPattern(text) } catch { #expect("\(error)".contains("\"\(text)\"")) }

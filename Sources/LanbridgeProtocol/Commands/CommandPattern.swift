@@ -1,7 +1,12 @@
 /// A command name pattern in an access rule: `canvas.snapshot`, `canvas.*` or `*`.
-/// Segments are lowercase ASCII letters, digits, `_` and `-`, joined by dots, at most
-/// `maxLength` bytes in all; `*` may stand only as the last segment (or alone), and matches one or
-/// more remaining segments. Every command name the bridge meets is checked here, and only here.
+/// Segments are ASCII letters, digits, `_` and `-`, joined by dots, at most `maxLength` bytes in
+/// all; `*` may stand only as the last segment (or alone), and matches one or more remaining
+/// segments. Every command name the bridge meets is checked here, and only here.
+///
+/// Names keep the case they are written in (OpenClaw's `canvas.a2ui.pushJSONL`), but two
+/// spellings that differ only in ASCII case are one command: every comparison (rules, declared
+/// commands, the catalogue) goes through `same(_:_:)` or `matches`, so `canvas.a2ui.pushjsonl`
+/// in a deny rule also denies `canvas.a2ui.pushJSONL`.
 public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
     public static let maxLength = 128
     /// Commands that need the app in the foreground unless the config says otherwise (canvas, camera, screen).
@@ -24,9 +29,9 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
             throw Invalid(pattern: String(text.prefix(32)) + "…", reason: "longer than \(Self.maxLength) bytes")
         }
         // Checked byte by byte: a Character such as "a" + zero-width joiner would pass a range test.
-        guard text.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E || $0 == 0x2A }) else {
+        guard text.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E || $0 == 0x2A }) else {
             throw Invalid(pattern: String(text.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x20 ? Character($0) : "?" }),
-                          reason: "use lowercase letters, digits, '_' and '-' between dots")
+                          reason: "use ASCII letters, digits, '_' and '-' between dots")
         }
         // One pass over the bytes, no allocation: every invoke's command name is checked here.
         let bytes = text.utf8
@@ -56,9 +61,24 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
     public static let everything = try! CommandPattern("*")
 
     /// Whether `command` (a plain name, no wildcards) matches: the same name, or for `a.b.*` one
-    /// that starts `a.b.`; compared as bytes, with no split.
+    /// that starts `a.b.`; compared as bytes, ASCII case folded, with no split.
     public func matches(_ command: String) -> Bool {
-        guard let prefix else { return command == description }
-        return command.utf8.starts(with: prefix.utf8)
+        guard let prefix else { return Self.same(command, description) }
+        return command.utf8.starts(with: prefix.utf8, by: Self.sameByte)
+    }
+
+    /// Whether two command names are one command: equal bytes once ASCII letters are folded.
+    public static func same(_ a: String, _ b: String) -> Bool {
+        a.utf8.count == b.utf8.count && a.utf8.elementsEqual(b.utf8, by: sameByte)
+    }
+
+    /// One spelling per command, for keys of tables (ASCII lowercase; other bytes as they are).
+    public static func key(_ name: String) -> String {
+        guard name.utf8.contains(where: { (0x41...0x5A).contains($0) }) else { return name }
+        return String(decoding: name.utf8.map { (0x41...0x5A).contains($0) ? $0 | 0x20 : $0 }, as: UTF8.self)
+    }
+
+    private static func sameByte(_ x: UInt8, _ y: UInt8) -> Bool {
+        x == y || ((x | 0x20) == (y | 0x20) && (0x61...0x7A).contains(x | 0x20))
     }
 }

@@ -62,7 +62,7 @@ public struct AccessPolicy: Sendable, Equatable {
     /// The same, with the node's patterns parsed once (the daemon keeps them per node).
     public func decide(_ command: String, rules: CompiledRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
         guard rules.allows(command) else { return .deny(.notAllowlisted) }
-        guard declared.contains(command) else { return .deny(.notDeclared) }
+        guard declared.contains(where: { CommandPattern.same($0, command) }) else { return .deny(.notDeclared) }
         if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
             return .deny(.capability("the node cannot inject input"))
         }

@@ -17,7 +17,7 @@ public struct CommandCatalog: Sendable {
     /// approval, `nodes describe`, `doctor` and the deny hint all read it (PROTOCOL.md §13.1).
     public static let table: [(name: String, sensitive: Sensitivity?)] = [
         ("canvas.present", nil), ("canvas.hide", nil), ("canvas.navigate", nil), ("canvas.eval", nil), ("canvas.snapshot", nil),
-        ("canvas.a2ui.push", nil), ("canvas.a2ui.reset", nil),
+        ("canvas.a2ui.push", nil), ("canvas.a2ui.pushJSONL", nil), ("canvas.a2ui.reset", nil),
         ("camera.list", nil), ("camera.snap", .captures), ("camera.clip", .captures),
         ("screen.record", .captures), ("screen.snapshot", .captures), ("screen.tap", .injectsInput), ("screen.type", .injectsInput),
         ("input.tap", .injectsInput), ("input.type", .injectsInput), ("input.key", .injectsInput),
@@ -32,10 +32,10 @@ public struct CommandCatalog: Sendable {
     ]
 
     public static let builtIn: [String] = table.map(\.name)
-    private static let sensitiveCommands: [String: Sensitivity] = Dictionary(uniqueKeysWithValues: table.compactMap { row in row.sensitive.map { (row.name, $0) } })
+    private static let sensitiveCommands: [String: Sensitivity] = Dictionary(uniqueKeysWithValues: table.compactMap { row in row.sensitive.map { (CommandPattern.key(row.name), $0) } })
 
     /// Why `command` is sensitive; nil for everyday and custom commands.
-    public static func sensitivity(of command: String) -> Sensitivity? { sensitiveCommands[command] }
+    public static func sensitivity(of command: String) -> Sensitivity? { sensitiveCommands[CommandPattern.key(command)] }
 
     /// Whether a pattern reaches any sensitive command (`camera.*` does, `canvas.*` does not).
     public static func isSensitive(pattern: String) -> Bool {

@@ -9,9 +9,9 @@ public enum OpenClawCommands {
 
     /// The node commands OpenClaw's gateway knows (its platform allowlists and its dangerous list,
     /// openclaw-gateway-protocol.md §5), where lanbridge has a command of the same name and meaning.
-    public static let shared: Set<String> = [
+    public static let shared: [String] = [
         "canvas.present", "canvas.hide", "canvas.navigate", "canvas.eval", "canvas.snapshot",
-        "canvas.a2ui.push", "canvas.a2ui.reset",
+        "canvas.a2ui.push", "canvas.a2ui.pushJSONL", "canvas.a2ui.reset",
         "camera.list", "camera.snap", "camera.clip",
         "screen.record", "screen.snapshot",
         "location.get",
@@ -19,15 +19,17 @@ public enum OpenClawCommands {
         "system.notify", "system.run",
     ]
 
-    /// OpenClaw's name for a lanbridge command, or nil when it is not offered to OpenClaw.
+    /// OpenClaw's name for a lanbridge command, or nil when it is not offered to OpenClaw. Names
+    /// compare with ASCII case folded (`CommandPattern.same`); the answer is spelled as OpenClaw
+    /// spells it (`canvas.a2ui.pushJSONL`), whatever the node declared.
     public static func openClawName(_ lanbridge: String) -> String? {
-        if let pair = renamed.first(where: { $0.lanbridge == lanbridge }) { return pair.openClaw }
-        return shared.contains(lanbridge) ? lanbridge : nil
+        if let pair = renamed.first(where: { CommandPattern.same($0.lanbridge, lanbridge) }) { return pair.openClaw }
+        return shared.first { CommandPattern.same($0, lanbridge) }
     }
 
     /// lanbridge's name for a command OpenClaw invokes, or nil when lanbridge has none.
     public static func lanbridgeName(_ openClaw: String) -> String? {
-        if let pair = renamed.first(where: { $0.openClaw == openClaw }) { return pair.lanbridge }
-        return shared.contains(openClaw) ? openClaw : nil
+        if let pair = renamed.first(where: { CommandPattern.same($0.openClaw, openClaw) }) { return pair.lanbridge }
+        return shared.first { CommandPattern.same($0, openClaw) }
     }
 }
