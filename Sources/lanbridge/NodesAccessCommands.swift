@@ -149,7 +149,7 @@ private func addRule(_ state: StateOptions, node: String, pattern: String, allow
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
-    if allowing, !updated.details.commands.contains(where: { (try? CommandPattern(pattern))?.matches($0) == true }) {
+    if allowing, !OriginPattern.isOrigin(pattern), !updated.details.commands.contains(where: { (try? CommandPattern(pattern))?.matches($0) == true }) {
         Output.note("note: the node did not declare \(pattern), so it still cannot run it until it does")
     }
 }

@@ -7,7 +7,7 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl
 }
 
 let target: Target = {
@@ -40,6 +40,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .invite: invite(bytes)
     case .openclaw: openclaw(bytes)
     case .dns: dns(bytes)
+    case .canvasurl: canvasURL(bytes)
     }
     return 0
 }
@@ -211,4 +212,24 @@ public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePoi
     var argc = argc
     var argv = argv
     return LLVMFuzzerRunDriver(&argc, &argv) { data, count in fuzz(data, count) }
+}
+
+/// A canvas URL (issue 37 §3): the reader never traps, and what it reads is stable. A URL the
+/// default policy allows has a public https host (or is about:blank), and its origin, read again,
+/// gives the same host and port (so printing a host cannot turn it into another).
+func canvasURL(_ bytes: [UInt8]) {
+    let text = String(decoding: bytes, as: UTF8.self)
+    let verdict = CanvasURLPolicy().decide(text, relayOrigin: nil)
+    guard let url = try? CanvasURL(text) else {
+        invariant(verdict != .allow, "an unreadable URL is refused")
+        return
+    }
+    if let origin = url.origin {
+        let again = try? CanvasURL(origin)
+        invariant(again?.host == url.host && again?.port == url.port, "an origin reads back as itself")
+    }
+    if verdict == .allow, url.scheme != "about" {
+        invariant(url.scheme == "https" && !url.hasCredentials, "only https without credentials")
+        invariant(url.host.map { CanvasURLPolicy.localReason($0) == nil } == true, "only public hosts")
+    }
 }

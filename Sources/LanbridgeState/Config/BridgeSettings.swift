@@ -76,6 +76,39 @@ public struct BridgeSettings: Sendable {
         public var heldPerNode = 16
         public var heldTotal = 256
         public var heldBytes = 4 << 20
+        /// The canvas relay (issue 37): the largest response it passes on, the largest request
+        /// head it reads, connections per node and in all (those without a valid capability yet
+        /// count in all, and the oldest of them goes first when it is full), requests per node a
+        /// minute, how long a request head may take to arrive (slowloris), how long a connection
+        /// may sit idle, and how long a non-WebSocket request may take in all.
+        public var canvasMaxResponseBytes = 64 << 20
+        public var canvasMaxHeaderBytes = 16 << 10
+        public var canvasConnectionsPerNode = 16
+        public var canvasConnections = 256
+        public var canvasRequestsPerMinute = 600
+        public var canvasHeadMs = 10_000
+        public var canvasIdleMs = 60_000
+        public var canvasRequestMs = 600_000
+    }
+
+    /// The canvas relay (`canvas` in config.json): the gateway's canvas and A2UI pages for paired
+    /// nodes, over HTTPS on the LAN listeners, and the policy for what a canvas may load.
+    public struct Canvas: Sendable, Equatable {
+        public static let defaultPort = 18793
+        /// `--no-canvas`, or `enabled: false`.
+        public var enabled = true
+        /// The relay's port on each LAN listener address.
+        public var port = Canvas.defaultPort
+        /// In §12 mode, the canvas host behind the relay: `http://127.0.0.1:PORT` or
+        /// `unix:/path`. In `openclaw` mode the gateway's own canvas host is used.
+        public var upstream: String?
+        /// Origins every canvas may (or may not) load, beyond (or against) the defaults.
+        public var allowOrigins: [OriginPattern] = []
+        public var denyOrigins: [OriginPattern] = []
+        /// How long a minted capability lasts without use; each use extends it (as upstream's).
+        public var capabilityTTLMs = 600_000
+
+        public var urlPolicy: CanvasURLPolicy { CanvasURLPolicy(allow: allowOrigins, deny: denyOrigins) }
     }
 
     /// Connection admission before any cryptography (per source address and overall).
@@ -138,6 +171,7 @@ public struct BridgeSettings: Sendable {
     public var limits = Limits()
     public var admission = Admission()
     public var wake = Wake()
+    public var canvas = Canvas()
     public var extraCommands: [String] = []
     /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
     public var defaultsAdd: [String: [String]] = [:]
@@ -250,7 +284,28 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas"])
+            if let canvas = top["canvas"] {
+                let c = try object(canvas, "canvas", keys: ["enabled", "port", "upstream", "allowOrigins", "denyOrigins", "capabilityTTLMs"])
+                if let v = c["enabled"] { settings.canvas.enabled = try bool(v, "canvas.enabled") }
+                if let v = c["port"] { settings.canvas.port = try count(v, "canvas.port", range: 1...65535) }
+                if let v = c["capabilityTTLMs"] { settings.canvas.capabilityTTLMs = try count(v, "canvas.capabilityTTLMs", range: 10_000...86_400_000) }
+                if let v = c["upstream"] {
+                    let text = try string(v, "canvas.upstream")
+                    guard CanvasUpstream(text) != nil else {
+                        throw fail("canvas.upstream", "expected a loopback http://127.0.0.1:PORT (or [::1], localhost) or unix:/absolute/path")
+                    }
+                    settings.canvas.upstream = text
+                }
+                for key in ["allowOrigins", "denyOrigins"] {
+                    guard let v = c[key] else { continue }
+                    var parsed: [OriginPattern] = []
+                    for (i, text) in try strings(v, "canvas.\(key)").enumerated() {
+                        do { parsed.append(try OriginPattern(text)) } catch { throw fail("canvas.\(key)[\(i)]", "\(error.reason) (for example https://example.com or https://*.example.com)") }
+                    }
+                    if key == "allowOrigins" { settings.canvas.allowOrigins = parsed } else { settings.canvas.denyOrigins = parsed }
+                }
+            }
             if let wake = top["wake"] {
                 let w = try object(wake, "wake", keys: ["exec", "args", "timeoutMs"])
                 if let v = w["exec"] {
@@ -360,7 +415,17 @@ public struct BridgeSettings: Sendable {
                 let l = try object(limits, "limits", keys: ["agentPerMinute", "systemEventsPerMinute", "snapshotsPerMinute", "snapshotCommands",
                                                            "maxResultBytes", "maxConcurrentInvokes", "defaultTimeoutMs", "maxTimeoutMs",
                                                            "eventsPerMinute", "eventBytesPerMinute", "maxEventBytes", "statesPerMinute",
-                                                           "maxHoldMs", "heldPerNode", "heldTotal", "heldBytes"])
+                                                           "maxHoldMs", "heldPerNode", "heldTotal", "heldBytes",
+                                                           "canvasMaxResponseBytes", "canvasMaxHeaderBytes", "canvasConnectionsPerNode", "canvasConnections",
+                                                           "canvasRequestsPerMinute", "canvasHeadMs", "canvasIdleMs", "canvasRequestMs"])
+                if let v = l["canvasMaxResponseBytes"] { settings.limits.canvasMaxResponseBytes = try count(v, "limits.canvasMaxResponseBytes", range: 1024...(1 << 30)) }
+                if let v = l["canvasMaxHeaderBytes"] { settings.limits.canvasMaxHeaderBytes = try count(v, "limits.canvasMaxHeaderBytes", range: 1024...(256 << 10)) }
+                if let v = l["canvasConnectionsPerNode"] { settings.limits.canvasConnectionsPerNode = try count(v, "limits.canvasConnectionsPerNode", range: 1...1024) }
+                if let v = l["canvasConnections"] { settings.limits.canvasConnections = try count(v, "limits.canvasConnections", range: 1...65_536) }
+                if let v = l["canvasRequestsPerMinute"] { settings.limits.canvasRequestsPerMinute = try count(v, "limits.canvasRequestsPerMinute", range: 1...1_000_000) }
+                if let v = l["canvasHeadMs"] { settings.limits.canvasHeadMs = try count(v, "limits.canvasHeadMs", range: 100...600_000) }
+                if let v = l["canvasIdleMs"] { settings.limits.canvasIdleMs = try count(v, "limits.canvasIdleMs", range: 100...3_600_000) }
+                if let v = l["canvasRequestMs"] { settings.limits.canvasRequestMs = try count(v, "limits.canvasRequestMs", range: 1000...86_400_000) }
                 if let v = l["maxHoldMs"] { settings.limits.maxHoldMs = try count(v, "limits.maxHoldMs", range: 1000...86_400_000) }
                 if let v = l["heldPerNode"] { settings.limits.heldPerNode = try count(v, "limits.heldPerNode", range: 0...1024) }
                 if let v = l["heldTotal"] { settings.limits.heldTotal = try count(v, "limits.heldTotal", range: 0...65_536) }

@@ -14,6 +14,8 @@ public enum AccessDecision: Equatable, Sendable {
         case notDeclared
         /// The node's capability flags rule it out (e.g. input injection).
         case capability(String)
+        /// A canvas URL the URL policy refuses (CanvasURLPolicy): why.
+        case canvasURL(String)
 
         /// Stable, for `details.reason` (PROTOCOL.md §12.6).
         public var code: String {
@@ -21,6 +23,7 @@ public enum AccessDecision: Equatable, Sendable {
             case .notAllowlisted: "NOT_ALLOWLISTED"
             case .notDeclared: "NOT_DECLARED"
             case .capability: "CAPABILITY"
+            case .canvasURL: "CANVAS_URL"
             }
         }
 
@@ -29,6 +32,7 @@ public enum AccessDecision: Equatable, Sendable {
             case .notAllowlisted: "command is not in this node's allowlist"
             case .notDeclared: "the node did not declare this command"
             case let .capability(why): why
+            case let .canvasURL(why): why
             }
         }
     }
@@ -75,14 +79,23 @@ public struct AccessPolicy: Sendable, Equatable {
     }
 }
 
-/// A node's access rules, parsed. A pattern that does not parse (a hand-edited paired.json) allows
-/// nothing and, in `deny`, denies everything: broken rules fail closed.
+/// A node's access rules, parsed. Rules name commands (`canvas.*`) or, for what its canvas may
+/// load, origins (`https://example.com`: they have "://", commands cannot). A rule that does not
+/// parse (a hand-edited paired.json) allows nothing and, in `deny`, denies everything of its kind:
+/// broken rules fail closed.
 public struct CompiledRules: Sendable {
     public let allow: [CommandPattern]
     public let deny: [CommandPattern]
+    /// The node's own origin rules (CanvasURLPolicy); a broken deny origin denies every origin.
+    public let origins: CanvasURLPolicy
+    public let originsBroken: Bool
 
     public init(_ rules: AccessRules) {
-        allow = rules.allow.compactMap { try? CommandPattern($0) }
-        deny = rules.deny.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
+        allow = rules.allow.filter { !OriginPattern.isOrigin($0) }.compactMap { try? CommandPattern($0) }
+        deny = rules.deny.filter { !OriginPattern.isOrigin($0) }.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
+        let denyOrigins = rules.deny.filter(OriginPattern.isOrigin)
+        origins = CanvasURLPolicy(allow: rules.allow.filter(OriginPattern.isOrigin).compactMap { try? OriginPattern($0) },
+                                  deny: denyOrigins.compactMap { try? OriginPattern($0) })
+        originsBroken = origins.deny.count != denyOrigins.count
     }
 }
