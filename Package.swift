@@ -101,6 +101,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
+                // The canvas relay's TLS, and its certificate (made with NIOSSL's BoringSSL).
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
         // The client library node apps link: only what a phone app can (scripts/check-node-closure

@@ -104,6 +104,20 @@ public struct BridgeConfiguration: Sendable {
     public var console: ListenAddress?
     /// The console's address was not chosen by the admin: if it is taken, warn and run without it.
     public var consoleOptional = false
+    /// The canvas relay, if on (issue 37): where it listens and what it fetches from.
+    public var canvas: Canvas?
+
+    public struct Canvas: Sendable {
+        public var listen: CanvasListen
+        public var upstream: CanvasUpstream
+        /// OpenClaw's canvas host: requests carry the node socket's capability.
+        public var openClaw: Bool
+        /// Not chosen by the admin: if the port is taken, warn and run without the relay.
+        public var optional: Bool
+        public init(listen: CanvasListen, upstream: CanvasUpstream, openClaw: Bool, optional: Bool) {
+            (self.listen, self.upstream, self.openClaw, self.optional) = (listen, upstream, openClaw, optional)
+        }
+    }
 
     public struct Gateway: Sendable {
         public var endpoint: GatewayEndpoint

@@ -133,6 +133,7 @@ public enum BridgeServer {
             "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
+        let canvasListeners = try await startCanvasRelay(configuration, driver: driver, logger: logger)
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
@@ -224,6 +225,7 @@ public enum BridgeServer {
             for server in servers { server.close(promise: nil) }
             control?.channel.close(promise: nil)
             for channel in monitoring { channel.close(promise: nil) }
+            for channel in canvasListeners { channel.close(promise: nil) }
             console?.events.stop()
         }
         watchdog?.cancel()
@@ -232,6 +234,38 @@ public enum BridgeServer {
         if control != nil { unlink(controlPath) }
         await driver.shutdown()
         logger.info("lanbridge stopped")
+    }
+
+    /// The canvas relay, if configured: its certificate (made once), its listeners, and the core
+    /// told where it is. Its failure to start stops the daemon only if the admin chose its address.
+    private static func startCanvasRelay(_ configuration: BridgeConfiguration, driver: BridgeDriver, logger: Logger) async throws -> [any Channel] {
+        guard let canvas = configuration.canvas else { return [] }
+        var bound: [any Channel] = []
+        do {
+            let certificate = try CanvasCertificate.loadOrCreate(directory: configuration.stateDirectory)
+            let relay = try CanvasRelay(.init(certificate: certificate, upstream: canvas.upstream, limits: configuration.settings.limits,
+                                              upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
+            var port = canvas.listen.port
+            for host in canvas.listen.host.map({ [$0] }) ?? configuration.listen.map(\.host) {
+                let channel = try await BindProblem.explaining(host: host, port: port) { try await relay.bind(host: host, port: port) }
+                bound.append(channel)
+                if port == 0 { port = channel.localAddress?.port ?? 0 }
+            }
+            let listening = bound.compactMap { $0.localAddress }.map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
+            let origins = CanvasRelayInfo.origins(of: canvas.upstream)
+            await driver.setCanvas(relay, CanvasRelayInfo(port: port, tlsSha256: certificate.sha256, upstreamOrigins: origins),
+                                   status: RuntimeStatus.Canvas(listening: listening, tlsSha256: certificate.sha256, upstream: canvas.upstream.description))
+            logger.info("canvas relay listening", metadata: ["canvas": "\(listening.joined(separator: ", "))", "upstream": "\(canvas.upstream)",
+                                                             "sha256": "\(certificate.sha256)"])
+        } catch {
+            for channel in bound { channel.close(promise: nil) }
+            if canvas.optional {
+                logger.warning("canvas relay off: \(error) (choose another port with --canvas-listen or canvas.listen, or --no-canvas)")
+                return []
+            }
+            throw error
+        }
+        return bound
     }
 
     /// One listener per `listen` entry, all on one port: the first picks it when `port` is 0.

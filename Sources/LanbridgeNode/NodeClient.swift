@@ -60,6 +60,9 @@ public actor NodeClient {
         case disconnected(reason: String)
         /// The bridge sent an error message (PROTOCOL.md §9.5).
         case error(code: String, message: String)
+        /// Where to load the agent's canvas pages, and the certificate to pin (PROTOCOL.md §9.7):
+        /// with each session's welcome, and after `refreshCanvas()`.
+        case canvas(CanvasAccess)
     }
 
     /// Reasons to stop trying: reconnecting would not help.
@@ -123,6 +126,8 @@ public actor NodeClient {
     private var deadlines: [String: Task<Void, Never>] = [:]
     private var nextCall = 0
     private var connected = false
+    /// The agent's canvas, as the bridge last said (nil: this bridge has no canvas host).
+    public private(set) var canvas: CanvasAccess?
     /// What `discovery` currently sees of the pinned bridge, by service name.
     private var discovered: [String: [ReachableAddress]] = [:]
     private let logger: Logger
@@ -205,6 +210,21 @@ public actor NodeClient {
         let check = PushRegister(id: "", provider: provider, token: token, environment: environment, topic: topic)
         do throws(ErrorMessage) { _ = try check.validated() } catch { throw LanbridgeError(error) }
         _ = try await request(timeout: timeout) { PushRegister(id: "p\($0)", provider: provider, token: token, environment: environment, topic: topic) }
+    }
+
+    /// Asks the bridge to extend this session's canvas capability (it lapses after ten minutes
+    /// unused; each page load extends it too) and returns the canvas as it now stands. Throws
+    /// `UNAVAILABLE` when the bridge has no canvas host or the node is not connected.
+    @discardableResult
+    public func refreshCanvas(timeout: Duration = .seconds(30)) async throws(LanbridgeError) -> CanvasAccess {
+        _ = try await request(timeout: timeout) { CanvasRefresh(id: "v\($0)") }
+        guard let canvas else { throw LanbridgeError(code: LanbridgeError.unavailable, message: "no canvas", retryable: true) }
+        return canvas
+    }
+
+    private func canvasGiven(_ access: CanvasAccess?) {
+        canvas = access
+        if let access { emit.yield(.canvas(access)) }
     }
 
     /// Sends a message that the bridge answers by its `id` (`gateway.result`, `push.result`), and
@@ -411,6 +431,7 @@ public actor NodeClient {
             exchange.bridgeName = welcome.bridgeName
             if welcome.paired {
                 try await becomeConnected(exchange, connection: connection, address: address, addresses: welcome.addresses)
+                canvasGiven(welcome.canvas)
             } else if let invite {
                 await send(InviteRedeem(secret: Hex.encode(invite.secret), details: configuration.details))
             } else {
@@ -437,6 +458,7 @@ public actor NodeClient {
             switch resolved.outcome {
             case .approved:
                 try await becomeConnected(exchange, connection: connection, address: address, addresses: resolved.addresses ?? invite.map { $0.addresses.map(\.description) })
+                canvasGiven(resolved.canvas)
             case .rejected: throw ClientError.pairingRejected
             case .expired: throw ClientError.pairingExpired
             }
@@ -465,6 +487,13 @@ public actor NodeClient {
                 : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
         case let result as PushResult:
             answer(result.id, result.ok ? .success(nil) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
+        case let grant as CanvasGrant:
+            if let access = grant.canvas {
+                canvasGiven(access)
+                answer(grant.id, .success(nil))
+            } else {
+                answer(grant.id, .failure(grant.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "no canvas")))
+            }
         case let error as ErrorMessage:
             emit.yield(.error(code: error.code, message: error.message))
             if error.code == ErrorMessage.pairingExpired { throw ClientError.pairingExpired }
@@ -542,3 +571,4 @@ public actor NodeClient {
 protocol Identified { var id: String { get } }
 extension GatewayCall: Identified {}
 extension PushRegister: Identified {}
+extension CanvasRefresh: Identified {}

@@ -58,6 +58,9 @@ struct ServeCommand: AsyncParsableCommand {
     var uiListen: String?
     @Flag(help: "Allow --ui-listen on an address that is not loopback (anyone who can reach it sees the login page; use an SSH tunnel instead).") var uiAllowRemote = false
     @Flag(help: "Run without the approval console.") var noUi = false
+    @Option(help: ArgumentHelp("Serve the agent's canvas to paired nodes over HTTPS on this port of each listen address (or on HOST:PORT only). Default: the config's canvas.listen, else 18793; if that default is taken the daemon runs without it. On only with a canvas host: the OpenClaw gateway's, or the config's canvas.upstream.", valueName: "port|host:port"))
+    var canvasListen: String?
+    @Flag(help: "Run without the canvas relay.") var noCanvas = false
     @Option(help: ArgumentHelp("A user (name or uid) who may own the gateway's listening socket; repeat for more. Default: root and the user lanbridge runs as.", valueName: "user"))
     var gatewayOwner: [String] = []
 
@@ -118,6 +121,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
 
+        configuration.canvas = try canvasRelay(configuration, logger: logger)
+
         // SIGHUP reads config.json and the gateway token file again; invalid ones keep the running settings.
         let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let reload: @Sendable () throws -> BridgeServer.Reloaded = { [self] in
@@ -135,6 +140,33 @@ struct ServeCommand: AsyncParsableCommand {
         }
         defer { signals.forEach { $0.cancel() } }
         try await server.value
+    }
+
+    /// The canvas relay's place and upstream, or nil when off: `--no-canvas`, `canvas.enabled:
+    /// false`, or no canvas host (not OpenClaw, no `canvas.upstream`; a remote OpenClaw gateway's
+    /// canvas is not relayed).
+    private func canvasRelay(_ configuration: BridgeConfiguration, logger: Logger) throws -> BridgeConfiguration.Canvas? {
+        let settings = configuration.settings.canvas
+        guard !noCanvas, settings.enabled else { return nil }
+        let upstream: CanvasUpstream
+        let openClaw = configuration.gateway?.wire == .openclaw
+        if openClaw, let endpoint = configuration.gateway?.endpoint {
+            if let path = endpoint.socketPath {
+                upstream = .unix(path: path)
+            } else if !endpoint.secure, let local = CanvasUpstream("http://\(endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host):\(endpoint.port)") {
+                upstream = local
+            } else {
+                logger.warning("canvas relay off: the OpenClaw gateway is not on this machine's loopback, so its canvas is not relayed")
+                return nil
+            }
+        } else if let text = settings.upstream, let configured = CanvasUpstream(text) {
+            upstream = configured
+        } else {
+            return nil
+        }
+        let text = canvasListen ?? settings.listen ?? ":\(BridgeSettings.Canvas.defaultPort)"
+        guard let listen = CanvasListen(text) else { throw ValidationError("--canvas-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
+        return BridgeConfiguration.Canvas(listen: listen, upstream: upstream, openClaw: openClaw, optional: canvasListen == nil && settings.listen == nil)
     }
 
     /// The gateway to dial and its token, or nil (with a warning) when no token is configured.

@@ -22,6 +22,10 @@ struct StatusCommand: ParsableCommand {
                 print("  listening:  \(report.listening.joined(separator: ", "))")
                 if !report.reachable.isEmpty { print("  reachable:  \(report.reachable.joined(separator: ", "))") }
                 if let console = report.console { print("  console:    \(console)/ (log in with `lanbridge ui`)") }
+                if let canvas = report.canvas {
+                    print("  canvas:     https://\(canvas.listening.joined(separator: ", https://")) for paired nodes, from \(canvas.upstream)")
+                    print("              certificate sha256 \(canvas.tlsSha256)")
+                }
                 print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
                 print("  gateway:    \(report.gateway ?? "unknown")")
             } else {

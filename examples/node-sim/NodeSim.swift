@@ -15,7 +15,7 @@ struct NodeSim: AsyncParsableCommand {
         commandName: "lanbridge-node-sim",
         abstract: "A simulated lanbridge node: pairs, stays connected and answers a few commands.",
         discussion: """
-        Commands it answers: canvas.present, canvas.hide, canvas.navigate, canvas.snapshot (a PNG it renders), system.info, device.echo; with --camera also camera.list and camera.snap.
+        Commands it answers: canvas.present, canvas.hide, canvas.navigate, canvas.snapshot (a PNG it renders), canvas.a2ui.pushJSONL, system.info, device.echo; with --camera also camera.list and camera.snap.
 
         Send SIGUSR1, or type "bg" / "fg" on stdin, to move it to the background or foreground. Other stdin lines:
           agent TEXT        call the gateway's agent method (prints "agent ok …" or "agent error CODE …")
@@ -58,7 +58,7 @@ struct NodeSim: AsyncParsableCommand {
         let target = paired && connect == nil && inviteURI == nil ? nil
             : browser != nil && inviteURI == nil && connect == nil ? await discovered() : endpoint(inviteURI)
         if target == nil, !(paired && connect == nil && inviteURI == nil) { throw ValidationError(browser != nil ? "no bridge found" : "bad --connect") }
-        let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "system.info", "device.echo"]
+        let commands = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "canvas.a2ui.pushJSONL", "system.info", "device.echo"]
             + (camera ? ["camera.list", "camera.snap"] : [])
         let details = NodeDetails(displayName: name, platform: platform, osVersion: "sim-1", appVersion: "0.1.0",
                                   deviceModel: "node-sim", caps: ["canvas", "device"], commands: commands,
@@ -105,6 +105,11 @@ struct NodeSim: AsyncParsableCommand {
                                                       environment: parts.count > 2 ? parts[2] : nil, topic: parts.count > 3 ? parts[3] : nil)
                         return nil
                     } }
+                case ("canvas-refresh", _):
+                    Task { await report("canvas-refresh") { () async throws(LanbridgeError) in
+                        let access = try await client.refreshCanvas()
+                        return .string(access.url)
+                    } }
                 default: break
                 }
             }
@@ -128,6 +133,8 @@ struct NodeSim: AsyncParsableCommand {
                     since = ContinuousClock.now
                     say("disconnected \(reason)")
                 case let .error(code, message): say("error \(code) \(message)")
+                // A test tool: it prints the capability URL, which a real app keeps to itself.
+                case let .canvas(access): say("canvas \(access.url) \(access.tlsSha256) \(access.expiresAtMs)")
                 }
             }
         }
@@ -205,6 +212,11 @@ struct NodeSim: AsyncParsableCommand {
             say("invoke canvas.navigate")
             canvas.set(visible: true, url: params.url)
             return params
+        }
+        // OpenClaw's agent sends A2UI as JSON lines: counted, as a renderer would apply them.
+        await handle("canvas.a2ui.pushJSONL") { params in
+            let lines = params?["jsonl"]?.stringValue?.split(separator: "\n").count ?? 0
+            return ["applied": .number(Double(lines))]
         }
         await handle("canvas.snapshot") { params in
             func size(_ key: String, _ fallback: Int) -> Int {

@@ -47,6 +47,8 @@ enum BridgeAction: Sendable {
     /// With the OpenClaw gateway protocol: a `node.event` on the node's socket; with a `tag`, the
     /// gateway's reply comes back through `openClawEventAnswered`.
     case openClawEvent(node: Fingerprint, event: String, payload: JSONValue, tag: String?)
+    /// The node's canvas capability died (its session ended): close its relay connections.
+    case canvasRevoked(Fingerprint)
 }
 
 /// A change to the pairing store the core needs made. Each is one `PairingStore.update`.

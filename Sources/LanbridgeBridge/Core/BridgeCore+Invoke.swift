@@ -141,7 +141,9 @@ extension BridgeCore {
         }
         // A held invoke keeps the waiter it was asked with: its latency counts the wait.
         let waiter = heldEntry?.waiter ?? Waiter(target: target, slot: slot, command: request.command, started: now)
-        switch gate.decide(request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now) {
+        let canvas = InvokeGate.CanvasPlace(relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
+                                            upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
+        switch gate.decide(request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now, canvas: canvas) {
         case let .refuse(error, denied):
             if let denied, let node = found {
                 logger.notice("invoke denied: \(denied)", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)",
@@ -157,10 +159,10 @@ extension BridgeCore {
             hold(HeldInvokes.Entry(request: request, origin: origin, waiter: waiter,
                                    expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
                                    bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal), node: node)
-        case let .relay(node, connection, timeoutMs):
+        case let .relay(node, connection, timeoutMs, params):
             nextRequest += 1
             let requestID = "r\(nextRequest)"
-            switch router.start(requestID: requestID, nodeID: node.nodeId.description, connection: connection, command: request.command, params: request.params,
+            switch router.start(requestID: requestID, nodeID: node.nodeId.description, connection: connection, command: request.command, params: params,
                                 timeout: Double(timeoutMs) / 1000, origin: origin, now: now) {
             case let .failure(error):
                 finish(.failure(error), for: waiter, now: now)

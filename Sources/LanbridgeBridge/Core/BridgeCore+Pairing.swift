@@ -138,13 +138,15 @@ extension BridgeCore {
             fail(replaced.id, ErrorMessage(code: ErrorMessage.replaced, message: "a newer session replaced this one"))
         }
         actions.append(.authorize(id))
+        // Only to a node that proved a paired key: where else to dial, and the agent's canvas.
+        let canvas = canvasGranted(to: connection)
         if let outcome {
             var resolved = PairResolved(outcome: outcome, nodeId: connection.nodeId)
-            if outcome == .approved { resolved.addresses = runtime.reachable }
+            if outcome == .approved { (resolved.addresses, resolved.canvas) = (runtime.reachable, canvas) }
             send(resolved, to: id)
         } else {
             var welcome = Welcome(bridgeName: name, paired: true, nodeId: connection.nodeId)
-            welcome.addresses = runtime.reachable  // only to a node that proved a paired key
+            (welcome.addresses, welcome.canvas) = (runtime.reachable, canvas)
             send(welcome, to: id)
         }
         sessions[connection.nodeId] = id

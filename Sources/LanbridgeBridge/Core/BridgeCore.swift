@@ -87,6 +87,9 @@ struct BridgeCore {
 
     /// Counters and the latency histogram (observations only; nothing here decides).
     var metrics = BridgeMetrics.disabled
+    /// The canvas relay, once it listens (nil: no canvas), and who may use it.
+    var canvasRelay: CanvasRelayInfo?
+    var canvasGrants = CanvasGrants()
 
     init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
          initial: PairingState, pairedVersion: String, logger: Logger) {
@@ -214,7 +217,7 @@ struct BridgeCore {
         }
         let phase: Phase = if case let .invite(id) = opening.handshake.handshake { .invited(inviteID: id) }
             else if lastState.node(withKey: key) != nil { .paired } else { .unpaired }
-        let connection = Connection(id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer,
+        let connection = Connection(id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
                                     handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
         connections[opening.id] = connection
         if lastState.isBlocked(key) {
@@ -236,6 +239,7 @@ struct BridgeCore {
         if let slot = connection.slot { actions.append(.releaseSlot(slot)) }
         // What went out on this connection cannot be answered on another (nor on a newer session).
         if connection.isPaired { complete(router.connectionClosed(id)) }
+        if connection.isPaired, sessions[connection.nodeId] == nil { canvasSessionEnded(connection.nodeId) }
         // A replaced session closing is not the node going away.
         guard connection.isPaired, !connection.replaced, sessions[connection.nodeId] == nil,
               runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil else { return }
@@ -304,6 +308,8 @@ struct BridgeCore {
             nodeCalled(call, on: connection, now: now)
         case let register as PushRegister where connection.isPaired:
             pushRegistered(register, on: connection, wall: wall)
+        case let refresh as CanvasRefresh where connection.isPaired:
+            send(canvasRefreshed(refresh, for: connection, wall: wall), to: id)
         case let request as PairRequest:
             pairingRequested(request, on: connection, now: now, wall: wall)
         case let reveal as PairReveal:
@@ -386,6 +392,7 @@ struct BridgeCore {
                 actions.append(.close(connection.id))
                 connections[connection.id] = nil
                 sessions[connection.nodeId] = nil
+                canvasSessionEnded(connection.nodeId)
                 buckets.forget(connection.nodeId)
                 if runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil { runtimeChanged = true }
             default:

@@ -38,6 +38,9 @@ extension BridgeCore {
         let address: String
         /// `ip:port`, as every log line gives peers.
         let peer: String
+        /// The bridge's own address this connection arrived on (the canvas relay's URL uses it:
+        /// the node reached the bridge there).
+        var local: String?
         let handshakeHash: [UInt8]
         var phase: Phase
         var foreground = true
@@ -72,5 +75,6 @@ extension BridgeCore {
         var address: String
         var peer: String
         var slot: Admission.Slot?
+        var local: String? = nil
     }
 }

@@ -10,6 +10,7 @@ import LanbridgeState
 /// | timeoutMs within 1…maxTimeoutMs              | INVALID_REQUEST                          |
 /// | the node is paired                           | NODE_NOT_FOUND                           |
 /// | allowlisted, not denied, declared, flags fit | FORBIDDEN, details.reason (audited)      |
+/// | a canvas URL the URL policy allows           | FORBIDDEN, CANVAS_URL (audited)          |
 /// | hold.maxMs within 1…maxHoldMs                | INVALID_REQUEST                          |
 /// | the node is connected                        | NODE_NOT_CONNECTED, retryable (or held)  |
 /// | in front, if the command needs it            | BACKGROUND_UNAVAILABLE, retryable (or held) |
@@ -25,9 +26,37 @@ struct InvokeGate {
     /// `limits.snapshotCommands`, parsed once (the config loader has checked them).
     private(set) var snapshotCommands: [CommandPattern]
 
+    /// What a canvas may load (CanvasURLPolicy), from the config; nodes' own rules come with them.
+    var canvasPolicy: CanvasURLPolicy
+    static let navigations = ["canvas.present", "canvas.navigate"]
+
+    /// Where the node's canvas relay is, and which origins agent URLs use for the canvas host
+    /// behind it (those are rewritten to the relay).
+    struct CanvasPlace {
+        var relayBase: String?
+        var upstreamOrigins: [String] = []
+
+        var relayOrigin: String? { relayBase.flatMap { try? CanvasURL($0).origin } }
+
+        /// The URL on the node's relay, when `url` names the canvas host behind it.
+        func rewrite(_ url: String) -> String? {
+            guard let relayBase, !upstreamOrigins.isEmpty, let parsed = try? CanvasURL(url), let origin = parsed.origin,
+                  upstreamOrigins.contains(where: { (try? CanvasURL($0).origin) == origin }),
+                  let separator = url.firstRange(of: "://") else { return nil }
+            var rest = url[separator.upperBound...].drop { !"/?#".contains($0) }
+            // The gateway's own capability in the path is the gateway's: the relay puts it back.
+            if rest.hasPrefix(CanvasRequest.capabilityPrefix) {
+                let afterPrefix = rest.dropFirst(CanvasRequest.capabilityPrefix.count)
+                rest = afterPrefix.drop { !"/?#".contains($0) }
+            }
+            return relayBase + rest
+        }
+    }
+
     init(settings: BridgeSettings) {
         limits = settings.limits
         policy = settings.policy
+        canvasPolicy = settings.canvas.urlPolicy
         snapshotCommands = settings.limits.snapshotCommands.compactMap { try? CommandPattern($0) }
     }
 
@@ -39,7 +68,8 @@ struct InvokeGate {
     }
 
     enum Verdict: Equatable {
-        case relay(node: PairedNode, connection: ConnectionID, timeoutMs: Int)
+        /// `params` as relayed: a canvas URL naming the canvas host points at the node's relay.
+        case relay(node: PairedNode, connection: ConnectionID, timeoutMs: Int, params: JSONValue?)
         /// `denied` is set for access-rule refusals, which are audited.
         case refuse(ErrorMessage, denied: AccessDecision.DenyReason?)
         /// The invoke asked to wait (`hold`) and may: the node is away or in the background.
@@ -48,7 +78,7 @@ struct InvokeGate {
     }
 
     func decide(_ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
-                buckets: inout RateBuckets, now: Moment) -> Verdict {
+                buckets: inout RateBuckets, now: Moment, canvas: CanvasPlace = .init()) -> Verdict {
         let command = request.command
         guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
             return refuse(ErrorMessage.invalidRequest, "\"\(command)\" is not a command name")
@@ -70,7 +100,8 @@ struct InvokeGate {
         var details: JSONValue { ["nodeId": .string(paired.nodeId.description), "command": .string(command)] }
         let name = paired.details.displayName
         // An offline node counts as in front, so the rules decide first.
-        switch policy.decide(command, rules: rules ?? CompiledRules(paired.access), declared: paired.details.commands,
+        let compiled = rules ?? CompiledRules(paired.access)
+        switch policy.decide(command, rules: compiled, declared: paired.details.commands,
                              flags: paired.details.flags, foreground: session?.foreground ?? true) {
         case .deny(.notAllowlisted):
             // The operator's call, so the refusal names the exact line that grants it.
@@ -91,6 +122,27 @@ struct InvokeGate {
         case .allow, .backgroundUnavailable:
             break
         }
+        var params = request.params
+        if Self.navigations.contains(where: { CommandPattern.same($0, command) }), case let .string(url)? = params?["url"] {
+            let target = canvas.rewrite(url) ?? url
+            var verdict = canvasPolicy.decide(target, relayOrigin: canvas.relayOrigin, node: compiled.origins)
+            if compiled.originsBroken, verdict == .allow, (try? CanvasURL(target).origin) != canvas.relayOrigin, target != "about:blank" {
+                verdict = .refuse(reason: "this node's origin rules do not parse (fix them in paired.json)", origin: nil)
+            }
+            if case let .refuse(reason, origin) = verdict {
+                let hint = origin.map { "lanbridge nodes allow \(paired.nodeId) \($0)" }
+                var extra: [String: JSONValue] = ["reason": .string(AccessDecision.DenyReason.canvasURL(reason).code)]
+                if let origin { extra["origin"] = .string(origin) }
+                if let hint { extra["hint"] = .string(hint) }
+                return .refuse(ErrorMessage(code: ErrorMessage.forbidden,
+                                            message: "\(command): a canvas may not load \(origin ?? "this URL"): \(reason)" + (hint.map { " (\($0))" } ?? ""),
+                                            details: details.merging(extra), retryable: false), denied: .canvasURL(reason))
+            }
+            if target != url, case var .object(fields)? = params {
+                fields["url"] = .string(target)
+                params = .object(fields)
+            }
+        }
         guard let session else {
             let refusal = ErrorMessage(code: ErrorMessage.nodeNotConnected, message: "\(name) is not connected", details: details, retryable: true)
             return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
@@ -104,7 +156,7 @@ struct InvokeGate {
             return refuse(ErrorMessage.rateLimited, "too many snapshots from this node; at most \(limits.snapshotsPerMinute) a minute",
                           details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs)
         }
-        return .relay(node: paired, connection: session.connection, timeoutMs: timeoutMs)
+        return .relay(node: paired, connection: session.connection, timeoutMs: timeoutMs, params: params)
     }
 
     private func refuse(_ code: String, _ message: String, details: JSONValue? = nil, retryable: Bool? = nil, retryAfterMs: Int? = nil) -> Verdict {

@@ -34,6 +34,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     private var link: GatewayLinkHandler?
     /// With the OpenClaw gateway protocol: the nodes' sockets there (set before the bridge listens).
     var openClaw: OpenClawLinks?
+    /// The canvas relay, when there is a canvas host (set before the bridge listens).
+    var canvasRelay: CanvasRelay?
     private var nextGeneration = 0
 
     /// Control-socket requests waiting for their answer, with the connection each came on.
@@ -87,7 +89,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 if let slot { admission.release(slot) }
                 return
             }
-            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot), now: .now, wall: Date()))
+            let local = channels[id]?.localAddress?.ipAddress
+            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local), now: .now, wall: Date()))
         }
     }
 
@@ -115,6 +118,30 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         channels[id] = nil
         if let slot = handshaking.removeValue(forKey: id) { admission.release(slot) }
         inOrder { [self] in perform(core.channelClosed(id, now: .now)) }
+    }
+
+    // MARK: - The canvas relay (any loop: these hop)
+
+    /// The relay listens: nodes that connect from now on are told where, and with which pin.
+    func setCanvas(_ relay: CanvasRelay, _ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) async {
+        try? await loop.submit { [self] in
+            canvasRelay = relay
+            perform(core.setCanvas(info, status: status))
+        }.get()
+    }
+
+    /// Whose capability this is, and what it opens upstream (a hit extends it).
+    func canvasUse(_ capability: String) -> EventLoopFuture<(CanvasGrants.Lookup, upstream: String?)> {
+        loop.submit { [self] in
+            let answer = core.canvasUse(capability, now: .now)
+            perform(core.drain())
+            return answer
+        }
+    }
+
+    /// A node's OpenClaw socket was given (or lost) its canvas capability.
+    func canvasUpstream(_ capability: String?, node: Fingerprint) {
+        loop.execute { [self] in core.canvasGrants.setUpstream(capability.map { CanvasGrants.Upstream(capability: $0) }, node: node) }
     }
 
     // MARK: - The gateway (called on the loop by `GatewayLinkHandler`)
@@ -413,6 +440,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 openClaw?.presence(presence)
             case let .openClawEvent(node, event, payload, tag):
                 openClaw?.nodeEvent(event, payload: payload, tag: tag, on: node)
+            case let .canvasRevoked(node):
+                canvasRelay?.revoke(node)
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in

@@ -51,6 +51,11 @@ public final class BridgeMetrics: Sendable {
     /// An HTTP connection refused past its peer's bound.
     func httpRefused(_ reason: String) { counter("lanbridge_http_refusals_total", ("reason", reason))?.increment() }
 
+    /// The canvas relay refused a request or cut a response: a `CanvasRequest.Refusal.reason` or a limit's name.
+    func canvasRefused(_ reason: String) { counter("lanbridge_canvas_refusals_total", ("reason", reason))?.increment() }
+    /// A request the canvas relay passed upstream.
+    func canvasRelayed() { counter("lanbridge_canvas_requests_total")?.increment() }
+
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
     /// A node's result nobody waited for any more, by `InvokeRouter.DropReason`.

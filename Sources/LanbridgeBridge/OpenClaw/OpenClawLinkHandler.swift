@@ -138,6 +138,8 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
                 links.cancel(invokeID, on: node)
             case let .eventAnswered(tag, result):
                 links.eventAnswered(tag, result)
+            case let .canvasCapability(capability):
+                links.canvas(capability, from: self)
             case let .close(reason, retry):
                 ending.set(reason, retry)
                 sendClose(.policyViolation, "")

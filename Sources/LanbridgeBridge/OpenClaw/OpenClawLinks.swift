@@ -202,6 +202,13 @@ final class OpenClawLinks: @unchecked Sendable {
     func detach(_ handler: OpenClawLinkHandler) {
         guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
         link.handler = nil
+        driver?.canvasUpstream(nil, node: handler.node)  // the gateway's capability died with the socket
+    }
+
+    /// The node's current socket was given a canvas capability by the gateway.
+    func canvas(_ capability: String, from handler: OpenClawLinkHandler) {
+        guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
+        driver?.canvasUpstream(capability, node: handler.node)
     }
 
     func sessionUp(_ handler: OpenClawLinkHandler, protocolVersion: Int, deviceId: String, offered: [String]) {

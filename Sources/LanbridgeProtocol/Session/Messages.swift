@@ -14,6 +14,8 @@ public struct Welcome: SessionMessage {
     /// Where the node may dial the bridge, best first (`host:port`, at most 4): sent only with
     /// `paired: true`. Hints to remember; the pinned key decides.
     public var addresses: [String]?
+    /// The agent's canvas, when the bridge has a canvas host (§9.7): sent only with `paired: true`.
+    public var canvas: CanvasAccess?
     public init(bridgeName: String, paired: Bool, nodeId: Fingerprint) {
         (self.bridgeName, self.paired, self.nodeId) = (bridgeName, paired, nodeId)
     }
@@ -65,6 +67,8 @@ public struct PairResolved: SessionMessage {
     public var nodeId: Fingerprint
     /// With `approved`: as `Welcome.addresses`.
     public var addresses: [String]?
+    /// With `approved`: as `Welcome.canvas`.
+    public var canvas: CanvasAccess?
     public init(outcome: Outcome, nodeId: Fingerprint) { (self.outcome, self.nodeId) = (outcome, nodeId) }
 }
 

@@ -29,7 +29,7 @@ public enum SessionMessages {
         PairRequest.self, PairChallenge.self, PairReveal.self, PairPending.self, PairResolved.self,
         InviteRedeem.self, Welcome.self, ErrorMessage.self, Ping.self, Pong.self, AppState.self, Revoked.self,
         Invoke.self, InvokeResult.self, InvokeCancel.self, NodeEvent.self, GatewayCall.self, GatewayCallResult.self,
-        PushRegister.self, PushResult.self,
+        PushRegister.self, PushResult.self, CanvasRefresh.self, CanvasGrant.self,
     ]
     private static let byType: [String: any SessionMessage.Type] = Dictionary(uniqueKeysWithValues: known.map { ($0.type, $0) })
 

@@ -97,8 +97,9 @@ public struct BridgeSettings: Sendable {
         public static let defaultPort = 18793
         /// `--no-canvas`, or `enabled: false`.
         public var enabled = true
-        /// The relay's port on each LAN listener address.
-        public var port = Canvas.defaultPort
+        /// `PORT` (or `:PORT`): the relay on each of the bridge's listen addresses at that port;
+        /// `HOST:PORT`: on that address only. Nil: `:18793`, and if that is taken, no relay.
+        public var listen: String?
         /// In §12 mode, the canvas host behind the relay: `http://127.0.0.1:PORT` or
         /// `unix:/path`. In `openclaw` mode the gateway's own canvas host is used.
         public var upstream: String?
@@ -286,9 +287,13 @@ public struct BridgeSettings: Sendable {
             var settings = BridgeSettings()
             let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas"])
             if let canvas = top["canvas"] {
-                let c = try object(canvas, "canvas", keys: ["enabled", "port", "upstream", "allowOrigins", "denyOrigins", "capabilityTTLMs"])
+                let c = try object(canvas, "canvas", keys: ["enabled", "listen", "upstream", "allowOrigins", "denyOrigins", "capabilityTTLMs"])
                 if let v = c["enabled"] { settings.canvas.enabled = try bool(v, "canvas.enabled") }
-                if let v = c["port"] { settings.canvas.port = try count(v, "canvas.port", range: 1...65535) }
+                if let v = c["listen"] {
+                    let text = try string(v, "canvas.listen")
+                    guard CanvasListen(text) != nil else { throw fail("canvas.listen", "expected PORT, :PORT or HOST:PORT (e.g. 18793 or 192.168.1.10:18793)") }
+                    settings.canvas.listen = text
+                }
                 if let v = c["capabilityTTLMs"] { settings.canvas.capabilityTTLMs = try count(v, "canvas.capabilityTTLMs", range: 10_000...86_400_000) }
                 if let v = c["upstream"] {
                     let text = try string(v, "canvas.upstream")

@@ -40,3 +40,20 @@ public enum CanvasUpstream: Equatable, Sendable, CustomStringConvertible {
         }
     }
 }
+
+/// Where the canvas relay listens: a port on each of the bridge's listen addresses, or one address.
+public struct CanvasListen: Equatable, Sendable {
+    /// Nil: every address the bridge listens on.
+    public var host: String?
+    public var port: Int
+
+    public init?(_ text: String) {
+        let body = text.hasPrefix(":") ? String(text.dropFirst()) : text
+        if let port = Int(body), (0...65535).contains(port) {
+            (host, self.port) = (nil, port)
+            return
+        }
+        guard let address = try? ListenAddress(text, allowRemote: true) else { return nil }
+        (host, port) = (address.host, address.port)
+    }
+}

@@ -83,6 +83,17 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var controlSocket: String?
     /// The approval console's base URL, when it is on.
     public var console: String?
+    /// The canvas relay, when it is on.
+    public var canvas: Canvas?
+    public struct Canvas: Codable, Sendable, Equatable {
+        /// `host:port` of each listener.
+        public var listening: [String]
+        /// SHA-256 of its certificate (what nodes pin), lowercase hex.
+        public var tlsSha256: String
+        /// The canvas host it fetches from.
+        public var upstream: String
+        public init(listening: [String], tlsSha256: String, upstream: String) { (self.listening, self.tlsSha256, self.upstream) = (listening, tlsSha256, upstream) }
+    }
 
     public init(pid: Int32 = getpid(), bridgeName: String, listening: [String], startedAt: Date, nodes: [String: Node] = [:]) {
         (self.pid, self.bridgeName, self.listening, self.startedAt, self.nodes) = (pid, bridgeName, listening, startedAt, nodes)

@@ -12,6 +12,8 @@ public struct StatusReport: Encodable, Sendable {
     public let reachable: [String]
     /// The approval console's address (`lanbridge ui` logs in), when it is on.
     public let console: String?
+    /// The canvas relay, when it is on: where, its certificate's SHA-256, and its canvas host.
+    public let canvas: RuntimeStatus.Canvas?
     public let mdns: String?
     public let mdnsName: String?
     public let gateway: String?
@@ -33,7 +35,7 @@ public struct StatusReport: Encodable, Sendable {
         let live = runtime?.nodes.filter { paired.contains($0.key) }.map(\.value) ?? []
         return StatusReport(
             running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
-            reachable: runtime?.reachable ?? [], console: runtime?.console, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
+            reachable: runtime?.reachable ?? [], console: runtime?.console, canvas: runtime?.canvas, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
             nodes: .init(paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
                          pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
                          invites: current.invites.invites.filter { $0.expiresAt > now }.count),

@@ -18,11 +18,15 @@ Reads commands on stdin:
                                                    gateway that ignores it would: not upstream)
   approve REQUEST (a device's or a node surface's)     rotate DEVICE     kick DEVICE     cancel INVOKE
   devices             (prints "devices N upgrades M" and one "device ID PLATFORM FAMILY" line each)
+  reload              (sends "reload" on every live-reload socket of the canvas host)
+The canvas host (openclaw_canvas.py) shares the port, as upstream's does, and prints
+"canvas STATUS PATH" for every request it answers.
 """
 import asyncio, base64, hashlib, hmac, json, os, secrets, ssl, sys, time, uuid
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 from websockets.asyncio.server import serve, unix_serve
+import openclaw_canvas as canvas_host
 
 TOKEN = sys.argv[1]
 MANUAL = "--manual" in sys.argv
@@ -54,7 +58,9 @@ ALLOW = {  # [A] platform defaults, §5.1
                        "system.which", "system.notify", "browser.proxy"],
     "linux": ["system.run.prepare", "system.run", "system.which", "system.notify", "browser.proxy"],
 }
-NODE_METHODS = {"node.invoke.result", "node.event", "node.pending.drain", "node.pending.pull", "node.pending.ack", "health", "skills.bins"}
+NODE_METHODS = {"node.invoke.result", "node.event", "node.pending.drain", "node.pending.pull", "node.pending.ack", "health", "skills.bins",
+                "node.canvas.capability.refresh"}
+reloads = set()
 
 devices = {}   # deviceId -> {publicKey, platform, family, token}
 pending = {}   # requestId -> device record awaiting approval
@@ -237,6 +243,7 @@ async def handshake(ws):
         "features": {"methods": sorted(NODE_METHODS), "events": ["tick", "node.invoke.request"]},
         "snapshot": {"presence": [], "health": {}, "stateVersion": {"presence": 0, "health": 0}, "uptimeMs": 0},
         "auth": {"deviceToken": known["token"], "role": "node", "scopes": []},
+        "canvasHostUrl": canvas_host.host_url(ws, canvas_host.mint(ws)),
         "policy": {"maxPayload": 26214400, "maxBufferedBytes": 52428800, "tickIntervalMs": TICK_MS}}))
     say(f"connected {device_id} {platform} {client.get('displayName', '')}|commands={','.join(declared)}")
     return device_id
@@ -281,6 +288,11 @@ async def node_request(ws, device_id, msg, unauthorized):
         if entry:
             entry[2].set_result(params)
         await ws.send(frame("res", id=rid, ok=True, payload={"ok": True, **({} if entry else {"ignored": True})}))
+    elif method == "node.canvas.capability.refresh":
+        cap = canvas_host.mint(ws)
+        say(f"canvas-refresh {device_id}")
+        await ws.send(frame("res", id=rid, ok=True, payload={"canvasCapability": cap, "canvasCapabilityExpiresAtMs": int((time.time() + canvas_host.TTL_S) * 1000),
+                                                             "canvasHostUrl": canvas_host.host_url(ws, cap)}))
     elif method == "node.pending.pull":
         actions = queue.get(device_id, [])
         await ws.send(frame("res", id=rid, ok=True, payload={"nodeId": device_id, "actions": actions}))
@@ -312,6 +324,15 @@ async def node_request(ws, device_id, msg, unauthorized):
 
 
 async def connection(ws):
+    if ws.request.path.partition("?")[0].endswith("/__openclaw__/ws"):
+        return await canvas_host.live_reload(say, ws, reloads)
+    try:
+        await session(ws)
+    finally:
+        canvas_host.forget(ws)
+
+
+async def session(ws):
     device_id = await handshake(ws)
     if not device_id:
         return
@@ -405,6 +426,10 @@ async def commands():
         elif words[0] == "cancel" and words[1] in invokes:
             device_id = invokes[words[1]][0]
             await sessions[device_id][0].send(frame("event", event="node.invoke.cancel", payload={"invokeId": words[1], "nodeId": device_id}))
+        elif words[0] == "reload":
+            for ws in list(reloads):
+                await ws.send("reload")
+            say(f"reloaded {len(reloads)}")
         elif words[0] == "devices":
             say(f"devices {len(devices)} upgrades {upgraded[0]}")
             for device_id, record in devices.items():
@@ -424,7 +449,8 @@ async def main():
         i = sys.argv.index("--tls")
         tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         tls.load_cert_chain(sys.argv[i + 1], sys.argv[i + 2])
-    async with serve(connection, "127.0.0.1", 0, max_size=PREAUTH_BYTES * 400, ssl=tls) as server:
+    async with serve(connection, "127.0.0.1", 0, max_size=PREAUTH_BYTES * 400, ssl=tls,
+                     process_request=lambda c, r: canvas_host.process_request(say, c, r)) as server:
         say(f"listening {server.sockets[0].getsockname()[1]}")
         await commands()
 

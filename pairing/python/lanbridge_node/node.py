@@ -20,6 +20,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 
 import lanbridge_wire as wire
 
+from .canvas import Canvas
 from .session import AsyncSession
 from .store import BridgePin, NodeStore, now
 
@@ -232,6 +233,8 @@ class Node:
         self.discover = discover
         self._handlers: Dict[str, Handler] = {}
         self._session: Optional[AsyncSession] = None
+        #: The agent's canvas as the bridge last said (PROTOCOL.md §9.7); None without a canvas host.
+        self.canvas: Optional[Canvas] = None
         self._foreground = True
         self._calls: Dict[str, Tuple[AsyncSession, asyncio.Future]] = {}
         self._ids = itertools.count(1)
@@ -393,6 +396,11 @@ class Node:
             message["topic"] = topic
         await self._request("push", message, timeout)
 
+    async def refresh_canvas(self, timeout: float = 30.0) -> "Canvas":
+        """Extends this session's canvas capability (§9.7) and returns the canvas; raises
+        LanbridgeError UNAVAILABLE when the bridge has no canvas host."""
+        return await self._request("canvas", {"type": "canvas.refresh"}, timeout)
+
     async def _request(self, prefix: str, message: dict, timeout: float) -> Any:
         """Sends a message the bridge answers by `id` (gateway.result, push.result), on this
         connection, and waits for that answer."""
@@ -466,6 +474,7 @@ class Node:
             if address != (pin.host, pin.port) or listed != pin.addresses:
                 self.store.save_pin(BridgePin(pin.public_key, address[0], address[1], pin.bridge_name, pin.paired_at, listed))
             self._session = session
+            self.canvas = Canvas.from_json(welcome.get("canvas"))
             await session.send({"type": "state", "foreground": self._foreground})
             self.connected.set()
             self.on_event("connected", str(welcome.get("bridgeName", "")))
@@ -487,6 +496,16 @@ class Node:
                             task.cancel()
                     elif kind == "ping":
                         await session.send({"type": "pong", "id": message.get("id")})
+                    elif kind == "canvas.grant":
+                        if message.get("canvas"):
+                            self.canvas = Canvas.from_json(message.get("canvas"))
+                        session_future = self._calls.get(str(message.get("id")))
+                        future = session_future[1] if session_future and session_future[0] is session else None
+                        if future is not None and not future.done():
+                            if self.canvas is not None and message.get("canvas"):
+                                future.set_result(self.canvas)
+                            else:
+                                future.set_exception(LanbridgeError.from_json(message.get("error") or {"code": "UNAVAILABLE", "message": "no canvas"}))
                     elif kind in ("gateway.result", "push.result"):
                         # An answer counts only on the connection its call went out on.
                         session_future = self._calls.get(str(message.get("id")))

@@ -85,9 +85,17 @@ public struct OpenClawNodeSession: Sendable {
         case cancel(invokeId: String)
         /// The gateway answered (or, the session ending, never will answer) a `nodeEvent` sent with `tag`.
         case eventAnswered(tag: String, Result<JSONValue?, ErrorMessage>)
+        /// The gateway's canvas capability for this socket (from `hello-ok.canvasHostUrl`, then
+        /// `node.canvas.capability.refresh`): what lanbridge's canvas relay presents upstream for
+        /// this node. A secret of the gateway's: never sent to the LAN, never logged.
+        case canvasCapability(String)
         /// Close the socket.
         case close(reason: String, retry: Retry)
     }
+
+    /// OpenClaw's capabilities last 10 minutes from their last use (canvas-capability.ts); the
+    /// session asks for a fresh one well before, so a page opened after a quiet spell still loads.
+    public static let canvasRefreshMs: Int64 = 4 * 60_000
 
     private enum State: Sendable {
         case awaitingChallenge(since: Int64)
@@ -106,6 +114,8 @@ public struct OpenClawNodeSession: Sendable {
     private var queuedRunning: Set<String> = []
     private var queuedDone: [String] = []
     private var nextRequest = 0
+    /// When the canvas capability was last given, if the gateway has a canvas host.
+    private var canvasSinceMs: Int64?
     /// `node.event` requests waiting for the gateway's reply, by request ID: the caller's tags.
     private var eventsWaiting: [String: String] = [:]
     /// A gateway that never answers cannot grow `eventsWaiting` past this (issue 41): later calls
@@ -204,6 +214,10 @@ public struct OpenClawNodeSession: Sendable {
             if nowMs - since > Configuration.handshakeTimeoutMs { return close("the gateway did not complete the handshake in time", .backoff) }
         case .ready:
             if nowMs - lastFrameMs > 2 * tickIntervalMs { return close("the gateway was silent for two tick intervals", .backoff) }
+            if let since = canvasSinceMs, nowMs - since >= Self.canvasRefreshMs {
+                canvasSinceMs = nowMs  // one request per interval, answered or not
+                return [request("node.canvas.capability.refresh", [:], id: "canvas")]
+            }
         case .closed:
             break
         }
@@ -214,7 +228,7 @@ public struct OpenClawNodeSession: Sendable {
     public var nextDeadlineMs: Int64? {
         switch state {
         case let .awaitingChallenge(since), let .awaitingHello(_, since): since + Configuration.handshakeTimeoutMs + 1
-        case .ready: lastFrameMs + 2 * tickIntervalMs + 1
+        case .ready: min(lastFrameMs + 2 * tickIntervalMs + 1, canvasSinceMs.map { $0 + Self.canvasRefreshMs } ?? .max)
         case .closed: nil
         }
     }
@@ -270,6 +284,10 @@ public struct OpenClawNodeSession: Sendable {
             if case let .number(tick)? = payload?["policy"]?["tickIntervalMs"], tick >= 1000, tick <= 600_000 { tickIntervalMs = Int64(tick) }
             state = .ready
             var actions: [Action] = []
+            if case let .string(url)? = payload?["canvasHostUrl"], let capability = Self.canvasCapability(inHostURL: url) {
+                canvasSinceMs = lastFrameMs
+                actions.append(.canvasCapability(capability))
+            }
             if case let .string(token)? = payload?["auth"]?["deviceToken"], !token.isEmpty, token != configuration.deviceToken {
                 configuration.deviceToken = token
                 actions.append(.storeDeviceToken(token))
@@ -358,6 +376,11 @@ public struct OpenClawNodeSession: Sendable {
 
     private mutating func response(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [Action] {
         if let tag = eventsWaiting.removeValue(forKey: id) { return [.eventAnswered(tag: tag, result)] }
+        if id.hasPrefix("canvas") {
+            guard case let .success(payload) = result, case let .string(capability)? = payload?["canvasCapability"],
+                  Self.isCapability(capability) else { return [] }
+            return [.canvasCapability(capability)]
+        }
         guard id.hasPrefix("pull"), case let .success(payload) = result, case let .array(actions)? = payload?["actions"] else { return [] }
         var out: [Action] = []
         for action in actions {
@@ -372,6 +395,21 @@ public struct OpenClawNodeSession: Sendable {
             out.append(.invoke(Invoke(id: actionId, command: lanbridge, params: params, timeoutMs: nil, idempotencyKey: "queued-\(actionId)", queued: true)))
         }
         return out
+    }
+
+    // MARK: - Canvas
+
+    /// The capability in a `canvasHostUrl` (`http://host:port/__openclaw__/cap/<cap>`), if any.
+    static func canvasCapability(inHostURL url: String) -> String? {
+        let marker = "/__openclaw__/cap/"
+        guard let range = url.range(of: marker) else { return nil }
+        let capability = String(url[range.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" })
+        return isCapability(capability) ? capability : nil
+    }
+
+    /// base64url, 8–128 characters: anything else is not passed on.
+    static func isCapability(_ text: String) -> Bool {
+        (8...128).contains(text.utf8.count) && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F }
     }
 
     // MARK: - Plumbing

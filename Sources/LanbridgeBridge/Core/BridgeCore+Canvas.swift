@@ -1,0 +1,90 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+
+/// The canvas relay as the core knows it: set by the driver once the relay listens.
+struct CanvasRelayInfo: Sendable, Equatable {
+    var port: Int
+    var tlsSha256: String
+    /// Origins of the canvas host behind the relay, as agent URLs name it
+    /// (`http://127.0.0.1:18789`): such URLs are rewritten to the node's relay URL.
+    var upstreamOrigins: [String]
+
+    /// How agent URLs may name the canvas host: its origin, and `localhost` for a loopback one.
+    static func origins(of upstream: CanvasUpstream) -> [String] {
+        guard case let .tcp(host, port) = upstream else { return [] }
+        let suffix = port == 80 ? "" : ":\(port)"
+        var origins = ["http://\(host.contains(":") ? "[\(host)]" : host)\(suffix)"]
+        if host == "127.0.0.1" || host == "::1" { origins.append("http://localhost\(suffix)") }
+        return origins
+    }
+}
+
+extension BridgeCore {
+    mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) -> [BridgeAction] {
+        canvasRelay = info
+        runtime.canvas = status
+        runtimeChanged = true
+        return drain()
+    }
+}
+
+/// The agent's canvas (issue 37): a capability per node session, in `welcome`, refreshed on
+/// request, looked up by the relay, and gone with the session.
+extension BridgeCore {
+    var canvasTTL: Double { Double(settings.canvas.capabilityTTLMs) / 1000 }
+
+    /// A fresh capability for the node's new session, and what to tell it; nil without a relay.
+    mutating func canvasGranted(to connection: Connection) -> CanvasAccess? {
+        guard let relay = canvasRelay, let host = connection.local else { return nil }
+        let capability = CanvasGrants.mint(random(CanvasGrants.randomBytes))
+        canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
+        // Wall time of the connection: the node learns a lapse no later than the real one.
+        return CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
+                            expiresAtMs: Int64((connection.connectedAt.timeIntervalSince1970 + canvasTTL) * 1000))
+    }
+
+    /// `canvas.refresh`: the session's capability, extended (minted again if it had lapsed).
+    mutating func canvasRefreshed(_ refresh: CanvasRefresh, for connection: Connection, wall: Date) -> CanvasGrant {
+        guard let relay = canvasRelay, let host = connection.local else {
+            return CanvasGrant(id: refresh.id, canvas: nil, error: ErrorMessage(code: ErrorMessage.unavailable, message: "this bridge has no canvas host"))
+        }
+        let capability = canvasGrants.capability(of: connection.nodeId) ?? CanvasGrants.mint(random(CanvasGrants.randomBytes))
+        canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
+        return CanvasGrant(id: refresh.id, canvas: CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
+                                                                expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000)))
+    }
+
+    /// The node's last session ended: its capability dies now, and so do its relay connections.
+    mutating func canvasSessionEnded(_ node: Fingerprint) {
+        guard canvasGrants.capability(of: node) != nil else { return }
+        canvasGrants.revoke(node)
+        actions.append(.canvasRevoked(node))
+    }
+
+    /// The relay asks: whose capability is this, and what does it open upstream.
+    mutating func canvasUse(_ capability: String, now: Moment) -> (CanvasGrants.Lookup, upstream: String?) {
+        self.now = now
+        let lookup = canvasGrants.use(capability, now: now, ttl: canvasTTL, limits: settings.limits)
+        guard case let .granted(node) = lookup else { return (lookup, nil) }
+        // Belt and braces: a grant is only as good as the paired session it was made for.
+        guard sessions[node] != nil, paired[node] != nil else {
+            canvasSessionEnded(node)
+            return (.unknown, nil)
+        }
+        return (lookup, canvasGrants.upstream[node]?.capability)
+    }
+
+    /// `https://host:port/__openclaw__/cap/<capability>`: the shape OpenClaw's apps expect of
+    /// `canvasHostUrl`, so they append `/__openclaw__/a2ui/` to it as they would upstream.
+    static func relayURL(host: String, port: Int, capability: String) -> String {
+        "https://\(host.contains(":") ? "[\(host)]" : host):\(port)\(CanvasRequest.capabilityPrefix)\(capability)"
+    }
+
+    /// The node's relay origin (`https://host:port`), for the URL policy; nil without a grant.
+    func canvasRelayBase(for connection: Connection?) -> String? {
+        guard let relay = canvasRelay, let connection, let host = connection.local,
+              let capability = canvasGrants.capability(of: connection.nodeId) else { return nil }
+        return Self.relayURL(host: host, port: relay.port, capability: capability)
+    }
+}

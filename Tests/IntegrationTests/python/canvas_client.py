@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""A node's webview, as far as the canvas relay can tell: HTTPS with the certificate pinned by
+the SHA-256 that came in `welcome.canvas` (lanbridge_node.canvas, the Python SDK's helper).
+
+  canvas_client.py fetch URL SHA256 [GET|HEAD]     -> "status N bytes M sha256 H" then "body JSON" (first 4 KiB)
+  canvas_client.py raw URL SHA256 HEAD_AS_JSON     -> sends the request head as given; "status N" or "closed"
+  canvas_client.py live URL SHA256                 -> opens the live-reload socket; "open", then "message TEXT"
+  canvas_client.py slow URL SHA256 SECONDS         -> sends a head a byte a second; "closed after S" when cut
+  canvas_client.py flood URL SHA256 RATE SECONDS   -> RATE bad requests a second (fresh TLS each); "flood N sent M answered"
+"""
+import asyncio, json, os, socket, ssl, sys, time
+from urllib.parse import urlsplit
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "pairing", "python"))
+from lanbridge_node.canvas import fetch, pinned_connection  # noqa: E402
+
+
+def say(line):
+    print(line, flush=True)
+
+
+def tls_socket(url, pin, timeout=10):
+    connection, _ = pinned_connection(url, pin, timeout)
+    return connection.sock
+
+
+def read_status(sock):
+    data = b""
+    try:
+        while b"\r\n" not in data:
+            chunk = sock.recv(4096)
+            if not chunk:
+                break
+            data += chunk
+    except (OSError, ssl.SSLError):
+        pass
+    line = data.split(b"\r\n", 1)[0].decode(errors="replace")
+    return f"status {line.split(' ')[1]}" if line.startswith("HTTP/1.1 ") else "closed"
+
+
+def main():
+    mode, url, pin = sys.argv[1], sys.argv[2], sys.argv[3]
+    if mode == "fetch":
+        import hashlib, http.client
+        method = sys.argv[4] if len(sys.argv) > 4 else "GET"
+        connection, target = pinned_connection(url, pin)
+        connection.request(method, target)
+        response = connection.getresponse()
+        status, headers = response.status, {k.lower(): v for k, v in response.getheaders()}
+        try:
+            body = response.read()
+        except http.client.IncompleteRead as cut:  # the relay stopped it (a limit): what came
+            body = cut.partial
+            say("cut")
+        say(f"status {status} bytes {len(body)} sha256 {hashlib.sha256(body).hexdigest()}")
+        say("headers " + json.dumps(headers, sort_keys=True))
+        say("body " + json.dumps(body[:4096].decode("utf-8", errors="replace")))
+    elif mode == "raw":
+        sock = tls_socket(url, pin)
+        sock.sendall(json.loads(sys.argv[4]).encode("latin-1"))
+        say(read_status(sock))
+    elif mode == "slow":
+        sock = tls_socket(url, pin, timeout=60)
+        start = time.monotonic()
+        try:
+            for byte in b"GET /__openclaw__/a2ui/ HTTP/1.1\r\nHost: x\r\n" * 100:
+                sock.sendall(bytes([byte]))
+                time.sleep(float(sys.argv[4]))
+        except (OSError, ssl.SSLError):
+            pass
+        say(f"closed after {time.monotonic() - start:.1f}")
+    elif mode == "live":
+        asyncio.run(live(url, pin))
+    elif mode == "flood":
+        rate, seconds = int(sys.argv[4]), float(sys.argv[5])
+        parts = urlsplit(url)
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+        sent = answered = 0
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            tick = time.monotonic()
+            for _ in range(rate // 10):
+                try:
+                    with socket.create_connection((parts.hostname, parts.port), timeout=2) as raw:
+                        with context.wrap_socket(raw) as sock:
+                            sock.sendall(b"GET /__openclaw__/cap/AAAAAAAAAAAAAAAAAAAAAAAA/__openclaw__/a2ui/ HTTP/1.1\r\nHost: x\r\n\r\n")
+                            sent += 1
+                            if read_status(sock) != "closed":
+                                answered += 1
+                except (OSError, ssl.SSLError):
+                    sent += 1
+            time.sleep(max(0, 0.1 - (time.monotonic() - tick)))
+        say(f"flood {sent} sent {answered} answered")
+
+
+async def live(url, pin):
+    import hashlib, hmac
+    from websockets.asyncio.client import connect
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    async with connect(url.replace("https://", "wss://", 1), ssl=context, open_timeout=10) as ws:
+        der = ws.transport.get_extra_info("ssl_object").getpeercert(binary_form=True)
+        if not hmac.compare_digest(hashlib.sha256(der).hexdigest(), pin):
+            say("pin mismatch")
+            return
+        say("open")
+        try:
+            async for message in ws:
+                say(f"message {message}")
+        except Exception:
+            pass
+        say("closed")
+
+
+main()
