@@ -107,6 +107,44 @@ struct CanvasEndToEndTests {
         #expect(after.status == 404, "\(after.all)")
     }
 
+    /// Headless Chromium stands in for the node's webview: it trusts the relay's key only (pinned by
+    /// SPKI, after the certificate matched the pin the node got), loads the A2UI page with its
+    /// script, and the page's live-reload socket opens through the relay.
+    @Test(.enabled(if: ConsoleBrowser.missing == nil, Comment(rawValue: ConsoleBrowser.missing ?? "")))
+    func chromiumLoadsThePageWithTheCertificatePinnedAndItsLiveReloadSocketOpens() throws {
+        let stack = try Stack()
+        let url = stack.canvas.url + "/__openclaw__/a2ui/?platform=android&oc_cap=" + stack.canvas.capability
+        let lines = try Self.webview(["browser", url, stack.canvas.sha256])
+        #expect(lines.contains("title live") && lines.contains { $0.contains("A2UI host") }, "\(lines)")
+        try stack.gateway.waitFor("livereload")
+    }
+
+    /// §12 mode: a plain static server on loopback as `canvas.upstream`, no gateway at all.
+    @Test func withoutOpenClawAStaticServerOnLoopbackIsTheCanvasHost() throws {
+        let root = TemporaryDirectory("canvas-root")
+        let pages = root.url.appendingPathComponent("__openclaw__/canvas")
+        try FileManager.default.createDirectory(at: pages, withIntermediateDirectories: true)
+        try Data("<p>static canvas</p>".utf8).write(to: pages.appendingPathComponent("hello.html"))
+        try Data("private".utf8).write(to: root.url.appendingPathComponent("secret.txt"))
+        let server = try ChildProcess(URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
+                                      mergeStandardError: true)
+        let port = Int(try server.waitForLine(timeout: 30) { $0.contains("Serving HTTP") }.split(separator: " ")[5]) ?? 0
+        let state = TemporaryDirectory("bridge")
+        try Data(#"{"canvas": {"upstream": "http://127.0.0.1:\#(port)"}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
+        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--canvas-listen", "0"])
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "tablet"])
+        try node.pair(with: bridge)
+        let words = try node.waitFor("canvas").split(separator: " ").map(String.init)
+        let canvas = Canvas(url: words[0], sha256: words[1])
+        let page = try Self.fetch(canvas.url + "/__openclaw__/canvas/hello.html", canvas.sha256)
+        #expect(page.status == 200 && page.body == "<p>static canvas</p>", "\(page.all)")
+        #expect(try Self.fetch(canvas.url + "/__openclaw__/canvas/hello.html", canvas.sha256, method: "HEAD").status == 200)
+        for target in ["/__openclaw__/cap/\(canvas.capability)/secret.txt", "/__openclaw__/cap/\(canvas.capability)/__openclaw__/canvas/%2e%2e/%2e%2e/secret.txt"] {
+            #expect(try Self.webview(["raw", canvas.origin, canvas.sha256, try jsonString("GET \(target) HTTP/1.1\r\nHost: x\r\n\r\n")]) == ["status 404"])
+        }
+        server.killIfRunning()
+    }
+
     @Test func afterRevokeTheCapabilityIs404AtOnceAndNothingReachesTheGateway() throws {
         let stack = try Stack()
         #expect(try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256).status == 200)

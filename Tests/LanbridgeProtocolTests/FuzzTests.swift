@@ -107,6 +107,8 @@ extension FuzzTests {
             GatewayCallResult(id: "c1", result: .failure(ErrorMessage(code: ErrorMessage.forbidden, message: "no", details: ["reason": "x"], retryAfterMs: 3))),
             PushRegister(id: "p1", provider: "apns", token: String(repeating: "ab", count: 32), environment: "sandbox", topic: "com.example.app"),
             PushResult(id: "p1", error: ErrorMessage(code: ErrorMessage.invalidRequest, message: "no")),
+            CanvasRefresh(id: "v1"),
+            CanvasGrant(id: "v1", canvas: CanvasAccess(url: "https://10.0.0.2:18793/__openclaw__/cap/abc", tlsSha256: String(repeating: "0f", count: 32), expiresAtMs: 1_800_000_000_000)),
         ]
         #expect(Set(messages.map { type(of: $0).type }).count == SessionMessages.known.count - 2, "all but the two with dates")
         for message in messages {

@@ -21,7 +21,10 @@ struct BridgeSettingsTests {
     @Test(arguments: [
         (#"{"acess": {}}"#, "acess: unknown key"),
         (#"{"access": {"defaults": {"ios": {"add": ["canvas.*", "camera.snpa"]}}}}"#, "access.defaults.ios.add[1]: \"camera.snpa\" matches no known command"),
-        (#"{"access": {"defaults": {"ios": {"add": ["Canvas.*"]}}}}"#, "access.defaults.ios.add[0]: bad command pattern"),
+        (#"{"access": {"defaults": {"ios": {"add": ["Canvas .*"]}}}}"#, "access.defaults.ios.add[0]: bad command pattern"),
+        (#"{"canvas": {"upstream": "http://192.168.1.5:80"}}"#, "canvas.upstream: expected a loopback"),
+        (#"{"canvas": {"allowOrigins": ["https://example.com/path"]}}"#, "canvas.allowOrigins[0]: an origin has no path"),
+        (#"{"canvas": {"listen": "nowhere"}}"#, "canvas.listen: expected PORT"),
         (#"{"access": {"defaults": {"windows": {}}}}"#, "access.defaults.windows: unknown key"),
         (#"{"access": {"foreground": ["screen.*", "scren.*"]}}"#, "access.foreground[1]"),
         (#"{"limits": {"maxResultBytes": "8MB"}}"#, "limits.maxResultBytes: expected a whole number"),

@@ -7,6 +7,8 @@ the SHA-256 that came in `welcome.canvas` (lanbridge_node.canvas, the Python SDK
   canvas_client.py live URL SHA256                 -> opens the live-reload socket; "open", then "message TEXT"
   canvas_client.py slow URL SHA256 SECONDS         -> sends a head a byte a second; "closed after S" when cut
   canvas_client.py flood URL SHA256 RATE SECONDS   -> RATE bad requests a second (fresh TLS each); "flood N sent M answered"
+  canvas_client.py browser URL SHA256              -> headless Chromium, the relay's key pinned (--ignore-certificate-errors-spki-list),
+                                                      loads URL; "title T" once the page's live-reload socket is open (title "live")
 """
 import asyncio, json, os, socket, ssl, sys, time
 from urllib.parse import urlsplit
@@ -69,6 +71,8 @@ def main():
         except (OSError, ssl.SSLError):
             pass
         say(f"closed after {time.monotonic() - start:.1f}")
+    elif mode == "browser":
+        browser(url, pin)
     elif mode == "live":
         asyncio.run(live(url, pin))
     elif mode == "flood":
@@ -92,6 +96,38 @@ def main():
                     sent += 1
             time.sleep(max(0, 0.1 - (time.monotonic() - tick)))
         say(f"flood {sent} sent {answered} answered")
+
+
+def browser(url, pin):
+    """Chromium trusts no CA for the relay: only the key whose SPKI hash we pass, and only after
+    the certificate it belongs to matched the pin from the Noise session."""
+    import base64, hashlib
+    from cryptography import x509
+    from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+    sock = tls_socket(url, pin)  # raises unless the certificate is the pinned one
+    der = sock.getpeercert(binary_form=True)
+    sock.close()
+    spki = x509.load_der_x509_certificate(der).public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                 "--ignore-certificate-errors-spki-list=" + base64.b64encode(hashlib.sha256(spki).digest()).decode()]:
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
+    try:
+        driver.set_page_load_timeout(30)
+        driver.get(url)
+        try:
+            WebDriverWait(driver, 20).until(lambda d: d.title == "live")
+        except Exception:
+            pass
+        say(f"title {driver.title}")
+        say("text " + json.dumps(driver.execute_script("return document.body ? document.body.innerText : ''")))
+    finally:
+        driver.quit()
 
 
 async def live(url, pin):
