@@ -31,6 +31,6 @@ struct Lanbridge: AsyncParsableCommand {
           78   the config file or a setting is wrong (or the state directory is writable by others); the message names it
         """,
         version: BridgeServer.version,
-        subcommands: [ServeCommand.self, StatusCommand.self, NodesCommand.self, UICommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
+        subcommands: [ServeCommand.self, StatusCommand.self, NodesCommand.self, UICommand.self, CanvasCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self, DoctorCommand.self, AuditCommand.self]
     )
 }

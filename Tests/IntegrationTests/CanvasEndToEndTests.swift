@@ -145,6 +145,22 @@ struct CanvasEndToEndTests {
         server.killIfRunning()
     }
 
+    /// `canvas rotate-cert`: the certificate is kept across restarts until rotated; a rotation
+    /// serves the new one at once and tells the connected node its new pin, capability unchanged.
+    @Test func aRotatedCertificateReachesTheConnectedNodeAndTheOldPinNoLongerMatches() throws {
+        let stack = try Stack()
+        let rotated = try CLI.run(["canvas", "rotate-cert", "--json", "--state-dir", stack.bridge.state.path])
+        #expect(rotated.status == 0, "\(rotated)")
+        let answer = try JSONDecoder().decode(JSONValue.self, from: Data(rotated.stdout.utf8))
+        let words = try stack.node.waitFor("canvas").split(separator: " ").map(String.init)
+        #expect(words[0] == stack.canvas.url && words[1] != stack.canvas.sha256 && answer["tlsSha256"] == .string(words[1]), "\(words) \(answer)")
+        let old = try Self.webview(["fetch", stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256])
+        #expect(old.joined().contains("not the pinned one"), "\(old)")
+        #expect(try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", words[1]).status == 200)
+        let status = try CLI.run(["status", "--json", "--state-dir", stack.bridge.state.path])
+        #expect(status.stdout.contains(words[1]))
+    }
+
     @Test func afterRevokeTheCapabilityIs404AtOnceAndNothingReachesTheGateway() throws {
         let stack = try Stack()
         #expect(try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256).status == 200)

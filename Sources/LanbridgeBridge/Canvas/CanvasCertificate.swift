@@ -98,3 +98,11 @@ struct CanvasCertificate {
         return Array(UnsafeBufferPointer(start: contents, count: length))
     }
 }
+
+/// The certificate file for the CLI (`lanbridge canvas rotate-cert` without a daemon).
+public enum CanvasCertificateFile {
+    /// Replaces the kept key and certificate; returns the new certificate's SHA-256 (hex).
+    public static func rotate(directory: StateDirectory) throws -> String {
+        try CanvasCertificate.rotate(directory: directory).sha256
+    }
+}

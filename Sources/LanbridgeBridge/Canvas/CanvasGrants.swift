@@ -48,6 +48,8 @@ struct CanvasGrants {
         digestByNode[node].flatMap { byDigest[$0] }.map { String(decoding: $0.capability, as: UTF8.self) }
     }
 
+    func expiry(of node: Fingerprint) -> Moment? { digestByNode[node].flatMap { byDigest[$0]?.expires } }
+
     mutating func setUpstream(_ value: Upstream?, node: Fingerprint) { upstream[node] = value }
 
     enum Lookup: Equatable {

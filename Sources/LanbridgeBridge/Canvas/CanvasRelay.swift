@@ -29,7 +29,8 @@ final class CanvasRelay: @unchecked Sendable {
     let configuration: Configuration
     private let driver: BridgeDriver
     private let logger: Logger
-    private let context: NIOSSLContext
+    /// Replaced by `lanbridge canvas rotate-cert`: new connections get the new certificate.
+    private let context: NIOLockedValueBox<NIOSSLContext>
     private let table = NIOLockedValueBox(Connections())
     private let refusals = NIOLockedValueBox(RefusalSummary())
 
@@ -45,11 +46,20 @@ final class CanvasRelay: @unchecked Sendable {
         self.configuration = configuration
         self.driver = driver
         self.logger = logger
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(configuration.certificate.certificate)],
-                                                           privateKey: .privateKey(configuration.certificate.key))
+        context = NIOLockedValueBox(try Self.context(configuration.certificate))
+    }
+
+    static func context(_ certificate: CanvasCertificate) throws -> NIOSSLContext {
+        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate.certificate)], privateKey: .privateKey(certificate.key))
         tls.minimumTLSVersion = .tlsv12
         tls.applicationProtocols = ["http/1.1"]
-        context = try NIOSSLContext(configuration: tls)
+        return try NIOSSLContext(configuration: tls)
+    }
+
+    /// Serve this certificate from now on.
+    func use(_ certificate: CanvasCertificate) throws {
+        let next = try Self.context(certificate)
+        context.withLockedValue { $0 = next }
     }
 
     func bind(host: String, port: Int) async throws -> any Channel {
@@ -64,7 +74,7 @@ final class CanvasRelay: @unchecked Sendable {
                         return
                     }
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: context))
+                    try sync.addHandler(NIOSSLServerHandler(context: context.withLockedValue { $0 }))
                     try sync.addHandler(IdleStateHandler(allTimeout: .milliseconds(Int64(configuration.limits.canvasIdleMs))))
                     try sync.addHandler(CanvasFrontHandler(relay: self, id: id))
                 }

@@ -21,6 +21,24 @@ struct CanvasRelayInfo: Sendable, Equatable {
 }
 
 extension BridgeCore {
+    /// A new certificate: status shows it, and every connected node hears its new pin (an
+    /// unsolicited `canvas.grant`, id ""), its capability unchanged.
+    mutating func canvasCertificateRotated(_ sha256: String, now: Moment, wall: Date) -> [BridgeAction] {
+        self.now = now
+        guard var relay = canvasRelay else { return drain() }
+        relay.tlsSha256 = sha256
+        canvasRelay = relay
+        runtime.canvas?.tlsSha256 = sha256
+        runtimeChanged = true
+        for (node, id) in sessions.sorted(by: { $0.value < $1.value }) {
+            guard let connection = connections[id], let host = connection.local, let capability = canvasGrants.capability(of: node) else { continue }
+            let expires = canvasGrants.expiry(of: node).map { Int64(($0.timeIntervalSince(now) + wall.timeIntervalSince1970) * 1000) } ?? 0
+            send(CanvasGrant(id: "", canvas: CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: sha256,
+                                                          expiresAtMs: expires)), to: id)
+        }
+        return drain()
+    }
+
     mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) -> [BridgeAction] {
         canvasRelay = info
         runtime.canvas = status

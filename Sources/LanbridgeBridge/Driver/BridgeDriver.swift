@@ -130,6 +130,25 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }.get()
     }
 
+    static let canvasRotate = "canvas.rotateCertificate"
+
+    /// `lanbridge canvas rotate-cert` with the daemon up: a new key and certificate, kept, served
+    /// to new connections at once, and announced to every connected node (`canvas.grant`).
+    func rotateCanvasCertificate() async -> InvokeAnswer {
+        guard let relay = try? await loop.submit({ [self] in canvasRelay }).get() else {
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the canvas relay is off"))
+        }
+        do {
+            let certificate = try CanvasCertificate.rotate(directory: io.store.directory)
+            try relay.use(certificate)
+            try await loop.submit { [self] in perform(core.canvasCertificateRotated(certificate.sha256, now: .now, wall: Date())) }.get()
+            logger.notice("canvas relay certificate rotated", metadata: ["sha256": "\(certificate.sha256)"])
+            return .success(.value(["tlsSha256": .string(certificate.sha256)]))
+        } catch {
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "cannot rotate the canvas certificate: \(error)"))
+        }
+    }
+
     /// Whose capability this is, and what it opens upstream (a hit extends it).
     func canvasUse(_ capability: String) -> EventLoopFuture<(CanvasGrants.Lookup, upstream: String?)> {
         loop.submit { [self] in
@@ -211,6 +230,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// A request from the operator's control socket, answered like the gateway's.
     func request(method: String, params: JSONValue?, client: Int = 0) async -> InvokeAnswer {
+        if method == Self.canvasRotate { return await rotateCanvasCertificate() }
         let promise = loop.makePromise(of: InvokeAnswer.self)
         loop.execute { [self] in
             nextControl += 1
