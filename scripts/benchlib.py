@@ -115,7 +115,7 @@ def write_paired(state, nodes):
         json.dump({"version": 1, "nodes": nodes, "blocked": []}, f)
 
 
-def bridge_with_gateway(tmp, state, gateway_port, config):
+def bridge_with_gateway(tmp, state, gateway_port, config, extra=()):
     """`lanbridge serve` on loopback with the load generator as its gateway; returns once the
     gateway link is up (invites name the address the bridge listens on, from runtime.json)."""
     tokfile = os.path.join(tmp, "token")
@@ -125,15 +125,15 @@ def bridge_with_gateway(tmp, state, gateway_port, config):
         json.dump(config, f)
     bridge = spawn([f"{BIN}/lanbridge", "serve", "--state-dir", state, "--bind", "loopback", "--port", "0", "--no-mdns",
                     "--gateway", f"ws://127.0.0.1:{gateway_port}", "--gateway-token-file", tokfile, "--gateway-auth", "bearer",
-                    "--log-level", "error"], quiet=True)
+                    "--log-level", "error", *extra], quiet=True)
     runtime = os.path.join(state, "runtime.json")
     while not (os.path.exists(runtime) and json.load(open(runtime)).get("gateway", "").startswith("connected")):
         time.sleep(0.05)
     return bridge, int(json.load(open(runtime))["listening"][0].rsplit(":", 1)[1])
 
 
-def node_sim(state, tmp, name):
-    """A lanbridge-node-sim paired by a fresh invite."""
+def node_sim(state, tmp, name, quiet=True):
+    """A lanbridge-node-sim paired by a fresh invite (quiet=False: its lines on .stdout)."""
     uri = json.loads(cli(state, "invite", "--json"))["uri"]
     return spawn([f"{BIN}/lanbridge-node-sim", "--state-dir", os.path.join(tmp, name), "--invite", uri, "--platform", "linux",
-                  "--name", name], quiet=True)
+                  "--name", name], quiet=quiet)

@@ -39,6 +39,20 @@ struct CommandPatternTests {
         #expect(OpenClawCommands.lanbridgeName("canvas.a2ui.pushJSONL") == "canvas.a2ui.pushJSONL")
     }
 
+    /// Issue 37: origin rules sit in the same lists as command patterns. A denied origin must not
+    /// read as a broken command pattern (which denies every command), and a broken origin denies
+    /// every origin, not every command.
+    @Test func originRulesAreTheirOwnKindInTheSameLists() {
+        let rules = CompiledRules(AccessRules(allow: ["canvas.*", "https://example.com"], deny: ["https://*.ads.example", "canvas.eval"]))
+        #expect(rules.allow.map(\.description) == ["canvas.*"] && rules.deny.map(\.description) == ["canvas.eval"])
+        #expect(rules.origins.allow.map(\.description) == ["https://example.com"] && rules.origins.deny.map(\.description) == ["https://*.ads.example"])
+        #expect(!rules.originsBroken)
+        #expect(AccessPolicy().decide("canvas.present", rules: rules, declared: ["canvas.present"], flags: .init(), foreground: true) == .allow)
+        let broken = CompiledRules(AccessRules(allow: ["canvas.*"], deny: ["https://exa mple.com"]))
+        #expect(broken.originsBroken && broken.deny.isEmpty)
+        #expect(AccessPolicy().decide("canvas.present", rules: broken, declared: ["canvas.present"], flags: .init(), foreground: true) == .allow)
+    }
+
     /// Issue 22: patterns match by bytes, without splitting the command, with the same answers as
     /// the segment-by-segment rule they replace (`*` as the last segment matches one or more).
     @Test func matchingByBytesAgreesWithMatchingBySegments() throws {

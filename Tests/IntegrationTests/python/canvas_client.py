@@ -76,26 +76,37 @@ def main():
     elif mode == "live":
         asyncio.run(live(url, pin))
     elif mode == "flood":
-        rate, seconds = int(sys.argv[4]), float(sys.argv[5])
-        parts = urlsplit(url)
-        context = ssl.create_default_context()
-        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
-        sent = answered = 0
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            tick = time.monotonic()
-            for _ in range(rate // 10):
-                try:
-                    with socket.create_connection((parts.hostname, parts.port), timeout=2) as raw:
-                        with context.wrap_socket(raw) as sock:
-                            sock.sendall(b"GET /__openclaw__/cap/AAAAAAAAAAAAAAAAAAAAAAAA/__openclaw__/a2ui/ HTTP/1.1\r\nHost: x\r\n\r\n")
-                            sent += 1
-                            if read_status(sock) != "closed":
-                                answered += 1
-                except (OSError, ssl.SSLError):
-                    sent += 1
-            time.sleep(max(0, 0.1 - (time.monotonic() - tick)))
-        say(f"flood {sent} sent {answered} answered")
+        asyncio.run(flood(url, int(sys.argv[4]), float(sys.argv[5])))
+
+
+async def flood(url, rate, seconds):
+    """`rate` requests a second with a wrong capability, each on a fresh TLS connection, up to
+    200 at once, from one address; counts what was sent and what got an answer."""
+    parts = urlsplit(url)
+    context = ssl.create_default_context()
+    context.check_hostname, context.verify_mode = False, ssl.CERT_NONE
+    counts = {"sent": 0, "answered": 0}
+    gate = asyncio.Semaphore(200)
+
+    async def one():
+        async with gate:
+            try:
+                reader, writer = await asyncio.wait_for(asyncio.open_connection(parts.hostname, parts.port, ssl=context), 5)
+                writer.write(b"GET /__openclaw__/cap/AAAAAAAAAAAAAAAAAAAAAAAA/__openclaw__/a2ui/ HTTP/1.1\r\nHost: x\r\n\r\n")
+                counts["sent"] += 1
+                if (await asyncio.wait_for(reader.readline(), 5)).startswith(b"HTTP/1.1 "):
+                    counts["answered"] += 1
+                writer.close()
+            except (OSError, ssl.SSLError, asyncio.TimeoutError):
+                pass
+
+    tasks, start = [], time.monotonic()
+    while (elapsed := time.monotonic() - start) < seconds:
+        due = int(elapsed * rate) - len(tasks)
+        tasks += [asyncio.create_task(one()) for _ in range(max(0, due))]
+        await asyncio.sleep(0.005)
+    await asyncio.gather(*tasks)
+    say(f"flood {counts['sent']} sent {counts['answered']} answered")
 
 
 def browser(url, pin):
