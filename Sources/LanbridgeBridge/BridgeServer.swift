@@ -133,7 +133,7 @@ public enum BridgeServer {
             "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
-        let canvasListeners = try await startCanvasRelay(configuration, driver: driver, logger: logger)
+        let (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
@@ -232,40 +232,45 @@ public enum BridgeServer {
         publisher?.stop()  // withdraw first, so peers see the bridge go at once
         if let openClawLinks { try? await loop.submit { openClawLinks.stopAll() }.get() }
         if control != nil { unlink(controlPath) }
+        await canvasRelay?.stop()
         await driver.shutdown()
         logger.info("lanbridge stopped")
     }
 
     /// The canvas relay, if configured: its certificate (made once), its listeners, and the core
     /// told where it is. Its failure to start stops the daemon only if the admin chose its address.
-    private static func startCanvasRelay(_ configuration: BridgeConfiguration, driver: BridgeDriver, logger: Logger) async throws -> [any Channel] {
-        guard let canvas = configuration.canvas else { return [] }
+    private static func startCanvasRelay(_ configuration: BridgeConfiguration, driver: BridgeDriver, logger: Logger) async throws
+        -> (CanvasRelay?, [any Channel]) {
+        guard let canvas = configuration.canvas else { return (nil, []) }
+        var relay: CanvasRelay?
         var bound: [any Channel] = []
         do {
             let certificate = try CanvasCertificate.loadOrCreate(directory: configuration.stateDirectory)
-            let relay = try CanvasRelay(.init(certificate: certificate, upstream: canvas.upstream, limits: configuration.settings.limits,
-                                              upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
+            let made = try CanvasRelay(.init(certificate: certificate, upstream: canvas.upstream, limits: configuration.settings.limits,
+                                             upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
+            relay = made
             var port = canvas.listen.port
             for host in canvas.listen.host.map({ [$0] }) ?? configuration.listen.map(\.host) {
-                let channel = try await BindProblem.explaining(host: host, port: port) { try await relay.bind(host: host, port: port) }
+                let channel = try await BindProblem.explaining(host: host, port: port) { try await made.bind(host: host, port: port) }
                 bound.append(channel)
                 if port == 0 { port = channel.localAddress?.port ?? 0 }
             }
             let listening = bound.compactMap { $0.localAddress }.map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
             let origins = CanvasRelayInfo.origins(of: canvas.upstream)
-            await driver.setCanvas(relay, CanvasRelayInfo(port: port, tlsSha256: certificate.sha256, upstreamOrigins: origins),
+            await driver.setCanvas(made, CanvasRelayInfo(port: port, tlsSha256: certificate.sha256, upstreamOrigins: origins),
                                    status: RuntimeStatus.Canvas(listening: listening, tlsSha256: certificate.sha256, upstream: canvas.upstream.description))
             logger.info("canvas relay listening", metadata: ["canvas": "\(listening.joined(separator: ", "))", "upstream": "\(canvas.upstream)",
                                                              "sha256": "\(certificate.sha256)"])
         } catch {
             for channel in bound { channel.close(promise: nil) }
+            await relay?.stop()
             if canvas.optional {
                 logger.warning("canvas relay off: \(error) (choose another port with --canvas-listen or canvas.listen, or --no-canvas)")
-                return []
+                return (nil, [])
             }
             throw error
         }
-        return bound
+        return (relay, bound)
     }
 
     /// One listener per `listen` entry, all on one port: the first picks it when `port` is 0.

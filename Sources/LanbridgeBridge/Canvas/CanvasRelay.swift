@@ -32,6 +32,9 @@ final class CanvasRelay: @unchecked Sendable {
     /// Replaced by `lanbridge canvas rotate-cert`: new connections get the new certificate.
     private let context: NIOLockedValueBox<NIOSSLContext>
     private let table = NIOLockedValueBox(Connections())
+    /// Its own thread: TLS handshakes and bulk bytes never run on the core's loop, so a flood at
+    /// the relay delays no invoke beyond sharing the CPU.
+    let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let refusals = NIOLockedValueBox(RefusalSummary())
 
     struct Connections {
@@ -63,7 +66,7 @@ final class CanvasRelay: @unchecked Sendable {
     }
 
     func bind(host: String, port: Int) async throws -> any Channel {
-        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        try await ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: true)
@@ -128,6 +131,13 @@ final class CanvasRelay: @unchecked Sendable {
     }
 
     var connectionCount: Int { table.withLockedValue { $0.total } }
+
+    /// After its listeners closed: every connection goes, then the thread.
+    func stop() async {
+        let open = table.withLockedValue { t in Array(t.unproven.values) + t.byNode.values.flatMap(\.values) }
+        for channel in open { try? await channel.close() }
+        try? await group.shutdownGracefully()
+    }
     var driverMetrics: BridgeMetrics { driver.metrics }
 
     // MARK: - Deciding (the core's loop)
