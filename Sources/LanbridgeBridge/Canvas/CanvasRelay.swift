@@ -70,6 +70,8 @@ final class CanvasRelay: @unchecked Sendable {
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.autoRead, value: true)
+            // What a slow reader can make the relay hold: a TLS record or two per connection.
+            .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 << 10, high: 32 << 10))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard let id = admit(channel) else {
@@ -149,6 +151,7 @@ final class CanvasRelay: @unchecked Sendable {
     func dialUpstream(on loop: any EventLoop, front: any Channel, filter: CanvasResponseFilter) -> EventLoopFuture<any Channel> {
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(.seconds(5))
+            .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 16 << 10))
             .channelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(CanvasUpstreamHandler(front: front, filter: filter, relay: self))
@@ -375,6 +378,11 @@ final class CanvasUpstreamHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
+        // Most reads pass as they came: one buffer, not copied.
+        if buffer.withUnsafeReadableBytes({ filter.passesUnchanged($0) }) {
+            front.write(buffer, promise: nil)
+            return
+        }
         switch filter.pass(buffer.readBytes(length: buffer.readableBytes) ?? []) {
         case let .pass(bytes):
             if !bytes.isEmpty { front.write(ByteBuffer(bytes: bytes), promise: nil) }

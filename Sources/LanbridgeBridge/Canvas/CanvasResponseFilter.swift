@@ -28,6 +28,15 @@ struct CanvasResponseFilter {
         self.maxBytes = maxBytes
     }
 
+    /// Whether a read can go on as it came, with no copy: nothing to swap, or nothing held back
+    /// and not one byte of it that could start the capability. Counted against the limit.
+    mutating func passesUnchanged(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        guard held.isEmpty, total + bytes.count <= maxBytes else { return false }
+        guard needle.isEmpty || !bytes.contains(needle[0]) else { return false }
+        total += bytes.count
+        return true
+    }
+
     mutating func pass(_ bytes: [UInt8]) -> Outcome {
         total += bytes.count
         guard total <= maxBytes else { return .cut(reason: "canvasMaxResponseBytes") }
