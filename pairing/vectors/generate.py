@@ -136,6 +136,17 @@ def messages():
             "outcome": "approved", "nodeId": "7K2M-9QXD-3HJA-PW4T", "addresses": ["192.168.1.10:18790"]}},
         {"direction": "bridge -> node", "type": "push.result", "fields": {"id": "p2", "ok": False, "error": {
             "code": "INVALID_REQUEST", "message": "push.register: token must be 1-4096 visible ASCII characters"}}},
+        # §9.8: the agent's canvas, in welcome, refreshed on request, or re-announced unasked (id "").
+        {"direction": "bridge -> node", "type": "welcome", "fields": {
+            "bridgeName": "Kitchen", "paired": True, "nodeId": "7K2M-9QXD-3HJA-PW4T",
+            "canvas": {"url": "https://192.168.1.10:18793/__openclaw__/cap/kWz4f-t5Z7fK2_YHJIBfbqFZ",
+                       "tlsSha256": "bae5faff25c2c104cead5422418a7926b0d38f9e2339cc86112bff2a35ee0cee", "expiresAtMs": 1795719282959}}},
+        {"direction": "node -> bridge", "type": "canvas.refresh", "fields": {"id": "v1"}},
+        {"direction": "bridge -> node", "type": "canvas.grant", "fields": {"id": "v1", "canvas": {
+            "url": "https://192.168.1.10:18793/__openclaw__/cap/kWz4f-t5Z7fK2_YHJIBfbqFZ",
+            "tlsSha256": "bae5faff25c2c104cead5422418a7926b0d38f9e2339cc86112bff2a35ee0cee", "expiresAtMs": 1795719342959}}},
+        {"direction": "bridge -> node", "type": "canvas.grant", "fields": {"id": "v2", "error": {
+            "code": "UNAVAILABLE", "message": "this bridge has no canvas host"}}},
     ]
     for case in cases:
         case["json"] = json.dumps({"type": case["type"], **case["fields"]}, separators=(",", ":"), ensure_ascii=False)

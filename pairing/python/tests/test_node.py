@@ -9,7 +9,7 @@ import threading
 import pytest
 
 import lanbridge_wire as wire
-from lanbridge_node import BridgeMismatch, Details, Invite, LanbridgeError, Node, Revoked
+from lanbridge_node import BridgeMismatch, Canvas, Details, Invite, LanbridgeError, Node, PinMismatch, Revoked, fetch_canvas
 from lanbridge_node.store import public_key
 
 
@@ -303,6 +303,84 @@ def test_registers_where_to_wake_it_and_hears_a_refusal(tmp_path):
     assert {k: v for k, v in seen[0].items() if k != "id"} == {
         "type": "push.register", "provider": "apns", "token": "ab" * 32, "environment": "sandbox", "topic": "com.example.app"}
     assert codes == ["INVALID_REQUEST"]
+
+
+def test_learns_the_canvas_from_welcome_and_refreshes_it(tmp_path):
+    """§9.8: welcome.canvas is kept as node.canvas; canvas.refresh is answered by canvas.grant of its id."""
+    canvas = {"url": "https://192.168.1.10:18793/__openclaw__/cap/kWz4f-t5Z7fK2_YHJIBfbqFZ", "tlsSha256": "ab" * 32, "expiresAtMs": 1}
+
+    def bridge(session):
+        send(session, {"type": "welcome", "bridgeName": "fake", "paired": True, "nodeId": "n", "canvas": canvas})
+        assert receive(session)["type"] == "state"
+        refresh = receive(session)
+        assert refresh["type"] == "canvas.refresh"
+        send(session, {"type": "canvas.grant", "id": refresh["id"], "canvas": {**canvas, "expiresAtMs": 2}})
+        refused = receive(session)
+        send(session, {"type": "canvas.grant", "id": refused["id"], "error": {"code": "UNAVAILABLE", "message": "no canvas host"}})
+        send(session, {"type": "revoked", "nodeId": "n"})
+
+    fake = FakeBridge(bridge)
+    node = paired_node(tmp_path, fake)
+    seen = []
+
+    async def main():
+        runner = asyncio.ensure_future(node.run())
+        await asyncio.wait_for(node.connected.wait(), 10)
+        seen.append(node.canvas)
+        seen.append(await node.refresh_canvas())
+        with pytest.raises(LanbridgeError) as raised:
+            await node.refresh_canvas()
+        seen.append(raised.value.code)
+        with pytest.raises(Revoked):
+            await asyncio.wait_for(runner, 10)
+
+    asyncio.run(main())
+    fake.join()
+    assert seen[0] == Canvas(canvas["url"], "ab" * 32, 1) and seen[1].expires_at_ms == 2 and seen[2] == "UNAVAILABLE"
+    assert seen[0].page() == canvas["url"] + "/__openclaw__/a2ui/"
+
+
+def test_fetch_checks_the_pin_before_sending_anything(tmp_path):
+    """The relay's certificate is self-signed: only its SHA-256 makes it trusted."""
+    import datetime, hashlib, http.server, ssl
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "relay")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key()).serial_number(1)
+            .not_valid_before(now).not_valid_after(now + datetime.timedelta(days=1)).sign(key, hashes.SHA256()))
+    (tmp_path / "c.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "k.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    requests = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            requests.append(self.path)
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"ok")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "c.pem", tmp_path / "k.pem")
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = "https://127.0.0.1:%d/__openclaw__/a2ui/" % server.server_address[1]
+    pin = hashlib.sha256(cert.public_bytes(serialization.Encoding.DER)).hexdigest()
+    try:
+        assert fetch_canvas(url, pin)[0] == 200 and requests == ["/__openclaw__/a2ui/"]
+        with pytest.raises(PinMismatch):
+            fetch_canvas(url, "00" * 32)
+        assert requests == ["/__openclaw__/a2ui/"], "nothing was sent to a server with another certificate"
+    finally:
+        server.shutdown()
 
 
 def test_invites_read_as_the_published_vectors_say():
