@@ -196,6 +196,37 @@ struct OpenClawNodeSessionTests {
         #expect(session.timer(nowMs: 70_001).count == 1)
     }
 
+    /// Issue 37: the gateway's canvas capability for this socket is taken from hello-ok, renewed
+    /// with node.canvas.capability.refresh well before OpenClaw's 10 minutes lapse, and nothing
+    /// that is not a capability is passed on.
+    @Test func theGatewaysCanvasCapabilityIsTakenAndRenewedBeforeItLapses() throws {
+        var session = OpenClawNodeSession(configuration(), nowMs: 0)
+        _ = session.received(Self.challenge, nowMs: 1)
+        let hello = session.received(Self.frame(["type": "res", "id": "connect", "ok": true, "payload": [
+            "type": "hello-ok", "protocol": 4, "policy": ["tickIntervalMs": 30000],
+            "canvasHostUrl": "http://127.0.0.1:18789/__openclaw__/cap/hkD6wLlIyhOHaLnJo_skeNJR"]]), nowMs: 2)
+        #expect(hello.contains(.canvasCapability("hkD6wLlIyhOHaLnJo_skeNJR")))
+        // Ticks keep the socket up; the refresh is due 4 minutes after the capability came.
+        for t in stride(from: Int64(30_000), to: 240_000, by: 30_000) {
+            _ = session.received(Self.frame(["type": "event", "event": "tick", "payload": ["ts": 1]]), nowMs: t)
+            #expect(Self.sent(session.timer(nowMs: t)).isEmpty)
+        }
+        #expect(session.nextDeadlineMs == 240_002)
+        let due = Self.sent(session.timer(nowMs: 240_002))
+        #expect(due.count == 1 && due[0]["method"] == "node.canvas.capability.refresh", "\(due)")
+        guard case let .string(id)? = due.first?["id"] else { Issue.record("no request id"); return }
+        let renewed = session.received(Self.frame(["type": "res", "id": .string(id), "ok": true, "payload": [
+            "canvasCapability": "NEWcapability_xxxxxxxxxx", "canvasCapabilityExpiresAtMs": 1, "canvasHostUrl": "http://x"]]), nowMs: 240_010)
+        #expect(renewed == [.canvasCapability("NEWcapability_xxxxxxxxxx")])
+        // A gateway that answers with something that is not a capability changes nothing.
+        #expect(OpenClawNodeSession.canvasCapability(inHostURL: "http://127.0.0.1:18789/__openclaw__/cap/a b/") == nil)
+        #expect(OpenClawNodeSession.canvasCapability(inHostURL: "http://127.0.0.1:18789/") == nil)
+        // Without a canvas host, no refresh is ever asked for.
+        var plain = ready()
+        _ = plain.received(Self.frame(["type": "event", "event": "tick", "payload": ["ts": 1]]), nowMs: 50_000)
+        #expect(plain.nextDeadlineMs == 110_001)
+    }
+
     @Test func theVocabularyTableRenamesAndFiltersBothWays() {
         #expect(OpenClawCommands.openClawName("system.info") == "device.info")
         #expect(OpenClawCommands.lanbridgeName("device.info") == "system.info")
