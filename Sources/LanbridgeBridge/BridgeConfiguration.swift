@@ -106,6 +106,8 @@ public struct BridgeConfiguration: Sendable {
     public var consoleOptional = false
     /// The canvas relay, if on (issue 37): where it listens and what it fetches from.
     public var canvas: Canvas?
+    /// The front door for OpenClaw's apps, if on (issue 38): where, and whether with TLS.
+    public var openClawApps: (listen: CanvasListen, tls: Bool)?
 
     public struct Canvas: Sendable {
         public var listen: CanvasListen

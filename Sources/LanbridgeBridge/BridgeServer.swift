@@ -10,6 +10,7 @@ import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import Prometheus
 
 /// `lanbridge serve`: listens, runs the Noise handshake on each connection, and hands sessions to
@@ -134,6 +135,7 @@ public enum BridgeServer {
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
         let (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
+        let appDoors = try await startOpenClawAppDoor(configuration, admission: admission, driver: driver, logger: logger)
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
@@ -225,7 +227,7 @@ public enum BridgeServer {
             for server in servers { server.close(promise: nil) }
             control?.channel.close(promise: nil)
             for channel in monitoring { channel.close(promise: nil) }
-            for channel in canvasListeners { channel.close(promise: nil) }
+            for channel in canvasListeners + appDoors { channel.close(promise: nil) }
             console?.events.stop()
         }
         watchdog?.cancel()
@@ -271,6 +273,47 @@ public enum BridgeServer {
             throw error
         }
         return (relay, bound)
+    }
+
+    /// The front door for OpenClaw's apps (issue 38), if asked for: wss with the bridge's kept
+    /// certificate (the canvas relay's), on each listen address or the one named. Plain ws only
+    /// where the operator opted in, and never on an address that is not private.
+    private static func startOpenClawAppDoor(_ configuration: BridgeConfiguration, admission: Admission, driver: BridgeDriver, logger: Logger) async throws
+        -> [any Channel] {
+        guard let apps = configuration.openClawApps else { return [] }
+        var tls: NIOSSLContext?
+        var sha256: String?
+        if apps.tls {
+            let certificate = try CanvasCertificate.loadOrCreate(directory: configuration.stateDirectory)
+            tls = try CanvasRelay.context(certificate)
+            sha256 = certificate.sha256
+        }
+        let options = OpenClawAppDoor.Options(tls: tls, tlsSha256: sha256, idleTimeout: .seconds(75),
+                                              maxFrameBytes: configuration.settings.limits.sessionMessageBytes)
+        var bound: [any Channel] = []
+        var port = apps.listen.port
+        do {
+            let hosts = apps.listen.host.map { [$0] } ?? configuration.listen.map(\.host)
+            for (index, host) in hosts.enumerated() {
+                if !apps.tls, (try? CanvasURL("http://\(host.contains(":") ? "[\(host)]" : host)/")).flatMap({ $0.host }).map(CanvasURLPolicy.localReason) == .some(nil) {
+                    logger.error("OpenClaw apps: not listening with plain ws:// on \(host), which is not a private address")
+                    continue
+                }
+                let listener = min(index, configuration.listen.count - 1)
+                let channel = try await BindProblem.explaining(host: host, port: port) {
+                    try await OpenClawAppDoor.bind(host: host, port: port, listener: listener, options: options, admission: admission, driver: driver, logger: logger)
+                }
+                bound.append(channel)
+                if port == 0 { port = channel.localAddress?.port ?? 0 }
+            }
+        } catch {
+            for channel in bound { try? await channel.close() }
+            throw error
+        }
+        let listening = bound.compactMap(\.localAddress).map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
+        logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(listening.map { "\(apps.tls ? "wss" : "ws")://\($0)" }.joined(separator: ", "))",
+                                                               "sha256": "\(sha256 ?? "none (plain ws)")"])
+        return bound
     }
 
     /// One listener per `listen` entry, all on one port: the first picks it when `port` is 0.

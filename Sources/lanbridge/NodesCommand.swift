@@ -46,6 +46,8 @@ struct NodesCommand: AsyncParsableCommand {
             let sensitiveCommands: [String]
             let challenges, codeMismatches: Int
             let locked: String?
+            /// One of OpenClaw's apps: its device, and the certificate fingerprint it was shown (no code).
+            let openClawApp: OpenClawAppClaim?
         }
 
         func run() async throws {
@@ -74,7 +76,7 @@ struct NodesCommand: AsyncParsableCommand {
                                secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
                                keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
                                sensitiveCommands: r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil },
-                               challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue)
+                               challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue, openClawApp: r.openClawApp)
                 }
                 if json { return try Output.json(rows) }
                 if live.count >= PairingState.Limits.maxPending * 3 / 4 {
@@ -82,12 +84,17 @@ struct NodesCommand: AsyncParsableCommand {
                 }
                 guard !rows.isEmpty else { return print("No pending pairing requests.") }
                 Output.table(["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CODE", "TRIES", "WRONG", ""], rows.map {
-                    [$0.requestId, $0.nodeId, $0.displayName, $0.platform, $0.sourceAddress ?? "-", Output.duration(Double($0.ageSeconds)),
-                     Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.code ?? "(waiting)",
+                    [$0.requestId, $0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via openclaw-app"), $0.sourceAddress ?? "-",
+                     Output.duration(Double($0.ageSeconds)),
+                     Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.openClawApp != nil ? "(none: app)" : $0.code ?? "(waiting)",
                      "\($0.challenges)/\(PairingState.Limits.challengesPerRequest)", "\($0.codeMismatches)",
                      [$0.locked.map { "LOCKED: \($0)" }, $0.keyChanged ? "KEY CHANGED" : nil, $0.sameNameAs.isEmpty ? nil : "SAME NAME"]
                         .compactMap { $0 }.joined(separator: ", ")]
                 })
+                for row in rows {
+                    guard let app = row.openClawApp else { continue }
+                    print("\(row.requestId) is one of OpenClaw's apps (\(app.clientId)), which shows no code: approve it only if the certificate fingerprint it showed is \(app.tlsSha256 ?? "(plain ws: none)")")
+                }
                 for row in rows where !row.sensitiveCommands.isEmpty && row.locked == nil {
                     print("\(row.requestId) also declares \(row.sensitiveCommands.joined(separator: ", ")) (sensitive): approving grants them only with --allow CMD or --allow-sensitive")
                 }
@@ -108,6 +115,8 @@ struct NodesCommand: AsyncParsableCommand {
               $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow-sensitive   # all it declares
 
             The output lists what was granted and each declared command that was not, with the line that grants it later.
+
+            One of OpenClaw's own apps (PLATFORM shows `via openclaw-app` in `nodes pending`) shows no code: approve it with the request ID alone, after checking that the certificate fingerprint the app showed is the one `lanbridge status` prints (or pair it with `lanbridge invite --openclaw` instead).
             """)
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
@@ -121,7 +130,6 @@ struct NodesCommand: AsyncParsableCommand {
                 throw ValidationError("--code takes the 6 digits the device shows, e.g. --code 048213")
             }
             if code != nil && unverified { throw ValidationError("--code and --unverified exclude each other") }
-            if code == nil && !unverified { throw ValidationError("give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)") }
         }
 
         func run() throws {
@@ -129,7 +137,15 @@ struct NodesCommand: AsyncParsableCommand {
                 let settings = try state.settings()
                 let store = PairingStore(directory: state.directory)
                 // The patterns are checked (against the request's declared commands too) before anything is written.
-                let declared = try store.read().request(requestId)?.details.commands ?? []
+                let request = try store.read().request(requestId)
+                // OpenClaw's apps show no code; every other request needs --code or --unverified.
+                if request?.openClawApp == nil, code == nil, !unverified {
+                    throw ValidationError("give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)")
+                }
+                if let app = request?.openClawApp {
+                    Output.note("note: \(request?.details.displayName ?? "this device") is one of OpenClaw's apps, which shows no code; its check is the certificate fingerprint it showed: \(app.tlsSha256 ?? "none (plain ws)")")
+                }
+                let declared = request?.details.commands ?? []
                 let grant = try grant.grant(settings.catalog, declared: declared)
                 let node = try store.approve(requestId, code: code, unverified: unverified, grant: grant, settings: settings)
                 if json { return try Output.json(GrantedNode(node: node)) }

@@ -61,6 +61,10 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the agent's canvas to paired nodes over HTTPS on this port of each listen address (or on HOST:PORT only). Default: the config's canvas.listen, else 18793; if that default is taken the daemon runs without it. On only with a canvas host: the OpenClaw gateway's, or the config's canvas.upstream.", valueName: "port|host:port"))
     var canvasListen: String?
     @Flag(help: "Run without the canvas relay.") var noCanvas = false
+    @Flag(help: "Let OpenClaw's own iOS, Android and macOS apps pair and connect, as to an OpenClaw gateway (wss, the bridge's certificate). Default: the config's openclawApps.enabled, else off.")
+    var openclawApps = false
+    @Option(help: ArgumentHelp("Where OpenClaw's apps connect: a port on each listen address, or HOST:PORT. Default: the config's openclawApps.listen, else \(BridgeSettings.OpenClawApps.defaultPort).", valueName: "port|host:port"))
+    var openclawAppsListen: String?
     @Option(help: ArgumentHelp("A user (name or uid) who may own the gateway's listening socket; repeat for more. Default: root and the user lanbridge runs as.", valueName: "user"))
     var gatewayOwner: [String] = []
 
@@ -122,6 +126,15 @@ struct ServeCommand: AsyncParsableCommand {
         }
 
         configuration.canvas = try canvasRelay(configuration, logger: logger)
+        let apps = configuration.settings.openClawApps
+        if openclawApps || apps.enabled {
+            let text = openclawAppsListen ?? apps.listen ?? ":\(BridgeSettings.OpenClawApps.defaultPort)"
+            guard let listen = CanvasListen(text) else { throw ValidationError("--openclaw-apps-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
+            if apps.plainWebSocket {
+                logger.warning("OpenClaw's apps connect over plain ws:// (openclawApps.plainWebSocket): Android only, and anyone on the LAN can read the traffic; it is refused on public addresses")
+            }
+            configuration.openClawApps = (listen, !apps.plainWebSocket)
+        }
 
         // SIGHUP reads config.json and the gateway token file again; invalid ones keep the running settings.
         let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))

@@ -69,6 +69,8 @@ struct StoreOperation: Sendable {
         /// A node's push registration: the token into push-tokens.json, its summary into
         /// paired.json. `messageId` is the node's `push.register` to answer.
         case registerPush(node: Fingerprint, PushRegistration, messageId: String, now: Date)
+        /// One of OpenClaw's apps with an unknown device: its pending request.
+        case appRequest(key: PublicKey, OpenClawAppClaim, details: NodeDetails, source: String, now: Date, timing: PairingState.Timing)
     }
 
     enum Outcome: Sendable {
@@ -107,6 +109,8 @@ extension StoreOperation {
         case let .recordSeen(nodes, now):
             try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
             return .done
+        case let .appRequest(key, claim, details, source, now, timing):
+            return .challenged(try store.update(actor: "bridge") { try $0.requestAppPairing(claim, key: key, details: details, source: source, now: now, timing: timing) })
         case let .registerPush(node, registration, _, now):
             // Under the store's lock, once the node is known paired: a revocation cannot slip in
             // between, so no token outlives its pairing.

@@ -40,6 +40,28 @@ extension BridgeCore {
         updateStore(.setCode(code, requestId: requestId, now: wall, timing: pairingTiming), for: connection.id)
     }
 
+    // MARK: - OpenClaw's apps (issue 38)
+
+    /// An app with a device lanbridge does not know: a pending request in lanbridge's own store,
+    /// then `NOT_PAIRED` with the request's ID and the command that approves it, which the app
+    /// shows. It retries on its own; the approval takes at its next connect.
+    mutating func appPairingRequested(_ claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
+        connections[connection.id]?.claimedName = details.displayName
+        connections[connection.id]?.phase = .appRequesting
+        updateStore(.appRequest(key: connection.key, claim, details: details, source: connection.address, now: wall, timing: pairingTiming), for: connection.id)
+    }
+
+    /// What the app shows while it waits (OpenClaw's `details.userMessage`/`actionCommand`).
+    static func appPairingRequired(_ requestId: String) -> ErrorMessage {
+        ErrorMessage(code: ErrorMessage.notPaired, message: "pairing required", details: [
+            "code": "PAIRING_REQUIRED", "requestId": .string(requestId), "reason": "not-paired",
+            "title": "Approve this device on the bridge",
+            "userMessage": "lanbridge holds this device's request. On the bridge, check that the certificate fingerprint this device showed matches `lanbridge status`, then approve it.",
+            "actionLabel": "Approve on the bridge",
+            "actionCommand": .string("lanbridge nodes approve \(requestId)"),
+        ])
+    }
+
     // MARK: - Pairing by invite
 
     mutating func inviteRedeemed(_ redeem: InviteRedeem, on connection: Connection, wall: Date) {
@@ -91,6 +113,13 @@ extension BridgeCore {
             // node (its OpenClaw socket above all) needs its record (issue 23).
             index(node)
             becomePaired(id, announce: .approved)
+        case let (.appRequest, .appRequesting, .success(.challenged(pending))):
+            logger.info("pairing requested by an OpenClaw app", metadata: meta(connection, ["request": "\(pending.requestId)",
+                                                                                          "device": "\(pending.openClawApp?.deviceId.prefix(16) ?? "")"]))
+            fail(id, Self.appPairingRequired(pending.requestId))
+        case let (.appRequest, _, .failure(error)):
+            logger.notice("an OpenClaw app's pairing request was refused: \(error)", metadata: meta(connection))
+            fail(id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: true))
         case let (.registerPush(_, registration, messageId, _), .paired, result):
             pushStored(registration, messageId: messageId, on: connection, result)
         case let (.redeemInvite, _, .failure(error)):

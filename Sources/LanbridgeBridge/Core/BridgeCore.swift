@@ -216,15 +216,18 @@ struct BridgeCore {
             return drain()
         }
         let phase: Phase = if case let .invite(id) = opening.handshake.handshake { .invited(inviteID: id) }
-            else if lastState.node(withKey: key) != nil { .paired } else { .unpaired }
-        let connection = Connection(id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
+            else if let node = lastState.node(withKey: key), node.openClawApp?.deviceId == opening.app?.claim.deviceId { .paired } else { .unpaired }
+        var connection = Connection(id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
                                     handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
+        connection.app = opening.app?.claim
         connections[opening.id] = connection
         if lastState.isBlocked(key) {
             logger.notice("refused blocked node", metadata: meta(connection))
             fail(opening.id, ErrorMessage(code: ErrorMessage.pairingRejected, message: "this device is blocked"))
         } else if connection.isPaired {
             becomePaired(opening.id)
+        } else if let app = opening.app {
+            appPairingRequested(app.claim, details: app.details.sanitized(), on: connection, wall: wall)
         } else {
             logger.info("unpaired node connected", metadata: meta(connection))
             send(Welcome(bridgeName: name, paired: false, nodeId: connection.nodeId), to: opening.id)

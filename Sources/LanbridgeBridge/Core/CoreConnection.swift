@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
+import LanbridgeState
 
 extension BridgeCore {
     /// Where a connection stands in pairing.
@@ -19,6 +20,8 @@ extension BridgeCore {
         case invited(inviteID: [UInt8])
         /// Redeeming; the store is checking the secret.
         case redeeming
+        /// One of OpenClaw's apps with an unknown device: the store is filing its request.
+        case appRequesting
         case paired
 
         /// The pending request this connection is tied to, if it is that far.
@@ -64,6 +67,8 @@ extension BridgeCore {
         var replaced = false
         /// With the OpenClaw gateway protocol: the commands its socket there was last told to offer.
         var openClawOffer: [String]?
+        /// One of OpenClaw's own apps, at the second front door (issue 38).
+        var app: OpenClawAppClaim?
 
         var isPaired: Bool { phase == .paired }
     }
@@ -76,5 +81,7 @@ extension BridgeCore {
         var peer: String
         var slot: Admission.Slot?
         var local: String? = nil
+        /// One of OpenClaw's apps: what its connect proved (its `handshake` is a stand-in).
+        var app: (claim: OpenClawAppClaim, details: NodeDetails)? = nil
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 import LanbridgeNet
 import LanbridgeTransport
 import LanbridgeProtocol
@@ -91,6 +92,25 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             }
             let local = channels[id]?.localAddress?.ipAddress
             perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local), now: .now, wall: Date()))
+        }
+    }
+
+    /// One of OpenClaw's apps proved its device at the front door (issue 38): from here on it is a
+    /// connection like a node's, keyed by a hash of its device key, with no Noise underneath.
+    func appEstablished(_ id: ConnectionID, _ device: OpenClawAppSession.Device, tlsSha256: String?, address: String, peer: String) {
+        let slot = handshaking.removeValue(forKey: id)
+        let key = OpenClawAppClaim.nodeKey(ed25519: device.publicKey)
+        let claim = OpenClawAppClaim(deviceId: device.deviceId, publicKey: Base64URL.encode(device.publicKey), clientId: device.clientId, tlsSha256: tlsSha256)
+        // A stand-in for a handshake: the key, and a hash no other session shares.
+        let handshake = SecureSession.HandshakeResult(remoteStaticKey: key.bytes, handshakeHash: SecureRandom.bytes(32), version: 1, handshake: .xx)
+        withFreshStore { [self] in
+            guard channels[id] != nil else {
+                if let slot { admission.release(slot) }
+                return
+            }
+            let local = channels[id]?.localAddress?.ipAddress
+            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local, app: (claim, device.details)),
+                                now: .now, wall: Date()))
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCrypto
 
 /// An X25519 public key as stored and shown: 32 bytes, base64 in JSON.
 public struct PublicKey: Hashable, Sendable, Codable, CustomStringConvertible {
@@ -8,6 +9,12 @@ public struct PublicKey: Hashable, Sendable, Codable, CustomStringConvertible {
     public init?(bytes: [UInt8]) {
         guard bytes.count == Self.length else { return nil }
         self.bytes = bytes
+    }
+
+    /// SHA-256 of `material`: a key value nobody holds the private scalar for (an identity that
+    /// must never pass a Noise handshake, such as an OpenClaw app's).
+    public init(hashing material: [UInt8]) {
+        bytes = SHA256.hash(material)
     }
 
     public init?(base64: String) {

@@ -2,6 +2,12 @@
 /// the text is strict JSON, this only builds the tree, so the two cannot disagree. Much cheaper than
 /// `Decodable` (which tries each case in turn); bounds are still checked, never trapped on.
 extension JSONValue {
+    /// Strict JSON (the scanner's rules: one value, no duplicate keys, bounded depth), or nil.
+    public init?(strict bytes: [UInt8]) {
+        guard (try? JSONScanner.validate(bytes)) != nil else { return nil }
+        self.init(validated: bytes)
+    }
+
     public init(validated bytes: [UInt8]) {
         var reader = Reader(bytes: bytes)
         self = reader.value()

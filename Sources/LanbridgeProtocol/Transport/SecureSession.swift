@@ -24,6 +24,10 @@ public struct SecureSession: Sendable {
         public let version: UInt8
         public let handshake: Preamble.Handshake
         public var remoteFingerprint: Fingerprint { Fingerprint(publicKey: remoteStaticKey) }
+
+        public init(remoteStaticKey: [UInt8], handshakeHash: [UInt8], version: UInt8, handshake: Preamble.Handshake) {
+            (self.remoteStaticKey, self.handshakeHash, self.version, self.handshake) = (remoteStaticKey, handshakeHash, version, handshake)
+        }
     }
 
     /// A one-time invite, as the node holds it. The 128-bit secret S never travels in the clear:

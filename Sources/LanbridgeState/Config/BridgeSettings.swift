@@ -91,6 +91,17 @@ public struct BridgeSettings: Sendable {
         public var canvasRequestMs = 600_000
     }
 
+    /// The front door for OpenClaw's own apps (`openclawApps` in config.json): off by default.
+    public struct OpenClawApps: Sendable, Equatable {
+        public static let defaultPort = 18794
+        public var enabled = false
+        /// As `canvas.listen`: `PORT`, `:PORT` or `HOST:PORT`.
+        public var listen: String?
+        /// Plain `ws://` instead of `wss://` (Android only; never on a public address).
+        public var plainWebSocket = false
+        public init() {}
+    }
+
     /// The canvas relay (`canvas` in config.json): the gateway's canvas and A2UI pages for paired
     /// nodes, over HTTPS on the LAN listeners, and the policy for what a canvas may load.
     public struct Canvas: Sendable, Equatable {
@@ -173,6 +184,7 @@ public struct BridgeSettings: Sendable {
     public var admission = Admission()
     public var wake = Wake()
     public var canvas = Canvas()
+    public var openClawApps = OpenClawApps()
     public var extraCommands: [String] = []
     /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
     public var defaultsAdd: [String: [String]] = [:]
@@ -285,7 +297,18 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas"])
+            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas",
+                                                  "openclawApps"])
+            if let apps = top["openclawApps"] {
+                let a = try object(apps, "openclawApps", keys: ["enabled", "listen", "plainWebSocket"])
+                if let v = a["enabled"] { settings.openClawApps.enabled = try bool(v, "openclawApps.enabled") }
+                if let v = a["plainWebSocket"] { settings.openClawApps.plainWebSocket = try bool(v, "openclawApps.plainWebSocket") }
+                if let v = a["listen"] {
+                    let text = try string(v, "openclawApps.listen")
+                    guard CanvasListen(text) != nil else { throw fail("openclawApps.listen", "expected PORT, :PORT or HOST:PORT") }
+                    settings.openClawApps.listen = text
+                }
+            }
             if let canvas = top["canvas"] {
                 let c = try object(canvas, "canvas", keys: ["enabled", "listen", "upstream", "allowOrigins", "denyOrigins", "capabilityTTLMs"])
                 if let v = c["enabled"] { settings.canvas.enabled = try bool(v, "canvas.enabled") }

@@ -43,6 +43,34 @@ public struct AccessRules: Codable, Equatable, Sendable {
 
 public enum PairingMethod: String, Codable, Sendable {
     case code, invite
+    /// One of OpenClaw's own apps at the second front door, approved by the TLS fingerprint it
+    /// showed (it has no verification code), or by an OpenClaw setup code.
+    case openClawApp = "openclaw-app"
+}
+
+/// What one of OpenClaw's apps proved at the front door for them: its Ed25519 device, as the
+/// gateway protocol names it. lanbridge keys the node by a hash of that key (`nodeKey`), which
+/// no one can hold a Noise private key for, so such a node connects through that door only.
+public struct OpenClawAppClaim: Codable, Equatable, Sendable {
+    /// hex(SHA-256(raw Ed25519 key)): the app's own device ID.
+    public var deviceId: String
+    /// The raw Ed25519 key, base64url.
+    public var publicKey: String
+    /// `openclaw-ios`, `openclaw-android`, `openclaw-macos`, or `node-host`.
+    public var clientId: String
+    /// The SHA-256 of the certificate the app was shown: what the operator compares with the
+    /// app's trust prompt (`lanbridge status`).
+    public var tlsSha256: String?
+
+    public init(deviceId: String, publicKey: String, clientId: String, tlsSha256: String?) {
+        (self.deviceId, self.publicKey, self.clientId, self.tlsSha256) = (deviceId, publicKey, clientId, tlsSha256)
+    }
+
+    /// lanbridge's key for the app: SHA-256 of a label and the device key. A hash, so nobody has a
+    /// private key for it and the Noise listener can never admit it.
+    public static func nodeKey(ed25519 publicKey: [UInt8]) -> PublicKey {
+        PublicKey(hashing: Array("lanbridge openclaw-app v1".utf8) + publicKey)
+    }
 }
 
 /// A paired node, as kept in paired.json. Only public material: a leaked copy lets no one connect,
@@ -60,6 +88,8 @@ public struct PairedNode: Codable, Equatable, Sendable {
     public var unverified: Bool?
     /// Its latest push registration, without the token (kept in push-tokens.json).
     public var push: PushSummary?
+    /// Set for one of OpenClaw's own apps (`pairingMethod` `openclaw-app`).
+    public var openClawApp: OpenClawAppClaim?
 
     public init(publicKey: PublicKey, details: NodeDetails, pairingMethod: PairingMethod, pairedAt: Date, firstSeen: Date, access: AccessRules) {
         nodeId = publicKey.fingerprint
@@ -113,6 +143,8 @@ public struct PendingRequest: Codable, Equatable, Sendable {
     public var codeMismatches: Int
     /// Set once the request may no longer be approved.
     public var locked: Lock?
+    /// Set for one of OpenClaw's own apps: approved without a code (it shows none).
+    public var openClawApp: OpenClawAppClaim?
 
     public init(requestId: String, publicKey: PublicKey, details: NodeDetails, sourceAddress: String?, createdAt: Date, expiresAt: Date) {
         self.requestId = requestId
@@ -140,6 +172,7 @@ public struct PendingRequest: Codable, Equatable, Sendable {
         challenges = try c.decodeIfPresent(Int.self, forKey: .challenges) ?? 0
         codeMismatches = try c.decodeIfPresent(Int.self, forKey: .codeMismatches) ?? 0
         locked = try c.decodeIfPresent(Lock.self, forKey: .locked)
+        openClawApp = try c.decodeIfPresent(OpenClawAppClaim.self, forKey: .openClawApp)
     }
 }
 

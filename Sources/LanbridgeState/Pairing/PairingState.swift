@@ -111,6 +111,17 @@ public struct PairingState: Equatable, Sendable {
         return request
     }
 
+    /// One of OpenClaw's apps connected with a key lanbridge does not know: files or refreshes its
+    /// request, which the operator approves without a code (the app shows none).
+    public mutating func requestAppPairing(_ claim: OpenClawAppClaim, key: PublicKey, details: NodeDetails, source: String?, now: Date,
+                                           timing: Timing = .standard) throws -> PendingRequest {
+        let request = try requestPairing(key: key, details: details, source: source, now: now, timing: timing)
+        guard let index = pending.requests.firstIndex(where: { $0.requestId == request.requestId }) else { return request }
+        pending.requests[index].openClawApp = claim
+        pending.requests[index].details = details
+        return pending.requests[index]
+    }
+
     /// A node asks for a code challenge (a `pair.request`): files or refreshes its request and
     /// counts the challenge. The code of an earlier challenge is void from now on. Past
     /// `challengesPerRequest` the request is locked instead, for good.
@@ -188,6 +199,15 @@ public struct PairingState: Equatable, Sendable {
         guard let index = pending.requests.firstIndex(where: { $0.requestId == requestId.lowercased() }) else { throw missingRequest(requestId) }
         let request = pending.requests[index]
         if let lock = request.locked { throw PairingError.requestLocked(request.requestId, lock) }
+        if let app = request.openClawApp {
+            // No code exists: the operator's check is the TLS fingerprint the app showed.
+            pending.requests.remove(at: index)
+            var node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .openClawApp,
+                                  pairedAt: now, firstSeen: request.createdAt, access: access ?? AccessRules.defaults(forPlatform: request.details.platform))
+            node.openClawApp = app
+            paired.nodes.append(node)
+            return node
+        }
         guard let expected = request.code else { throw PairingError.notRevealed(request.requestId) }
         if let code {
             guard code == expected else {

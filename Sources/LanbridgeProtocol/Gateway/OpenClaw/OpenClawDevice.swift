@@ -47,6 +47,11 @@ public struct OpenClawDevice: Sendable {
     /// The exact string the gateway verifies (§2.4). `token` is what `auth.token ?? auth.deviceToken`
     /// resolves to in the request: the caller passes the one it sends.
     public func payload(_ version: PayloadVersion, claims: Claims, signedAtMs: Int64, token: String, nonce: String) -> String {
+        Self.payload(version, deviceId: deviceId, claims: claims, signedAtMs: signedAtMs, token: token, nonce: nonce)
+    }
+
+    /// The same, for any device: what lanbridge's front door for OpenClaw's apps verifies.
+    public static func payload(_ version: PayloadVersion, deviceId: String, claims: Claims, signedAtMs: Int64, token: String, nonce: String) -> String {
         var fields = [version.rawValue, deviceId, claims.clientId, claims.clientMode, claims.role,
                       claims.scopes.joined(separator: ","), String(signedAtMs), token, nonce]
         if version == .v3 { fields += [Self.normalized(claims.platform), Self.normalized(claims.deviceFamily ?? "")] }

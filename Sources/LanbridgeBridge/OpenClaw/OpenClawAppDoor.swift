@@ -1,0 +1,212 @@
+import LanbridgeCrypto
+import LanbridgeNet
+import LanbridgeProtocol
+import LanbridgeState
+import LanbridgeTransport
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// The second front door (issue 38): OpenClaw's own node apps connect here as they would to an
+/// OpenClaw gateway (wss on the root path, the bridge's stable self-signed certificate), and
+/// become lanbridge nodes: the same admission policy as the Noise listener (one per address, one in
+/// all), the same core, rules, fast-fail, audit and revocation. The app's session ends here
+/// (`OpenClawAppSession`); toward the gateway the node goes the way every node does.
+enum OpenClawAppDoor {
+    struct Options {
+        var tls: NIOSSLContext?
+        /// The certificate's SHA-256 the app is shown (kept with its request).
+        var tlsSha256: String?
+        var idleTimeout: TimeAmount
+        var maxFrameBytes: Int
+    }
+
+    static func bind(host: String, port: Int, listener: Int, options: Options, admission: Admission, driver: BridgeDriver, logger: Logger) async throws -> any Channel {
+        try await ServerBootstrap(group: driver.loop)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(.backlog, value: 256)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try admit(channel, listener: listener, options: options, admission: admission, driver: driver, logger: logger)
+                }
+            }
+            .bind(host: host, port: port).get()
+    }
+
+    private static func admit(_ channel: any Channel, listener: Int, options: Options, admission: Admission, driver: BridgeDriver, logger: Logger) throws {
+        let address = channel.remoteAddress?.ipAddress ?? "?"
+        guard case let .admit(slot, _, handshakeTimeout) = admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) }) else {
+            channel.close(promise: nil)
+            return
+        }
+        let id = driver.accepted(channel, slot: slot)
+        channel.closeFuture.whenComplete { _ in driver.closed(id) }
+        // TLS, the upgrade and the connect within the admission's deadline, like a Noise handshake.
+        let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(handshakeTimeout * 1000))) { channel.close(promise: nil) }
+        let sync = channel.pipeline.syncOperations
+        if let tls = options.tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: options.maxFrameBytes,
+            shouldUpgrade: { channel, head in
+                // The gateway's socket is on the root path; nothing else is served here.
+                channel.eventLoop.makeSucceededFuture(head.uri == "/" || head.uri.hasPrefix("/?") ? HTTPHeaders() : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    let sync = channel.pipeline.syncOperations
+                    try sync.addHandler(NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
+                                                                   maxAccumulatedFrameSize: options.maxFrameBytes))
+                    try sync.addHandler(IdleStateHandler(readTimeout: options.idleTimeout))
+                    try sync.addHandler(OpenClawAppHandler(driver: driver, id: id, address: address, tlsSha256: options.tlsSha256,
+                                                           deadline: deadline, logger: logger))
+                }
+            })
+        // Plain HTTP requests reach `NotUpgraded`, which goes once the upgrade is done (before the
+        // first WebSocket byte is passed on): it must never see one.
+        try sync.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
+            _ = try? context.pipeline.syncOperations.removeHandler(name: NotUpgraded.name)
+        }))
+        try sync.addHandler(NotUpgraded(), name: NotUpgraded.name)
+    }
+
+    /// A request that is not the WebSocket upgrade: 404, then close.
+    private final class NotUpgraded: ChannelInboundHandler, RemovableChannelHandler {
+        static let name = "openclaw-apps-not-upgraded"
+        typealias InboundIn = HTTPServerRequestPart
+        typealias OutboundOut = HTTPServerResponsePart
+
+        func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+            guard case .head = unwrapInboundIn(data) else { return }
+            var headers = HTTPHeaders([("Content-Length", "0"), ("Connection", "close")])
+            headers.add(name: "Cache-Control", value: "no-store")
+            context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+        }
+    }
+}
+
+/// One app's socket, after the upgrade: frames in and out of its `OpenClawAppSession`, the core's
+/// messages to its node (written to the channel as the driver writes any node's) translated for it.
+final class OpenClawAppHandler: ChannelDuplexHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundIn = [UInt8]
+    typealias OutboundOut = WebSocketFrame
+
+    private let driver: BridgeDriver
+    private let id: ConnectionID
+    private let address: String
+    private let tlsSha256: String?
+    private let deadline: Scheduled<Void>
+    private let logger: Logger
+    private var session: OpenClawAppSession
+    private var timer: Scheduled<Void>?
+    private var context: ChannelHandlerContext?
+    private var closing = false
+    private var loggedUnknown = false
+
+    init(driver: BridgeDriver, id: ConnectionID, address: String, tlsSha256: String?, deadline: Scheduled<Void>, logger: Logger) {
+        (self.driver, self.id, self.address, self.tlsSha256, self.deadline, self.logger) = (driver, id, address, tlsSha256, deadline, logger)
+        session = OpenClawAppSession(nonce: Base64URL.encode(SecureRandom.bytes(16)), nowMs: Self.unixMs)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        perform(session.start(nowMs: Self.unixMs))
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+        self.context = nil
+    }
+
+    /// The challenge's `ts` and the signature window are wall-clock milliseconds (the app signs with its own clock).
+    static var unixMs: Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .text, .binary:
+            let wasReady = session.isReady
+            let actions = session.received(Array(buffer: frame.unmaskedData), binary: frame.opcode == .binary, nowMs: Self.unixMs)
+            perform(actions)
+            if !wasReady, session.device != nil { deadline.cancel() }
+            if session.unknown > 0, !loggedUnknown {
+                loggedUnknown = true
+                logger.notice("an OpenClaw app called a method lanbridge does not relay (answered INVALID_REQUEST; counted once per connection)",
+                              metadata: ["peer": "\(address)", "connection": "\(id)"])
+            }
+        case .ping:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            closing = true
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: context.channel.allocator.buffer(capacity: 0))))
+                .whenComplete { _ in context.close(promise: nil) }
+        default:
+            break
+        }
+    }
+
+    /// The core's message to this node, encoded by the driver as for any node: read back (it is
+    /// the bridge's own) and translated.
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        let bytes = unwrapOutboundIn(data)
+        if let message = try? SessionMessages.decode(bytes) { perform(session.fromBridge(message, nowMs: Self.unixMs)) }
+        promise?.succeed()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case IdleStateHandler.IdleStateEvent.read = event {
+            logger.notice("closing an OpenClaw app's socket: silent past the idle timeout", metadata: ["peer": "\(address)"])
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    private func perform(_ actions: [OpenClawAppSession.Action]) {
+        guard let context else { return }
+        for action in actions {
+            switch action {
+            case let .send(bytes, binary):
+                guard !closing else { continue }
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: binary ? .binary : .text, data: context.channel.allocator.buffer(bytes: bytes))),
+                                      promise: nil)
+            case let .authenticated(device):
+                driver.appEstablished(id, device, tlsSha256: tlsSha256, address: address, peer: PeerAddress.format(context.channel.remoteAddress))
+            case let .toBridge(bytes):
+                driver.received(bytes, from: id)
+            case let .close(code, reason):
+                guard !closing else { continue }
+                closing = true
+                var body = context.channel.allocator.buffer(capacity: 2 + reason.utf8.count)
+                body.writeInteger(code)
+                body.writeString(String(reason.prefix(120)))
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: body)))
+                    .whenComplete { _ in context.close(promise: nil) }
+            }
+        }
+        arm()
+    }
+
+    private func arm() {
+        guard let context, !closing, let due = session.nextDeadlineMs else { return }
+        timer?.cancel()
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
+        timer = context.eventLoop.scheduleTask(in: .milliseconds(max(0, due - Self.unixMs))) {
+            let handler = bound.value
+            handler.perform(handler.session.timer(nowMs: Self.unixMs))
+        }
+    }
+}

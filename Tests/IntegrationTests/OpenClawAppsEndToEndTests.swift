@@ -1,0 +1,107 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeState
+import Testing
+import TestSupport
+
+/// Issue 38: OpenClaw's own apps at lanbridge's second front door. A simulator of the iOS and
+/// Android apps (python/openclaw_app.py, written from the apps' sources) pairs with a real
+/// `lanbridge serve --openclaw-apps` by the operator's approval, is invoked by the OpenClaw gateway
+/// simulator through lanbridge's per-node socket, speaks to the agent, and is revoked.
+@Suite(.enabled(if: Python.hasModule("websockets") && Python.hasModule("cryptography"), "needs Python's websockets and cryptography (scripts/setup installs them)"))
+struct OpenClawAppsEndToEndTests {
+    static let app = Repository.url("Tests/IntegrationTests/python/openclaw_app.py").path
+
+    struct Stack {
+        let gateway: OpenClawGatewaySim
+        let bridge: BridgeDaemon
+        let doorURL: String
+        /// The apps' device keys (kept for the stack's life: the simulator writes its key there).
+        let appState = TemporaryDirectory("app")
+
+        init() throws {
+            gateway = try OpenClawGatewaySim()
+            bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + ["--canvas-listen", "0", "--openclaw-apps", "--openclaw-apps-listen", "0"])
+            let line = try bridge.waitForLog("OpenClaw apps door listening")
+            guard let url = line.split(separator: " ").first(where: { $0.hasPrefix("openclawApps=") }) else { throw Failure(description: line) }
+            doorURL = String(url.dropFirst("openclawApps=".count))
+        }
+
+        func app(_ platform: String, role: String = "node") throws -> ChildProcess {
+            try ChildProcess(URL(fileURLWithPath: Python.executable),
+                             [OpenClawAppsEndToEndTests.app, doorURL, "--state", appState.url.appendingPathComponent("\(platform)-\(role).key").path, "--platform", platform,
+                              "--retry", "0.5", "--role", role, "--name", platform == "ios" ? "Ada's iPhone" : "Ada's Pixel"],
+                             mergeStandardError: true, standardInput: true)
+        }
+
+        func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+            try CLI.run(arguments + ["--state-dir", bridge.state.path])
+        }
+    }
+
+    struct Failure: Error, CustomStringConvertible { let description: String }
+
+    static func words(_ process: ChildProcess, _ prefix: String) throws -> [String] {
+        try process.waitForLine(timeout: 30) { $0.hasPrefix(prefix + " ") || $0 == prefix }.split(separator: " ").dropFirst().map(String.init)
+    }
+
+    @Test(arguments: ["ios", "android"])
+    func anUnmodifiedAppPairsByApprovalIsInvokedThroughTheGatewayAndIsRevoked(platform: String) throws {
+        let stack = try Stack()
+        let app = try stack.app(platform)
+        // The app is shown the bridge's certificate, as its trust prompt would show it: lanbridge status prints the same.
+        let shown = try Self.words(app, "tls")[0]
+        let status = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["status", "--json"]).stdout.utf8))
+        #expect(status["canvas"]?["tlsSha256"] == .string(shown), "\(status)")
+
+        // Unknown: a request in lanbridge's own store, named to the app with the command that approves it.
+        let required = try Self.words(app, "pairing-required")
+        let requestId = required[0]
+        #expect(required.dropFirst().joined(separator: " ") == "lanbridge nodes approve \(requestId)", "\(required)")
+        let pending = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "pending", "--json"]).stdout.utf8))
+        let list = pending["requests"] ?? pending
+        guard case let .array(requests) = list, let request = requests.first(where: { $0["requestId"] == .string(requestId) }) else {
+            Issue.record("no pending request \(requestId): \(pending)"); return
+        }
+        #expect(request["openClawApp"]?["tlsSha256"] == .string(shown) && request["openClawApp"]?["clientId"] == .string("openclaw-\(platform)"), "\(request)")
+        #expect(stack.gateway.process.output.allSatisfy { !$0.hasPrefix("paired ") }, "nothing reached the gateway before the approval")
+
+        let approved = try stack.cli(["nodes", "approve", requestId, "--json"])
+        #expect(approved.status == 0, "\(approved)")
+        let node = try JSONDecoder().decode(JSONValue.self, from: Data(approved.stdout.utf8))
+        guard case let .string(nodeID)? = node["nodeId"] else { Issue.record("\(approved.stdout)"); return }
+        // The app's next retry is let in; lanbridge's own device for it connects to the gateway.
+        #expect(try Self.words(app, "hello") == ["3"])
+        let device = try stack.gateway.waitFor("connected")[0]
+
+        let navigate = try stack.gateway.invoke(device, "canvas.navigate", params: #"{"url":"https://example.com/"}"#)
+        #expect(navigate["ok"] == true && navigate["payloadJSON"]?.stringValue?.contains("example.com") == true, "\(navigate)")
+        #expect(try Self.words(app, "invoke").first == "canvas.navigate")
+        // lanbridge's rules still decide: location.get was declared but not granted.
+        let location = try stack.gateway.invoke(device, "location.get", params: "{}", force: true)
+        #expect(location["ok"] == false, "\(location)")
+
+        // Voice reaches the agent as the node's call, under the bridge's allowlist and rate.
+        app.write(line: "voice turn on the lights")
+        #expect(try Self.words(app, "voice") == ["ok"])
+        var event = try stack.gateway.waitFor("node.event")
+        while event[1] != "voice.transcript" { event = try stack.gateway.waitFor("node.event") }
+        #expect(event.joined(separator: " ").contains("turn on the lights"))
+
+        // Revoked: its socket closes at once, and so does its device's socket at the gateway.
+        #expect(try stack.cli(["nodes", "revoke", nodeID]).status == 0)
+        let closed = try Self.words(app, "closed")
+        #expect(closed.first == "1008" && closed.contains("revoked"), "\(closed)")
+        try stack.gateway.waitFor("disconnected")
+    }
+
+    /// Chat and talk are not relayed: an operator socket is refused with an error the apps show,
+    /// and a forged connect never reaches the store.
+    @Test func anOperatorSocketAndAForgedDeviceAreRefused() throws {
+        let stack = try Stack()
+        let app = try stack.app("ios", role: "operator")
+        #expect(try Self.words(app, "refused") == ["INVALID_REQUEST", "ROLE_NOT_ALLOWED"])
+        let pending = try stack.cli(["nodes", "pending"])
+        #expect(pending.stdout.contains("No pending"), "\(pending.stdout)")
+    }
+}
