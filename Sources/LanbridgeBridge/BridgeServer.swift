@@ -311,7 +311,9 @@ public enum BridgeServer {
             throw error
         }
         let listening = bound.compactMap(\.localAddress).map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
-        logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(listening.map { "\(apps.tls ? "wss" : "ws")://\($0)" }.joined(separator: ", "))",
+        let urls = listening.map { "\(apps.tls ? "wss" : "ws")://\($0)" }
+        driver.setOpenClawApps(urls)
+        logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(urls.joined(separator: ", "))",
                                                                "sha256": "\(sha256 ?? "none (plain ws)")"])
         return bound
     }

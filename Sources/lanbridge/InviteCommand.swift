@@ -66,6 +66,10 @@ extension InviteCommand {
             The device gets its platform's everyday commands; --allow and --allow-sensitive pre-authorise more, as on `nodes approve`:
 
               $ lanbridge invite --name "Ada's phone" --allow camera.snap
+
+            With --openclaw it prints an OpenClaw setup code instead, for OpenClaw's own iOS and Android apps (the daemon runs with --openclaw-apps): paste or scan it in the app's gateway setup. It carries the front door's wss:// URL and a single-use bootstrap token that pairs the app at once; unlike approving a request by its certificate fingerprint, only the holder of the code can pair.
+
+              $ lanbridge invite --openclaw --name "Ada's iPhone"
             """
         )
 
@@ -76,6 +80,7 @@ extension InviteCommand {
         @Option(help: "Address devices should dial. Default: the running daemon's, else this host's first LAN address.") var host: DialHost?
         @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Port?
         @Flag(help: "Do not draw the QR code.") var noQR = false
+        @Flag(help: "An OpenClaw setup code for OpenClaw's own apps (wss URL and bootstrap token) instead of a lanbridge:// invite.") var openclaw = false
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
@@ -88,6 +93,19 @@ extension InviteCommand {
                 let settings = try state.settings()
                 let grant = try grant.grant(settings.catalog)
                 let runtime = RuntimeStatusFile(directory: state.directory).read()
+                if openclaw {
+                    if runtime != nil, runtime?.openClawApps == nil {
+                        Output.note("note: the running daemon has no door for OpenClaw's apps; start it with --openclaw-apps (or openclawApps.enabled)")
+                    }
+                    let setup = try InviteIssuer.issueOpenClaw(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
+                                                              host: host?.name, port: port?.value, runtime: runtime)
+                    if json { return try Output.json(setup) }
+                    if !noQR, let qr = QRCode(setup.setupCode) { print(qr.terminal) }
+                    print(setup.setupCode)
+                    print("OpenClaw setup code for \(setup.url): one use; expires \(setup.expiresAt.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
+                    if let sha = runtime?.canvas?.tlsSha256 { print("The app will show the bridge's certificate: sha256 \(sha).") }
+                    return
+                }
                 let issued = try InviteIssuer.issue(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
                                                     host: host?.name, port: port?.value, runtime: runtime)
                 let (uri, expires) = (issued.uri, issued.expiresAt)

@@ -26,6 +26,9 @@ struct StatusCommand: ParsableCommand {
                     print("  canvas:     https://\(canvas.listening.joined(separator: ", https://")) for paired nodes, from \(canvas.upstream)")
                     print("              certificate sha256 \(canvas.tlsSha256)")
                 }
+                if let apps = report.openClawApps, !apps.isEmpty {
+                    print("  OpenClaw's apps: \(apps.joined(separator: ", ")) (they show the certificate's sha256 before trusting it)")
+                }
                 print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
                 print("  gateway:    \(report.gateway ?? "unknown")")
             } else {

@@ -19,17 +19,19 @@ struct OpenClawAppsEndToEndTests {
         /// The apps' device keys (kept for the stack's life: the simulator writes its key there).
         let appState = TemporaryDirectory("app")
 
-        init() throws {
+        /// `openClaw` false: §12 mode with no gateway at all (the operator's `nodes invoke` stands in).
+        init(openClaw: Bool = true) throws {
             gateway = try OpenClawGatewaySim()
-            bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + ["--canvas-listen", "0", "--openclaw-apps", "--openclaw-apps-listen", "0"])
+            bridge = try BridgeDaemon(arguments: (openClaw ? gateway.bridgeArguments + ["--canvas-listen", "0"] : ["--no-gateway"])
+                                      + ["--openclaw-apps", "--openclaw-apps-listen", "0"])
             let line = try bridge.waitForLog("OpenClaw apps door listening")
             guard let url = line.split(separator: " ").first(where: { $0.hasPrefix("openclawApps=") }) else { throw Failure(description: line) }
             doorURL = String(url.dropFirst("openclawApps=".count))
         }
 
-        func app(_ platform: String, role: String = "node") throws -> ChildProcess {
+        func app(_ platform: String, role: String = "node", setupCode: String? = nil) throws -> ChildProcess {
             try ChildProcess(URL(fileURLWithPath: Python.executable),
-                             [OpenClawAppsEndToEndTests.app, doorURL, "--state", appState.url.appendingPathComponent("\(platform)-\(role).key").path, "--platform", platform,
+                             [OpenClawAppsEndToEndTests.app] + (setupCode.map { ["--setup-code", $0] } ?? [doorURL]) + ["--state", appState.url.appendingPathComponent("\(platform)-\(role).key").path, "--platform", platform,
                               "--retry", "0.5", "--role", role, "--name", platform == "ios" ? "Ada's iPhone" : "Ada's Pixel"],
                              mergeStandardError: true, standardInput: true)
         }
@@ -93,6 +95,52 @@ struct OpenClawAppsEndToEndTests {
         let closed = try Self.words(app, "closed")
         #expect(closed.first == "1008" && closed.contains("revoked"), "\(closed)")
         try stack.gateway.waitFor("disconnected")
+    }
+
+    /// The MITM-proof way: `lanbridge invite --openclaw` prints OpenClaw's setup code; the app
+    /// that holds it pairs at once, with no request and no approval, and the code works once.
+    @Test func aSetupCodePairsTheAppAtOnceAndOnlyOnce() throws {
+        let stack = try Stack()
+        // The invite names the door runtime.json lists, written a moment after the log line.
+        try stack.bridge.waitForRuntime("the door for OpenClaw's apps") { $0.openClawApps?.isEmpty == false }
+        let issued = try stack.cli(["invite", "--openclaw", "--name", "Kitchen tablet", "--json"])
+        #expect(issued.status == 0, "\(issued)")
+        let setup = try JSONDecoder().decode(JSONValue.self, from: Data(issued.stdout.utf8))
+        guard case let .string(code)? = setup["setupCode"] else { Issue.record("\(issued.stdout)"); return }
+        #expect(setup["url"] == .string(stack.doorURL), "\(setup)")
+        let app = try stack.app("android", setupCode: code)
+        #expect(try Self.words(app, "hello") == ["3"])
+        let listed = try stack.cli(["nodes", "list", "--json"])
+        #expect(listed.stdout.contains("Kitchen tablet") && listed.stdout.contains("openclaw-app"), "\(listed.stdout)")
+        #expect(try stack.cli(["nodes", "pending"]).stdout.contains("No pending"))
+        // Used up: another device with the same code is an ordinary request.
+        let second = try stack.app("ios", setupCode: code)
+        #expect(try Self.words(second, "pairing-required").contains("approve"))
+        // invites.json holds only a hash of the token.
+        let invites = try String(contentsOf: stack.bridge.state.url.appendingPathComponent("invites.json"), encoding: .utf8)
+        let token = try JSONDecoder().decode(JSONValue.self, from: Data(Data(base64Encoded: base64(code)) ?? Data()))["bootstrapToken"]?.stringValue ?? "?"
+        #expect(!invites.contains(token))
+    }
+
+    private func base64(_ url: String) -> String {
+        let standard = url.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        return standard + String(repeating: "=", count: (4 - standard.count % 4) % 4)
+    }
+
+    /// §12 mode: the app is a lanbridge node like any other, invoked through the bridge's own
+    /// entry points (here the operator's `nodes invoke`, as the §12 gateway's node.invoke would).
+    @Test func inSection12ModeTheAppIsANodeLikeAnyOther() throws {
+        let stack = try Stack(openClaw: false)
+        let app = try stack.app("android")
+        let requestId = try Self.words(app, "pairing-required")[0]
+        let approved = try stack.cli(["nodes", "approve", requestId, "--json"])
+        let node = try JSONDecoder().decode(JSONValue.self, from: Data(approved.stdout.utf8))
+        #expect(try Self.words(app, "hello") == ["3"])
+        guard case let .string(nodeID)? = node["nodeId"] else { Issue.record("\(approved)"); return }
+        let invoked = try stack.cli(["nodes", "invoke", "--node", nodeID, "--command", "canvas.navigate", "--params", #"{"url":"https://example.com/x"}"#, "--json"])
+        #expect(invoked.status == 0 && invoked.stdout.contains("example.com/x"), "\(invoked)")
+        let described = try stack.cli(["nodes", "describe", nodeID, "--json"])
+        #expect(described.stdout.contains("openclaw-app"), "\(described.stdout)")
     }
 
     /// Chat and talk are not relayed: an operator socket is refused with an error the apps show,

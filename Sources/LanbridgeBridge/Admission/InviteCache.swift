@@ -24,7 +24,7 @@ final class InviteCache: Sendable {
 
     private func replace(with file: InvitesFile, version: String) {
         var fresh: [[UInt8]: (psk: [UInt8], expiresAt: Date)] = [:]
-        for invite in file.invites {
+        for invite in file.invites where invite.openClaw != true {
             if let id = try? Hex.decode(invite.id), let psk = try? Hex.decode(invite.psk) { fresh[id] = (psk, invite.expiresAt) }
         }
         loaded.withLockedValue { $0 = Loaded(entries: fresh, version: version) }

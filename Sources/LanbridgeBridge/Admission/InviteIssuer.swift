@@ -25,6 +25,32 @@ public enum InviteIssuer {
     }
 }
 
+extension InviteIssuer {
+    public struct OpenClawSetup: Sendable, Equatable, Encodable {
+        /// What the OpenClaw app scans or pastes: base64url of `{"url", "bootstrapToken"}`
+        /// (OpenClaw's `src/pairing/setup-code.ts`). A secret until used.
+        public let setupCode: String
+        public let url: String
+        public let expiresAt: Date
+    }
+
+    /// `invite --openclaw`: a single-use bootstrap token for OpenClaw's own apps and the setup code
+    /// that carries it with the front door's `wss://` URL. Stored as a hash only.
+    public static func issueOpenClaw(directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
+                                     host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser) throws -> OpenClawSetup {
+        let door = runtime?.openClawApps?.first
+        let scheme = door?.hasPrefix("ws://") == true ? "ws" : "wss"
+        let bound = door.flatMap { ListeningAddress.split(String($0.drop { $0 != "/" }.dropFirst(2))) }
+        let doorPort = port ?? bound?.port ?? BridgeSettings.OpenClawApps.defaultPort
+        let dial = ListeningAddress.dialable(host: host, port: doorPort, runtime: runtime)
+        let url = "\(scheme)://\(dial[0])"
+        let now = Date()
+        let token = try PairingStore(directory: directory).update(actor: actor) { $0.createOpenClawBootstrap(name: name, grant: grant, ttl: ttl, now: now) }
+        let json = "{\"url\":\(String(decoding: JSONValue.string(url).serialized, as: UTF8.self)),\"bootstrapToken\":\(String(decoding: JSONValue.string(token).serialized, as: UTF8.self))}"
+        return OpenClawSetup(setupCode: Base64URL.encode(Array(json.utf8)), url: url, expiresAt: now.addingTimeInterval(ttl))
+    }
+}
+
 /// "host:port" as runtime.json lists addresses: "[::1]:18790" or "127.0.0.1:18790".
 public enum ListeningAddress {
     /// One reader of "host:port" for the whole project: `ReachableAddress`'s.

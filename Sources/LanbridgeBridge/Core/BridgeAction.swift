@@ -71,6 +71,8 @@ struct StoreOperation: Sendable {
         case registerPush(node: Fingerprint, PushRegistration, messageId: String, now: Date)
         /// One of OpenClaw's apps with an unknown device: its pending request.
         case appRequest(key: PublicKey, OpenClawAppClaim, details: NodeDetails, source: String, now: Date, timing: PairingState.Timing)
+        /// One of OpenClaw's apps with a setup code's bootstrap token: paired at once if it is live.
+        case appBootstrap(token: String, key: PublicKey, OpenClawAppClaim, details: NodeDetails, defaultAccess: AccessRules, now: Date)
     }
 
     enum Outcome: Sendable {
@@ -109,6 +111,10 @@ extension StoreOperation {
         case let .recordSeen(nodes, now):
             try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
             return .done
+        case let .appBootstrap(token, key, claim, details, access, now):
+            return .redeemed(try store.update(actor: "bridge") {
+                try $0.redeemOpenClawBootstrap(token, claim: claim, key: key, details: details, defaultAccess: access, now: now)
+            })
         case let .appRequest(key, claim, details, source, now, timing):
             return .challenged(try store.update(actor: "bridge") { try $0.requestAppPairing(claim, key: key, details: details, source: source, now: now, timing: timing) })
         case let .registerPush(node, registration, _, now):

@@ -39,6 +39,12 @@ extension BridgeCore {
         return drain()
     }
 
+    mutating func setOpenClawApps(_ urls: [String]) -> [BridgeAction] {
+        runtime.openClawApps = urls
+        runtimeChanged = true
+        return drain()
+    }
+
     mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) -> [BridgeAction] {
         canvasRelay = info
         runtime.canvas = status

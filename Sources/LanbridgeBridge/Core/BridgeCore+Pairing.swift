@@ -51,6 +51,15 @@ extension BridgeCore {
         updateStore(.appRequest(key: connection.key, claim, details: details, source: connection.address, now: wall, timing: pairingTiming), for: connection.id)
     }
 
+    /// An app with a setup code's bootstrap token: redeemed, it is paired with no request; a token
+    /// that is not live falls back to an ordinary request the operator approves.
+    mutating func appBootstrapRedeemed(_ token: String, claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
+        connections[connection.id]?.claimedName = details.displayName
+        connections[connection.id]?.phase = .redeeming
+        updateStore(.appBootstrap(token: token, key: connection.key, claim, details: details, defaultAccess: settings.defaultRules(forPlatform: details.platform),
+                                  now: wall), for: connection.id)
+    }
+
     /// What the app shows while it waits (OpenClaw's `details.userMessage`/`actionCommand`).
     static func appPairingRequired(_ requestId: String) -> ErrorMessage {
         ErrorMessage(code: ErrorMessage.notPaired, message: "pairing required", details: [
@@ -117,6 +126,13 @@ extension BridgeCore {
             logger.info("pairing requested by an OpenClaw app", metadata: meta(connection, ["request": "\(pending.requestId)",
                                                                                           "device": "\(pending.openClawApp?.deviceId.prefix(16) ?? "")"]))
             fail(id, Self.appPairingRequired(pending.requestId))
+        case let (.appBootstrap, .redeeming, .success(.redeemed(node))):
+            logger.info("OpenClaw app paired by setup code", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
+            index(node)
+            becomePaired(id)
+        case let (.appBootstrap(_, _, claim, details, _, _), _, .failure(error)):
+            logger.notice("an OpenClaw app's setup code was refused: \(error); filing an ordinary request", metadata: meta(connection))
+            appPairingRequested(claim, details: details, on: connection, wall: connection.connectedAt)
         case let (.appRequest, _, .failure(error)):
             logger.notice("an OpenClaw app's pairing request was refused: \(error)", metadata: meta(connection))
             fail(id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: true))

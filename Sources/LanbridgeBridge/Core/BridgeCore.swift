@@ -227,7 +227,11 @@ struct BridgeCore {
         } else if connection.isPaired {
             becomePaired(opening.id)
         } else if let app = opening.app {
-            appPairingRequested(app.claim, details: app.details.sanitized(), on: connection, wall: wall)
+            if let token = app.bootstrapToken {
+                appBootstrapRedeemed(token, claim: app.claim, details: app.details.sanitized(), on: connection, wall: wall)
+            } else {
+                appPairingRequested(app.claim, details: app.details.sanitized(), on: connection, wall: wall)
+            }
         } else {
             logger.info("unpaired node connected", metadata: meta(connection))
             send(Welcome(bridgeName: name, paired: false, nodeId: connection.nodeId), to: opening.id)

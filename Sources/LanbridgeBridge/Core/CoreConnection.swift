@@ -82,6 +82,6 @@ extension BridgeCore {
         var slot: Admission.Slot?
         var local: String? = nil
         /// One of OpenClaw's apps: what its connect proved (its `handshake` is a stand-in).
-        var app: (claim: OpenClawAppClaim, details: NodeDetails)? = nil
+        var app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
     }
 }

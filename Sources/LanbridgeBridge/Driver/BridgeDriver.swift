@@ -109,7 +109,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 return
             }
             let local = channels[id]?.localAddress?.ipAddress
-            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local, app: (claim, device.details)),
+            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local, app: (claim, device.details, device.bootstrapToken)),
                                 now: .now, wall: Date()))
         }
     }
@@ -148,6 +148,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             canvasRelay = relay
             perform(core.setCanvas(info, status: status))
         }.get()
+    }
+
+    func setOpenClawApps(_ urls: [String]) {
+        loop.execute { [self] in perform(core.setOpenClawApps(urls)) }
     }
 
     static let canvasRotate = "canvas.rotateCertificate"

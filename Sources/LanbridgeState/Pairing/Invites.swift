@@ -15,6 +15,9 @@ public struct InviteRecord: Codable, Equatable, Sendable {
     public var grant: ApprovalGrant?
     public var createdAt: Date
     public var expiresAt: Date
+    /// An OpenClaw setup code's bootstrap token (`invite --openclaw`): `id` is the token's
+    /// SHA-256 and `psk` is empty; only OpenClaw's apps at their front door can redeem it.
+    public var openClaw: Bool?
 }
 
 /// invites.json
@@ -41,7 +44,7 @@ extension PairingState {
     public mutating func redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails,
                                       defaultAccess: AccessRules? = nil, now: Date) throws -> PairedNode {
         let hex = Hex.encode(id)
-        guard let index = invites.invites.firstIndex(where: { $0.id == hex }), invites.invites[index].expiresAt > now,
+        guard let index = invites.invites.firstIndex(where: { $0.id == hex && $0.openClaw != true }), invites.invites[index].expiresAt > now,
               SecureSession.Invite.id(forSecret: secret) == id,
               SecureMemory.constantTimeEqual(SecureSession.Invite.psk(forSecret: secret),
                                        (try? Hex.decode(invites.invites[index].psk)) ?? [])
@@ -58,4 +61,37 @@ extension PairingState {
         paired.nodes.append(node)
         return node
     }
+}
+
+extension PairingState {
+    /// `invite --openclaw`: a single-use bootstrap token for OpenClaw's setup code (10 minutes by
+    /// default), stored as its SHA-256 only. Returns the token (shown once).
+    public mutating func createOpenClawBootstrap(name: String?, grant: ApprovalGrant = ApprovalGrant(), ttl: TimeInterval, now: Date) -> String {
+        let token = Base64URL.encode(SecureRandom.bytes(32))
+        invites.invites.append(InviteRecord(id: Self.bootstrapID(token), psk: "", name: name, grant: grant, createdAt: now,
+                                            expiresAt: now.addingTimeInterval(ttl), openClaw: true))
+        return token
+    }
+
+    /// One of OpenClaw's apps presented a bootstrap token: if it is a live one, it is used up and
+    /// the app is paired at once (no request, no approval: the setup code was the operator's act).
+    public mutating func redeemOpenClawBootstrap(_ token: String, claim: OpenClawAppClaim, key: PublicKey, details: NodeDetails,
+                                                 defaultAccess: AccessRules? = nil, now: Date) throws -> PairedNode {
+        let id = Array(Self.bootstrapID(token).utf8)
+        guard let index = invites.invites.firstIndex(where: { $0.openClaw == true && SecureMemory.constantTimeEqual(Array($0.id.utf8), id) }),
+              invites.invites[index].expiresAt > now else { throw PairingError.invalidInvite }
+        if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
+        let invite = invites.invites.remove(at: index)
+        if let existing = node(withKey: key) { return existing }
+        var details = details
+        if let name = invite.name { details.displayName = name }
+        pending.requests.removeAll { $0.publicKey == key }
+        let access = (invite.grant ?? ApprovalGrant()).rules(defaults: defaultAccess ?? .defaults(forPlatform: details.platform), declared: details.commands)
+        var node = PairedNode(publicKey: key, details: details, pairingMethod: .openClawApp, pairedAt: now, firstSeen: now, access: access)
+        node.openClawApp = claim
+        paired.nodes.append(node)
+        return node
+    }
+
+    static func bootstrapID(_ token: String) -> String { Hex.encode(SHA256.hash(Array("lanbridge openclaw-bootstrap v1".utf8) + Array(token.utf8))) }
 }

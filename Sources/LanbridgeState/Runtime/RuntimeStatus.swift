@@ -85,6 +85,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var console: String?
     /// The canvas relay, when it is on.
     public var canvas: Canvas?
+    /// The front door for OpenClaw's apps, when it is on: `wss://host:port` (or `ws://`) each.
+    public var openClawApps: [String]?
     public struct Canvas: Codable, Sendable, Equatable {
         /// `host:port` of each listener.
         public var listening: [String]

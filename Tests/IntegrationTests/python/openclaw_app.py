@@ -15,7 +15,7 @@
 - TLS: trust on first use of the leaf's SHA-256, printed as the apps show it; `--pin SHA` refuses
   any other certificate (GatewayTLSPinning.swift:120-129).
 
-  openclaw_app.py URL --state FILE [--platform ios|android] [--pin SHA] [--retry S] [--give-up S] [--role node|operator]
+  openclaw_app.py (URL | --setup-code CODE) --state FILE [--platform ios|android] [--pin SHA] [--retry S] [--give-up S] [--role node|operator]
 
 Prints: "tls SHA", "pairing-required REQUEST COMMAND", "hello PROTOCOL", "invoke COMMAND PARAMS",
 "tick", "voice ok|error ...", "closed CODE REASON", "refused CODE DETAIL". Reads "voice TEXT" on stdin.
@@ -27,7 +27,8 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 parser = argparse.ArgumentParser()
-parser.add_argument("url")
+parser.add_argument("url", nargs="?")
+parser.add_argument("--setup-code", help="an OpenClaw setup code: base64url JSON {url, bootstrapToken} (src/pairing/setup-code.ts)")
 parser.add_argument("--state", required=True)
 parser.add_argument("--platform", default="ios", choices=["ios", "android"])
 parser.add_argument("--pin")
@@ -37,6 +38,10 @@ parser.add_argument("--role", default="node")
 parser.add_argument("--name", default="Ada's iPhone")
 opts = parser.parse_args()
 IOS = opts.platform == "ios"
+BOOTSTRAP = ""
+if opts.setup_code:
+    setup = json.loads(base64.urlsafe_b64decode(opts.setup_code + "=" * (-len(opts.setup_code) % 4)))
+    opts.url, BOOTSTRAP = setup["url"], setup["bootstrapToken"]
 
 
 def say(line):
@@ -69,13 +74,13 @@ COMMANDS = ["canvas.present", "canvas.navigate", "canvas.snapshot", "canvas.a2ui
 def connect_request(nonce):
     scopes = [] if opts.role == "node" else ["operator.read", "operator.write"]
     signed_at = int(time.time() * 1000)  # the app's own clock, not the challenge's ts
-    token = ""
+    token = BOOTSTRAP  # the signed token: the bootstrap token when the app has no other
     payload = "|".join(["v3", DEVICE_ID, CLIENT["id"], CLIENT["mode"] if opts.role == "node" else "ui", opts.role, ",".join(scopes),
                         str(signed_at), token, nonce, CLIENT["platform"].strip().lower(), CLIENT["deviceFamily"].strip().lower()])
     return {"type": "req", "id": str(uuid.uuid4()), "method": "connect", "params": {
         "minProtocol": 3, "maxProtocol": 3, "client": {**CLIENT, "mode": CLIENT["mode"] if opts.role == "node" else "ui"},
         "caps": ["canvas", "camera", "location"], "commands": COMMANDS if opts.role == "node" else [], "permissions": {},
-        "locale": "en-US", "userAgent": "OpenClaw/2026.4.13", "role": opts.role, "scopes": scopes, "auth": {},
+        "locale": "en-US", "userAgent": "OpenClaw/2026.4.13", "role": opts.role, "scopes": scopes, "auth": {"bootstrapToken": BOOTSTRAP} if BOOTSTRAP else {},
         "device": {"id": DEVICE_ID, "publicKey": b64url(RAW), "signature": b64url(KEY.sign(payload.encode())),
                    "signedAt": signed_at, "nonce": nonce}}}
 

@@ -30,6 +30,9 @@ public struct OpenClawAppSession: Sendable {
         public var commands: [String]
         public var caps: [String]
         public var protocolVersion: Int
+        /// `auth.bootstrapToken` from an OpenClaw setup code (`lanbridge invite --openclaw`): a
+        /// secret, never logged; the core redeems it once.
+        public var bootstrapToken: String?
 
         /// The node details lanbridge keeps for it (sanitized by the core like any node's).
         public var details: NodeDetails {
@@ -327,7 +330,8 @@ public struct OpenClawAppSession: Sendable {
         return .success(Device(deviceId: deviceId, publicKey: key, clientId: clientId, platform: platform, deviceFamily: family,
                                displayName: name.isEmpty ? "OpenClaw \(platformName(platform))" : name,
                                modelIdentifier: client?["modelIdentifier"]?.stringValue, version: client?["version"]?.stringValue ?? "",
-                               commands: commands, caps: caps, protocolVersion: version))
+                               commands: commands, caps: caps, protocolVersion: version,
+                               bootstrapToken: auth?["bootstrapToken"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }))
     }
 
     /// lanbridge's platform names from OpenClaw's (`iOS 18.2` → `ios`).
