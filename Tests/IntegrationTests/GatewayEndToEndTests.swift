@@ -25,7 +25,7 @@ struct GatewayEndToEndTests {
         guard case let .array(nodes)? = listed.payload?["nodes"] else { Issue.record("no node list"); return }
         #expect(nodes.count == 1)
         #expect(nodes.first?["connected"] == true && nodes.first?["foreground"] == true && nodes.first?["platform"] == "ios")
-        #expect(nodes.first?["allowedCommands"] == ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot"])
+        #expect(nodes.first?["allowedCommands"] == ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "canvas.a2ui.pushJSONL"])
         let described = try stack.gateway.call("GET", "/nodes/\(stack.nodeID)")
         #expect(described.payload?["nodeId"]?.stringValue == stack.nodeID)
         #expect(try stack.gateway.call("GET", "/nodes/nobody").code == ErrorMessage.nodeNotFound)
