@@ -83,6 +83,8 @@ struct ConsolePages {
         let status: String
         if let lock = r.locked {
             status = "<p class=\"bad\">LOCKED: \(HTML.escape(lock.explanation)). It can never be approved: reject it; the device must start over.</p>"
+        } else if r.openClawApp != nil {
+            status = "<p>One of OpenClaw's apps: it shows no code. It showed a certificate fingerprint before trusting this bridge: type its first 6 characters to approve (a setup code, <code>lanbridge invite --openclaw</code>, needs no such check).</p>"
         } else if r.code == nil {
             status = "<p>Waiting for the device to show its code.</p>"
         } else {
@@ -97,7 +99,12 @@ struct ConsolePages {
         let grants = sensitive.map { command in
             "<label><input type=\"checkbox\" name=\"grant.\(HTML.escape(command))\"> also grant <code>\(HTML.escape(command))</code> <span class=\"tag\">\(HTML.escape(CommandCatalog.sensitivity(of: command)?.rawValue ?? ""))</span></label>"
         }.joined(separator: "<br>")
-        let approve = r.locked == nil && r.code != nil ? HTML.form("/pending/approve", csrf: csrf, class: "block", """
+        let approve = r.locked == nil && r.openClawApp?.tlsSha256 != nil ? HTML.form("/pending/approve", csrf: csrf, class: "block", """
+            \(HTML.hidden("request", r.requestId))
+            <label>Fingerprint on the device (first 6) <input class="code" type="text" name="fingerprint" pattern="[0-9a-fA-F: ]{6,8}" maxlength="8" autocomplete="off" required></label>
+            \(grants.isEmpty ? "" : "<div>Sensitive commands it declares are not granted unless ticked:<br>\(grants)</div>")
+            <div><button class="primary">Approve</button></div>
+            """) : r.locked == nil && r.code != nil ? HTML.form("/pending/approve", csrf: csrf, class: "block", """
             \(HTML.hidden("request", r.requestId))
             <label>Code on the device <input class="code" type="text" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="off" required></label>
             \(grants.isEmpty ? "" : "<div>Sensitive commands it declares are not granted unless ticked:<br>\(grants)</div>")

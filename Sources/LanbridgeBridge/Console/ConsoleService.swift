@@ -151,13 +151,23 @@ struct ConsoleService: HTTPService {
                 return .html(.ok, ConsolePages.loggedOut("Logged out."), headers: [ConsoleAuth.clearCookie])
             case "/pending/approve":
                 let requestId = field("request"), code = field("code")
-                guard code.utf8.count == 6, code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
-                    return back("/", "Type the 6 digits the device shows.", error: true)
+                let request = try store.read().request(requestId)
+                if let app = request?.openClawApp {
+                    // Compared, not copied: the page never shows the fingerprint.
+                    let typed = field("fingerprint").lowercased().filter { $0.isHexDigit }
+                    guard typed.count == 6, let expected = app.tlsSha256, expected.hasPrefix(typed) else {
+                        return back("/", "That is not the start of the fingerprint this bridge showed the app: do not approve it.", error: true)
+                    }
+                } else {
+                    guard code.utf8.count == 6, code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
+                        return back("/", "Type the 6 digits the device shows.", error: true)
+                    }
                 }
-                let declared = try store.read().request(requestId)?.details.commands ?? []
+                let declared = request?.details.commands ?? []
                 // Only sensitive commands the node declared can be ticked; anything else is ignored.
                 let ticked = declared.filter { CommandCatalog.sensitivity(of: $0) != nil && form["grant." + $0] == "on" }
-                let node = try store.approve(requestId, code: code, unverified: false, grant: ApprovalGrant(allow: ticked), settings: settings, actor: actor)
+                let node = try store.approve(requestId, code: request?.openClawApp == nil ? code : nil, unverified: false, grant: ApprovalGrant(allow: ticked),
+                                             settings: settings, actor: actor)
                 return back("/nodes/\(HTML.component(node.nodeId.description))", "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).")
             case "/pending/reject":
                 let block = field("block") == "1"
