@@ -135,10 +135,11 @@ public enum BridgeServer {
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
         let (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
-        let appDoors = try await startOpenClawAppDoor(configuration, admission: admission, driver: driver, logger: logger)
+        let (appDoors, appAdvertisement) = try await startOpenClawAppDoor(configuration, admission: admission, driver: driver, logger: logger)
         onListening(port)
 
-        let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), driver: driver, logger: logger)
+        let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), extras: appAdvertisement.map { [$0] } ?? [],
+                                  driver: driver, logger: logger)
         let maxMessageSize = configuration.settings.limits.gatewayMessageBytes
         let link = configuration.gateway.flatMap { gateway in
             gateway.wire == .lanbridge ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, logger: logger) : nil
@@ -279,8 +280,8 @@ public enum BridgeServer {
     /// certificate (the canvas relay's), on each listen address or the one named. Plain ws only
     /// where the operator opted in, and never on an address that is not private.
     private static func startOpenClawAppDoor(_ configuration: BridgeConfiguration, admission: Admission, driver: BridgeDriver, logger: Logger) async throws
-        -> [any Channel] {
-        guard let apps = configuration.openClawApps else { return [] }
+        -> ([any Channel], AvahiPublisher.Extra?) {
+        guard let apps = configuration.openClawApps else { return ([], nil) }
         var tls: NIOSSLContext?
         var sha256: String?
         if apps.tls {
@@ -315,7 +316,11 @@ public enum BridgeServer {
         driver.setOpenClawApps(urls)
         logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(urls.joined(separator: ", "))",
                                                                "sha256": "\(sha256 ?? "none (plain ws)")"])
-        return bound
+        // What OpenClaw's apps browse for (src/infra/bonjour.ts:152-210): iOS needs gatewayTls=1.
+        let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "lanbridge"
+        var txt = ["role=gateway", "transport=gateway", "gatewayPort=\(port)", "lanHost=\(host).local", "displayName=\(configuration.name)"]
+        if let sha256 { txt += ["gatewayTls=1", "gatewayTlsSha256=\(sha256)"] }
+        return (bound, AvahiPublisher.Extra(type: "_openclaw-gw._tcp", port: port, txt: txt))
     }
 
     /// One listener per `listen` entry, all on one port: the first picks it when `port` is 0.
@@ -372,7 +377,8 @@ public enum BridgeServer {
     }
 
     /// Starts advertising, unless turned off. A missing avahi-daemon is a warning, never a reason not to serve.
-    private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, driver: BridgeDriver, logger: Logger) -> AvahiPublisher? {
+    private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, extras: [AvahiPublisher.Extra] = [],
+                                  driver: BridgeDriver, logger: Logger) -> AvahiPublisher? {
         guard configuration.mdns else {
             driver.setAdvertising("off", name: nil)
             return nil
@@ -389,6 +395,7 @@ public enum BridgeServer {
             let publisher = try AvahiPublisher(name: configuration.name, port: port,
                                                advertisement: BridgeAdvertisement(shortFingerprint: fingerprint.short, name: configuration.name),
                                                interfaceIndex: interface, logger: logger)
+            publisher.extras = extras
             publisher.onStatus = { status in
                 switch status {
                 case .waitingForDaemon: driver.setAdvertising("waiting for avahi-daemon", name: nil)

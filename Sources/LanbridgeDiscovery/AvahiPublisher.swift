@@ -31,6 +31,16 @@ public final class AvahiPublisher: @unchecked Sendable {
     /// Called on Avahi's thread whenever the status changes.
     public var onStatus: @Sendable (Status) -> Void = { _ in }
 
+    /// Another service under the same instance name (set before `start`): OpenClaw's
+    /// `_openclaw-gw._tcp` for its own apps' front door.
+    public struct Extra: Sendable, Equatable {
+        public var type: String
+        public var port: UInt16
+        public var txt: [String]
+        public init(type: String, port: Int, txt: [String]) { (self.type, self.port, self.txt) = (type, UInt16(port), txt) }
+    }
+    public var extras: [Extra] = []
+
     /// `interfaceIndex` nil publishes on every interface avahi-daemon serves.
     public init(name: String, port: Int, advertisement: BridgeAdvertisement, interfaceIndex: Int32?, logger: Logger) throws {
         loop = try AvahiClientLoop(logger: logger)
@@ -100,11 +110,8 @@ public final class AvahiPublisher: @unchecked Sendable {
         guard let group else { return set(.failed("cannot create an entry group")) }
         guard avahi_entry_group_is_empty(group) != 0 else { return }
         while true {
-            // avahi_string_list_add prepends; reversing (in place, new head) keeps txtvers first on the wire.
-            let ordered = avahi_string_list_reverse(txt.reduce(nil as UnsafeMutablePointer<AvahiStringList>?) { avahi_string_list_add($0, $1) })
-            defer { avahi_string_list_free(ordered) }
-            let rc = avahi_entry_group_add_service_strlst(group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
-                                                          name, BridgeAdvertisement.serviceType, nil, nil, port, ordered)
+            var rc = add(group, type: BridgeAdvertisement.serviceType, port: port, txt: txt)
+            for extra in extras where rc == 0 { rc = add(group, type: extra.type, port: extra.port, txt: extra.txt) }
             if rc == Int32(AVAHI_ERR_COLLISION) {
                 rename()
                 avahi_entry_group_reset(group)
@@ -118,10 +125,19 @@ public final class AvahiPublisher: @unchecked Sendable {
         set(.registering(name: name))
     }
 
+    private func add(_ group: OpaquePointer, type: String, port: UInt16, txt: [String]) -> Int32 {
+        // avahi_string_list_add prepends; reversing (in place, new head) keeps the first entry first on the wire.
+        let ordered = avahi_string_list_reverse(txt.reduce(nil as UnsafeMutablePointer<AvahiStringList>?) { avahi_string_list_add($0, $1) })
+        defer { avahi_string_list_free(ordered) }
+        return avahi_entry_group_add_service_strlst(group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
+                                                    name, type, nil, nil, port, ordered)
+    }
+
     private func groupStateChanged(_ state: AvahiEntryGroupState) {
         switch state {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
-            logger.info("advertised on mDNS", metadata: ["name": "\(name)", "type": "\(BridgeAdvertisement.serviceType)", "port": "\(port)"])
+            logger.info("advertised on mDNS", metadata: ["name": "\(name)", "type": "\(([BridgeAdvertisement.serviceType] + extras.map(\.type)).joined(separator: ", "))",
+                                                         "port": "\(port)"])
             set(.published(name: name))
         case AVAHI_ENTRY_GROUP_COLLISION:
             rename()

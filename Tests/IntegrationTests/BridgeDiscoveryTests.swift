@@ -33,6 +33,25 @@ struct BridgeDiscoveryTests {
         #expect(seen.txt == ["txtvers": "1", "pv": "1-1", "id": String(fingerprint.prefix(9)), "name": "Office bridge"])
     }
 
+    /// Issue 38: with the door for OpenClaw's apps open, the bridge is also `_openclaw-gw._tcp`,
+    /// with the TXT keys the apps read (src/infra/bonjour.ts:152-210): iOS needs gatewayTls=1.
+    @Test func openClawsAppsFindTheDoorAsAGatewayWithItsCertificate() throws {
+        let lan = try TestLAN()
+        defer { lan.tearDown() }
+        try lan.startAvahi()
+        let browser = try lan.browser(type: "_openclaw-gw._tcp")
+        _ = try browser.waitForLine { $0 == "browsing" }
+        let bridge = try BridgeDaemon(arguments: ["--openclaw-apps", "--openclaw-apps-listen", "0", "--no-gateway"], mdns: true,
+                                      launcher: lan.launcher(lan.host), bind: "lan", name: "Office bridge")
+        defer { bridge.stop() }
+        let line = try bridge.waitForLog("OpenClaw apps door listening")
+        let seen = try peer(browser, "added", "Office bridge")
+        let sha = line.split(separator: " ").first { $0.hasPrefix("sha256=") }.map { String($0.dropFirst("sha256=".count)) }
+        #expect(seen.txt?["gatewayTls"] == "1" && seen.txt?["gatewayTlsSha256"] == sha && seen.txt?["role"] == "gateway", "\(seen)")
+        #expect(seen.txt?["gatewayPort"] == seen.port.map(String.init) && seen.txt?["displayName"] == "Office bridge", "\(seen)")
+        #expect(line.contains(":\(seen.port ?? -1)"), "the advertised port is the door's: \(line)")
+    }
+
     @Test func theServiceReturnsWhenAvahiRestartsAndGoesOnSIGTERM() throws {
         let lan = try TestLAN()
         defer { lan.tearDown() }

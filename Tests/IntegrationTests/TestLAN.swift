@@ -85,11 +85,12 @@ final class TestLAN: @unchecked Sendable {
         avahiPID = nil
     }
 
-    /// A Python zeroconf browser (an independent mDNS stack) on the phone host.
-    func browser() throws -> ChildProcess {
+    /// A Python zeroconf browser (an independent mDNS stack) on the phone host, for `type`.
+    func browser(type: String = "_lanbridge._tcp") throws -> ChildProcess {
         try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                         ["netns", "exec", phone, Python.executable, Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path,
-                          "browse", Self.phoneAddress], mergeStandardError: true, standardInput: true)
+                         ["netns", "exec", phone, "env", "MDNS_TYPE=\(type)", Python.executable,
+                          Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path, "browse", Self.phoneAddress],
+                         mergeStandardError: true, standardInput: true)
     }
 
     /// Registers a service of our type under `name` from the phone host, as another machine would.

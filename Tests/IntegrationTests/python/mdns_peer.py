@@ -3,14 +3,16 @@
 
     mdns_peer.py browse ADDRESS        prints JSON lines: {"event": "added", "name", "port", "txt"}, {"event": "removed", "name"}
     mdns_peer.py publish ADDRESS NAME  registers NAME._lanbridge._tcp, prints "published NAME"
+    MDNS_TYPE=_openclaw-gw._tcp mdns_peer.py browse ADDRESS    the same for another service type
 Runs until stdin closes."""
+import os
 import json
 import socket
 import sys
 
 from zeroconf import IPVersion, ServiceBrowser, ServiceInfo, ServiceListener, Zeroconf
 
-TYPE = "_lanbridge._tcp.local."
+TYPE = os.environ.get("MDNS_TYPE", "_lanbridge._tcp") + ".local."
 mode, address = sys.argv[1], sys.argv[2]
 zc = Zeroconf(interfaces=[address], ip_version=IPVersion.V4Only)
 
