@@ -143,6 +143,29 @@ struct OpenClawAppsEndToEndTests {
         #expect(described.stdout.contains("openclaw-app"), "\(described.stdout)")
     }
 
+    /// Hostile peers before any proof: a frame past the 64 KiB pre-auth budget closes the socket,
+    /// and 200 half-open connections (TCP, never TLS) do not keep a paired app from its invokes.
+    @Test func preAuthFloodsCostLittleAndLeavePairedAppsAlone() throws {
+        let stack = try Stack()
+        let hostile = Repository.url("Tests/IntegrationTests/python/openclaw_app_hostile.py").path
+        let big = try ChildProcess(URL(fileURLWithPath: Python.executable), [hostile, "bigframe", stack.doorURL], mergeStandardError: true)
+        #expect(try big.waitForLine(timeout: 30) { $0 == "closed" || $0 == "answered" } == "closed")
+
+        let app = try stack.app("ios")
+        let requestId = try Self.words(app, "pairing-required")[0]
+        #expect(try stack.cli(["nodes", "approve", requestId]).status == 0)
+        #expect(try Self.words(app, "hello") == ["3"])
+        let device = try stack.gateway.waitFor("connected")[0]
+        let flood = try ChildProcess(URL(fileURLWithPath: Python.executable), [hostile, "halfopen", stack.doorURL, "200"],
+                                     mergeStandardError: true, standardInput: true)
+        _ = try flood.waitForLine(timeout: 30) { $0.hasPrefix("held ") }
+        let navigate = try stack.gateway.invoke(device, "canvas.navigate", params: #"{"url":"https://example.com/"}"#)
+        #expect(navigate["ok"] == true, "\(navigate)")
+        // The admission policy held them to its bounds and said so.
+        try stack.bridge.waitForLog("refused connection")
+        flood.killIfRunning()
+    }
+
     /// Chat and talk are not relayed: an operator socket is refused with an error the apps show,
     /// and a forged connect never reaches the store.
     @Test func anOperatorSocketAndAForgedDeviceAreRefused() throws {

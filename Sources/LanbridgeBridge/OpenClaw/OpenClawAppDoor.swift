@@ -16,6 +16,8 @@ import NIOWebSocket
 /// all), the same core, rules, fast-fail, audit and revocation. The app's session ends here
 /// (`OpenClawAppSession`); toward the gateway the node goes the way every node does.
 enum OpenClawAppDoor {
+    static let preAuthBytes = 64 << 10
+
     struct Options {
         var tls: NIOSSLContext?
         /// The certificate's SHA-256 the app is shown (kept with its request).
@@ -49,6 +51,10 @@ enum OpenClawAppDoor {
         let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(handshakeTimeout * 1000))) { channel.close(promise: nil) }
         let sync = channel.pipeline.syncOperations
         if let tls = options.tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+        // Before a device has proved itself, what it may make the bridge hold is small: the
+        // upgrade and the connect fit in 64 KiB (OpenClaw's own pre-auth cap), whatever frame size
+        // a paired app may use later.
+        try sync.addHandler(PreAuthLimit(bytes: OpenClawAppDoor.preAuthBytes))
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: options.maxFrameBytes,
             shouldUpgrade: { channel, head in
@@ -86,6 +92,33 @@ enum OpenClawAppDoor {
             context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .notFound, headers: headers))), promise: nil)
             context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
         }
+    }
+}
+
+/// Closes a connection that sends more than `bytes` before it is let in; lifted (and out of the
+/// way) once the app's device is paired and its session is up.
+final class PreAuthLimit: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundIn = Any
+    struct Lift: Sendable {}
+
+    private var left: Int
+    init(bytes: Int) { left = bytes }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        left -= unwrapInboundIn(data).readableBytes
+        guard left >= 0 else {
+            context.close(promise: nil)
+            return
+        }
+        context.fireChannelRead(data)
+    }
+
+    func triggerUserOutboundEvent(context: ChannelHandlerContext, event: Any, promise: EventLoopPromise<Void>?) {
+        guard event is Lift else { return context.triggerUserOutboundEvent(event, promise: promise) }
+        context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        promise?.succeed()
     }
 }
 
@@ -134,8 +167,8 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
         let frame = unwrapInboundIn(data)
         switch frame.opcode {
         case .text, .binary:
-            let wasReady = session.isReady
             let actions = session.received(Array(buffer: frame.unmaskedData), binary: frame.opcode == .binary, nowMs: Self.unixMs)
+            let wasReady = session.isReady
             perform(actions)
             if !wasReady, session.device != nil { deadline.cancel() }
             if session.unknown > 0, !loggedUnknown {
@@ -158,7 +191,10 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
     /// the bridge's own) and translated.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let bytes = unwrapOutboundIn(data)
+        let wasReady = session.isReady
         if let message = try? SessionMessages.decode(bytes) { perform(session.fromBridge(message, nowMs: Self.unixMs)) }
+        // Paired and up: the app may now send what any node may (results up to the result limit).
+        if !wasReady, session.isReady { context.triggerUserOutboundEvent(PreAuthLimit.Lift(), promise: nil) }
         promise?.succeed()
     }
 
