@@ -75,6 +75,12 @@ struct OpenClawAppsEndToEndTests {
         // The app's next retry is let in; lanbridge's own device for it connects to the gateway.
         #expect(try Self.words(app, "hello") == ["3"])
         let device = try stack.gateway.waitFor("connected")[0]
+        // Its canvas: the bridge's relay, as hello-ok.canvasHostUrl; the pin the app already trusts.
+        let canvasURL = try Self.words(app, "canvas")[0]
+        let page = try CanvasEndToEndTests.fetch(canvasURL + "/__openclaw__/a2ui/?platform=\(platform)", shown)
+        #expect(page.status == 200 && page.body.contains("A2UI host"), "\(page.all)")
+        app.write(line: "canvas-refresh")
+        #expect(try Self.words(app, "canvas-refresh") == ["ok", String(canvasURL.split(separator: "/").last ?? "")])
 
         let navigate = try stack.gateway.invoke(device, "canvas.navigate", params: #"{"url":"https://example.com/"}"#)
         #expect(navigate["ok"] == true && navigate["payloadJSON"]?.stringValue?.contains("example.com") == true, "\(navigate)")

@@ -17,8 +17,8 @@
 
   openclaw_app.py (URL | --setup-code CODE) --state FILE [--platform ios|android] [--pin SHA] [--retry S] [--give-up S] [--role node|operator]
 
-Prints: "tls SHA", "pairing-required REQUEST COMMAND", "hello PROTOCOL", "invoke COMMAND PARAMS",
-"tick", "voice ok|error ...", "closed CODE REASON", "refused CODE DETAIL". Reads "voice TEXT" on stdin.
+Prints: "tls SHA", "pairing-required REQUEST COMMAND", "hello PROTOCOL", "canvas HOSTURL", "invoke COMMAND PARAMS",
+"tick", "voice ok|error ...", "closed CODE REASON", "refused CODE DETAIL". Reads "voice TEXT" and "canvas-refresh" on stdin.
 """
 import argparse, asyncio, base64, hashlib, json, os, ssl, sys, time, uuid
 from cryptography.hazmat.primitives import serialization
@@ -116,6 +116,8 @@ async def session(ws, stdin_lines):
     hello = reply["payload"]
     assert hello["type"] == "hello-ok" and "snapshot" in hello and "policy" in hello and "features" in hello and "server" in hello
     say(f"hello {hello['protocol']}")
+    if hello.get("canvasHostUrl"):
+        say(f"canvas {hello['canvasHostUrl']}")
     pending = {}
 
     async def reader():
@@ -140,7 +142,14 @@ async def session(ws, stdin_lines):
     async def typed():
         while True:
             line = await stdin_lines.get()
-            if line.startswith("voice "):
+            if line == "canvas-refresh":
+                rid = str(uuid.uuid4())
+                future = asyncio.get_running_loop().create_future()
+                pending[rid] = future
+                await send(ws, {"type": "req", "id": rid, "method": "node.canvas.capability.refresh", "params": {}})
+                res = await asyncio.wait_for(future, 15)
+                say(f"canvas-refresh ok {res['payload']['canvasCapability']}" if res.get("ok") else f"canvas-refresh error {json.dumps(res.get('error'))}")
+            elif line.startswith("voice "):
                 rid = str(uuid.uuid4())
                 future = asyncio.get_running_loop().create_future()
                 pending[rid] = future

@@ -155,7 +155,14 @@ public struct OpenClawAppSession: Sendable {
         case "node.pending.ack", "node.pending.drain":
             return [respond(id, .success(["ok": true]))]
         case "node.canvas.capability.refresh":
-            return [respond(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "no canvas host through this bridge for OpenClaw's apps")))]
+            // The bridge's canvas relay, as for its own nodes (PROTOCOL.md §9.8); UNAVAILABLE without one.
+            guard waiting.count < Self.maxWaiting else {
+                return [respond(id, .failure(ErrorMessage(code: ErrorMessage.rateLimited, message: "too many calls wait for an answer", retryable: true)))]
+            }
+            nextCall += 1
+            let call = "v\(nextCall)"
+            waiting[call] = id
+            return [.toBridge(SessionMessages.encode(CanvasRefresh(id: call)))]
         default:
             unknown += 1
             return [respond(id, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "unknown method for a node: \(SafeText.escape(String(method.prefix(64))))")))]
@@ -215,7 +222,7 @@ public struct OpenClawAppSession: Sendable {
         case let (.authenticating(requestId, _), welcome as Welcome) where welcome.paired:
             state = .ready
             lastTickMs = nowMs
-            return [respond(requestId, .success(helloOk()))]
+            return [respond(requestId, .success(helloOk(canvas: welcome.canvas)))]
         case let (.authenticating(requestId, _), error as ErrorMessage):
             return [respond(requestId, .failure(error))] + close(1008, error.code == ErrorMessage.notPaired ? "pairing required" : "refused")
         case (.authenticating, _):
@@ -235,6 +242,13 @@ public struct OpenClawAppSession: Sendable {
         case let (.ready, result as GatewayCallResult):
             guard let id = waiting.removeValue(forKey: result.id) else { return [] }
             return [respond(id, result.ok ? .success(result.payload ?? ["ok": true]) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "failed")))]
+        case let (.ready, grant as CanvasGrant):
+            guard let id = waiting.removeValue(forKey: grant.id) else { return [] }
+            guard let canvas = grant.canvas, let capability = canvas.url.split(separator: "/").last.map(String.init) else {
+                return [respond(id, .failure(grant.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "no canvas host")))]
+            }
+            return [respond(id, .success(["canvasCapability": .string(capability), "canvasCapabilityExpiresAtMs": .number(Double(canvas.expiresAtMs)),
+                                          "canvasHostUrl": .string(canvas.url)]))]
         case let (.ready, result as PushResult):
             guard let id = waiting.removeValue(forKey: result.id) else { return [] }
             return [respond(id, result.ok ? .success(["ok": true]) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "failed")))]
@@ -343,8 +357,10 @@ public struct OpenClawAppSession: Sendable {
 
     // MARK: - Plumbing
 
-    private func helloOk() -> JSONValue {
-        [
+    /// `canvas`: the bridge's canvas relay for this node, as OpenClaw's `canvasHostUrl` (the same
+    /// shape: `https://host:port/__openclaw__/cap/<capability>`).
+    private func helloOk(canvas: CanvasAccess?) -> JSONValue {
+        var hello: JSONValue = [
             "type": "hello-ok", "protocol": .number(Double(device?.protocolVersion ?? 3)),
             "server": ["version": "lanbridge", "connId": .string(nonce)],
             "features": ["methods": ["node.invoke.result", "node.event", "node.pending.pull", "node.pending.ack"], "events": ["tick", "node.invoke.request"]],
@@ -352,6 +368,11 @@ public struct OpenClawAppSession: Sendable {
             "auth": ["role": "node", "scopes": []],
             "policy": ["maxPayload": 26_214_400, "maxBufferedBytes": 52_428_800, "tickIntervalMs": .number(Double(Self.tickIntervalMs))],
         ]
+        if let canvas, case var .object(fields) = hello {
+            fields["canvasHostUrl"] = .string(canvas.url)
+            hello = .object(fields)
+        }
+        return hello
     }
 
     private func respond(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> Action {
