@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
 import Testing
@@ -172,6 +173,37 @@ struct OpenClawAppsEndToEndTests {
         flood.killIfRunning()
     }
 
+    /// OpenClaw's own client code as the peer: `GatewayClient` (src/gateway/client.ts), bundled from
+    /// OpenClaw's sources at test time (Tests/Tools/openclaw-client/build.sh; nothing of it is kept
+    /// in this repository) and run under Node as OpenClaw's node host sets it up, pins the door's
+    /// certificate, is refused PAIRING_REQUIRED, approved by the CLI, invoked through the gateway
+    /// and revoked.
+    @Test(.enabled(if: OpenClawClientBundle.missing == nil, Comment(rawValue: OpenClawClientBundle.missing ?? "")))
+    func openClawsOwnGatewayClientPairsIsInvokedAndIsRevoked() throws {
+        let bundle = try OpenClawClientBundle.build()
+        let stack = try Stack()
+        try stack.bridge.waitForRuntime("the door and the certificate") { $0.openClawApps?.isEmpty == false && $0.canvas != nil }
+        let sha = RuntimeStatusFile(directory: StateDirectory(url: stack.bridge.state.url)).read()?.canvas?.tlsSha256 ?? ""
+        let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/node"),
+                                      [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha],
+                                      environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
+        _ = try client.waitForLine(timeout: 30) { $0 == "closed 1008 pairing required" }
+        let pending = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "pending", "--json"]).stdout.utf8))
+        guard case let .array(rows) = pending, case let .string(requestId)? = rows.first?["requestId"] else { Issue.record("\(pending)"); return }
+        #expect(rows.first?["openClawApp"]?["clientId"] == "node-host")
+        // A Linux node host: OpenClaw's gateway allows it system.notify (not canvas), so that is granted too.
+        let approved = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "approve", requestId, "--allow", "system.notify", "--json"]).stdout.utf8))
+        _ = try client.waitForLine(timeout: 30) { $0 == "hello 3" }
+        let device = try stack.gateway.waitFor("connected")[0]
+        let notify = try stack.gateway.invoke(device, "system.notify", params: #"{"title":"hello","body":"agent"}"#)
+        #expect(notify["ok"] == true && notify["payloadJSON"]?.stringValue?.contains("hello") == true, "\(notify)")
+        _ = try client.waitForLine(timeout: 30) { $0.hasPrefix("invoke system.notify") }
+        guard case let .string(nodeID)? = approved["nodeId"] else { Issue.record("\(approved)"); return }
+        #expect(try stack.cli(["nodes", "revoke", nodeID]).status == 0)
+        _ = try client.waitForLine(timeout: 30) { $0.hasPrefix("closed 1008 revoked") }
+        client.killIfRunning()
+    }
+
     /// Chat and talk are not relayed: an operator socket is refused with an error the apps show,
     /// and a forged connect never reaches the store.
     @Test func anOperatorSocketAndAForgedDeviceAreRefused() throws {
@@ -181,4 +213,31 @@ struct OpenClawAppsEndToEndTests {
         let pending = try stack.cli(["nodes", "pending"])
         #expect(pending.stdout.contains("No pending"), "\(pending.stdout)")
     }
+}
+
+/// OpenClaw's `GatewayClient`, bundled from an OpenClaw source tree outside this repository:
+/// `$OPENCLAW_SOURCE`, else the snapshot this machine keeps at /work/.mirror/zhihh+openclaw/repo.
+enum OpenClawClientBundle {
+    static var source: String? {
+        let candidates = [ProcessInfo.processInfo.environment["OPENCLAW_SOURCE"], "/work/.mirror/zhihh+openclaw/repo"].compactMap { $0 }
+        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    }
+
+    static let missing: String? = {
+        for tool in ["/usr/bin/node", "/usr/bin/esbuild", "/usr/share/nodejs/ws", "/usr/share/nodejs/ipaddr.js"] where !FileManager.default.fileExists(atPath: tool) {
+            return "needs \(tool) (Debian's nodejs, esbuild, node-ws, node-ipaddr.js; scripts/setup installs them)"
+        }
+        return source == nil ? "needs OpenClaw's sources (set OPENCLAW_SOURCE to a checkout; none is kept in this repository)" : nil
+    }()
+
+    static func build() throws -> URL {
+        let out = FileManager.default.temporaryDirectory.appendingPathComponent("openclaw-client-\(UUID().uuidString).js")
+        let built = try ChildProcess(URL(fileURLWithPath: "/bin/bash"), [Repository.url("Tests/Tools/openclaw-client/build.sh").path, source ?? "", out.path],
+                                     mergeStandardError: true)
+        _ = built.wait()
+        guard FileManager.default.fileExists(atPath: out.path) else { throw BuildFailed(description: built.output.joined(separator: "\n")) }
+        return out
+    }
+
+    struct BuildFailed: Error, CustomStringConvertible { let description: String }
 }

@@ -116,7 +116,11 @@ extension StoreOperation {
                 try $0.redeemOpenClawBootstrap(token, claim: claim, key: key, details: details, defaultAccess: access, now: now)
             })
         case let .appRequest(key, claim, details, source, now, timing):
-            return .challenged(try store.update(actor: "bridge") { try $0.requestAppPairing(claim, key: key, details: details, source: source, now: now, timing: timing) })
+            // Approved a moment ago (the core's read was older): under the lock, it is paired.
+            return try store.update(actor: "bridge") { state -> Outcome in
+                if let node = state.node(withKey: key), node.openClawApp?.deviceId == claim.deviceId { return .redeemed(node) }
+                return .challenged(try state.requestAppPairing(claim, key: key, details: details, source: source, now: now, timing: timing))
+            }
         case let .registerPush(node, registration, _, now):
             // Under the store's lock, once the node is known paired: a revocation cannot slip in
             // between, so no token outlives its pairing.

@@ -133,6 +133,9 @@ extension BridgeCore {
         case let (.appBootstrap(_, _, claim, details, _, _), _, .failure(error)):
             logger.notice("an OpenClaw app's setup code was refused: \(error); filing an ordinary request", metadata: meta(connection))
             appPairingRequested(claim, details: details, on: connection, wall: connection.connectedAt)
+        case let (.appRequest, .appRequesting, .success(.redeemed(node))):
+            index(node)
+            becomePaired(id)
         case let (.appRequest, _, .failure(error)):
             logger.notice("an OpenClaw app's pairing request was refused: \(error)", metadata: meta(connection))
             fail(id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: true))
