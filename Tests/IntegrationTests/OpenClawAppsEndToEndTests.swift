@@ -20,11 +20,9 @@ struct OpenClawAppsEndToEndTests {
         /// The apps' device keys (kept for the stack's life: the simulator writes its key there).
         let appState = TemporaryDirectory("app")
 
-        /// `openClaw` false: §12 mode with no gateway at all (the operator's `nodes invoke` stands in).
-        init(openClaw: Bool = true) throws {
+        init() throws {
             gateway = try OpenClawGatewaySim()
-            bridge = try BridgeDaemon(arguments: (openClaw ? gateway.bridgeArguments + ["--canvas-listen", "0"] : ["--no-gateway"])
-                                      + ["--openclaw-apps", "--openclaw-apps-listen", "0"])
+            bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + ["--canvas-listen", "0", "--openclaw-apps", "--openclaw-apps-listen", "0"])
             let line = try bridge.waitForLog("OpenClaw apps door listening")
             guard let url = line.split(separator: " ").first(where: { $0.hasPrefix("openclawApps=") }) else { throw Failure(description: line) }
             doorURL = String(url.dropFirst("openclawApps=".count))
@@ -134,20 +132,31 @@ struct OpenClawAppsEndToEndTests {
         return standard + String(repeating: "=", count: (4 - standard.count % 4) % 4)
     }
 
-    /// §12 mode: the app is a lanbridge node like any other, invoked through the bridge's own
-    /// entry points (here the operator's `nodes invoke`, as the §12 gateway's node.invoke would).
+    /// §12 mode: the app is a lanbridge node like any other, invoked by a §12 gateway
+    /// (lanbridge-gateway-sim) through the one link, with the bridge's rules in front.
     @Test func inSection12ModeTheAppIsANodeLikeAnyOther() throws {
-        let stack = try Stack(openClaw: false)
-        let app = try stack.app("android")
+        let gateway = try SimulatedGateway()
+        let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + ["--openclaw-apps", "--openclaw-apps-listen", "0"])
+        try gateway.waitFor("bridge connected")
+        let line = try bridge.waitForLog("OpenClaw apps door listening")
+        let door = String(line.split(separator: " ").first { $0.hasPrefix("openclawApps=") }?.dropFirst("openclawApps=".count) ?? "")
+        let keys = TemporaryDirectory("app")
+        let app = try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.app, door, "--state", keys.url.appendingPathComponent("k").path,
+                                                                            "--platform", "android", "--retry", "0.5"], mergeStandardError: true, standardInput: true)
         let requestId = try Self.words(app, "pairing-required")[0]
-        let approved = try stack.cli(["nodes", "approve", requestId, "--json"])
+        let approved = try CLI.run(["nodes", "approve", requestId, "--json", "--state-dir", bridge.state.path])
         let node = try JSONDecoder().decode(JSONValue.self, from: Data(approved.stdout.utf8))
         #expect(try Self.words(app, "hello") == ["3"])
         guard case let .string(nodeID)? = node["nodeId"] else { Issue.record("\(approved)"); return }
-        let invoked = try stack.cli(["nodes", "invoke", "--node", nodeID, "--command", "canvas.navigate", "--params", #"{"url":"https://example.com/x"}"#, "--json"])
-        #expect(invoked.status == 0 && invoked.stdout.contains("example.com/x"), "\(invoked)")
-        let described = try stack.cli(["nodes", "describe", nodeID, "--json"])
+        try gateway.waitForEvent("connected")
+        let navigated = try gateway.invoke(nodeID, "canvas.navigate", params: ["url": "https://example.com/x"])
+        #expect(navigated.ok && navigated.payload?["url"] == "https://example.com/x", "\(navigated)")
+        let denied = try gateway.invoke(nodeID, "location.get")
+        #expect(denied.code == ErrorMessage.forbidden, "declared, not granted: \(denied)")
+        let described = try CLI.run(["nodes", "describe", nodeID, "--json", "--state-dir", bridge.state.path])
         #expect(described.stdout.contains("openclaw-app"), "\(described.stdout)")
+        bridge.stop()
+        gateway.stop()
     }
 
     /// Hostile peers before any proof: a frame past the 64 KiB pre-auth budget closes the socket,
