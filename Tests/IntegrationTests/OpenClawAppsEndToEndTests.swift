@@ -211,6 +211,18 @@ struct OpenClawAppsEndToEndTests {
         #expect(try stack.cli(["nodes", "revoke", nodeID]).status == 0)
         _ = try client.waitForLine(timeout: 30) { $0.hasPrefix("closed 1008 revoked") }
         client.killIfRunning()
+
+        // And by setup code: the bootstrap token pairs it at its first connect.
+        let issued = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["invite", "--openclaw", "--json"]).stdout.utf8))
+        guard case let .string(code)? = issued["setupCode"],
+              let decoded = Data(base64Encoded: code.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                                    + String(repeating: "=", count: (4 - code.count % 4) % 4)),
+              case let .string(token)? = try JSONDecoder().decode(JSONValue.self, from: decoded)["bootstrapToken"] else { Issue.record("\(issued)"); return }
+        let second = try ChildProcess(URL(fileURLWithPath: "/usr/bin/node"),
+                                      [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha, token],
+                                      environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
+        #expect(try second.waitForLine(timeout: 30) { $0.hasPrefix("hello") || $0.hasPrefix("closed") } == "hello 3")
+        second.killIfRunning()
     }
 
     /// Chat and talk are not relayed: an operator socket is refused with an error the apps show,

@@ -1,10 +1,10 @@
 // OpenClaw's own GatewayClient (bundled from OpenClaw's sources by Tests/Tools/openclaw-client/build.sh)
 // as a role-node client, set up the way OpenClaw's node host sets it up (src/node-host/runner.ts:179-222),
 // against lanbridge's door for OpenClaw's apps.
-//   NODE_PATH=/usr/share/nodejs node openclaw_node.js BUNDLE URL TLS_SHA256
+//   NODE_PATH=/usr/share/nodejs node openclaw_node.js BUNDLE URL TLS_SHA256 [BOOTSTRAP_TOKEN]
 // Prints: "hello PROTOCOL", "connect-error MESSAGE", "closed CODE REASON", "invoke COMMAND PARAMS".
 const crypto = require("node:crypto");
-const [bundle, url, fingerprint] = process.argv.slice(2);
+const [bundle, url, fingerprint, bootstrapToken] = process.argv.slice(2);
 const { GatewayClient } = require(bundle);
 
 const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
@@ -30,6 +30,7 @@ const client = new GatewayClient({
   commands: ["canvas.navigate", "system.notify"],
   deviceIdentity,
   tlsFingerprint: fingerprint,
+  bootstrapToken: bootstrapToken || undefined,
   onHelloOk: (hello) => say(`hello ${hello.protocol}`),
   onEvent: (evt) => {
     if (evt.event !== "node.invoke.request") return;
