@@ -16,7 +16,8 @@ struct CanvasRequest: Equatable {
     static let forwardedHeaders: Set<String> = [
         "accept", "accept-language", "user-agent", "if-none-match", "if-modified-since", "range", "if-range", "cache-control", "pragma",
     ]
-    static let upgradeHeaders: Set<String> = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol", "sec-websocket-extensions"]
+    /// Not `Sec-WebSocket-Extensions`: compressed frames would hide what the response filter reads.
+    static let upgradeHeaders: Set<String> = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol"]
 
     var method: String
     var capability: String
