@@ -11,13 +11,13 @@ struct ConsoleEndToEndTests {
     static let screenshots = Repository.url(".build/console-screenshots")
 
 
-    func run(_ part: String, _ bridge: BridgeDaemon) throws -> [String] {
+    func run(_ part: String, _ bridge: BridgeDaemon, extra: [String] = []) throws -> [String] {
         let child = try ChildProcess(URL(fileURLWithPath: Python.executable), [
             Repository.url("Tests/IntegrationTests/python/console_browser.py").path, part,
             "--lanbridge", ChildProcess.product("lanbridge").path, "--node-sim", ChildProcess.product("lanbridge-node-sim").path,
             "--state-dir", bridge.state.path, "--bridge-port", String(bridge.port), "--console", try #require(bridge.consoleURL),
             "--shots", Self.screenshots.path,
-        ])
+        ] + extra)
         var out: [String] = []
         while let line = try child.nextLine(timeout: 240) { out.append(line) }
         #expect(child.wait() == 0, "\(out.joined(separator: "\n"))\n\(child.standardError.suffix(2000))")
@@ -59,6 +59,16 @@ struct ConsoleEndToEndTests {
         let steps = try run("other-user", bridge)
         #expect(steps.count == 2, "\(steps)")
         #expect(bridge.log.contains("other_user") && bridge.log.contains("uid=65534"), "the refusals are logged with the uid: \(bridge.log)")
+    }
+
+    /// Issue 38: an OpenClaw app's request, approved in the console by the first characters of the
+    /// fingerprint the app showed: compared, not copied (the page never shows it).
+    @Test func anOpenClawAppIsApprovedByItsFingerprintNotACode() throws {
+        let bridge = try BridgeDaemon(arguments: ["--no-gateway", "--openclaw-apps", "--openclaw-apps-listen", "0"], console: true)
+        let line = try bridge.waitForLog("OpenClaw apps door listening")
+        let door = String(line.split(separator: " ").first { $0.hasPrefix("openclawApps=") }?.dropFirst("openclawApps=".count) ?? "")
+        let steps = try run("openclaw-app", bridge, extra: ["--door", door])
+        #expect(steps.count == 3, "\(steps)")
     }
 
     /// `lanbridge ui` says plainly when there is nothing to open.

@@ -500,9 +500,52 @@ def other_user(args):
     ok("nobody replaying the operator's session cookie gets 403 on pages and events")
 
 
+def openclaw_app(args):
+    """Issue 38: one of OpenClaw's apps (the app simulator) waits at the door; the console shows
+    it has no code, never shows the fingerprint, refuses a wrong one and approves the right one."""
+    host = urllib.parse.urlsplit(args.console).netloc
+    keys = tempfile.mkdtemp(prefix="console-app-")
+    app = subprocess.Popen([sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)), "openclaw_app.py"), args.door,
+                            "--state", os.path.join(keys, "k"), "--retry", "0.5"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.PIPE, text=True)
+    lines = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(l.rstrip("\n")) for l in app.stdout], daemon=True).start()
+
+    def wait(prefix):
+        while True:
+            line = lines.get(timeout=TIMEOUT)
+            if line.startswith(prefix):
+                return line
+    try:
+        shown = wait("tls ").split()[1]
+        request_id = wait("pairing-required ").split()[1]
+        cookie = log_in(args.console, login_link(args.lanbridge, args.state_dir)[len(args.console):], host, "the login link")
+        status, _, page = request(args.console, "GET", "/", {"Host": host, "Cookie": cookie})
+        if status != 200 or "One of OpenClaw's apps" not in page or request_id not in page:
+            fail(f"the pending page does not show the app's request: {status}")
+        if shown in page or shown[:6] in page:
+            fail("the page shows the fingerprint: the operator would copy it instead of comparing it")
+        ok("an app's request is shown as having no code, and its fingerprint is not on the page")
+        csrf = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+        form = {"Host": host, "Cookie": cookie, "Origin": args.console, "Content-Type": "application/x-www-form-urlencoded"}
+        wrong = "000000" if not shown.startswith("000000") else "111111"
+        request(args.console, "POST", "/pending/approve", form, body=f"csrf={csrf}&request={request_id}&fingerprint={wrong}")
+        if request_id not in cli(["nodes", "pending"], args.lanbridge, args.state_dir).stdout:
+            fail("a wrong fingerprint approved the app")
+        ok("a wrong fingerprint approves nothing")
+        status, _, _ = request(args.console, "POST", "/pending/approve", form, body=f"csrf={csrf}&request={request_id}&fingerprint={shown[:6]}")
+        if status != 303:
+            fail(f"the right fingerprint got {status}")
+        wait("hello ")
+        ok("the right fingerprint approves it, and the app is let in")
+    finally:
+        app.kill()
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["browser", "attacks", "other-user"])
+    parser.add_argument("part", choices=["browser", "attacks", "other-user", "openclaw-app"])
+    parser.add_argument("--door", help="the door for OpenClaw's apps (openclaw-app part)")
     parser.add_argument("--lanbridge", required=True)
     parser.add_argument("--node-sim")
     parser.add_argument("--state-dir", required=True)
@@ -510,7 +553,7 @@ def main():
     parser.add_argument("--console", required=True)
     parser.add_argument("--shots")
     args = parser.parse_args()
-    {"browser": browser, "attacks": attacks, "other-user": other_user}[args.part](args)
+    {"browser": browser, "attacks": attacks, "other-user": other_user, "openclaw-app": openclaw_app}[args.part](args)
     print("done", flush=True)
 
 
