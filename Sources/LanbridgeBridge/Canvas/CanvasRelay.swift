@@ -242,7 +242,10 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case let .relaying(upstream, upgrade):
             // After a plain request's head, nothing more from the client goes upstream (no
             // pipelining, no smuggling); after an upgrade, everything does.
-            if upgrade { upstream.writeAndFlush(buffer, promise: nil) }
+            guard upgrade else { return }
+            upstream.writeAndFlush(buffer, promise: nil)
+            // The canvas host reads slowly: stop reading the node until it catches up.
+            if !upstream.isWritable { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
         case .closed:
             break
         }
@@ -396,6 +399,12 @@ final class CanvasUpstreamHandler: ChannelInboundHandler {
     func channelReadComplete(context: ChannelHandlerContext) {
         front.flush()
         if !front.isWritable { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
+    }
+
+    /// Caught up with what the node sent (a live-reload socket's frames): read the node again.
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { front.setOption(.autoRead, value: true).whenFailure { _ in } }
+        context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
