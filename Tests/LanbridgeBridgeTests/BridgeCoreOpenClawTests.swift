@@ -68,6 +68,27 @@ struct BridgeCoreOpenClawTests {
         #expect(Self.presence(core.reload(settings)) == [.commands([])])
     }
 
+    /// Issue 39: `openClawCancel` took no time, so it kept the cancelled answer under the previous
+    /// event's clock: here the invoke's, 110 s earlier, and a retry 90 s after the cancel ran again.
+    @Test func aCancelIsTimedWhenItHappens() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        let invoke = OpenClawNodeSession.Invoke(id: "oc-1", command: "camera.snap", params: nil, timeoutMs: 300_000, idempotencyKey: "k", queued: false)
+        #expect(BridgeCoreTests.invokeSent(core.openClawInvoke(node: node, invoke, now: base.t0, wall: base.wall)) != nil)
+        let cancelled = core.openClawCancel(node: node, invokeID: "oc-1", now: base.t0 + 110)
+        #expect(Self.code(BridgeCoreTests.answers(cancelled).first?.1) == ErrorMessage.cancelled, "\(cancelled)")
+        // The same request again, 90 s after the cancel: the kept answer, not a second run.
+        let retry = OpenClawNodeSession.Invoke(id: "oc-2", command: "camera.snap", params: nil, timeoutMs: 300_000, idempotencyKey: "k", queued: false)
+        let again = core.openClawInvoke(node: node, retry, now: base.t0 + 200, wall: base.wall)
+        #expect(BridgeCoreTests.invokeSent(again) == nil, "ran again: \(again)")
+        #expect(Self.code(BridgeCoreTests.answers(again).first?.1) == ErrorMessage.cancelled, "\(again)")
+    }
+
+    static func code(_ answer: InvokeAnswer?) -> String? {
+        if case let .failure(error)? = answer { error.code } else { nil }
+    }
+
     @Test func theGatewaysInvokeGoesThroughTheGateAndIsAnsweredOnTheNodesSocket() throws {
         var core = try core()
         let node = Fingerprint(publicKey: base.phoneKey.publicKey)

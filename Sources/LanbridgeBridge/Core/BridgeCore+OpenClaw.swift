@@ -32,7 +32,8 @@ extension BridgeCore {
     }
 
     /// The gateway cancelled an invoke on the node's socket (`node.invoke.cancel`): as §12's cancel.
-    mutating func openClawCancel(node: Fingerprint, invokeID: String) -> [BridgeAction] {
+    mutating func openClawCancel(node: Fingerprint, invokeID: String, now: Moment) -> [BridgeAction] {
+        self.now = now
         let target = AnswerTarget.openClaw(node: node, invokeID: invokeID)
         if !cancel(node: node, where: { $0.target == target }) {
             logger.info("the gateway cancelled an invoke no longer in flight", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])

@@ -237,7 +237,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     }
 
     func openClawCancel(node: Fingerprint, invokeID: String) {
-        inOrder { [self] in perform(core.openClawCancel(node: node, invokeID: invokeID)) }
+        inOrder { [self] in perform(core.openClawCancel(node: node, invokeID: invokeID, now: .now)) }
     }
 
     /// May be called from anywhere: hops to the loop.
