@@ -56,7 +56,7 @@ extension NodesCommand {
             let store = PairingStore(directory: state.directory)
             let kept = try store.read().node(matching: node).grantedByOldDefault
             let updated = kept.isEmpty ? try store.read().node(matching: node) : try store.update { try $0.confirmDefaults(node: node) }
-            if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
+            if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
             print(kept.isEmpty ? "\(updated.details.displayName) (\(updated.nodeId)) holds nothing granted by an old default."
                   : "Kept \(kept.joined(separator: ", ")) for \(updated.details.displayName) (\(updated.nodeId)), now as confirmed grants.")
         }
@@ -93,7 +93,7 @@ extension NodesCommand {
                 let settings = try state.settings()
                 let found = try PairingStore(directory: state.directory).read().node(matching: node)
                 let live = RuntimeStatusFile(directory: state.directory).read()?.nodes[found.nodeId.description]
-                let d = NodeDescription(found, live: live, policy: settings.policy)
+                let d = NodeDescription(found, live: live, policy: settings.policy, now: Date())
                 if json { return try Output.json(d) }
                 let state = d.connected ? (d.foreground == false ? "connected, in the background" : "connected, in the foreground") : "offline"
                 print("""
@@ -134,7 +134,7 @@ private func removeRule(_ state: StateOptions, node: String, pattern: String, de
     let updated = try PairingStore(directory: state.directory).update { try $0.removeRule(pattern, denying: denying, node: node) }
     // Removing an allow rule takes something away: it must be in force before it is reported.
     if !denying { try DaemonConfirmation.confirm(state, "the removal of \(pattern) from \(updated.details.displayName)") }
-    if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
+    if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("Removed the \(denying ? "deny" : "allow") rule \(pattern) from \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
@@ -145,7 +145,7 @@ private func addRule(_ state: StateOptions, node: String, pattern: String, allow
     let verb = allowing ? "Allowed" : "Denied"
     let updated = try PairingStore(directory: state.directory).addRule(pattern, allowing: allowing, node: node, catalog: settings.catalog)
     if !allowing { try DaemonConfirmation.confirm(state, "the deny rule \(pattern) for \(updated.details.displayName)") }
-    if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy)) }
+    if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }

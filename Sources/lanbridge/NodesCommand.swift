@@ -199,7 +199,7 @@ struct NodesCommand: AsyncParsableCommand {
                 let settings = try state.settings()
                 let current = try PairingStore(directory: state.directory).read()
                 let runtime = RuntimeStatusFile(directory: state.directory).read()
-                let rows = current.paired.nodes.map { NodeDescription($0, live: runtime?.nodes[$0.nodeId.description], policy: settings.policy) }
+                let rows = current.paired.nodes.map { NodeDescription($0, live: runtime?.nodes[$0.nodeId.description], policy: settings.policy, now: Date()) }
                     .filter { !connected || $0.connected }
                 if json { return try Output.json(rows) }
                 guard !rows.isEmpty else {
@@ -246,7 +246,7 @@ struct NodesCommand: AsyncParsableCommand {
                 let settings = try state.settings()
                 let renamed = try PairingStore(directory: state.directory).update { try $0.rename(node, to: name) }
                 let live = RuntimeStatusFile(directory: state.directory).read()?.nodes[renamed.nodeId.description]
-                if json { return try Output.json(NodeDescription(renamed, live: live, policy: settings.policy)) }
+                if json { return try Output.json(NodeDescription(renamed, live: live, policy: settings.policy, now: Date())) }
                 print("Renamed \(renamed.nodeId) to \(renamed.details.displayName).")
             }
         }

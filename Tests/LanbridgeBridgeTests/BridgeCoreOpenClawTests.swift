@@ -85,6 +85,20 @@ struct BridgeCoreOpenClawTests {
         #expect(Self.code(BridgeCoreTests.answers(again).first?.1) == ErrorMessage.cancelled, "\(again)")
     }
 
+    /// Issue 39: NodeDescription read the clock itself; a connected node's "last seen" is now the
+    /// event's wall time, as the core is given it.
+    @Test func aConnectedNodesLastSeenIsTheEventsTime() throws {
+        var core = try core()
+        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        let later = base.wall.addingTimeInterval(3600)
+        let answered = core.request(method: GatewayMethod.nodeDescribe, params: ["nodeId": .string(Fingerprint(publicKey: base.phoneKey.publicKey).description)],
+                                    from: .control(1), now: base.t0 + 3600, wall: later)
+        guard case let .success(payload)? = BridgeCoreTests.answers(answered).first?.1, case let .value(value?) = payload else {
+            Issue.record("\(answered)"); return
+        }
+        #expect(value["lastSeen"] == .string(later.formatted(.iso8601)), "\(value)")
+    }
+
     static func code(_ answer: InvokeAnswer?) -> String? {
         if case let .failure(error)? = answer { error.code } else { nil }
     }

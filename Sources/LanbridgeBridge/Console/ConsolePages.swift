@@ -146,7 +146,7 @@ struct ConsolePages {
     func descriptions() throws -> [NodeDescription] {
         let current = try PairingStore(directory: directory).read()
         let runtime = RuntimeStatusFile(directory: directory).read()
-        return current.paired.nodes.map { NodeDescription($0, live: runtime?.nodes[$0.nodeId.description], policy: settings.policy) }
+        return current.paired.nodes.map { NodeDescription($0, live: runtime?.nodes[$0.nodeId.description], policy: settings.policy, now: Date()) }
     }
 
     func nodesSection() throws -> String {

@@ -20,10 +20,10 @@ extension BridgeCore {
         do throws(ErrorMessage) {
             switch method {
             case GatewayMethod.nodeList:
-                answer(target, .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0)) })]))))
+                answer(target, .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0, wall: wall)) })]))))
             case GatewayMethod.nodeDescribe:
                 let reference = try InvokeRequest.string("nodeId", in: params, method: method)!
-                do { answer(target, .success(.value(JSONValue(encoding: describing(node: try lookUp(reference)))))) } catch {
+                do { answer(target, .success(.value(JSONValue(encoding: describing(node: try lookUp(reference), wall: wall))))) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["nodeId": .string(reference)])
                 }
             case GatewayMethod.nodeInvoke:
@@ -95,8 +95,8 @@ extension BridgeCore {
         return !dropped.isEmpty
     }
 
-    func describing(node: PairedNode) -> NodeDescription {
-        NodeDescription(node, live: runtime.nodes[node.nodeId.description], policy: settings.policy)
+    func describing(node: PairedNode, wall: Date) -> NodeDescription {
+        NodeDescription(node, live: runtime.nodes[node.nodeId.description], policy: settings.policy, now: wall)
     }
 
     /// By ID through the index, else by display name.

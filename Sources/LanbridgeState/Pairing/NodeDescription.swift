@@ -36,7 +36,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     /// Sensitive patterns only the defaults before 0.8.0 granted, until confirmed or denied; nil if none.
     public var grantedByOldDefault: [String]?
 
-    public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy) {
+    /// `now`: what "last seen" is for a node connected now (the caller's clock, not a hidden one).
+    public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy, now: Date) {
         nodeId = node.nodeId.description
         displayName = node.details.displayName
         platform = node.details.platform
@@ -57,7 +58,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         connectedAt = live?.connectedAt
         pairingMethod = node.pairingMethod
         pairedAt = node.pairedAt
-        lastSeen = live == nil ? node.lastSeen : Date()
+        lastSeen = live == nil ? node.lastSeen : now
         gatewayDeviceId = live?.gatewayDeviceId
         gatewaySession = live?.gatewaySession
         gatewayApproval = live?.gatewayApproval
