@@ -286,7 +286,7 @@ public actor NodeClient {
     }
 
     private func run(configured: [ReachableAddress], invite: InviteURI?) async throws {
-        var backoff = configuration.minimumBackoff
+        var backoff = Backoff(initial: configuration.minimumBackoff, maximum: configuration.maximumBackoff, resetAfter: 30)
         var invite = pin == nil ? invite : nil
         let browsing = configuration.discovery.map { discovery in Task { await self.browse(discovery) } }
         defer { browsing?.cancel() }
@@ -303,11 +303,10 @@ public actor NodeClient {
             }
             if pin != nil { invite = nil }  // an invite pairs once; afterwards the pin is the credential
             emit.yield(.disconnected(reason: reason))
-            if Date().timeIntervalSince(started) > 30 { backoff = configuration.minimumBackoff }
-            let delay = backoff * Double.random(in: 0.8...1.2)
+            let delay = backoff.wait(lasted: Date().timeIntervalSince(started))
             logger.info("reconnecting in \(String(format: "%.1f", delay)) s: \(reason)")
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
-            backoff = min(backoff * 2, configuration.maximumBackoff)
+            backoff.grow()
         }
     }
 

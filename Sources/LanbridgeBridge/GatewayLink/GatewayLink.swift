@@ -13,11 +13,6 @@ import NIOHTTP1
 /// the link drops, the gateway's invokes in flight fail with `UNAVAILABLE` at once, nodes stay
 /// connected, and the link redials with capped exponential backoff (PROTOCOL.md §12.1).
 final class GatewayLink: Sendable {
-    struct Backoff: Sendable {
-        var initial: TimeInterval = 0.25
-        var maximum: TimeInterval = 30
-    }
-
     private let endpoint: GatewayEndpoint
     /// Replaced on SIGHUP (a rotated token file); the next connection uses it.
     private let tokenBox: NIOLockedValueBox<SecureBytes>
@@ -26,12 +21,14 @@ final class GatewayLink: Sendable {
     private let dialer: GatewayDialer
     private let driver: BridgeDriver
     private let logger: Logger
+    /// The schedule's settings; a copy runs in each `run`.
     private let backoff: Backoff
     private let maxMessageSize: Int
     /// The link now up, to end it when the token changes.
     private let current = NIOLockedValueBox<(any Channel)?>(nil)
 
-    init(_ gateway: BridgeConfiguration.Gateway, driver: BridgeDriver, maxMessageSize: Int, backoff: Backoff = Backoff(), logger: Logger) {
+    init(_ gateway: BridgeConfiguration.Gateway, driver: BridgeDriver, maxMessageSize: Int,
+         backoff: Backoff = Backoff(initial: 0.25, maximum: 30, resetAfter: 10), logger: Logger) {
         (endpoint, auth) = (gateway.endpoint, gateway.auth)
         tokenBox = NIOLockedValueBox(gateway.token)
         dialer = GatewayDialer(gateway)
@@ -49,8 +46,7 @@ final class GatewayLink: Sendable {
 
     /// Keeps the link up until the task is cancelled.
     func run(hello: JSONValue) async {
-        var delay = backoff.initial
-        var failures = 0
+        var backoff = self.backoff
         while !Task.isCancelled {
             driver.setGatewayStatus("connecting to \(endpoint)")
             let started = Date()
@@ -63,15 +59,14 @@ final class GatewayLink: Sendable {
                 reason = "\(error)"
             }
             if Task.isCancelled { break }
-            if Date().timeIntervalSince(started) > 10 { (delay, failures) = (backoff.initial, 0) }
-            failures += 1
-            let wait = delay * Double.random(in: 0.8...1.2)
+            let wait = backoff.wait(lasted: Date().timeIntervalSince(started))
+            let failures = backoff.failures
             driver.setGatewayStatus("disconnected: \(reason); retrying in \(String(format: "%.1f", wait)) s")
             // The first failure is news; a gateway that stays down should not flood the journal.
             logger.log(level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
                        "gateway link down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["gateway": "\(endpoint)"])
             try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
-            delay = min(delay * 2, backoff.maximum)
+            backoff.grow()
         }
         driver.setGatewayStatus("off")
     }

@@ -304,7 +304,7 @@ final class OpenClawLinks: @unchecked Sendable {
             instanceId: node.description, version: options.version, modelIdentifier: details.deviceModel,
             caps: details.caps, commands: commands,
             sharedToken: options.token.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }, deviceToken: record.deviceToken)
-        var delay = options.backoff.lowerBound
+        var backoff = Backoff(initial: options.backoff.lowerBound, maximum: options.backoff.upperBound, resetAfter: 30)
         // Shown until the gateway lets the device in: redials do not hide it. Logged once per request.
         var approval: RuntimeStatus.GatewayApproval?, loggedHold: RuntimeStatus.GatewayApproval?
         var retry = OpenClawNodeSession.Retry.backoff
@@ -316,8 +316,7 @@ final class OpenClawLinks: @unchecked Sendable {
             let reason: String
             (reason, retry) = await connectOnce(node, token: token, configuration)
             if Task.isCancelled { break }
-            if Date().timeIntervalSince(started) > 30 { delay = options.backoff.lowerBound }
-            var wait = delay * Double.random(in: 0.8...1.2)
+            var wait = backoff.wait(lasted: Date().timeIntervalSince(started))
             approval = nil
             switch retry {
             case .signV2:
@@ -340,7 +339,7 @@ final class OpenClawLinks: @unchecked Sendable {
                 logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)")
                 wait = options.backoff.upperBound
             case .backoff:
-                delay = min(delay * 2, options.backoff.upperBound)
+                backoff.grow()
             }
             if retry != .reoffer {
                 logger.info("node's OpenClaw socket down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["node": "\(node)"])
