@@ -5,7 +5,7 @@ import base64, datetime, json, os, signal, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BIN = os.path.join(ROOT, ".build", "release")
-sys.path.insert(0, os.path.join(ROOT, "pairing", "python"))
+sys.path.insert(0, os.path.join(ROOT, "sdk", "python"))
 import lanbridge_wire as wire  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey  # noqa: E402
 from cryptography.hazmat.primitives import serialization  # noqa: E402

@@ -3,7 +3,7 @@ import LanbridgeProtocol
 import Testing
 import TestSupport
 
-/// The Python node package (pairing/python, `lanbridge_node`) and its example node against the
+/// The Python node package (sdk/python, `lanbridge_node`) and its example node against the
 /// real daemon and the reference gateway: pair by code through the CLI, answer invokes, leave
 /// when revoked.
 @Suite(.enabled(if: Python.hasModule("noise"), "needs the Python noiseprotocol package (scripts/setup installs it)"))
@@ -15,7 +15,7 @@ struct PythonNodeTests {
         defer { bridge.stop() }
         let state = TemporaryDirectory("python-node")
         var environment = ProcessInfo.processInfo.environment
-        environment["PYTHONPATH"] = Repository.url("pairing/python").path
+        environment["PYTHONPATH"] = Repository.url("sdk/python").path
         let node = try ChildProcess(URL(fileURLWithPath: Python.executable),
                                     ["-u", Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
                                      "--connect", "127.0.0.1:\(bridge.port)", "--name", "Python node"],

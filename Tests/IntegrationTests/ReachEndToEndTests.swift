@@ -82,7 +82,7 @@ struct ReachEndToEndTests {
         let state = TemporaryDirectory("python-node")
         func python(_ arguments: [String]) throws -> ChildProcess {
             try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                             ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("pairing/python").path)", Python.executable, "-u",
+                             ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("sdk/python").path)", Python.executable, "-u",
                               Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path] + arguments,
                              mergeStandardError: true)
         }
@@ -150,7 +150,7 @@ struct ReachEndToEndTests {
 
         let state = TemporaryDirectory("python-node")
         let python = try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                                      ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("pairing/python").path)", Python.executable, "-u",
+                                      ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("sdk/python").path)", Python.executable, "-u",
                                        Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
                                        "--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "Python phone"], mergeStandardError: true)
         defer { python.killIfRunning() }

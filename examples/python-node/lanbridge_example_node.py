@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A small lanbridge node for a Linux machine, on the lanbridge_node package
-(`pip install ./pairing/python`). Commands: system.info, system.notify (through notify-send when
+(`pip install ./sdk/python`). Commands: system.info, system.notify (through notify-send when
 there is one), device.echo. Prints one line per event, like lanbridge-node-sim:
 `code 123456 request k3f9q2xm`, `paired NODE-ID`, `connected BRIDGE`, `invoke COMMAND`.
 

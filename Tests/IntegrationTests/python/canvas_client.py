@@ -13,7 +13,7 @@ the SHA-256 that came in `welcome.canvas` (lanbridge_node.canvas, the Python SDK
 import asyncio, json, os, socket, ssl, sys, time
 from urllib.parse import urlsplit
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "pairing", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "..", "sdk", "python"))
 from lanbridge_node.canvas import fetch, pinned_connection  # noqa: E402
 
 

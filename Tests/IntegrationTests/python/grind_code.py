@@ -8,7 +8,7 @@ import os
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pairing", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk", "python"))
 import lanbridge_wire as w  # noqa: E402
 
 port, attempts = int(sys.argv[1]), int(sys.argv[2])

@@ -12,7 +12,7 @@ import socket
 import sys
 from urllib.parse import parse_qs, urlparse
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pairing", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk", "python"))
 import lanbridge_wire as w  # noqa: E402
 
 uri = urlparse(sys.argv[1])

@@ -4,7 +4,7 @@ not idle as far as keepalives go). Prints "welcome", then "closed after S second
 hangs up. Usage: idle_unpaired.py PORT"""
 import json, os, socket, sys, time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pairing", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk", "python"))
 import lanbridge_wire as w  # noqa: E402
 
 sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=120)

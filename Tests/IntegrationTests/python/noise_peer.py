@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent lanbridge peer for the interop tests: Python `noiseprotocol` underneath,
-the wire format from pairing/python/lanbridge_wire.py (written from PROTOCOL.md).
+the wire format from sdk/python/lanbridge_wire.py (written from PROTOCOL.md).
 
     noise_peer.py connect PORT STATIC_HEX [INVITE_SECRET_HEX]   # node role (initiator)
     noise_peer.py listen STATIC_HEX [INVITE_SECRET_HEX]         # bridge role (responder)
@@ -12,7 +12,7 @@ import os
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pairing", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk", "python"))
 import lanbridge_wire as w  # noqa: E402
 
 

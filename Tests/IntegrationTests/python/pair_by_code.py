@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""Pairs with a running bridge by code, using only pairing/python (written from PROTOCOL.md).
+"""Pairs with a running bridge by code, using only sdk/python (written from PROTOCOL.md).
 Usage: pair_by_code.py PORT [DISPLAY_NAME] — prints "code C request R", then "resolved OUTCOME NODEID"."""
 import os
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "pairing", "python"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "sdk", "python"))
 import lanbridge_wire as w  # noqa: E402
 
 sock = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=60)

@@ -1,6 +1,6 @@
 """Wide-area DNS-SD (RFC 6763 §11): find bridges in a unicast DNS zone the operator filled with
 `lanbridge discover records`, for nodes that cannot hear the bridge's mDNS (another subnet, a VPN,
-a tailnet). Needs dnspython (`pip install './pairing/python[wide-area]'`).
+a tailnet). Needs dnspython (`pip install './sdk/python[wide-area]'`).
 
     from lanbridge_node.wide_area import browse, wide_area
     bridges = await browse("bridges.example.com")                  # [WideAreaBridge(...)]

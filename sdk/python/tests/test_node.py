@@ -386,7 +386,7 @@ def test_fetch_checks_the_pin_before_sending_anything(tmp_path):
 def test_invites_read_as_the_published_vectors_say():
     """pairing/vectors/invites.json: the addresses of each invite, first choice first (issue 25)."""
     from lanbridge_node.node import format_address
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "vectors", "invites.json")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "..", "pairing", "vectors", "invites.json")
     with open(path) as file:
         cases = json.load(file)["cases"]
     for case in cases:
