@@ -68,6 +68,9 @@ struct CanvasRequestTests {
         ("GET /__openclaw__/cap/a%2Fb/__openclaw__/a2ui/ HTTP/1.1\r\nHost: h\r\n\r\n", "traversal"),
         ("GET /__openclaw__/cap/\(cap)/__openclaw__/a2ui/?oc_cap=other HTTP/1.1\r\nHost: h\r\n\r\n", "capability"),
         ("GET /__openclaw__/cap//__openclaw__/a2ui/ HTTP/1.1\r\nHost: h\r\n\r\n", "traversal"),
+        // Found by the fuzz target: a bare LF in the query would have gone upstream as a line break.
+        ("GET /__openclaw__/cap/\(cap)/__openclaw__/a2ui/?p\nt:latform=ios HTTP/1.1\r\nHost: h\r\n\r\n", "target"),
+        ("GET /__openclaw__/cap/\(cap)/__openclaw__/a2ui/?a=\u{7F} HTTP/1.1\r\nHost: h\r\n\r\n", "target"),
     ])
     func everyOtherRequestIsRefusedWithItsReason(head: String, reason: String) {
         #expect(read(head) == .failure(CanvasRequest.Refusal(reason: reason)), "\(head.debugDescription)")

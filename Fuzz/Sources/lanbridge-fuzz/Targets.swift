@@ -7,7 +7,7 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, openclawapp
 }
 
 let target: Target = {
@@ -41,6 +41,8 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .openclaw: openclaw(bytes)
     case .dns: dns(bytes)
     case .canvasurl: canvasURL(bytes)
+    case .canvasrequest: canvasRequest(bytes)
+    case .openclawapp: openClawApp(bytes)
     }
     return 0
 }
@@ -231,5 +233,38 @@ func canvasURL(_ bytes: [UInt8]) {
     if verdict == .allow, url.scheme != "about" {
         invariant(url.scheme == "https" && !url.hasCredentials, "only https without credentials")
         invariant(url.host.map { CanvasURLPolicy.localReason($0) == nil } == true, "only public hosts")
+    }
+}
+
+/// A request head at the canvas relay (issue 37): the reader never traps; what it accepts is a
+/// GET/HEAD under the canvas paths (or the live-reload upgrade) with no dot segment, and the head
+/// rebuilt for upstream has exactly the lines it writes (no header value brings a CR or LF).
+func canvasRequest(_ bytes: [UInt8]) {
+    guard let request = try? CanvasRequest(head: bytes) else { return }
+    invariant(request.method == "GET" || request.method == "HEAD", "only GET and HEAD")
+    invariant(!request.path.split(separator: "/", omittingEmptySubsequences: false).contains { $0 == ".." || $0 == "." }, "no dot segments")
+    invariant(request.path == CanvasRequest.liveReloadPath || CanvasRequest.servedPrefixes.contains { request.path == $0 || request.path.hasPrefix($0 + "/") },
+              "only the canvas paths")
+    let head = request.upstreamHead(host: "127.0.0.1:1", upstreamCapability: "U")
+    let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
+    invariant(!head.dropLast(4).contains("\r\n\r\n") && lines.allSatisfy { !$0.contains("\n") && !$0.contains("\r") }, "one head, whole lines")
+    invariant(!head.lowercased().contains("cookie:") && !head.lowercased().contains("authorization:"), "no credentials upstream")
+}
+
+/// Frames from one of OpenClaw's apps before it is let in (issue 38): no trap, and nothing
+/// reaches the core from an unproven socket.
+func openClawApp(_ bytes: [UInt8]) {
+    var session = OpenClawAppSession(nonce: "fuzz-nonce", nowMs: 1_795_000_000_000)
+    var frames: [[UInt8]] = []
+    var start = bytes.startIndex
+    for (i, byte) in bytes.enumerated() where byte == 0x0A {
+        frames.append(Array(bytes[start..<i]))
+        start = i + 1
+    }
+    frames.append(Array(bytes[start...]))
+    for frame in frames.prefix(8) {
+        for action in session.received(frame, binary: false, nowMs: 1_795_000_000_000) {
+            if case .toBridge = action { invariant(false, "nothing reaches the core before the device is proved and paired") }
+        }
     }
 }

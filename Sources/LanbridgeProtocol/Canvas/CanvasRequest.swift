@@ -7,41 +7,42 @@
 /// Only named headers are passed on (`forwardedHeaders`), so `Authorization`, `Cookie`,
 /// `Forwarded`, `X-Forwarded-*` and hop-by-hop headers never reach the gateway; `Accept-Encoding`
 /// is dropped too, so responses come back as they are and the relay can read them.
-struct CanvasRequest: Equatable {
-    static let capabilityPrefix = "/__openclaw__/cap/"
-    static let capabilityQuery = "oc_cap"
-    static let servedPrefixes = ["/__openclaw__/a2ui", "/__openclaw__/canvas"]
-    static let liveReloadPath = "/__openclaw__/ws"
+public struct CanvasRequest: Equatable, Sendable {
+    public static let capabilityPrefix = "/__openclaw__/cap/"
+    public static let capabilityQuery = "oc_cap"
+    public static let servedPrefixes = ["/__openclaw__/a2ui", "/__openclaw__/canvas"]
+    public static let liveReloadPath = "/__openclaw__/ws"
     /// Headers a page load needs, and nothing that carries a credential or a route.
-    static let forwardedHeaders: Set<String> = [
+    public static let forwardedHeaders: Set<String> = [
         "accept", "accept-language", "user-agent", "if-none-match", "if-modified-since", "range", "if-range", "cache-control", "pragma",
     ]
     /// Not `Sec-WebSocket-Extensions`: compressed frames would hide what the response filter reads.
-    static let upgradeHeaders: Set<String> = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol"]
+    public static let upgradeHeaders: Set<String> = ["sec-websocket-key", "sec-websocket-version", "sec-websocket-protocol"]
 
-    var method: String
-    var capability: String
+    public var method: String
+    public var capability: String
     /// The path after the capability, from its `/` (`/__openclaw__/a2ui/index.html`).
-    var path: String
+    public var path: String
     /// The query without `oc_cap`, without its `?`; empty when none is left.
-    var query: String
-    var upgrade: Bool
+    public var query: String
+    public var upgrade: Bool
     /// Lowercase names, values as sent.
-    var headers: [(name: String, value: String)]
+    public var headers: [(name: String, value: String)]
 
-    static func == (a: CanvasRequest, b: CanvasRequest) -> Bool {
+    public static func == (a: CanvasRequest, b: CanvasRequest) -> Bool {
         a.method == b.method && a.capability == b.capability && a.path == b.path && a.query == b.query && a.upgrade == b.upgrade
             && a.headers.elementsEqual(b.headers) { $0 == $1 }
     }
 
-    struct Refusal: Error, Equatable, CustomStringConvertible {
+    public struct Refusal: Error, Equatable, CustomStringConvertible {
         /// A short, fixed reason (a metric label and the log's `reason`).
-        let reason: String
-        var description: String { reason }
+        public let reason: String
+        public var description: String { reason }
+        public init(reason: String) { self.reason = reason }
     }
 
     /// Reads a whole head (up to and including the blank line). Linear in its length.
-    init(head: [UInt8]) throws(Refusal) {
+    public init(head: [UInt8]) throws(Refusal) {
         guard let text = String(validating: head, as: UTF8.self) else { throw Refusal(reason: "not_utf8") }
         var lines = text.split(separator: "\r\n", omittingEmptySubsequences: false)
         guard lines.count >= 3, lines.last == "", lines[lines.count - 2] == "" else { throw Refusal(reason: "bad_head") }
@@ -73,7 +74,11 @@ struct CanvasRequest: Equatable {
         self.headers = headers
 
         let target = requestLine[1]
-        guard target.hasPrefix("/"), !target.contains("#") else { throw Refusal(reason: "target") }
+        // Visible ASCII only, query included: a bare LF or CR in a query would end the line upstream
+        // (the fuzz target found one passing through).
+        guard target.hasPrefix("/"), !target.contains("#"), target.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw Refusal(reason: "target")
+        }
         let pathPart: Substring, queryPart: Substring
         if let q = target.firstIndex(of: "?") { (pathPart, queryPart) = (target[..<q], target[target.index(after: q)...]) } else { (pathPart, queryPart) = (target, "") }
         try Self.checkPath(pathPart)
@@ -136,7 +141,7 @@ struct CanvasRequest: Equatable {
     }
 
     /// The head sent upstream: the path under the upstream's capability (openclaw) or as it is.
-    func upstreamHead(host: String, upstreamCapability: String?) -> String {
+    public func upstreamHead(host: String, upstreamCapability: String?) -> String {
         var target = upstreamCapability.map { "\(Self.capabilityPrefix)\($0)\(path)" } ?? path
         if !query.isEmpty { target += "?" + query }
         var head = "\(method) \(target) HTTP/1.1\r\nHost: \(host)\r\n"
@@ -150,7 +155,7 @@ struct CanvasRequest: Equatable {
     }
 
     /// base64url, and nothing a path or a log line could be confused by.
-    static func isCapabilityByte(_ b: UInt8) -> Bool {
+    public static func isCapabilityByte(_ b: UInt8) -> Bool {
         (0x30...0x39).contains(b) || (0x41...0x5A).contains(b) || (0x61...0x7A).contains(b) || b == 0x2D || b == 0x5F
     }
 }
@@ -160,7 +165,7 @@ enum CanvasHex {
 }
 
 extension StringProtocol {
-    var trimmingSpaces: String {
+    public var trimmingSpaces: String {
         let bytes = Array(utf8)
         guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
               let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
