@@ -51,7 +51,8 @@ public enum BridgeServer {
         let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
         let descriptors = DescriptorBudget(paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
                                            unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
-                                           http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total)
+                                           http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
+                                           canvas: configuration.canvas == nil ? 0 : configuration.settings.limits.canvasConnections)
         if let shortfall = descriptors.shortfall(limit: OpenFileLimit.raise(toward: descriptors.needed)) { logger.warning("\(shortfall)") }
         // Room for the largest result the bridge relays, so an oversized one is refused with
         // PAYLOAD_TOO_LARGE rather than by dropping the node.

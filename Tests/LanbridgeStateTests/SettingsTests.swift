@@ -117,5 +117,9 @@ struct DescriptorBudgetTests {
         #expect(openClaw.needed == 20_000 + 96 + DescriptorBudget.reserve)
         let message = try #require(openClaw.shortfall(limit: 1024))
         #expect(message.contains("1024") && message.contains("\(openClaw.needed)") && message.contains("LimitNOFILE="))
+        // Issue 37: the canvas relay's connections count twice (each has its upstream one).
+        let canvas = DescriptorBudget(paired: 10, openClaw: true, unauthenticated: 96, canvas: 256)
+        #expect(canvas.needed == 20 + 96 + 512 + DescriptorBudget.reserve)
+        #expect(canvas.shortfall(limit: 100)?.contains("limits.canvasConnections") == true)
     }
 }

@@ -9,19 +9,22 @@ public struct DescriptorBudget: Equatable, Sendable {
     public var unauthenticated: Int
     /// What the HTTP listeners (metrics, console) may hold together: each is capped.
     public var http: Int
+    /// The canvas relay's connections (`limits.canvasConnections`), each with its upstream one.
+    public var canvas: Int
 
-    public init(paired: Int, openClaw: Bool, unauthenticated: Int, http: Int = 0) {
-        (self.paired, self.openClaw, self.unauthenticated, self.http) = (paired, openClaw, unauthenticated, http)
+    public init(paired: Int, openClaw: Bool, unauthenticated: Int, http: Int = 0, canvas: Int = 0) {
+        (self.paired, self.openClaw, self.unauthenticated, self.http, self.canvas) = (paired, openClaw, unauthenticated, http, canvas)
     }
 
-    public var needed: Int { paired * (openClaw ? 2 : 1) + unauthenticated + http + Self.reserve }
+    public var needed: Int { paired * (openClaw ? 2 : 1) + unauthenticated + http + 2 * canvas + Self.reserve }
 
     /// What to tell the admin when `limit` (the soft RLIMIT_NOFILE) is too low, else nil.
     public func shortfall(limit: Int) -> String? {
         guard limit < needed else { return nil }
         let perNode = openClaw ? " (two descriptors each with the OpenClaw gateway)" : ""
         return "the open-file limit is \(limit), below the \(needed) this configuration needs: \(paired) paired nodes\(perNode), "
-            + "\(unauthenticated) connections not yet paired (admission.maxUnauthenticated and maxWaiting), \(http) for the HTTP listeners "
+            + "\(unauthenticated) connections not yet paired (admission.maxUnauthenticated and maxWaiting), \(http) for the HTTP listeners, "
+            + "\(2 * canvas) for the canvas relay (limits.canvasConnections, with their upstream ones) "
             + "and \(Self.reserve) for the bridge; "
             + "connections past the limit are refused. Raise it: LimitNOFILE= in the service unit, or ulimit -n"
     }
