@@ -135,8 +135,24 @@ public enum BridgeServer {
             "name": "\(configuration.name)",
             "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
-        let (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
-        let (appDoors, appAdvertisement) = try await startOpenClawAppDoor(configuration, admission: admission, driver: driver, logger: logger)
+        // The canvas relay and the door for OpenClaw's apps: if one the admin asked for cannot start,
+        // what is already bound closes before the start fails.
+        let canvasRelay: CanvasRelay?, canvasListeners: [any Channel], appDoors: [any Channel], appAdvertisement: AvahiPublisher.Extra?
+        do {
+            (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
+            do {
+                (appDoors, appAdvertisement) = try await startOpenClawAppDoor(configuration, admission: admission, driver: driver, logger: logger)
+            } catch {
+                for channel in canvasListeners { try? await channel.close() }
+                await canvasRelay?.stop()
+                throw error
+            }
+        } catch {
+            for channel in monitoring + servers { try? await channel.close() }
+            console?.events.stop()
+            await io.finish(on: loop)
+            throw error
+        }
         onListening(port)
 
         let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), extras: appAdvertisement.map { [$0] } ?? [],

@@ -161,6 +161,18 @@ struct CanvasEndToEndTests {
         #expect(status.stdout.contains(words[1]))
     }
 
+    /// A relay address the admin chose that is taken stops the start, with the address named; the
+    /// default one only warns (tests and other daemons may hold 18793).
+    @Test func aChosenCanvasAddressThatIsTakenStopsTheStart() throws {
+        let first = try Stack()
+        let port = URLComponents(string: first.canvas.url)?.port ?? 0
+        let state = TemporaryDirectory("bridge")
+        try Data(#"{"canvas": {"upstream": "http://127.0.0.1:9"}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
+        let refused = try CLI.run(["serve", "--state-dir", state.path, "--bind", "loopback", "--port", "0", "--no-mdns", "--no-ui", "--no-gateway",
+                                   "--canvas-listen", String(port)])
+        #expect(refused.status != 0 && (refused.stderr + refused.stdout).contains(String(port)), "\(refused)")
+    }
+
     @Test func afterRevokeTheCapabilityIs404AtOnceAndNothingReachesTheGateway() throws {
         let stack = try Stack()
         #expect(try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256).status == 200)
