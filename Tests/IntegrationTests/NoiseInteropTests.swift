@@ -29,7 +29,8 @@ struct NoiseInteropTests {
                 channel.eventLoop.makeCompletedFuture {
                     let session = SecureSession(responderWith: bridgeKey, inviteLookup: { id in id == invite.id ? invite.psk : nil })
                     try channel.pipeline.syncOperations.addHandlers(
-                        SecureChannelHandler(responder: session, logger: Logger(label: "test")), PeerRecorder(sink))
+                        // The test is about agreement, not speed: a Python peer on a loaded machine may take longer than a node would.
+                        SecureChannelHandler(responder: session, handshakeTimeout: .seconds(120), logger: Logger(label: "test")), PeerRecorder(sink))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -59,7 +60,8 @@ struct NoiseInteropTests {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandlers(
-                        SecureChannelHandler(initiator: session, opening: opening, logger: Logger(label: "test")), PeerRecorder(sink))
+                        SecureChannelHandler(initiator: session, opening: opening, handshakeTimeout: .seconds(120), logger: Logger(label: "test")),
+                        PeerRecorder(sink))
                 }
             }
             .connect(host: "127.0.0.1", port: port).get()
