@@ -88,17 +88,7 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.mdns = !noMDNS
         configuration.pingInterval = pingInterval.seconds
         configuration.idleTimeout = idleTimeout.seconds
-        let admission = configuration.settings.admission
-        configuration.admission.maxUnauthenticated = admission.maxUnauthenticated
-        configuration.admission.maxUnauthenticatedPerAddress = admission.maxUnauthenticatedPerAddress
-        configuration.admission.attemptsPerWindow = admission.attemptsPerWindow
-        configuration.admission.window = TimeInterval(admission.windowSeconds)
-        configuration.admission.lockout = TimeInterval(admission.lockoutSeconds)
-        configuration.admission.unpairedDeadline = TimeInterval(admission.unpairedDeadlineSeconds)
-        configuration.admission.pressuredDeadline = min(configuration.admission.pressuredDeadline, configuration.admission.unpairedDeadline)
-        configuration.admission.maxWaiting = admission.maxWaiting
-        configuration.admission.maxUnauthenticatedPerListener = admission.maxUnauthenticatedPerListener
-            ?? (configuration.listen.count > 1 ? max(1, admission.maxUnauthenticated * 3 / 4) : admission.maxUnauthenticated)
+        configuration.admission = AdmissionPolicy.Limits(configuration.settings.admission, listeners: configuration.listen.count)
         configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
         if let problem = configuration.settings.wake.problem { throw ConfigurationProblem(description: problem) }
         if let exec = configuration.settings.wake.exec { logger.info("wake hook: \(exec)") }

@@ -1,9 +1,26 @@
 import Foundation
 import LanbridgeBridge
 import LanbridgeProtocol
+import LanbridgeState
 import Testing
 
 struct AdmissionPolicyTests {
+    /// Issue 39: one default per limit. The policy's limits come from the config's entries (whose
+    /// defaults are written once, in BridgeSettings), and several listeners share the cap.
+    @Test func theLimitsAreTheConfigsWithOneDefault() {
+        let defaults = AdmissionPolicy.Limits()
+        let settings = BridgeSettings.Admission()
+        #expect(defaults.maxUnauthenticated == settings.maxUnauthenticated && defaults.maxWaiting == settings.maxWaiting
+                && defaults.window == Double(settings.windowSeconds) && defaults.maxUnauthenticatedPerListener == settings.maxUnauthenticated)
+        var config = BridgeSettings.Admission()
+        config.maxUnauthenticated = 100
+        config.unpairedDeadlineSeconds = 2
+        let two = AdmissionPolicy.Limits(config, listeners: 2)
+        #expect(two.maxUnauthenticatedPerListener == 75 && two.unpairedDeadline == 2 && two.pressuredDeadline == 2)
+        config.maxUnauthenticatedPerListener = 10
+        #expect(AdmissionPolicy.Limits(config, listeners: 2).maxUnauthenticatedPerListener == 10)
+    }
+
     let t0 = Moment(seconds: 1_800_000_000)
 
     func policy(attempts: Int = 5, window: TimeInterval = 10, lockout: TimeInterval = 60, perAddress: Int = 100, total: Int = 100,

@@ -18,18 +18,20 @@ import LanbridgeState
 /// - Connections waiting for the operator are counted apart, with a cap of their own (evicting too).
 /// - Every table keyed by an address forgets it: attempts leave their window, lockouts end.
 public struct AdmissionPolicy: Sendable {
+    /// The config's entries (`admission` in config.json, whose defaults `BridgeSettings.Admission`
+    /// holds: written once) and the policy's own constants.
     public struct Limits: Sendable {
-        public var maxUnauthenticated = 64
-        public var maxUnauthenticatedPerAddress = 8
+        public var maxUnauthenticated: Int
+        public var maxUnauthenticatedPerAddress: Int
         /// Unauthenticated connections one listener may hold (`maxUnauthenticated`: no cap of its own).
-        public var maxUnauthenticatedPerListener = 64
-        public var attemptsPerWindow = 20
-        public var window: TimeInterval = 10
-        public var lockout: TimeInterval = 60
+        public var maxUnauthenticatedPerListener: Int
+        public var attemptsPerWindow: Int
+        public var window: TimeInterval
+        public var lockout: TimeInterval
         /// Connections waiting for the operator's decision (PairingState caps the requests too).
-        public var maxWaiting = 32
+        public var maxWaiting: Int
         /// From accept to a paired session or a request waiting for the operator.
-        public var unpairedDeadline: TimeInterval = 10
+        public var unpairedDeadline: TimeInterval
         public var handshakeTimeout: TimeInterval = 5
         /// Above this share of `maxUnauthenticated` in use, the pressured deadlines apply.
         public var pressure = 0.75
@@ -37,7 +39,23 @@ public struct AdmissionPolicy: Sendable {
         public var pressuredHandshakeTimeout: TimeInterval = 1
         /// Addresses remembered for attempts and lockouts, at most.
         public var maxAddresses = 4096
-        public init() {}
+
+        public init() { self.init(BridgeSettings.Admission(), listeners: 1) }
+
+        /// From the config: with several listeners, one may hold three quarters of all unless the
+        /// config says otherwise (a flood on the LAN leaves room on the tailnet).
+        public init(_ settings: BridgeSettings.Admission, listeners: Int) {
+            maxUnauthenticated = settings.maxUnauthenticated
+            maxUnauthenticatedPerAddress = settings.maxUnauthenticatedPerAddress
+            attemptsPerWindow = settings.attemptsPerWindow
+            window = TimeInterval(settings.windowSeconds)
+            lockout = TimeInterval(settings.lockoutSeconds)
+            unpairedDeadline = TimeInterval(settings.unpairedDeadlineSeconds)
+            maxWaiting = settings.maxWaiting
+            maxUnauthenticatedPerListener = settings.maxUnauthenticatedPerListener
+                ?? (listeners > 1 ? max(1, settings.maxUnauthenticated * 3 / 4) : settings.maxUnauthenticated)
+            pressuredDeadline = min(pressuredDeadline, unpairedDeadline)
+        }
     }
 
     public typealias Slot = Int

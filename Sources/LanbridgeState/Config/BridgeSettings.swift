@@ -138,6 +138,7 @@ public struct BridgeSettings: Sendable {
         /// `maxUnauthenticated` when there are several listeners (a flood on the LAN leaves room
         /// on the tailnet), all of it with one.
         public var maxUnauthenticatedPerListener: Int?
+        public init() {}
     }
 
     /// The monitoring endpoint (`/metrics`, `/healthz`): off unless `listen` is set.
