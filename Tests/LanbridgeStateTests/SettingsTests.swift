@@ -64,6 +64,17 @@ struct BridgeSettingsTests {
         let block = try #require(section.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
         let settings = try parse(block)
         #expect(settings.wake.exec == "/usr/local/lib/lanbridge/wake/ntfy" && settings.listen == ["192.168.1.10", "tailscale0"])
+        #expect(settings.canvas.upstream == "http://127.0.0.1:8080" && settings.canvas.listen == "18793" && settings.canvas.denyOrigins.count == 1)
+    }
+
+    /// The README's canvas and OpenClaw's-apps configs, as printed.
+    @Test func theReadmesCanvasAndAppsConfigsLoad() throws {
+        let readme = try String(contentsOf: Repository.url("README.md"), encoding: .utf8)
+        let apps = try #require(readme.components(separatedBy: "## OpenClaw's apps").dropFirst().first)
+        let block = try #require(apps.components(separatedBy: "```json\n").dropFirst().first?.components(separatedBy: "```").first)
+        #expect(try parse(block).openClawApps.enabled)
+        #expect(readme.contains(#"`{"canvas": {"upstream": "http://127.0.0.1:8080"}}`"#))
+        #expect(try parse(#"{"canvas": {"upstream": "http://127.0.0.1:8080"}}"#).canvas.upstream == "http://127.0.0.1:8080")
     }
 
     @Test func customCommandsBecomeKnown() throws {
