@@ -12,7 +12,7 @@ struct CanvasCommand: ParsableCommand {
         discussion: """
         Paired nodes load the agent's canvas and A2UI pages from the bridge's canvas relay over HTTPS. Its certificate is self-signed and kept in the state directory (canvas-tls.pem); nodes pin its SHA-256, which they learn inside their encrypted session, so no certificate authority is involved. `lanbridge status` shows the fingerprint.
 
-          $ lanbridge canvas rotate-cert      # a new key; connected nodes are told the new pin at once
+          $ lanbridge canvas rotate-cert    # a new key; nodes hear the new pin
         """,
         subcommands: [RotateCert.self])
 
