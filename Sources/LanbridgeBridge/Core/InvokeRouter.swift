@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeCrypto
+import LanbridgeProtocol
 
 /// The bridge's book of invokes in flight, sans I/O: requests, results, timeouts and disconnects
 /// go in; what to send, and to whom, comes out. The clock is an argument, so deadlines are tested

@@ -1,4 +1,5 @@
 import Foundation
+@testable import LanbridgeBridge
 import LanbridgeProtocol
 import Testing
 
