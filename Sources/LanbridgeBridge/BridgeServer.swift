@@ -191,30 +191,8 @@ public enum BridgeServer {
                 }
                 if let hangups, let reload {
                     group.addTask {
-                        var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
-                        for await _ in hangups {
-                            notifier?.reloading()
-                            defer { notifier?.ready(status: "listening on \(listening)") }
-                            do {
-                                var next = try reload()
-                                let kept: [String]
-                                (next.settings.limits, kept) = current.settings.limits.reloaded(to: next.settings.limits)
-                                if !kept.isEmpty {
-                                    logger.warning("\(kept.joined(separator: ", ")) applies after a restart: the message sizes the transports allow were fixed when they started; kept the running value")
-                                }
-                                let changes = Reloaded.changes(from: current, to: next)
-                                await driver.reload(next.settings)
-                                console?.settings.withLockedValue { $0 = next.settings }
-                                if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
-                                logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
-                                if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {
-                                    logger.warning("the gateway's URL and options and the admission limits apply after a restart")
-                                }
-                                current = next
-                            } catch {
-                                logger.error("reload failed, keeping the running settings: \(error)")
-                            }
-                        }
+                        await applyReloads(hangups, reload: reload, from: configuration, driver: driver, console: console, link: link,
+                                           notifier: notifier, listening: listening, logger: logger)
                     }
                 }
                 if let link {
@@ -255,6 +233,42 @@ public enum BridgeServer {
         await canvasRelay?.stop()
         await driver.shutdown()
         logger.info("lanbridge stopped")
+    }
+
+    /// SIGHUP: read the files again and apply what may change while running (access rules, limits
+    /// but the transports' sizes, the gateway token); say what changed and what waits for a restart.
+    private static func applyReloads(_ hangups: AsyncStream<Void>, reload: @Sendable () throws -> Reloaded, from configuration: BridgeConfiguration,
+                                     driver: BridgeDriver, console: ConsoleParts?, link: GatewayLink?, notifier: ServiceNotifier?,
+                                     listening: String, logger: Logger) async {
+        var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
+        for await _ in hangups {
+            notifier?.reloading()
+            defer { notifier?.ready(status: "listening on \(listening)") }
+            do {
+                var next = try reload()
+                let kept: [String]
+                (next.settings.limits, kept) = current.settings.limits.reloaded(to: next.settings.limits)
+                if !kept.isEmpty {
+                    logger.warning("\(kept.joined(separator: ", ")) applies after a restart: the message sizes the transports allow were fixed when they started; kept the running value")
+                }
+                let changes = Reloaded.changes(from: current, to: next)
+                await driver.reload(next.settings)
+                console?.settings.withLockedValue { $0 = next.settings }
+                if let token = next.gatewayToken, changes.contains("gateway token") { link?.replaceToken(token) }
+                logger.notice(changes.isEmpty ? "reloaded: nothing changed" : "reloaded: \(changes.joined(separator: ", ")) changed")
+                if next.settings.gateway != current.settings.gateway || next.settings.admission != current.settings.admission {
+                    logger.warning("the gateway's URL and options and the admission limits apply after a restart")
+                }
+                let (was, now) = (current.settings, next.settings)
+                if (now.canvas.enabled, now.canvas.listen, now.canvas.upstream) != (was.canvas.enabled, was.canvas.listen, was.canvas.upstream)
+                    || now.openClawApps != was.openClawApps {
+                    logger.warning("the canvas relay's address and upstream, and the door for OpenClaw's apps, apply after a restart (what a canvas may load applies now)")
+                }
+                current = next
+            } catch {
+                logger.error("reload failed, keeping the running settings: \(error)")
+            }
+        }
     }
 
     /// The canvas relay, if configured: its certificate (made once), its listeners, and the core

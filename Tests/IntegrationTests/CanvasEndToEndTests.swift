@@ -161,6 +161,20 @@ struct CanvasEndToEndTests {
         #expect(status.stdout.contains(words[1]))
     }
 
+    /// What a canvas may load is the config's too, and a reload (SIGHUP) applies it to the next
+    /// invoke; the relay's own address waits for a restart, and the log says so.
+    @Test func aReloadedOriginRuleAppliesAtOnce() throws {
+        let stack = try Stack()
+        let refused = try stack.gateway.invoke(stack.device, "canvas.navigate", params: #"{"url":"https://10.1.2.3/"}"#)
+        #expect(refused["ok"] == false, "\(refused)")
+        try Data(#"{"canvas": {"allowOrigins": ["https://10.1.2.3"], "listen": "18799"}}"#.utf8)
+            .write(to: stack.bridge.state.url.appendingPathComponent("config.json"))
+        stack.bridge.process.signal(SIGHUP)
+        try stack.bridge.waitForLog("apply after a restart (what a canvas may load applies now)")
+        let allowed = try stack.gateway.invoke(stack.device, "canvas.navigate", params: #"{"url":"https://10.1.2.3/"}"#)
+        #expect(allowed["ok"] == true, "\(allowed)")
+    }
+
     /// A relay address the admin chose that is taken stops the start, with the address named; the
     /// default one only warns (tests and other daemons may hold 18793).
     @Test func aChosenCanvasAddressThatIsTakenStopsTheStart() throws {
