@@ -203,16 +203,8 @@ public enum BridgeServer {
                 }
                 if let control {
                     group.addTask {
-                        try? await control.executeThenClose { inbound in
-                            try await withThrowingDiscardingTaskGroup { connections in
-                                for try await connection in inbound {
-                                    connections.addTask {
-                                        await ControlSocket.serve(connection, driver: driver, sharing: sharing,
-                                                                  console: console.flatMap { parts in consoleURL.map { (parts.auth, $0) } }, logger: logger)
-                                    }
-                                }
-                            }
-                        }
+                        await serveControl(control, driver: driver, sharing: sharing,
+                                           console: console.flatMap { parts in consoleURL.map { (parts.auth, $0) } }, logger: logger)
                     }
                 }
                 for server in servers { try? await server.closeFuture.get() }
@@ -233,6 +225,18 @@ public enum BridgeServer {
         await canvasRelay?.stop()
         await driver.shutdown()
         logger.info("lanbridge stopped")
+    }
+
+    /// The operator's control socket: each connection served on its own, until the socket closes.
+    private static func serveControl(_ control: NIOAsyncChannel<ControlSocket.Connection, Never>, driver: BridgeDriver, sharing: StateSharing,
+                                     console: (auth: ConsoleAuth, url: String)?, logger: Logger) async {
+        try? await control.executeThenClose { inbound in
+            try await withThrowingDiscardingTaskGroup { connections in
+                for try await connection in inbound {
+                    connections.addTask { await ControlSocket.serve(connection, driver: driver, sharing: sharing, console: console, logger: logger) }
+                }
+            }
+        }
     }
 
     /// SIGHUP: read the files again and apply what may change while running (access rules, limits
