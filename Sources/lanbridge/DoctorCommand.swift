@@ -105,6 +105,18 @@ struct DoctorCommand: ParsableCommand {
                 checks.append(Check(name: "gateway link", ok: linked, detail: link,
                                     fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
             }
+            // The agent's canvas: with an OpenClaw gateway there is a canvas host, so no relay is a
+            // canvas nodes cannot load (a taken default port turns it off with only a warning).
+            let settings = try? state.settings()
+            if let canvas = runtime.canvas {
+                checks.append(Check(name: "canvas relay", ok: true, detail: "https://\(canvas.listening.joined(separator: ", https://")) from \(canvas.upstream), certificate sha256 \(canvas.tlsSha256)", fix: nil))
+            } else if link.hasPrefix("openclaw"), settings?.canvas.enabled != false {
+                checks.append(Check(name: "canvas relay", ok: true, detail: "off: nodes cannot load the agent's canvas pages",
+                                    fix: "see the daemon's log (\"canvas relay off\"): choose a free port with canvas.listen or --canvas-listen", warning: true))
+            }
+            if let apps = runtime.openClawApps {
+                checks.append(Check(name: "OpenClaw's apps", ok: true, detail: "their door is open at \(apps.joined(separator: ", "))", fix: nil))
+            }
         } else {
             checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is not running (start it: lanbridge serve)", fix: nil))
         }

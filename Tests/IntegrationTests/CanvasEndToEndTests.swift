@@ -68,6 +68,8 @@ struct CanvasEndToEndTests {
         // status shows the certificate the node was told to pin.
         let status = try CLI.run(["status", "--json", "--state-dir", stack.bridge.state.path])
         #expect(status.stdout.contains(stack.canvas.sha256), "\(status.stdout)")
+        let doctor = try CLI.run(["doctor", "--state-dir", stack.bridge.state.path])
+        #expect(doctor.stdout.contains("ok   canvas relay: https://") && doctor.stdout.contains(stack.canvas.sha256), "\(doctor.stdout)")
 
         let page = try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256)
         #expect(page.status == 200 && page.body.contains("A2UI host"), "\(page.all)")
