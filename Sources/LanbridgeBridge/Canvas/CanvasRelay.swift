@@ -238,7 +238,12 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             }
             decide(context, head: Array(head[..<end]))
         case .deciding:
+            // What arrives while the capability is looked up and the host dialled waits here, and
+            // no more than a head's worth of it.
             early.append(buffer)
+            if early.reduce(0, { $0 + $1.readableBytes }) > relay.configuration.limits.canvasMaxHeaderBytes {
+                refuse(context, status: 431, reason: "canvasMaxHeaderBytes")
+            }
         case let .relaying(upstream, upgrade):
             // After a plain request's head, nothing more from the client goes upstream (no
             // pipelining, no smuggling); after an upgrade, everything does.
