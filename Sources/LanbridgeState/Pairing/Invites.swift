@@ -49,6 +49,13 @@ extension PairingState {
               SecureMemory.constantTimeEqual(SecureSession.Invite.psk(forSecret: secret),
                                        (try? Hex.decode(invites.invites[index].psk)) ?? [])
         else { throw PairingError.invalidInvite }
+        return try pair(usingInviteAt: index, key: key, details: details, method: .invite, defaultAccess: defaultAccess, now: now)
+    }
+
+    /// Uses up the invite at `index` and pairs `key` under it (its name and grant), unless the key
+    /// is blocked; a key already paired keeps its record. One path for both kinds of invite.
+    mutating func pair(usingInviteAt index: Int, key: PublicKey, details: NodeDetails, method: PairingMethod, claim: OpenClawAppClaim? = nil,
+                       defaultAccess: AccessRules?, now: Date) throws -> PairedNode {
         if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
         let invite = invites.invites.remove(at: index)
         if let existing = node(withKey: key) { return existing }
@@ -57,7 +64,8 @@ extension PairingState {
         pending.requests.removeAll { $0.publicKey == key }
         let access = if let exact = invite.allow { ApprovalGrant(allow: exact).rules(defaults: AccessRules(), declared: details.commands) }
             else { (invite.grant ?? ApprovalGrant()).rules(defaults: defaultAccess ?? .defaults(forPlatform: details.platform), declared: details.commands) }
-        let node = PairedNode(publicKey: key, details: details, pairingMethod: .invite, pairedAt: now, firstSeen: now, access: access)
+        var node = PairedNode(publicKey: key, details: details, pairingMethod: method, pairedAt: now, firstSeen: now, access: access)
+        node.openClawApp = claim
         paired.nodes.append(node)
         return node
     }
@@ -80,17 +88,7 @@ extension PairingState {
         let id = Array(Self.bootstrapID(token).utf8)
         guard let index = invites.invites.firstIndex(where: { $0.openClaw == true && SecureMemory.constantTimeEqual(Array($0.id.utf8), id) }),
               invites.invites[index].expiresAt > now else { throw PairingError.invalidInvite }
-        if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
-        let invite = invites.invites.remove(at: index)
-        if let existing = node(withKey: key) { return existing }
-        var details = details
-        if let name = invite.name { details.displayName = name }
-        pending.requests.removeAll { $0.publicKey == key }
-        let access = (invite.grant ?? ApprovalGrant()).rules(defaults: defaultAccess ?? .defaults(forPlatform: details.platform), declared: details.commands)
-        var node = PairedNode(publicKey: key, details: details, pairingMethod: .openClawApp, pairedAt: now, firstSeen: now, access: access)
-        node.openClawApp = claim
-        paired.nodes.append(node)
-        return node
+        return try pair(usingInviteAt: index, key: key, details: details, method: .openClawApp, claim: claim, defaultAccess: defaultAccess, now: now)
     }
 
     static func bootstrapID(_ token: String) -> String { Hex.encode(SHA256.hash(Array("lanbridge openclaw-bootstrap v1".utf8) + Array(token.utf8))) }
