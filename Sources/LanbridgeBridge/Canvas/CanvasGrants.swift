@@ -69,9 +69,7 @@ struct CanvasGrants {
             return .expired
         }
         // A capability is a page and its assets, not a firehose: the node's rate applies.
-        var perMinute = limits
-        perMinute.snapshotsPerMinute = limits.canvasRequestsPerMinute
-        if case .limited = requests.take(.snapshot, node: found.node, limits: perMinute, now: now) { return .rateLimited }
+        if case .limited = requests.take(.canvasRequest, node: found.node, limits: limits, now: now) { return .rateLimited }
         byDigest[digest]?.expires = max(found.expires, now.addingTimeInterval(ttl))
         return .granted(found.node)
     }

@@ -64,8 +64,7 @@ extension BridgeCore {
         let capability = CanvasGrants.mint(random(CanvasGrants.randomBytes))
         canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
         // Wall time of the connection: the node learns a lapse no later than the real one.
-        return CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
-                            expiresAtMs: Int64((connection.connectedAt.timeIntervalSince1970 + canvasTTL) * 1000))
+        return access(capability, host: host, relay: relay, from: connection.connectedAt)
     }
 
     /// `canvas.refresh`: the session's capability, extended (minted again if it had lapsed).
@@ -75,8 +74,13 @@ extension BridgeCore {
         }
         let capability = canvasGrants.capability(of: connection.nodeId) ?? CanvasGrants.mint(random(CanvasGrants.randomBytes))
         canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
-        return CanvasGrant(id: refresh.id, canvas: CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
-                                                                expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000)))
+        return CanvasGrant(id: refresh.id, canvas: access(capability, host: host, relay: relay, from: wall))
+    }
+
+    /// What the node is told: its relay URL, the pin, and when the capability lapses unused.
+    func access(_ capability: String, host: String, relay: CanvasRelayInfo, from wall: Date) -> CanvasAccess {
+        CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
+                     expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000))
     }
 
     /// The node's last session ended: its capability dies now, and so do its relay connections.

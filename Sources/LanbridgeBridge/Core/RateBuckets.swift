@@ -5,7 +5,7 @@ import LanbridgeState
 /// allowance. Keyed by paired node (a connection proves its key before it can spend), so the table
 /// is bounded by the paired nodes; a reload empties it, so rates refill under the new limits.
 struct RateBuckets {
-    enum Limit: Hashable { case snapshot, agent, systemEvent, event, eventBytes, state }
+    enum Limit: Hashable { case snapshot, agent, systemEvent, event, eventBytes, state, canvasRequest }
 
     private struct Key: Hashable {
         let limit: Limit
@@ -22,6 +22,7 @@ struct RateBuckets {
         case .event: limits.eventsPerMinute
         case .eventBytes: limits.eventBytesPerMinute
         case .state: limits.statesPerMinute
+        case .canvasRequest: limits.canvasRequestsPerMinute
         }
         let key = Key(limit: limit, node: node)
         var bucket = buckets[key] ?? TokenBucket(capacity: max(Double(count), Double(perMinute) / 5), perSecond: Double(perMinute) / 60, now: now)
