@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LanbridgeCrypto
 import LanbridgeDiscovery
 import LanbridgeProtocol
@@ -158,15 +167,9 @@ extension BridgeSettings.Wake {
     /// keeps the running settings.
     public var problem: String? {
         guard let exec else { return nil }
-        guard access(exec, X_OK) == 0, !FileManager.default.directoryExists(atPath: exec) else { return "wake.exec \(exec) is not an executable file" }
+        guard access(exec, X_OK) == 0, PathKind.isDirectory(exec) != true else { return "wake.exec \(exec) is not an executable file" }
         guard HookProcess.isSupported else { return "wake.exec: this C library cannot close inherited descriptors in a child (glibc 2.34 or later needed)" }
         return nil
     }
 }
 
-private extension FileManager {
-    func directoryExists(atPath path: String) -> Bool {
-        var isDirectory: ObjCBool = false
-        return fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
-    }
-}

@@ -1,6 +1,10 @@
 #if SwiftCrypto && !Sodium
 import Crypto
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// The primitives on swift-crypto (CryptoKit on Apple platforms, BoringSSL elsewhere).
 enum SwiftCryptoBackend: CryptoBackend {

@@ -1,5 +1,9 @@
 import CAvahiClient
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Logging
 
 /// An Avahi client on its own threaded poll, kept alive across avahi-daemon restarts.

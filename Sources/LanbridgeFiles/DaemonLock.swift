@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -28,7 +32,7 @@ public final class DaemonLock: @unchecked Sendable {
         guard fd >= 0 else { throw StoreError.io(url, posixError("cannot open")) }
         try? StateSharing.adopt(fd, in: url.deletingLastPathComponent(), path: url)
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            let holder = (try? String(contentsOf: url, encoding: .utf8)).flatMap { Int32($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
+            let holder = (try? String(contentsOf: url, encoding: .utf8)).flatMap { Int32($0.trimmingWhitespaceAndNewlines()) }
             close(fd)
             throw Held(directory: directory.url.path, pid: holder)
         }

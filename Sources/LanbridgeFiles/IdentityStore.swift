@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeProtocol
 #if canImport(Glibc)
@@ -51,7 +55,7 @@ public struct IdentityStore: Sendable {
         let exists = lstat(url.path, &info) == 0
         if exists, access(url.path, R_OK) != 0, errno == EACCES {
             guard let text = try? String(contentsOf: publicURL, encoding: .utf8),
-                  let key = PublicKey(base64: text.trimmingCharacters(in: .whitespacesAndNewlines)) else { throw KeyNotReadable(url: url) }
+                  let key = PublicKey(base64: text.trimmingWhitespaceAndNewlines()) else { throw KeyNotReadable(url: url) }
             return key.bytes
         }
         if !exists {

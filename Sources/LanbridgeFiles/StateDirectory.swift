@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LanbridgeProtocol
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -25,7 +30,7 @@ public struct StateDirectory: Sendable, Equatable {
         if let dir = environment["LANBRIDGE_STATE_DIR"], !dir.isEmpty { return StateDirectory(url: URL(fileURLWithPath: dir)) }
         if isRoot || access(system, R_OK | W_OK | X_OK) == 0 { return StateDirectory(url: URL(fileURLWithPath: system)) }
         let xdg = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
-            ?? (environment["HOME"] ?? NSHomeDirectory()) + "/.local/state"
+            ?? (environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path) + "/.local/state"
         return StateDirectory(url: URL(fileURLWithPath: xdg).appendingPathComponent("lanbridge"))
     }
 
@@ -33,15 +38,14 @@ public struct StateDirectory: Sendable, Equatable {
 
     /// Creates the directory (mode 0700) if needed.
     public func prepare() throws {
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) {
-            guard isDirectory.boolValue else { throw StoreError.io(url, "exists but is not a directory") }
+        if let isDirectory = PathKind.isDirectory(url.path) {
+            guard isDirectory else { throw StoreError.io(url, "exists but is not a directory") }
             return
         }
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StoreError.io(url, "cannot create state directory: \(error.localizedDescription)")
+            throw StoreError.io(url, "cannot create state directory: \(ErrorText.describe(error))")
         }
     }
 
@@ -60,8 +64,7 @@ public struct StateDirectory: Sendable, Equatable {
 
     /// Throws unless the directory exists (it is made by `serve`, `identity` and `invite`).
     public func requireExisting() throws {
-        var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory), isDirectory.boolValue else {
+        guard PathKind.isDirectory(url.path) == true else {
             throw StoreError.missingDirectory(url)
         }
     }
@@ -72,9 +75,9 @@ public struct StateDirectory: Sendable, Equatable {
         var info = stat()
         guard stat(url.path, &info) == 0 else { return "does not exist" }
         let mode = info.st_mode & 0o777
-        if mode & 0o007 != 0 { return String(format: "mode %03o lets other users in; run chmod o-rwx %@", mode, url.path) }
+        if mode & 0o007 != 0 { return "mode \(NumberText.octalMode(mode)) lets other users in; run chmod o-rwx \(url.path)" }
         if mode & 0o070 != 0, StateSharing.of(url) == .ownerOnly {
-            return String(format: "mode %03o lets its group in part way; run chmod 700 %@ (private) or chmod 770 %@ (shared with the group)", mode, url.path, url.path)
+            return "mode \(NumberText.octalMode(mode)) lets its group in part way; run chmod 700 \(url.path) (private) or chmod 770 \(url.path) (shared with the group)"
         }
         return nil
     }

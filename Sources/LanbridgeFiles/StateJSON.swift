@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// How state files are written as JSON: ISO 8601 dates, sorted keys, a trailing newline, so a
 /// file changes only where its content does (and diffs and the audit log stay readable).

@@ -1,4 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import LanbridgeProtocol
 
 /// Errors from the state directory. Each names the file and says what to do.
 public enum StoreError: Error, Equatable, CustomStringConvertible {
@@ -17,11 +27,11 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         case let .corrupt(url, problem):
             "\(url.path) is corrupt: \(problem). It was left untouched; repair it or move it aside, then retry."
         case let .insecurePermissions(url, mode):
-            String(format: "%@ has mode %03o; it must be readable by its owner only (chmod 600 %@)", url.path, mode, url.path)
+            "\(url.path) has mode \(NumberText.octalMode(mode)); it must be readable by its owner only (chmod 600 \(url.path))"
         case let .missingDirectory(url):
             "there is no lanbridge state at \(url.path): check --state-dir (or $LANBRIDGE_STATE_DIR); `lanbridge serve` or `lanbridge identity` creates it"
         case let .insecureDirectory(url, mode):
-            String(format: "%@ has mode %03o: other users could replace the pairing files in it; refusing to serve from it (chmod 700 %@)", url.path, mode, url.path)
+            "\(url.path) has mode \(NumberText.octalMode(mode)): other users could replace the pairing files in it; refusing to serve from it (chmod 700 \(url.path))"
         case let .io(url, problem):
             "\(url.path): \(problem)"
         case let .lockTimeout(url, seconds):

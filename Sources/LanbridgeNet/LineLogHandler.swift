@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LanbridgeProtocol
 import Logging
 
@@ -47,7 +56,16 @@ public struct LineLogHandler: LogHandler {
     }
 
     public func log(event: LogEvent) {
-        FileHandle.standardError.write(Data((line(for: event, time: Date()) + "\n").utf8))
+        StandardStream.writeLine(line(for: event, time: Date()))
+    }
+
+    /// The local time of day, `HH:MM:SS`, for a person watching a terminal.
+    static func localClock(_ time: Date) -> String {
+        var seconds = time_t(time.timeIntervalSince1970.rounded(.down))
+        var parts = tm()
+        localtime_r(&seconds, &parts)
+        func twoDigits(_ value: Int32) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(twoDigits(parts.tm_hour)):\(twoDigits(parts.tm_min)):\(twoDigits(parts.tm_sec))"
     }
 
     /// The event as one line. Every value a peer may have chosen (the message and each field) is
@@ -57,9 +75,9 @@ public struct LineLogHandler: LogHandler {
         let merged = metadata.merging(event.metadata ?? [:]) { $1 }
         let fields = merged.sorted { $0.key < $1.key }
         if interactive {
-            let clock = time.formatted(.dateTime.hour(.twoDigits(amPM: .omitted)).minute(.twoDigits).second(.twoDigits))
+            let clock = Self.localClock(time)
             let extra = fields.isEmpty ? "" : "  " + fields.map { "\(SafeText.escape($0.key))=\(SafeText.escape("\($0.value)"))" }.joined(separator: " ")
-            return "\(clock) \(event.level.rawValue.uppercased().padding(toLength: 7, withPad: " ", startingAt: 0)) \(SafeText.escape("\(event.message)"))\(extra)"
+            return "\(clock) \(event.level.rawValue.uppercased().padded(to: 7)) \(SafeText.escape("\(event.message)"))\(extra)"
         }
         let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(time.formatted(.iso8601))", "level=\(event.level)"]
         return (head + ["logger=\(label)", "msg=\(SafeText.quote("\(event.message)"))"]

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 
 /// Which addresses a node tries, in which order, and how: the happy-eyeballs idea applied to a

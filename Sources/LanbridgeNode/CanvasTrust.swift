@@ -1,7 +1,11 @@
 import LanbridgeProtocol
 
 #if canImport(Security)
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import Security
 
 extension CanvasAccess {

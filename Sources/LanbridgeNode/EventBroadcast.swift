@@ -1,9 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import NIOConcurrencyHelpers
 
 /// Hands every event to every current subscriber. Each subscriber's buffer is bounded: a consumer
 /// that falls behind loses its oldest events, never anyone else's, and never blocks the client.
 final class EventBroadcast<Event: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
+    private let lock = NIOLock()
     private var subscribers: [UInt64: AsyncStream<Event>.Continuation] = [:]
     private var next: UInt64 = 0
     private let bufferSize: Int

@@ -1,5 +1,9 @@
 #if canImport(Security)
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeFiles
 import Security

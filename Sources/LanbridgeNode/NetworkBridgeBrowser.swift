@@ -1,6 +1,10 @@
 #if canImport(Network)
 @preconcurrency import Network
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 
 /// `BridgeDiscovery` on Apple platforms, on `NWBrowser` (Bonjour), for `_lanbridge._tcp`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeFiles
@@ -304,7 +308,7 @@ public actor NodeClient {
             if pin != nil { invite = nil }  // an invite pairs once; afterwards the pin is the credential
             emit.yield(.disconnected(reason: reason))
             let delay = backoff.wait(lasted: Date().timeIntervalSince(started))
-            logger.info("reconnecting in \(String(format: "%.1f", delay)) s: \(reason)")
+            logger.info("reconnecting in \(NumberText.fixed(delay)) s: \(reason)")
             try? await Task.sleep(for: .milliseconds(Int(delay * 1000)))
             backoff.grow()
         }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeFiles
@@ -72,7 +76,7 @@ public struct FileKeyStore: NodeKeyStore {
     public func forgetPin() throws {
         do {
             try FileManager.default.removeItem(at: pinURL)
-        } catch CocoaError.fileNoSuchFile {
+        } catch let error as CocoaError where error.code == .fileNoSuchFile {
         }
     }
 }

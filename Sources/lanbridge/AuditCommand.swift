@@ -1,5 +1,11 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LanbridgeNet
+import LanbridgeFiles
 import LanbridgeBridge
 import LanbridgeState
 
@@ -46,7 +52,7 @@ struct AuditCommand: AsyncParsableCommand {
             for entry in entries {
                 let line = json ? String(decoding: (try? AuditLog.encoder.encode(entry)) ?? Data(), as: UTF8.self)
                     : [entry.time.formatted(.iso8601), entry.event, entry.actor, entry.nodeId ?? "-", entry.requestId ?? "-", entry.detail ?? ""].joined(separator: "  ")
-                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+                StandardStream.writeLine(line, toError: false)
             }
         }
     }

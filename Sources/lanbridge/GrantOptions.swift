@@ -41,7 +41,7 @@ struct GrantReport {
         if !sensitive.isEmpty {
             Swift.print("Not granted, sensitive (grant on purpose):")
             for item in sensitive {
-                Swift.print("  \(item.command.padding(toLength: 16, withPad: " ", startingAt: 0))\(CommandCatalog.sensitivity(of: item.command)?.rawValue ?? item.reason)")
+                Swift.print("  \(item.command.padded(to: 16))\(CommandCatalog.sensitivity(of: item.command)?.rawValue ?? item.reason)")
                 Swift.print("    lanbridge nodes allow \(node.nodeId) \(item.command)")
             }
         }

@@ -1,5 +1,15 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LanbridgeNet
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LanbridgeBridge
 import LanbridgeFiles
 import LanbridgeProtocol
@@ -20,7 +30,7 @@ enum Output {
     }
 
     static func note(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
+        StandardStream.writeLine(text)
     }
 
     /// Runs a command body, turning store errors into a one-line message and a meaningful exit code.
@@ -91,8 +101,8 @@ extension Output {
         let rows = rows.map { $0.map(SafeText.escape) }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for row in [header] + rows {
-            print(zip(row, widths).map { $0.0.padding(toLength: $0.1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
-                .trimmingCharacters(in: .whitespaces))
+            print(zip(row, widths).map { $0.0.padded(to: $0.1) }.joined(separator: "  ")
+                .trimmingWhitespace())
         }
     }
 

@@ -1,5 +1,14 @@
 import ArgumentParser
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -103,7 +112,7 @@ struct UICommand: ParsableCommand {
         print("UID     STARTED                   LAST USED")
         for session in list {
             let uid = session["uid"]?.numberValue.map { String(Int($0)) } ?? "?"
-            print("\(uid.padding(toLength: 7, withPad: " ", startingAt: 0)) \((session["created"]?.stringValue ?? "").padding(toLength: 25, withPad: " ", startingAt: 0)) \(session["lastUsed"]?.stringValue ?? "")")
+            print("\(uid.padded(to: 7)) \((session["created"]?.stringValue ?? "").padded(to: 25)) \(session["lastUsed"]?.stringValue ?? "")")
         }
     }
 
@@ -116,7 +125,7 @@ struct UICommand: ParsableCommand {
         let directory = base.appendingPathComponent("lanbridge")
         // One file, overwritten each time: it holds only the latest link, which works once, for a minute, for this uid.
         let file = directory.appendingPathComponent("console.html")
-        let escaped = url.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "\"", with: "&quot;")
+        let escaped = url.replacingScalars { $0 == "&" ? "&amp;" : $0 == "\"" ? "&quot;" : nil }
         let page = """
             <!DOCTYPE html><html><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=\(escaped)">\
             <title>lanbridge console</title></head><body><p><a href="\(escaped)">Open the lanbridge console</a></p></body></html>
@@ -134,11 +143,20 @@ struct UICommand: ParsableCommand {
         let written = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
         close(fd)
         guard written == bytes.count else { return }
-        let opener = Process()
-        opener.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        opener.arguments = ["xdg-open", file.path]
-        opener.standardOutput = FileHandle.nullDevice
-        opener.standardError = FileHandle.nullDevice
-        try? opener.run()
+        Self.spawnQuietly(["xdg-open", file.path])
+    }
+
+    /// Starts a program found on PATH with this process's environment and its output discarded;
+    /// not waited for (the CLI exits next).
+    private static func spawnQuietly(_ arguments: [String]) {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0)
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0)
+        let argv = arguments.map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        var pid = pid_t()
+        _ = posix_spawnp(&pid, arguments[0], &actions, nil, argv, environ)
     }
 }

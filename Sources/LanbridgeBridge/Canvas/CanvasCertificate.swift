@@ -1,5 +1,9 @@
 import CNIOBoringSSL
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeFiles
 import LanbridgeProtocol

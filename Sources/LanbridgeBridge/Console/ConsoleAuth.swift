@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeProtocol
 import NIOConcurrencyHelpers
@@ -69,7 +73,7 @@ final class ConsoleAuth: Sendable {
         guard let header else { return nil }
         for part in header.split(separator: ";") {
             let pair = part.split(separator: "=", maxSplits: 1)
-            if pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces) == cookie { return String(pair[1]) }
+            if pair.count == 2, pair[0].trimmingWhitespace() == cookie { return String(pair[1]) }
         }
         return nil
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
@@ -206,7 +210,7 @@ struct ConsoleService: HTTPService {
             let page = Self.returnPage(path)
             switch action {
             case "allow", "deny":
-                let pattern = field("pattern").trimmingCharacters(in: .whitespaces)
+                let pattern = field("pattern").trimmingWhitespace()
                 if pattern == "*" && action == "allow" { return back(page, "`*` is granted only from the CLI, with --allow-everything.", error: true) }
                 let updated = try store.addRule(pattern, allowing: action == "allow", node: node, catalog: settings.catalog, actor: actor)
                 return back(page, "\(action == "allow" ? "Allowed" : "Denied") \(pattern) for \(updated.details.displayName).")
@@ -234,7 +238,7 @@ struct ConsoleService: HTTPService {
     static func nodePath(_ path: String) -> (node: String, action: String?)? {
         let parts = path.split(separator: "/", omittingEmptySubsequences: false)  // "", "nodes", ID[, ACTION]
         guard parts.count == 3 || parts.count == 4, parts[1] == "nodes", !parts[2].isEmpty else { return nil }
-        return (String(parts[2]).removingPercentEncoding ?? String(parts[2]), parts.count == 4 ? String(parts[3]) : nil)
+        return (PercentEncoding.decode(parts[2]) ?? String(parts[2]), parts.count == 4 ? String(parts[3]) : nil)
     }
 
     /// The page a change made at `path` returns to, with its message.

@@ -1,4 +1,9 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LanbridgeProtocol
 
 /// Server-rendered HTML. Every value that is not a literal of ours goes through `escape`, in text
 /// and in attribute values alike (attributes are always double-quoted).
@@ -21,9 +26,7 @@ enum HTML {
 
     /// A path segment or query value (node IDs, request IDs, filters) in a link.
     static func component(_ text: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? ""
+        PercentEncoding.encode(text)
     }
 
     /// A form that posts to `action` with the session's CSRF token.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 import LanbridgeState
 
@@ -95,7 +99,7 @@ extension BridgeCore {
             guard let paired = paired[connection.nodeId] else { return nil }
             let rules = self.rules[connection.nodeId] ?? CompiledRules(paired.access)
             if case .deny = settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
-                return refuse("NEEDS_\(command.uppercased().replacingOccurrences(of: ".", with: "_"))")
+                return refuse("NEEDS_\(command.uppercased().replacing(scalar: ".", with: "_"))")
             }
         case let .grant(name):
             guard let paired = paired[connection.nodeId], (self.rules[connection.nodeId] ?? CompiledRules(paired.access)).allows(name) else {

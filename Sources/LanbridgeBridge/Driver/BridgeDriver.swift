@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeNet
 import LanbridgeTransport
@@ -351,7 +355,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         metrics.loopLag(seconds: lag)
         if lag > 1, now - lastStallLog > .seconds(60) {
             lastStallLog = now
-            logger.warning("the relay loop was held for \(String(format: "%.1f", lag)) s; the longest event was \(longest.what) (\(String(format: "%.1f", Double(longest.nanoseconds) / 1e9)) s)")
+            logger.warning("the relay loop was held for \(NumberText.fixed(lag)) s; the longest event was \(longest.what) (\(NumberText.fixed(Double(longest.nanoseconds) / 1e9)) s)")
         }
         longest = (0, "")
         guard !stopped else { return }

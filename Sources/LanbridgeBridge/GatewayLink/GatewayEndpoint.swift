@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeNet
 
 /// Where the gateway is, checked before the bridge dials it: a Unix socket (`unix:/run/…/gw.sock`,
@@ -51,7 +55,7 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         if scheme == "wss", Self.isIPAddress(host) {
             throw Invalid(url: url, reason: "wss:// needs a host name that its certificate names, not an IP address")
         }
-        self.host = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        self.host = host.trimming { $0 == "[" || $0 == "]" }
         port = components.port ?? (scheme == "wss" ? 443 : 80)
         path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath + (components.percentEncodedQuery.map { "?\($0)" } ?? "")
         secure = scheme == "wss"
@@ -64,12 +68,12 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
 
     /// An IPv4 or IPv6 literal (brackets allowed), not a host name.
     public static func isIPAddress(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let bare = host.trimming { $0 == "[" || $0 == "]" }
         return bare.contains(":") || (bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil })
     }
 
     static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+        let bare = host.trimming { $0 == "[" || $0 == "]" }.lowercased()
         if bare == "localhost" || bare == "::1" { return true }
         let parts = bare.split(separator: ".")
         return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeNet
 import LanbridgeProtocol
@@ -61,10 +65,10 @@ final class GatewayLink: Sendable {
             if Task.isCancelled { break }
             let wait = backoff.wait(lasted: Date().timeIntervalSince(started))
             let failures = backoff.failures
-            driver.setGatewayStatus("disconnected: \(reason); retrying in \(String(format: "%.1f", wait)) s")
+            driver.setGatewayStatus("disconnected: \(reason); retrying in \(NumberText.fixed(wait)) s")
             // The first failure is news; a gateway that stays down should not flood the journal.
             logger.log(level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
-                       "gateway link down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["gateway": "\(endpoint)"])
+                       "gateway link down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["gateway": "\(endpoint)"])
             try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
             backoff.grow()
         }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 import LanbridgeNet
 import LanbridgeProtocol
@@ -342,7 +346,7 @@ final class OpenClawLinks: @unchecked Sendable {
                 backoff.grow()
             }
             if retry != .reoffer {
-                logger.info("node's OpenClaw socket down (\(reason)); retrying in \(String(format: "%.1f", wait)) s", metadata: ["node": "\(node)"])
+                logger.info("node's OpenClaw socket down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["node": "\(node)"])
                 driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval)
             }
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }

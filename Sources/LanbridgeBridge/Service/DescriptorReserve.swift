@@ -1,4 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import LanbridgeFiles
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import NIOConcurrencyHelpers
 
 /// Descriptors held back for the daemon's own file work. When a flood (or a limit set too low)
@@ -35,8 +45,7 @@ final class DescriptorReserve: Sendable {
     /// EMFILE or ENFILE, as the store's errors carry it (their reason is the system's message).
     static func isOutOfDescriptors(_ error: any Error) -> Bool {
         let text = "\(error)"
-        return [EMFILE, ENFILE].contains { text.contains(String(cString: strerror($0))) }
-            || (error as NSError).domain == NSPOSIXErrorDomain && [Int(EMFILE), Int(ENFILE)].contains((error as NSError).code)
+        return [EMFILE, ENFILE].contains { text.contains(String(cString: strerror($0))) || ErrorText.posixCode(of: error) == $0 }
     }
 
     private static func open(_ count: Int) -> [Int32] {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import NIOConcurrencyHelpers
 #if canImport(Glibc)
 import Glibc
@@ -41,7 +45,7 @@ public final class StoreWatcher: @unchecked Sendable {
         let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let fd = self.fd, wake = self.wake, watched = self.watched
         phase.withLockedValue { $0 = .reading }
-        Thread.detachNewThread {
+        let started = DetachedThread.start {
             defer {
                 close(fd)
                 close(wake.read)
@@ -67,6 +71,10 @@ public final class StoreWatcher: @unchecked Sendable {
                 }
                 if relevant { continuation.yield() }
             }
+        }
+        if !started {  // no thread: the stream ends at once, and stop() closes the descriptors
+            phase.withLockedValue { $0 = .idle }
+            continuation.finish()
         }
         return stream
     }

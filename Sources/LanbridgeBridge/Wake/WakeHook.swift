@@ -1,4 +1,14 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
@@ -42,9 +52,14 @@ final class WakeHook: Sendable {
             logger.warning("wake hook not run: \(Self.maxRunning) runs already under way", metadata: ["node": "\(call.node)"])
             return metrics.wake("skipped")
         }
-        Thread.detachNewThread { [self] in
+        let started = DetachedThread.start { [self] in
             defer { running.withLockedValue { $0 -= 1 } }
             execute(call)
+        }
+        if !started {
+            running.withLockedValue { $0 -= 1 }
+            logger.error("wake hook not run: the system gave no thread for it", metadata: ["node": "\(call.node)"])
+            metrics.wake("error")
         }
     }
 
@@ -150,7 +165,7 @@ final class WakeHook: Sendable {
         static func redact(_ secret: String, in line: String) -> String {
             let bytes = Array(secret.utf8)
             let forms = [secret, String(decoding: JSONValue.string(secret).serialized.dropFirst().dropLast(), as: UTF8.self),
-                         secret.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? secret,
+                         PercentEncoding.encode(secret, keeping: CharacterClass.isASCIIAlphanumeric),
                          Data(bytes).base64EncodedString(), Base64URL.encode(bytes), Hex.encode(bytes)]
             func partOfSecret(_ text: Substring) -> Bool { forms.contains { $0.contains(text) || text.contains($0) } }
             // Runs are what tokens are made of (ASCII letters and digits, `-_.~%`); anything else cuts.

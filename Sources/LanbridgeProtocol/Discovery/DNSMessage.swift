@@ -41,7 +41,7 @@ public enum DNS {
         /// Dotted, a dot or backslash inside a label escaped.
         public var description: String {
             labels.map { label in
-                String(decoding: label, as: UTF8.self).replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: ".", with: "\\.")
+                String(decoding: label, as: UTF8.self).replacingScalars { $0 == "\\" ? "\\\\" : $0 == "." ? "\\." : nil }
             }.joined(separator: ".")
         }
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One JSON frame on the gateway link (PROTOCOL.md §12), in the agent-gateway shape:
 ///

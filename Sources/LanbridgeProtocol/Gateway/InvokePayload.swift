@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What an answer carries to the gateway or the control socket: a value the bridge built
 /// (`node.list`), or a node's result as the exact bytes it arrived in, relayed without being parsed

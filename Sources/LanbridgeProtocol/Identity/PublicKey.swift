@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 
 /// An X25519 public key as stored and shown: 32 bytes, base64 in JSON.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// `lanbridge://HOST:PORT/invite?fp=FINGERPRINT&s=SECRET[&a=HOST:PORT]…[&name=NAME]` (PROTOCOL.md §9.3).
 /// The fingerprint is the bridge's: a node that uses the invite pins it, so the invite also
@@ -45,13 +49,11 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
         let hostPart = host.contains(":") ? "[\(host)]" : host
         var text = "lanbridge://\(hostPart):\(port)/invite?fp=\(bridgeFingerprint)&s=\(Hex.encode(secret))"
         for address in alternates {
-            text += "&a=" + address.description.replacingOccurrences(of: "[", with: "%5B").replacingOccurrences(of: "]", with: "%5D")
+            text += "&a=" + PercentEncoding.encode(address.description) { $0 != UInt8(ascii: "[") && $0 != UInt8(ascii: "]") }
         }
-        if let name { text += "&name=" + (name.addingPercentEncoding(withAllowedCharacters: Self.queryValue) ?? "") }
+        if let name { text += "&name=" + PercentEncoding.encode(name) }
         return text
     }
-
-    private static let queryValue = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~")).intersection(CharacterSet(charactersIn: Unicode.Scalar(0)..<Unicode.Scalar(128)))
 
     /// A host name (letters, digits, dots, hyphens) or an IP address, brackets taken off; nil else.
     public static func validHost(_ host: String) -> String? {

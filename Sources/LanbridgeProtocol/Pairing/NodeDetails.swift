@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a node says about itself when it asks to pair. Claims, never trust: the bridge decides
 /// what a node may do from the access rules, not from these lists alone.
@@ -43,11 +47,12 @@ extension NodeDetails {
     }
 
     /// What an unauthenticated device sent, made safe to store and to print in an operator's
-    /// terminal: control characters (ANSI escapes included) removed, text and lists capped.
+    /// terminal: control, format, invisible and unassigned characters (ANSI escapes, bidirectional
+    /// overrides, Hangul fillers) removed, text and lists capped.
     public func sanitized() -> NodeDetails {
         func clean(_ text: String) -> String {
-            let visible = text.unicodeScalars.filter { !CharacterSet.controlCharacters.contains($0) && !CharacterSet.illegalCharacters.contains($0) }
-            let trimmed = String(String.UnicodeScalarView(visible)).trimmingCharacters(in: .whitespaces)
+            let visible = text.unicodeScalars.filter { !CharacterClass.isInvisibleOrUnassigned($0) }
+            let trimmed = String(String.UnicodeScalarView(visible)).trimmingWhitespace()
             return String(trimmed.prefix(Limits.text))
         }
         func cleanList(_ items: [String]) -> [String] {

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // Commands relayed to a paired node, and what it sends back (PROTOCOL.md §9.4).
 

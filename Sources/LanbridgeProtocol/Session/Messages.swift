@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 // The messages of a lanbridge session (PROTOCOL.md §9). Hex strings carry binary values.
 

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// An application message inside a secure session: a JSON object whose `type` names it.
 /// Each message is its own small struct; `SessionMessages.decode` finds it by `type`.

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 extension JSONEncoder {
     /// The one output format lanbridge writes on the wire: sorted keys, slashes as they are, ISO

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeFiles
 import LanbridgeCrypto
 import LanbridgeProtocol
@@ -67,7 +71,7 @@ public struct AuditLog: Sendable {
         }
         let lines = data.split(separator: UInt8(ascii: "\n"))
         var previous = lines.last.map { Hex.encode(SHA256.hash(Array($0))) } ?? Self.genesis
-        if let tx, data.range(of: Data("\"tx\":\"\(tx)\"".utf8)) != nil {
+        if let tx, data.firstRange(of: Array("\"tx\":\"\(tx)\"".utf8)) != nil {
             // Already written by the writer that died: only the head may lag behind.
             return try moveHead(to: Head(lines: lines.count, last: previous))
         }

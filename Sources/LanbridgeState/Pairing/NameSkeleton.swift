@@ -1,17 +1,29 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// What a display name looks like to a person, for spotting lookalikes: "Ada’s phone", "ADA'S
 /// PHONE" and "Аda's phone" (Cyrillic А) all have the skeleton of "Ada's phone". Compatibility
-/// normalisation, case and width folding, format characters (zero-width joiners) removed, white
-/// space collapsed, and the common confusables of Latin letters mapped to them (after Unicode
-/// TS #39's confusables, the subset that phones' keyboards and name fields produce).
+/// mapping, case, diacritic and width folding scalar by scalar (`foldingTable`, made from
+/// Foundation's), format characters (zero-width joiners) removed, white space collapsed, and the
+/// common confusables of Latin letters mapped to them (after Unicode TS #39's confusables, the
+/// subset that phones' keyboards and name fields produce). Conjoining Hangul jamo are not
+/// composed into syllables (Foundation did): a name typed in jamo is its own skeleton.
 public enum NameSkeleton {
     public static func of(_ name: String) -> String {
-        let folded = name.precomposedStringWithCompatibilityMapping
-            .folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)
+        skeleton(ofFolded: name.unicodeScalars.lazy.flatMap(folded))
+    }
+
+    /// What `scalar` folds to (`foldingTable`; most fold to themselves).
+    static func folded(_ scalar: Unicode.Scalar) -> [Unicode.Scalar] { folding[scalar.value] ?? [scalar] }
+
+    /// The steps after folding: formats and controls out, white space collapsed, confusables mapped.
+    static func skeleton(ofFolded scalars: some Sequence<Unicode.Scalar>) -> String {
         var out = String.UnicodeScalarView()
         var lastWasSpace = true
-        for scalar in folded.unicodeScalars {
+        for scalar in scalars {
             if scalar.properties.generalCategory == .format || scalar.properties.generalCategory == .control { continue }
             if scalar.properties.isWhitespace {
                 if !lastWasSpace { out.append(" ") }
@@ -21,8 +33,19 @@ public enum NameSkeleton {
             lastWasSpace = false
             out.append(confusables[scalar] ?? scalar)
         }
-        return String(out).trimmingCharacters(in: .whitespaces)
+        return String(out).trimmingWhitespace()
     }
+
+    /// `foldingTable` read once: a scalar's value to what it folds to.
+    private static let folding: [UInt32: [Unicode.Scalar]] = {
+        var map: [UInt32: [Unicode.Scalar]] = [:]
+        for line in foldingTable.split(separator: "\n") {
+            let values = line.split(separator: " ").compactMap { UInt32($0, radix: 16) }
+            guard let key = values.first else { continue }
+            map[key] = values.dropFirst().compactMap(Unicode.Scalar.init)
+        }
+        return map
+    }()
 
     private static let confusables: [Unicode.Scalar: Unicode.Scalar] = {
         let pairs: [(String, Character)] = [

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 
 /// One paired node as `node.list`, `node.describe` and `lanbridge nodes describe` show it: what it

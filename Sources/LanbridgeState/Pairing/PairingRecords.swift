@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 
 /// Per-node access rules: command patterns allowed (`canvas.*`), and patterns denied, which win.

@@ -1,4 +1,13 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import LanbridgeFiles
 import LanbridgeCrypto
 import LanbridgeProtocol
@@ -150,10 +159,10 @@ public struct PairingStore: Sendable {
         let data: Data
         do {
             data = try Data(contentsOf: url)
-        } catch CocoaError.fileReadNoSuchFile {
+        } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
             return nil
         } catch {
-            throw StoreError.io(url, "cannot read: \(error.localizedDescription)")
+            throw StoreError.io(url, "cannot read: \(ErrorText.describe(error))")
         }
         guard !data.isEmpty else { throw StoreError.corrupt(url, "the file is empty") }
         if let version = Self.schemaVersion(of: data), version != PairedFile.currentVersion {
@@ -209,8 +218,7 @@ public struct PairingStore: Sendable {
         }
         switch error {
         case let .dataCorrupted(context) where context.codingPath.isEmpty:
-            let underlying = (context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String
-            return "not valid JSON (\(underlying ?? context.debugDescription))"
+            return "not valid JSON (\(context.underlyingError.map { "\($0)" } ?? context.debugDescription))"
         case let .dataCorrupted(context):
             return "\(path(context.codingPath)): \(context.debugDescription)"
         case let .keyNotFound(key, context):

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 
 /// What an approval (or an invite) grants beyond the platform's everyday defaults: the patterns

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeProtocol
 
 /// Counts events per key over a sliding window, in bounded memory. The keys are chosen by peers

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeFiles
 
 /// What `lanbridge status` says, from the files alone (runtime.json and the store): the CLI prints

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 import LanbridgeCrypto
 
 /// A device as an OpenClaw gateway authenticates it (openclaw-gateway-protocol.md §2.3–2.4): an
@@ -68,20 +72,19 @@ public struct OpenClawDevice: Sendable {
 
     /// v3's platform and device family: trimmed, ASCII letters lowercased (and nothing else).
     static func normalized(_ value: String) -> String {
-        String(decoding: value.trimmingCharacters(in: .whitespacesAndNewlines).utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
+        String(decoding: value.trimmingWhitespaceAndNewlines().utf8.map { (65...90).contains($0) ? $0 + 32 : $0 }, as: UTF8.self)
     }
 }
 
 /// Base64url without padding (RFC 4648 §5), as OpenClaw sends keys, signatures and tokens.
 public enum Base64URL {
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        Data(bytes).base64EncodedString().replacingScalars { $0 == "+" ? "-" : $0 == "/" ? "_" : $0 == "=" ? "" : nil }
     }
 
     /// Decodes base64url or standard base64, padded or not (as the gateway accepts both); nil if neither.
     public static func decode(_ text: String) -> [UInt8]? {
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        var standard = text.replacingScalars { $0 == "-" ? "+" : $0 == "_" ? "/" : nil }
         standard += String(repeating: "=", count: (4 - standard.count % 4) % 4)
         return Data(base64Encoded: standard).map(Array.init)
     }

@@ -1,4 +1,8 @@
+#if canImport(FoundationEssentials)
+import FoundationEssentials
+#else
 import Foundation
+#endif
 
 /// One lanbridge node's WebSocket session at an OpenClaw gateway, as role `node`
 /// (openclaw-gateway-protocol.md §2, §4), sans I/O: frames and the node's answers go in, actions
@@ -402,7 +406,7 @@ public struct OpenClawNodeSession: Sendable {
     /// The capability in a `canvasHostUrl` (`http://host:port/__openclaw__/cap/<cap>`), if any.
     static func canvasCapability(inHostURL url: String) -> String? {
         let marker = "/__openclaw__/cap/"
-        guard let range = url.range(of: marker) else { return nil }
+        guard let range = url.firstRange(of: marker) else { return nil }
         let capability = String(url[range.upperBound...].prefix { $0 != "/" && $0 != "?" && $0 != "#" })
         return isCapability(capability) ? capability : nil
     }

@@ -1,0 +1,24 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Standard output and error, written whole and unbuffered (a pipe must not hold a line back).
+public enum StandardStream {
+    public static func writeLine(_ text: String, toError: Bool = true) {
+        var line = Array(text.utf8)
+        line.append(UInt8(ascii: "\n"))
+        line.withUnsafeBytes { buffer in
+            var offset = 0
+            while offset < buffer.count, let base = buffer.baseAddress {
+                #if canImport(Glibc)
+                let written = Glibc.write(toError ? 2 : 1, base + offset, buffer.count - offset)
+                #else
+                let written = Darwin.write(toError ? 2 : 1, base + offset, buffer.count - offset)
+                #endif
+                if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { return }
+            }
+        }
+    }
+}
