@@ -4,7 +4,8 @@ of a process's CPU and memory. Loopback only."""
 import base64, datetime, json, os, signal, subprocess, sys, time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BIN = os.path.join(ROOT, ".build", "release")
+# Release binaries; LANBRIDGE_BENCH_BIN points elsewhere (scripts/bench-smoke: the package build's).
+BIN = os.environ.get("LANBRIDGE_BENCH_BIN") or os.path.join(ROOT, ".build", "release")
 sys.path.insert(0, os.path.join(ROOT, "sdk", "python"))
 import lanbridge_wire as wire  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey  # noqa: E402
