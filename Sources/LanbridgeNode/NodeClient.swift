@@ -120,16 +120,19 @@ public actor NodeClient {
     private var foreground: Bool
     private let transport: any NodeTransport
     private var connection: NodeConnection?
-    /// Handlers running for invokes of the current connection: cancelled when it ends, since their
-    /// answers could only go to the connection the invoke came on, which is gone.
+    /// The protocol of the current connection (`NodeSession`): this actor only carries out what it
+    /// decides.
+    private var session: NodeSession?
+    /// Counts connections, so a handler that finishes after its connection ended cannot answer on
+    /// the next one (whose session may use the same run keys).
+    private var sessionGeneration = 0
+    /// Handlers running for invokes of the current connection, by the session's run key: cancelled
+    /// when it says so (invoke.cancel, or the connection's end).
     private var running: [Int: Task<Void, Never>] = [:]
-    /// Which of them runs which invoke, for `invoke.cancel`.
-    private var runningInvokes: [String: Int] = [:]
-    private var nextRunning = 0
     private var calls: [String: CheckedContinuation<Result<JSONValue?, ErrorMessage>, Never>] = [:]
-    private var deadlines: [String: Task<Void, Never>] = [:]
+    /// The timer for the session's earliest request deadline.
+    private var deadlineTimer: (deadline: Moment, task: Scheduled<Void>)?
     private var nextCall = 0
-    private var connected = false
     /// The agent's canvas, as the bridge last said (nil: this bridge has no canvas host).
     public private(set) var canvas: CanvasAccess?
     /// What `discovery` currently sees of the pinned bridge, by service name.
@@ -185,13 +188,13 @@ public actor NodeClient {
     /// commands fast while backgrounded).
     public func setForeground(_ foreground: Bool) async {
         self.foreground = foreground
-        await send(AppState(foreground: foreground))
+        try? await perform(handle(.foreground(foreground)))
     }
 
     /// Sends an event to the gateway through the bridge (dropped if not connected; the bridge
     /// limits events per minute, PROTOCOL.md §9.4).
     public func send(event: String, payload: JSONValue? = nil) async {
-        await send(NodeEvent(event: event, payload: payload))
+        try? await perform(handle(.appEvent(NodeEvent(event: event, payload: payload))))
     }
 
     /// Calls the gateway through the bridge and returns its payload. Only `agent` (give an
@@ -234,26 +237,18 @@ public actor NodeClient {
     /// Sends a message that the bridge answers by its `id` (`gateway.result`, `push.result`), and
     /// waits for that answer, the deadline, or the connection's end.
     private func request<M: SessionMessage & Identified>(timeout: Duration, _ make: (Int) -> M) async throws(LanbridgeError) -> JSONValue? {
-        guard connected, let connection else {
+        guard session?.isConnected == true else {
             throw LanbridgeError(code: LanbridgeError.unavailable, message: "not connected to the bridge", retryable: true)
         }
         nextCall += 1
         let outgoing = make(nextCall)
         let id = outgoing.id
-        let message = SessionMessages.encode(outgoing)
+        let seconds = Double(timeout.components.seconds) + Double(timeout.components.attoseconds) / 1e18
         let result = await withCheckedContinuation { continuation in
             calls[id] = continuation
-            deadlines[id] = Task { [weak self] in
-                try? await Task.sleep(for: timeout)
-                guard !Task.isCancelled else { return }
-                await self?.answer(id, .failure(ErrorMessage(code: ErrorMessage.timeout, message: "no answer within \(timeout)", retryable: true)))
-            }
-            // Only on the connection the call was made on, and only while it still waits: once the
-            // connection's end has answered it UNAVAILABLE, it must not go out on the next one.
-            Task { [weak self] in
-                guard await self?.isWaiting(id) == true else { return }
-                try? await connection.send(message)
-            }
+            // Sent by the session of the connection open now, which answers it if that one ends
+            // first; a later connection never sends it.
+            Task { await self.handleQuietly(.request(id: id, message: outgoing, deadline: .now + seconds, timeoutText: "\(timeout)")) }
         }
         switch result {
         case let .success(payload): return payload
@@ -261,11 +256,8 @@ public actor NodeClient {
         }
     }
 
-    private func isWaiting(_ call: String) -> Bool { calls[call] != nil }
-
     /// Completes a call once: by its result, its deadline, or the connection closing.
     private func answer(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) {
-        deadlines.removeValue(forKey: id)?.cancel()
         calls.removeValue(forKey: id)?.resume(returning: result)
     }
 
@@ -388,33 +380,127 @@ public actor NodeClient {
     private func serve(_ dialed: Dialed, at address: ReachableAddress, invite: InviteURI?) async throws -> String {
         let connection = dialed.connection
         self.connection = connection
+        sessionGeneration += 1
+        let bridgeKey = PublicKey(bytes: dialed.bridgeKey)
+        session = NodeSession(.init(details: configuration.details, handshakeHash: dialed.handshakeHash, pinned: pin != nil,
+                                    inviteSecret: invite?.secret, nodeNonce: SecureRandom.bytes(VerificationCode.nonceLength), foreground: foreground))
         defer {
             connection.close()
+            handleQuietly(.closed)
             self.connection = nil
-            connected = false
-            for task in running.values { task.cancel() }
-            running.removeAll()
-            runningInvokes.removeAll()
-            for id in Array(calls.keys) {
-                answer(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the connection closed", retryable: true)))
-            }
+            session = nil
+            deadlineTimer?.task.cancel()
+            deadlineTimer = nil
         }
-        var exchange = PairingProgress()
-        exchange.handshakeHash = dialed.handshakeHash
-        exchange.bridgeKey = PublicKey(bytes: dialed.bridgeKey)
         for try await event in connection.events {
             guard case let .message(bytes) = event, let message = try? SessionMessages.decode(bytes) else { continue }
-            try await handle(message, exchange: &exchange, connection: connection, address: address, invite: invite)
+            try await perform(handle(.received(message)), bridgeKey: bridgeKey, address: address, invite: invite)
         }
         return "connection closed"
     }
 
-    private struct PairingProgress {
-        var handshakeHash: [UInt8] = []
-        var bridgeKey: PublicKey?
-        var bridgeName = ""
-        var nodeNonce: [UInt8] = []
-        var code: String?
+    /// Feeds the session an event, now; its actions, to carry out.
+    private func handle(_ event: NodeSession.Event) -> [NodeSession.Action] {
+        guard var current = session else {
+            if case let .request(id, _, _, _) = event {  // no connection: the call is answered at once
+                answer(id, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "not connected to the bridge", retryable: true)))
+            }
+            return []
+        }
+        let actions = current.handle(event, now: .now)
+        session = current
+        return actions
+    }
+
+    /// For events that cannot fail the session (the app's, a handler's, the clock's, the close):
+    /// what is bookkeeping is done now, in this turn; messages go out after, in order, on the
+    /// connection open now.
+    private func handleQuietly(_ event: NodeSession.Event) {
+        var messages: [NodeSession.Action] = []
+        for action in handle(event) {
+            switch action {
+            case .send: messages.append(action)
+            case let .cancelHandler(key): running.removeValue(forKey: key)?.cancel()
+            case let .answer(id, result): answer(id, result)
+            default: messages.append(action)  // not produced by these events; carried out in order all the same
+            }
+        }
+        rescheduleDeadline()
+        guard !messages.isEmpty, let connection else { return }
+        let generation = sessionGeneration
+        Task { try? await self.perform(messages, generation: generation, on: connection) }
+    }
+
+    /// Carries out what the session decided. A failure ends the connection by throwing.
+    private func perform(_ actions: [NodeSession.Action], bridgeKey: PublicKey? = nil, address: ReachableAddress? = nil, invite: InviteURI? = nil,
+                         generation: Int? = nil, on connection: NodeConnection? = nil) async throws {
+        let connection = connection ?? self.connection
+        let generation = generation ?? sessionGeneration
+        for action in actions {
+            switch action {
+            case let .send(message):
+                try? await connection?.send(SessionMessages.encode(message))
+            case .authorize:
+                try await connection?.authorize()
+            case let .pin(bridgeName, addresses):
+                if let bridgeKey, let address {
+                    try remember(bridgeKey, name: bridgeName, address: address, addresses: addresses ?? invite.map { $0.addresses.map(\.description) })
+                }
+            case let .startHandler(key, invoke):
+                guard let connection else { continue }
+                running[key] = startHandler {
+                    let result = await self.run(invoke)
+                    await self.finished(key, result, generation: generation, on: connection)
+                }
+            case let .cancelHandler(key):
+                running.removeValue(forKey: key)?.cancel()
+            case let .answer(id, result):
+                answer(id, result)
+            case let .canvas(access):
+                canvas = access
+                emit.yield(.canvas(access))
+            case let .notify(notice):
+                switch notice {
+                case let .verificationCode(code, requestId): emit.yield(.verificationCode(code, requestId: requestId))
+                case let .pairingPending(requestId): emit.yield(.pairingPending(requestId: requestId))
+                case let .connected(bridgeName): emit.yield(.connected(bridgeName: bridgeName))
+                case let .bridgeError(code, message): emit.yield(.error(code: code, message: message))
+                }
+            case let .end(failure):
+                switch failure {
+                case .revoked:
+                    try? store.forgetPin()
+                    pin = nil
+                    throw ClientError.revoked
+                case .rejected: throw ClientError.pairingRejected
+                case .expired: throw ClientError.pairingExpired
+                case .replaced: throw ClientError.replaced
+                case let .inviteRefused(why): throw ClientError.inviteRefused(why)
+                }
+            }
+        }
+        rescheduleDeadline()
+    }
+
+    /// One timer, for the session's earliest request deadline.
+    private func rescheduleDeadline() {
+        guard let next = session?.nextDeadline else {
+            deadlineTimer?.task.cancel()
+            deadlineTimer = nil
+            return
+        }
+        guard deadlineTimer?.deadline != next else { return }
+        deadlineTimer?.task.cancel()
+        let task = eventLoop.scheduleTask(deadline: .uptimeNanoseconds(UInt64(max(0, next.nanoseconds)))) {
+            Task { await self.deadlinePassed() }
+            return ()
+        }
+        deadlineTimer = (next, task)
+    }
+
+    private func deadlinePassed() {
+        deadlineTimer = nil
+        handleQuietly(.tick)
     }
 
     private static func checkBridgeKey(_ bridgeKey: [UInt8], pinned: [UInt8]?, invite: InviteURI?) throws {
@@ -427,95 +513,12 @@ public actor NodeClient {
         }
     }
 
-    private func handle(_ message: any SessionMessage, exchange: inout PairingProgress, connection: NodeConnection,
-                        address: ReachableAddress, invite: InviteURI?) async throws {
-        switch message {
-        case let welcome as Welcome:
-            exchange.bridgeName = welcome.bridgeName
-            if welcome.paired {
-                try await becomeConnected(exchange, connection: connection, address: address, addresses: welcome.addresses)
-                canvasGiven(welcome.canvas)
-            } else if let invite {
-                await send(InviteRedeem(secret: Hex.encode(invite.secret), details: configuration.details))
-            } else {
-                if pin != nil {
-                    // We thought we were paired, but the bridge no longer knows us.
-                    try? store.forgetPin()
-                    pin = nil
-                    throw ClientError.revoked
-                }
-                exchange.nodeNonce = SecureRandom.bytes(VerificationCode.nonceLength)
-                let commitment = VerificationCode.commitment(handshakeHash: exchange.handshakeHash, nodeNonce: exchange.nodeNonce)
-                await send(PairRequest(details: configuration.details, commitment: Hex.encode(commitment)))
-            }
-        case let challenge as PairChallenge:
-            guard let bridgeNonce = try? Hex.decode(challenge.nonce), !exchange.nodeNonce.isEmpty else { return }
-            exchange.code = VerificationCode.code(handshakeHash: exchange.handshakeHash, nodeNonce: exchange.nodeNonce, bridgeNonce: bridgeNonce)
-            await send(PairReveal(nonce: Hex.encode(exchange.nodeNonce)))
-        case let pending as PairPending:
-            // Shown only now that the bridge has checked the commitment and recorded the same code,
-            // so the operator always finds it in `lanbridge nodes pending`.
-            if let code = exchange.code { emit.yield(.verificationCode(code, requestId: pending.requestId)) }
-            emit.yield(.pairingPending(requestId: pending.requestId))
-        case let resolved as PairResolved:
-            switch resolved.outcome {
-            case .approved:
-                try await becomeConnected(exchange, connection: connection, address: address, addresses: resolved.addresses ?? invite.map { $0.addresses.map(\.description) })
-                canvasGiven(resolved.canvas)
-            case .rejected: throw ClientError.pairingRejected
-            case .expired: throw ClientError.pairingExpired
-            }
-        case let ping as Ping:
-            await send(Pong(id: ping.id))
-        case is Revoked:
-            try? store.forgetPin()
-            pin = nil
-            throw ClientError.revoked
-        case let invoke as Invoke:
-            // Long commands must not hold up pings and other invokes; the answer goes back on the
-            // connection the invoke came on, never on a later one.
-            nextRunning += 1
-            let key = nextRunning
-            runningInvokes[invoke.id] = key
-            running[key] = startHandler {
-                await self.run(invoke, on: connection)
-                await self.finished(key, invoke: invoke.id)
-            }
-        case let cancel as InvokeCancel:
-            // The asker gave up: the handler's task is cancelled, and its answer is not sent.
-            if let key = runningInvokes[cancel.id] { running[key]?.cancel() }
-        case let result as GatewayCallResult:
-            answer(result.id, result.ok
-                ? .success(result.payload)
-                : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
-        case let result as PushResult:
-            answer(result.id, result.ok ? .success(nil) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
-        case let grant as CanvasGrant:
-            if let access = grant.canvas {
-                canvasGiven(access)
-                answer(grant.id, .success(nil))
-            } else {
-                answer(grant.id, .failure(grant.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "no canvas")))
-            }
-        case let error as ErrorMessage:
-            emit.yield(.error(code: error.code, message: error.message))
-            if error.code == ErrorMessage.pairingExpired { throw ClientError.pairingExpired }
-            if error.code == ErrorMessage.pairingRejected { throw ClientError.pairingRejected }
-            if error.code == ErrorMessage.replaced { throw ClientError.replaced }
-            if error.code == ErrorMessage.pairingFailed, invite != nil { throw ClientError.inviteRefused(error.message) }
-        default:
-            break
-        }
-    }
-
     /// Paired and connected: pins the bridge, or remembers where it answered and what it listed.
-    private func becomeConnected(_ exchange: PairingProgress, connection: NodeConnection, address: ReachableAddress,
-                                 addresses: [String]?) async throws {
-        try await connection.authorize()
+    private func remember(_ key: PublicKey, name: String, address: ReachableAddress, addresses: [String]?) throws {
         let listed = addresses.map { ReachableAddress.list($0).map(\.description) }
-        if pin == nil, let key = exchange.bridgeKey {
+        if pin == nil {
             let newPin = BridgePin(publicKey: key, fingerprint: key.fingerprint, host: address.host, port: address.port,
-                                   addresses: listed, bridgeName: exchange.bridgeName, pairedAt: Date())
+                                   addresses: listed, bridgeName: name, pairedAt: Date())
             try store.save(newPin)
             pin = newPin
             emit.yield(.paired(bridgeFingerprint: key.fingerprint.description))
@@ -526,12 +529,10 @@ public actor NodeClient {
             do { try store.save(known) } catch { logger.warning("could not remember the bridge's addresses: \(error)") }
             pin = known
         }
-        connected = true
-        await send(AppState(foreground: foreground))
-        emit.yield(.connected(bridgeName: exchange.bridgeName))
     }
 
-    private func run(_ invoke: Invoke, on connection: NodeConnection) async {
+    /// The app's handler for an invoke, its answer as a result.
+    private func run(_ invoke: Invoke) async -> InvokeResult {
         let result: InvokeResult
         if let handler = handlers[invoke.command] {
             do {
@@ -546,9 +547,7 @@ public actor NodeClient {
         } else {
             result = InvokeResult(id: invoke.id, error: ErrorMessage(code: "UNKNOWN_COMMAND", message: "this node has no \(invoke.command) command"))
         }
-        // Cancelled (by `invoke.cancel`, or the connection's end): nobody waits for the answer.
-        guard !Task.isCancelled else { return }
-        try? await connection.send(SessionMessages.encode(result))
+        return result
     }
 
     /// Starts an invoke's handler: on the client's event loop (a quick handler answers without a
@@ -560,13 +559,12 @@ public actor NodeClient {
         return Task(operation: body)
     }
 
-    private func finished(_ key: Int, invoke: String) {
+    /// A handler's answer goes back on the connection its invoke came on, and only if the session
+    /// still waits for it (not cancelled, the connection not ended).
+    private func finished(_ key: Int, _ result: InvokeResult, generation: Int, on connection: NodeConnection) async {
+        guard generation == sessionGeneration else { return }
         running[key] = nil
-        if runningInvokes[invoke] == key { runningInvokes[invoke] = nil }
-    }
-
-    private func send(_ message: some SessionMessage) async {
-        try? await connection?.send(SessionMessages.encode(message))
+        try? await perform(handle(.handlerFinished(key: key, result)), generation: generation, on: connection)
     }
 }
 
