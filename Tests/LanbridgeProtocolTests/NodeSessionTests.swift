@@ -1,4 +1,6 @@
+import Foundation
 import LanbridgeProtocol
+import TestSupport
 import Testing
 
 /// The node's side of a connection (issue 39), alone: events in, actions out, on a fake clock.
@@ -157,5 +159,98 @@ struct NodeSessionTests {
         #expect(sent(c.handle(.appEvent(NodeEvent(event: "e")), now: t0)) == ["event"])
         let replaced = c.handle(.received(ErrorMessage(code: ErrorMessage.replaced, message: "another")), now: t0)
         guard case .end(.replaced) = replaced.last else { Issue.record("\(replaced)"); return }
+    }
+}
+
+/// pairing/vectors/node-session.json: the walks the Python SDK's session replays too.
+struct NodeSessionWalkTests {
+    struct File: Decodable { let walks: [Walk] }
+    struct Walk: Decodable {
+        let name: String
+        let setup: [String: Bool]
+        let steps: [JSONValue]
+    }
+
+    static func summary(_ action: NodeSession.Action, runs: [Int: String]) -> String {
+        switch action {
+        case let .send(message): "send \(type(of: message).type)"
+        case .authorize: "authorize"
+        case let .pin(name, _): "pin \(name)"
+        case let .startHandler(_, invoke): "start \(invoke.id)"
+        case let .cancelHandler(key): "cancel \(runs[key] ?? "?")"
+        case let .answer(id, .success): "answer \(id) ok"
+        case let .answer(id, .failure(error)): "answer \(id) \(error.code)"
+        case .canvas: "canvas"
+        case let .notify(.verificationCode(_, requestId)): "notify code \(requestId)"
+        case let .notify(.pairingPending(requestId)): "notify pending \(requestId)"
+        case let .notify(.connected(name)): "notify connected \(name)"
+        case let .notify(.bridgeError(code, _)): "notify error \(code)"
+        case let .end(failure):
+            switch failure {
+            case .revoked: "end revoked"
+            case .rejected: "end rejected"
+            case .expired: "end expired"
+            case .replaced: "end replaced"
+            case .inviteRefused: "end invite-refused"
+            }
+        }
+    }
+
+    static func state(_ phase: NodeSession.Phase) -> String {
+        switch phase {
+        case .awaitingWelcome: "awaiting-welcome"
+        case .redeemingInvite: "redeeming-invite"
+        case .requestingPairing: "requesting-pairing"
+        case .revealed: "revealed"
+        case .pending: "pending"
+        case .connected: "connected"
+        case .ended: "ended"
+        }
+    }
+
+    static func message(_ value: JSONValue?) throws -> any SessionMessage {
+        try SessionMessages.decode(try #require(value).serialized)
+    }
+
+    @Test func everyWalkGoesAsTheTableSays() throws {
+        let file = try Repository.json(File.self, at: "pairing/vectors/node-session.json")
+        #expect(file.walks.count >= 8)
+        let t0 = Moment(seconds: 1000)
+        for walk in file.walks {
+            var session = NodeSession(.init(details: NodeDetails(displayName: "phone", platform: "ios"), handshakeHash: [UInt8](repeating: 7, count: 32),
+                                            pinned: walk.setup["pinned"] == true, inviteSecret: walk.setup["invite"] == true ? [UInt8](repeating: 5, count: 16) : nil,
+                                            nodeNonce: [UInt8](repeating: 9, count: VerificationCode.nonceLength), foreground: walk.setup["foreground"] == true))
+            var runs: [Int: String] = [:]  // run key -> invoke ID
+            var started: [Int] = []        // keys in the order they started
+            for (index, step) in walk.steps.enumerated() {
+                let now = t0 + (step["at"]?.numberValue ?? 0)
+                let event: NodeSession.Event
+                if let received = step["receive"] {
+                    event = .received(try Self.message(received))
+                } else if let n = step["finished"]?.numberValue {
+                    let key = started[Int(n) - 1]
+                    event = .handlerFinished(key: key, InvokeResult(id: runs[key] ?? "?", payload: [:]))
+                } else if let request = step["request"] {
+                    event = .request(id: request["id"]?.stringValue ?? "", message: try Self.message(request),
+                                     deadline: now + (step["deadline"]?.numberValue ?? 0), timeoutText: "the deadline")
+                } else if case let .bool(foreground)? = step["foreground"] {
+                    event = .foreground(foreground)
+                } else if let name = step["event"]?.stringValue {
+                    event = .appEvent(NodeEvent(event: name))
+                } else if step["tick"] != nil {
+                    event = .tick
+                } else {
+                    event = .closed
+                }
+                let actions = session.handle(event, now: now)
+                for case let .startHandler(key, invoke) in actions {
+                    runs[key] = invoke.id
+                    started.append(key)
+                }
+                let expected: [String] = if case let .array(items)? = step["do"] { items.compactMap(\.stringValue) } else { [] }
+                #expect(actions.map { Self.summary($0, runs: runs) } == expected, "\(walk.name), step \(index + 1)")
+                #expect(Self.state(session.phase) == step["state"]?.stringValue, "\(walk.name), step \(index + 1)")
+            }
+        }
     }
 }

@@ -14,6 +14,7 @@ import itertools
 import logging
 import os
 import random
+import time
 import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
@@ -21,6 +22,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Tuple
 import lanbridge_wire as wire
 
 from .canvas import Canvas
+from .node_session import NodeSession
 from .session import AsyncSession
 from .store import BridgePin, NodeStore, now
 
@@ -233,10 +235,13 @@ class Node:
         self.discover = discover
         self._handlers: Dict[str, Handler] = {}
         self._session: Optional[AsyncSession] = None
+        #: The protocol of the connection open now (PROTOCOL.md Appendix C): it decides, this class
+        #: carries out.
+        self._machine: Optional[NodeSession] = None
         #: The agent's canvas as the bridge last said (PROTOCOL.md §9.7); None without a canvas host.
         self.canvas: Optional[Canvas] = None
         self._foreground = True
-        self._calls: Dict[str, Tuple[AsyncSession, asyncio.Future]] = {}
+        self._calls: Dict[str, asyncio.Future] = {}
         self._ids = itertools.count(1)
         self._stopping = False
         self._stopped: Optional[asyncio.Event] = None
@@ -274,33 +279,13 @@ class Node:
     # --- pairing ----------------------------------------------------------------------------------
 
     async def pair_by_code(self, host: str, port: int, on_code: Callable[[str, str], None]) -> str:
-        """Asks to pair (§9.2); `on_code(code, request_id)` once the code is known, to be shown
-        to the operator. Returns this node's ID once approved; raises LanbridgeError otherwise."""
+        """Asks to pair (§9.2); `on_code(code, request_id)` once the bridge has recorded the request,
+        to be shown to the operator. Returns this node's ID once approved; raises LanbridgeError
+        otherwise."""
         session = await AsyncSession.connect(host, port, self.store.identity())
         try:
-            welcome = await self._welcome(session)
-            if welcome.get("paired"):
-                self._save_pin(session, host, port, welcome)
-                return str(welcome.get("nodeId"))
-            nonce = os.urandom(32)
-            h = session.handshake_hash
-            await session.send({"type": "pair.request", "details": self.details.to_json(),
-                                "commitment": wire.commitment(h, nonce).hex()})
-            while True:
-                message = await session.receive()
-                kind = message["type"]
-                if kind == "pair.challenge":
-                    await session.send({"type": "pair.reveal", "nonce": nonce.hex()})
-                    on_code(wire.verification_code(h, nonce, bytes.fromhex(message["nonce"])), str(message["requestId"]))
-                elif kind == "ping":
-                    await session.send({"type": "pong", "id": message.get("id")})
-                elif kind == "pair.resolved":
-                    if message.get("outcome") != "approved":
-                        raise LanbridgeError("PAIRING_" + str(message.get("outcome", "failed")).upper())
-                    self._save_pin(session, host, port, {**welcome, "addresses": message.get("addresses")})
-                    return str(message["nodeId"])
-                elif kind == "error":
-                    raise LanbridgeError.from_json(message)
+            machine = NodeSession(self.details.to_json(), session.handshake_hash, os.urandom(32), pinned=False, foreground=self._foreground)
+            return await self._pair(session, machine, (host, port), on_code)
         finally:
             session.close()
 
@@ -317,22 +302,43 @@ class Node:
                 raise BridgeMismatch("BRIDGE_MISMATCH", "the bridge's key at %s is not the invite's" % format_address(address))
             return session
 
-        session, (host, port) = await self._dial(invite.addresses, attempt)
+        session, address = await self._dial(invite.addresses, attempt)
         try:
-            welcome = await self._welcome(session)
-            await session.send({"type": "invite.redeem", "secret": invite.secret.hex(), "details": self.details.to_json()})
-            while True:
-                message = await session.receive()
-                if message["type"] == "pair.resolved" and message.get("outcome") == "approved":
-                    listed = message.get("addresses") or [format_address(a) for a in invite.addresses]
-                    self._save_pin(session, host, port, {**welcome, "addresses": listed})
-                    return str(message["nodeId"])
-                if message["type"] == "error":
-                    raise LanbridgeError.from_json(message)
-                if message["type"] == "ping":
-                    await session.send({"type": "pong", "id": message.get("id")})
+            machine = NodeSession(self.details.to_json(), session.handshake_hash, os.urandom(32), pinned=False,
+                                  invite_secret=invite.secret, foreground=self._foreground)
+            return await self._pair(session, machine, address, None, [format_address(a) for a in invite.addresses])
         finally:
             session.close()
+
+    async def _pair(self, session: AsyncSession, machine: NodeSession, address: Address,
+                    on_code: Optional[Callable[[str, str], None]], listed: Optional[List[str]] = None) -> str:
+        """Drives a pairing connection until the session is connected; any error from the bridge
+        ends the attempt (raised)."""
+        welcome = message = await self._welcome(session)
+        while True:
+            for action in machine.received(message, time.monotonic()):
+                verb = action[0]
+                if verb == "send":
+                    await session.send(action[1])
+                elif verb == "notify" and action[1] == "code" and on_code is not None:
+                    on_code(*action[2])
+                elif verb == "notify" and action[1] == "error":
+                    raise LanbridgeError.from_json(message)
+                elif verb == "pin":
+                    self._save_pin(session, address[0], address[1], {**welcome, "addresses": action[2] or listed})
+                elif verb == "end":
+                    raise self._stopped_by(action[1])
+            if machine.connected:
+                return str(message.get("nodeId") or self.node_id)
+            message = await session.receive()
+
+    def _stopped_by(self, failure: str) -> LanbridgeError:
+        """What a session's stop raises; a revocation also forgets the pin."""
+        if failure == "revoked":
+            self.store.forget_pin()
+            return Revoked("REVOKED", "the operator removed this node's pairing")
+        codes = {"rejected": "PAIRING_REJECTED", "expired": "PAIRING_EXPIRED", "replaced": "SESSION_REPLACED", "invite-refused": "PAIRING_FAILED"}
+        return LanbridgeError(codes.get(failure, "PAIRING_FAILED"), failure)
 
     # --- the paired session -------------------------------------------------------------------------
 
@@ -372,8 +378,7 @@ class Node:
     async def set_foreground(self, foreground: bool) -> None:
         """Tells the bridge the app moved (§9.4); kept and sent again on every reconnect."""
         self._foreground = foreground
-        if self._session is not None:
-            await self._session.send({"type": "state", "foreground": foreground})
+        await self._carry_out(self._machine.set_foreground(foreground, time.monotonic()) if self._machine else [])
 
     async def call(self, method: str, params: Optional[dict] = None, *, idempotency_key: Optional[str] = None,
                    timeout: float = 30.0) -> Any:
@@ -402,21 +407,67 @@ class Node:
         return await self._request("canvas", {"type": "canvas.refresh"}, timeout)
 
     async def _request(self, prefix: str, message: dict, timeout: float) -> Any:
-        """Sends a message the bridge answers by `id` (gateway.result, push.result), on this
-        connection, and waits for that answer."""
-        session = self._session
-        if session is None:
+        """Sends a message the bridge answers by `id` (gateway.result, push.result, canvas.grant),
+        on this connection, and waits for that answer; the session answers it if the connection
+        ends first."""
+        machine = self._machine
+        if machine is None or not machine.connected:
             raise LanbridgeError("UNAVAILABLE", "not connected to the bridge", retryable=True)
         call_id = "%s-%d" % (prefix, next(self._ids))
         future = asyncio.get_running_loop().create_future()
-        self._calls[call_id] = (session, future)
+        self._calls[call_id] = future
         try:
-            await session.send({**message, "id": call_id})
-            return await asyncio.wait_for(future, timeout)
-        except asyncio.TimeoutError:
-            raise LanbridgeError("TIMEOUT", "no answer within %g s" % timeout, retryable=True) from None
+            await self._carry_out(machine.request(call_id, {**message, "id": call_id}, time.monotonic() + timeout, time.monotonic()))
+            try:
+                return await asyncio.wait_for(asyncio.shield(future), timeout)
+            except asyncio.TimeoutError:
+                await self._carry_out(machine.tick(time.monotonic() + 1e-3))
+                if not future.done():
+                    raise LanbridgeError("TIMEOUT", "no answer within %g s" % timeout, retryable=True) from None
+                return future.result()
         finally:
             self._calls.pop(call_id, None)
+
+    async def _carry_out(self, actions: List[Tuple[Any, ...]], session: Optional[AsyncSession] = None,
+                         tasks: Optional[Dict[int, "asyncio.Task[None]"]] = None, pin: Optional[BridgePin] = None,
+                         address: Optional[Address] = None) -> None:
+        """Does what the session decided, in order; a stop raises."""
+        session = session or self._session
+        for action in actions:
+            verb = action[0]
+            if verb == "send":
+                if session is not None:
+                    await session.send(action[1])
+            elif verb == "start" and tasks is not None and session is not None:
+                tasks[action[1]] = asyncio.ensure_future(self._invoke(session, self._machine, action[1], action[2]))
+            elif verb == "cancel" and tasks is not None:
+                task = tasks.pop(action[1], None)
+                if task is not None:
+                    task.cancel()
+            elif verb == "answer":
+                future = self._calls.get(action[1])
+                if future is not None and not future.done():
+                    if action[2]:
+                        future.set_result(Canvas.from_json(action[3]) if action[1].startswith("canvas-") else action[3])
+                    else:
+                        future.set_exception(LanbridgeError.from_json(action[3]))
+            elif verb == "canvas":
+                self.canvas = Canvas.from_json(action[1])
+            elif verb == "pin" and pin is not None and address is not None:
+                listed = tuple(format_address(a) for a in address_list(action[2])) or pin.addresses
+                if address != (pin.host, pin.port) or listed != pin.addresses:
+                    self.store.save_pin(BridgePin(pin.public_key, address[0], address[1], pin.bridge_name, pin.paired_at, listed))
+            elif verb == "notify" and action[1] == "connected":
+                self._session = session
+                self.connected.set()
+                self.on_event("connected", str(action[2]))
+            elif verb == "notify" and action[1] == "error":
+                code, message = action[2]
+                if code == "NOT_PAIRED":
+                    raise NotPaired(code, message)
+                self.on_event("error", str(LanbridgeError(code, message)))
+            elif verb == "end":
+                raise self._stopped_by(action[1])
 
     # --- internals ----------------------------------------------------------------------------------
 
@@ -466,73 +517,31 @@ class Node:
             return session
 
         session, address = await self._dial(await self._candidates(pin), attempt)
+        machine = self._machine = NodeSession(self.details.to_json(), session.handshake_hash, os.urandom(32), pinned=True,
+                                              foreground=self._foreground)
+        tasks: Dict[int, "asyncio.Task[None]"] = {}  # this connection's running handlers, by run key
+        pinger: Optional["asyncio.Future[None]"] = None
         try:
-            welcome = await self._welcome(session)
-            if not welcome.get("paired"):
-                raise NotPaired("NOT_PAIRED", "the bridge no longer knows this node (revoked while away?)")
-            listed = tuple(format_address(a) for a in address_list(welcome.get("addresses"))) or pin.addresses
-            if address != (pin.host, pin.port) or listed != pin.addresses:
-                self.store.save_pin(BridgePin(pin.public_key, address[0], address[1], pin.bridge_name, pin.paired_at, listed))
-            self._session = session
-            self.canvas = Canvas.from_json(welcome.get("canvas"))
-            await session.send({"type": "state", "foreground": self._foreground})
-            self.connected.set()
-            self.on_event("connected", str(welcome.get("bridgeName", "")))
-            pinger = asyncio.ensure_future(self._ping(session))
-            tasks: Dict[str, asyncio.Task] = {}  # by invoke id: this connection's running handlers
-            try:
-                while True:
-                    message = await asyncio.wait_for(session.receive(), self.IDLE_TIMEOUT)
-                    kind = message["type"]
-                    if kind == "invoke":
-                        invoke_id = str(message.get("id"))
-                        task = asyncio.ensure_future(self._invoke(session, message))
-                        tasks[invoke_id] = task
-                        task.add_done_callback(lambda done, key=invoke_id: tasks.pop(key, None) if tasks.get(key) is done else None)
-                    elif kind == "invoke.cancel":
-                        # The asker gave up (§9.4): the handler is cancelled and answers nothing.
-                        task = tasks.get(str(message.get("id")))
-                        if task is not None:
-                            task.cancel()
-                    elif kind == "ping":
-                        await session.send({"type": "pong", "id": message.get("id")})
-                    elif kind == "canvas.grant":
-                        if message.get("canvas"):
-                            self.canvas = Canvas.from_json(message.get("canvas"))
-                        session_future = self._calls.get(str(message.get("id")))
-                        future = session_future[1] if session_future and session_future[0] is session else None
-                        if future is not None and not future.done():
-                            if self.canvas is not None and message.get("canvas"):
-                                future.set_result(self.canvas)
-                            else:
-                                future.set_exception(LanbridgeError.from_json(message.get("error") or {"code": "UNAVAILABLE", "message": "no canvas"}))
-                    elif kind in ("gateway.result", "push.result"):
-                        # An answer counts only on the connection its call went out on.
-                        session_future = self._calls.get(str(message.get("id")))
-                        future = session_future[1] if session_future and session_future[0] is session else None
-                        if future is not None and not future.done():
-                            if message.get("ok"):
-                                future.set_result(message.get("payload"))
-                            else:
-                                future.set_exception(LanbridgeError.from_json(message.get("error") or {}))
-                    elif kind == "revoked":
-                        self.store.forget_pin()
-                        raise Revoked("REVOKED", "the operator removed this node's pairing")
-                    elif kind == "error":
-                        error = LanbridgeError.from_json(message)
-                        if error.code == "NOT_PAIRED":
-                            raise NotPaired(error.code, error.message)
-                        self.on_event("error", str(error))
-            finally:
-                pinger.cancel()
-                for task in tasks.values():
-                    task.cancel()
+            message = await self._welcome(session)
+            while True:
+                await self._carry_out(machine.received(message, time.monotonic()), session, tasks, pin, address)
+                if machine.connected and pinger is None:
+                    pinger = asyncio.ensure_future(self._ping(session))
+                message = await asyncio.wait_for(session.receive(), self.IDLE_TIMEOUT)
         finally:
+            if pinger is not None:
+                pinger.cancel()
+            # Every run cancelled, every call answered UNAVAILABLE (nothing is sent any more).
+            for action in machine.closed(time.monotonic()):
+                if action[0] == "cancel" and action[1] in tasks:
+                    tasks.pop(action[1]).cancel()
+                elif action[0] == "answer":
+                    future = self._calls.get(action[1])
+                    if future is not None and not future.done():
+                        future.set_exception(LanbridgeError("UNAVAILABLE", "the connection to the bridge closed", retryable=True))
+            self._machine = None
             self._session = None
             self.connected.clear()
-            for call_session, future in self._calls.values():
-                if call_session is session and not future.done():
-                    future.set_exception(LanbridgeError("UNAVAILABLE", "the connection to the bridge closed", retryable=True))
             session.close()
 
     async def _ping(self, session: AsyncSession) -> None:
@@ -540,7 +549,7 @@ class Node:
             await asyncio.sleep(self.PING_INTERVAL)
             await session.send({"type": "ping", "id": n})
 
-    async def _invoke(self, session: AsyncSession, message: dict) -> None:
+    async def _invoke(self, session: AsyncSession, machine: Optional[NodeSession], key: int, message: dict) -> None:
         invoke_id, command = str(message.get("id")), str(message.get("command"))
         self.on_event("invoke", command)
         handler = self._handlers.get(command)
@@ -560,4 +569,7 @@ class Node:
             log.exception("handler for %s failed", command)
             answer = {"type": "invoke.result", "id": invoke_id, "ok": False,
                       "error": {"code": "COMMAND_FAILED", "message": "%s: %s" % (type(error).__name__, error)}}
-        await session.send(answer)
+        # Once, on the connection the invoke came on, unless cancelled (the session decides).
+        if machine is not None:
+            for action in machine.handler_finished(key, answer, time.monotonic()):
+                await session.send(action[1])

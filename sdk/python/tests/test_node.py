@@ -64,6 +64,8 @@ def test_pairs_by_code_showing_the_code_the_bridge_derives(tmp_path):
         reveal = bytes.fromhex(receive(session)["nonce"])
         assert wire.commitment(session.handshake_hash, reveal).hex() == request["commitment"]
         seen["code"] = wire.verification_code(session.handshake_hash, reveal, bridge_nonce)
+        # As the bridge does (§9.2): the request is recorded, then the operator decides.
+        send(session, {"type": "pair.pending", "requestId": "r1", "expiresAt": "2030-01-01T00:00:00Z"})
         send(session, {"type": "pair.resolved", "outcome": "approved", "nodeId": wire.fingerprint(session.remote_static)})
 
     fake = FakeBridge(bridge)
