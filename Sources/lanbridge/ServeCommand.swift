@@ -84,63 +84,20 @@ struct ServeCommand: AsyncParsableCommand {
     private func serve() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
         let logger = Logger(label: "lanbridge") { LineLogHandler(label: $0, level: level) }
-        var configuration = BridgeConfiguration(stateDirectory: state.directory, name: name ?? ProcessInfo.processInfo.hostName)
-        configuration.port = port.value
-        configuration.settings = try state.settings()
-        do throws(BridgeConfiguration.ListenProblem) {
-            let entries = listen.isEmpty ? configuration.settings.listen : listen
-            configuration.listen = try BridgeConfiguration.Bind.list(entries, interfaces: NetworkInterfaces.addresses())
-        } catch { throw ValidationError("\(error)") }
-        configuration.addresses = configuration.settings.addresses.compactMap { ReachableAddress($0, defaultPort: port.value == 0 ? BridgeConfiguration.defaultPort : port.value) }
-        configuration.pairingTiming.timeToLive = pairingTTL.seconds
-        configuration.pairingTiming.hardCap = max(pairingMaxWait.seconds, pairingTTL.seconds)
-        configuration.mdns = !noMDNS
-        configuration.pingInterval = pingInterval.seconds
-        configuration.idleTimeout = idleTimeout.seconds
-        configuration.admission = AdmissionPolicy.Limits(configuration.settings.admission, listeners: configuration.listen.count)
-        configuration.gateway = try gatewayLink(configuration.settings, logger: logger)
-        if let problem = configuration.settings.wake.problem { throw ConfigurationProblem(description: problem) }
+        let warn: (String) -> Void = { logger.warning("\($0)") }
+        let configuration = try Self.checked {
+            try BridgeConfiguration(stateDirectory: state.directory, settings: try state.settings(), overrides: overrides,
+                                    interfaces: NetworkInterfaces.addresses(), hostName: ProcessInfo.processInfo.hostName, warn: warn)
+        }
         if let exec = configuration.settings.wake.exec { logger.info("wake hook: \(exec)") }
-        if let metricsListen {
-            do throws(ListenAddress.Problem) {
-                configuration.metrics = try ListenAddress(metricsListen, allowRemote: metricsAllowRemote || configuration.settings.metrics.allowRemote)
-            } catch { throw ValidationError("--metrics-listen: \(error)") }
-        } else {
-            configuration.metrics = configuration.settings.metrics.listen
-        }
-        let console = configuration.settings.console
-        if !noUi, console.enabled {
-            let allowRemote = uiAllowRemote || console.allowRemote
-            if let uiListen {
-                do throws(ListenAddress.Problem) {
-                    configuration.console = try ListenAddress(uiListen, allowRemote: allowRemote)
-                } catch { throw ValidationError("--ui-listen: \(error)") }
-            } else {
-                configuration.console = try console.listen ?? ListenAddress(BridgeSettings.Console.defaultListen, allowRemote: false)
-            }
-            configuration.consoleOptional = uiListen == nil && console.listen == nil
-            if let address = configuration.console, !address.isLoopback {
-                logger.warning("the console listens on \(ListenAddress.format(host: address.host, port: address.port)), which is not loopback: anyone who reaches it sees its login page")
-            }
-        }
-
-        configuration.canvas = try canvasRelay(configuration, logger: logger)
-        let apps = configuration.settings.openClawApps
-        if openclawApps || apps.enabled {
-            let text = openclawAppsListen ?? apps.listen ?? ":\(BridgeSettings.OpenClawApps.defaultPort)"
-            guard let listen = CanvasListen(text) else { throw ValidationError("--openclaw-apps-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
-            if apps.plainWebSocket {
-                logger.warning("OpenClaw's apps connect over plain ws:// (openclawApps.plainWebSocket): Android only, and anyone on the LAN can read the traffic; it is refused on public addresses")
-            }
-            configuration.openClawApps = (listen, !apps.plainWebSocket)
-        }
 
         // SIGHUP reads config.json and the gateway token file again; invalid ones keep the running settings.
         let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let reload: @Sendable () throws -> BridgeServer.Reloaded = { [self] in
             let settings = try state.settings()
             if let problem = settings.wake.problem { throw ConfigurationProblem(description: problem) }
-            return BridgeServer.Reloaded(settings: settings, gatewayToken: try gatewayLink(settings, logger: logger)?.token)
+            let gateway = try Self.checked { try BridgeConfiguration.gateway(settings, overrides) { logger.warning("\($0)") } }
+            return BridgeServer.Reloaded(settings: settings, gatewayToken: gateway?.token)
         }
         let server = Task { try await BridgeServer.run(configuration: configuration, logger: logger, hangups: hangups, reload: reload) }
         let signals = [SIGTERM, SIGINT, SIGHUP].map { number in
@@ -154,74 +111,30 @@ struct ServeCommand: AsyncParsableCommand {
         try await server.value
     }
 
-    /// The canvas relay's place and upstream, or nil when off: `--no-canvas`, `canvas.enabled:
-    /// false`, or no canvas host (not OpenClaw, no `canvas.upstream`; a remote OpenClaw gateway's
-    /// canvas is not relayed).
-    private func canvasRelay(_ configuration: BridgeConfiguration, logger: Logger) throws -> BridgeConfiguration.Canvas? {
-        let settings = configuration.settings.canvas
-        guard !noCanvas, settings.enabled else { return nil }
-        let upstream: CanvasUpstream
-        let openClaw = configuration.gateway?.wire == .openclaw
-        if openClaw, let endpoint = configuration.gateway?.endpoint {
-            if let path = endpoint.socketPath {
-                upstream = .unix(path: path)
-            } else if !endpoint.secure, let local = CanvasUpstream("http://\(endpoint.host.contains(":") ? "[\(endpoint.host)]" : endpoint.host):\(endpoint.port)") {
-                upstream = local
-            } else {
-                logger.warning("canvas relay off: the OpenClaw gateway is not on this machine's loopback, so its canvas is not relayed")
-                return nil
-            }
-        } else if let text = settings.upstream, let configured = CanvasUpstream(text) {
-            upstream = configured
-        } else {
-            return nil
-        }
-        let text = canvasListen ?? settings.listen ?? ":\(BridgeSettings.Canvas.defaultPort)"
-        guard let listen = CanvasListen(text) else { throw ValidationError("--canvas-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
-        return BridgeConfiguration.Canvas(listen: listen, upstream: upstream, openClaw: openClaw, optional: canvasListen == nil && settings.listen == nil)
+    /// The flags, as `BridgeConfiguration` takes them over config.json.
+    private var overrides: BridgeConfiguration.Overrides {
+        var o = BridgeConfiguration.Overrides()
+        (o.name, o.port, o.listen) = (name, port.value, listen)
+        (o.pairingTTL, o.pairingMaxWait, o.noMDNS) = (pairingTTL.seconds, pairingMaxWait.seconds, noMDNS)
+        (o.pingInterval, o.idleTimeout) = (pingInterval.seconds, idleTimeout.seconds)
+        (o.gatewayURL, o.gatewayTokenFile, o.allowRemoteGateway, o.gatewayCAFile, o.noGateway) = (gateway, gatewayTokenFile, allowRemoteGateway, gatewayCaFile, noGateway)
+        (o.gatewayAuth, o.gatewayProtocol, o.gatewayOwners) = (gatewayAuth, gatewayProtocol, gatewayOwner)
+        o.gatewayTokenFromEnvironment = ProcessInfo.processInfo.environment["LANBRIDGE_GATEWAY_TOKEN"]
+        (o.metricsListen, o.metricsAllowRemote) = (metricsListen, metricsAllowRemote)
+        (o.uiListen, o.uiAllowRemote, o.noUI) = (uiListen, uiAllowRemote, noUi)
+        (o.canvasListen, o.noCanvas, o.openClawApps, o.openClawAppsListen) = (canvasListen, noCanvas, openclawApps, openclawAppsListen)
+        return o
     }
 
-    /// The gateway to dial and its token, or nil (with a warning) when no token is configured.
-    private func gatewayLink(_ settings: BridgeSettings, logger: Logger) throws -> BridgeConfiguration.Gateway? {
-        guard !noGateway, settings.gateway.enabled else { return nil }
-        let endpoint = try GatewayEndpoint(gateway ?? settings.gateway.url, allowRemote: allowRemoteGateway || settings.gateway.allowRemote)
-        let token: SecureBytes
-        if let value = ProcessInfo.processInfo.environment["LANBRIDGE_GATEWAY_TOKEN"], !value.isEmpty {
-            token = SecureBytes(copying: Array(value.utf8))
-        } else if let path = gatewayTokenFile ?? settings.gateway.tokenFile {
-            guard let contents = try SecretFile.read(URL(fileURLWithPath: path), maxLength: 4096) else {
-                throw ConfigurationProblem(description: "gateway token file \(path) does not exist")
+    /// A flag given wrong is a usage error (exit 64), the rest a configuration problem (exit 78).
+    private static func checked<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch let problem as BridgeConfiguration.Problem {
+            switch problem.kind {
+            case .usage: throw ValidationError(problem.description)
+            case .configuration: throw ConfigurationProblem(description: problem.description)
             }
-            token = contents.trimmingWhitespace()
-            guard token.count > 0 else { throw ConfigurationProblem(description: "gateway token file \(path) is empty") }
-        } else {
-            if gateway != nil { throw ConfigurationProblem(description: "--gateway needs a token: set LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file") }
-            logger.warning("gateway link off: no token (set LANBRIDGE_GATEWAY_TOKEN, --gateway-token-file or gateway.tokenFile; --no-gateway silences this)")
-            return nil
         }
-        let roots = gatewayCaFile ?? settings.gateway.caFile
-        if let roots, !FileManager.default.isReadableFile(atPath: roots) {
-            throw ConfigurationProblem(description: "gateway CA file \(roots) cannot be read")
-        }
-        var link = BridgeConfiguration.Gateway(endpoint: endpoint, token: token, trustRootsFile: roots)
-        guard let wire = BridgeConfiguration.GatewayWire(rawValue: gatewayProtocol ?? settings.gateway.wire) else {
-            throw ValidationError("--gateway-protocol takes lanbridge or openclaw")
-        }
-        link.wire = wire
-        let auth = gatewayAuth ?? settings.gateway.auth
-        guard let mode = BridgeConfiguration.GatewayAuth(rawValue: auth) else { throw ValidationError("--gateway-auth takes proof or bearer") }
-        link.auth = mode
-        if mode == .bearer {
-            logger.warning("gateway.auth is bearer: the token is sent to the gateway as it is (only after its socket's owner is checked)")
-        }
-        let owners = gatewayOwner.isEmpty ? settings.gateway.owners : gatewayOwner
-        if !owners.isEmpty {
-            link.owners = Set(try owners.map { name throws in
-                if let uid = UInt32(name) { return uid }
-                guard let entry = getpwnam(name) else { throw ConfigurationProblem(description: "gateway owner \(name): no such user") }
-                return entry.pointee.pw_uid
-            })
-        }
-        return link
     }
 }
