@@ -407,6 +407,7 @@ public actor NodeClient {
             }
             return []
         }
+        session = nil  // the only reference while it changes: its tables are changed in place, not copied
         let actions = current.handle(event, now: .now)
         session = current
         return actions
