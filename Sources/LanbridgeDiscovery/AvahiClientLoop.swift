@@ -1,9 +1,5 @@
 import CAvahiClient
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import Logging
 
 /// An Avahi client on its own threaded poll, kept alive across avahi-daemon restarts.

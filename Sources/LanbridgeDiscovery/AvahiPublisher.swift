@@ -1,9 +1,5 @@
 import CAvahiClient
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 import Logging
 

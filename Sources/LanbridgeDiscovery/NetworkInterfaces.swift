@@ -1,13 +1,5 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The host's interface addresses: for advertising on one interface (`--bind ADDRESS`) and for
 /// the address an invite tells devices to dial.

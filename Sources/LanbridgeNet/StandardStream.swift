@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Standard output and error, written whole and unbuffered (a pipe must not hold a line back).
 public enum StandardStream {

@@ -1,9 +1,5 @@
 import ArgumentParser
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 
 // Every kind of value the CLI takes is parsed in one place, here: a bad one is a usage error

@@ -1,14 +1,6 @@
 import ArgumentParser
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LanbridgeBridge
 import LanbridgeProtocol
 import LanbridgeState

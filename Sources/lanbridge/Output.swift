@@ -1,15 +1,7 @@
 import ArgumentParser
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeNet
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LanbridgeBridge
 import LanbridgeFiles
 import LanbridgeProtocol

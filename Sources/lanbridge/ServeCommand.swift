@@ -1,15 +1,7 @@
 import ArgumentParser
 import Dispatch
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LanbridgeBridge
 import LanbridgeCrypto
 import LanbridgeDiscovery

@@ -1,9 +1,5 @@
 import CNIOBoringSSL
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeCrypto
 import LanbridgeFiles
 import LanbridgeProtocol

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 
 /// Server-rendered HTML. Every value that is not a literal of ours goes through `escape`, in text

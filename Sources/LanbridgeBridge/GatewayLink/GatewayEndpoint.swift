@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeNet
 
 /// Where the gateway is, checked before the bridge dials it: a Unix socket (`unix:/run/…/gw.sock`,

@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// DNS rebinding's defence for the daemon's HTTP listener: a page on an attacker's site can point
 /// its own host name at 127.0.0.1, but its requests still carry that name in `Host`. Only a name

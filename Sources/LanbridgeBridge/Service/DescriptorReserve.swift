@@ -1,14 +1,6 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeFiles
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import NIOConcurrencyHelpers
 
 /// Descriptors held back for the daemon's own file work. When a flood (or a limit set too low)

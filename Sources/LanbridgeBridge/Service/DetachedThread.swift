@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A thread of its own for work that blocks in a system call (poll on inotify, waiting for a
 /// hook): not a NIO loop's, not the cooperative pool's. Foundation's `Thread` without Foundation.

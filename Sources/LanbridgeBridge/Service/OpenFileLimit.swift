@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The process's open-file limit (RLIMIT_NOFILE), which caps the connections the bridge holds.
 enum OpenFileLimit {

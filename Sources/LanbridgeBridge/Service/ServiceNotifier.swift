@@ -1,14 +1,6 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import NIOCore
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// systemd's notify protocol (sd_notify(3)) without libsystemd: each state change is one datagram
 /// of `KEY=value` lines to the Unix socket in `$NOTIFY_SOCKET` (a leading `@` names an abstract

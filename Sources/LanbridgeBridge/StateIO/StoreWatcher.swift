@@ -1,14 +1,6 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import NIOConcurrencyHelpers
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Tells the daemon when the CLI (or anyone) replaced paired.json, pending.json or invites.json, via
 /// inotify on the state directory: approvals reach a waiting node as soon as they are written,

@@ -4,11 +4,7 @@ import Glibc
 import Musl
 #endif
 import Dispatch
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// A child process for an operator's hook, spawned so that it gets nothing of the daemon's but what
 /// is handed to it: stdin and one pipe for stdout and stderr, every other descriptor closed (a

@@ -1,14 +1,6 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import Dispatch
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState

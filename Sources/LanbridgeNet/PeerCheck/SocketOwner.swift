@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import NIOCore
 
 /// Who owns the other end of a loopback TCP connection, from the kernel's socket tables

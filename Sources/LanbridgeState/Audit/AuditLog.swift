@@ -1,16 +1,8 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeFiles
 import LanbridgeCrypto
 import LanbridgeProtocol
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One line of audit.jsonl.
 public struct AuditEntry: Codable, Equatable, Sendable {

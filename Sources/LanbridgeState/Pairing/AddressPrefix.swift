@@ -1,8 +1,4 @@
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The network a source address belongs to, for limits that one machine could otherwise dodge by
 /// taking several addresses: the /24 of an IPv4 address, the /64 of an IPv6 one (an IPv4-mapped

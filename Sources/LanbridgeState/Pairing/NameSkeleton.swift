@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 
 /// What a display name looks like to a person, for spotting lookalikes: "Ada’s phone", "ADA'S
 /// PHONE" and "Аda's phone" (Cyrillic А) all have the skeleton of "Ada's phone". Compatibility

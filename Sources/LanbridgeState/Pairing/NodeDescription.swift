@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 
 /// One paired node as `node.list`, `node.describe` and `lanbridge nodes describe` show it: what it

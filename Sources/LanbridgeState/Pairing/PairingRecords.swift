@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 
 /// Per-node access rules: command patterns allowed (`canvas.*`), and patterns denied, which win.

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 
 /// A token bucket: `capacity` tokens, refilled at `perSecond`. The clock is an argument, so limits

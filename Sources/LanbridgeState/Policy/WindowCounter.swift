@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeProtocol
 
 /// Counts events per key over a sliding window, in bounded memory. The keys are chosen by peers

@@ -1,14 +1,6 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeFiles
-#if canImport(Glibc)
 import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// What the running daemon knows that the files do not: which nodes are connected, and whether they
 /// are in the foreground. The daemon rewrites `runtime.json` when that changes; the CLI trusts it

@@ -1,8 +1,4 @@
-#if canImport(FoundationEssentials)
 import FoundationEssentials
-#else
-import Foundation
-#endif
 import LanbridgeFiles
 
 /// What `lanbridge status` says, from the files alone (runtime.json and the store): the CLI prints
