@@ -172,7 +172,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LanbridgeBridgeTests",
-            dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet",
+            dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")]
         ),
