@@ -34,11 +34,40 @@ public enum BridgeServer {
     public static func run(configuration: BridgeConfiguration, logger: Logger, hangups: AsyncStream<Void>? = nil,
                            reload: (@Sendable () throws -> Reloaded)? = nil, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
         guard !configuration.listen.isEmpty else { throw BridgeConfiguration.ListenProblem.empty }
+        let state = try openState(configuration, logger: logger)
+        defer {
+            state.watcher.stop()
+            withExtendedLifetime(state.daemonLock) {}  // held until the very end
+        }
+        // Room for the largest result the bridge relays, so an oversized one is refused with
+        // PAYLOAD_TOO_LARGE rather than by dropping the node.
+        var configuration = configuration
+        configuration.limits.maxMessageSize = max(configuration.limits.maxMessageSize, configuration.settings.limits.sessionMessageBytes)
+        let relay = try await makeRelay(configuration, state: state, logger: logger)
+        let listening = try await bindAll(configuration, state: state, relay: relay, logger: logger)
+        onListening(listening.port)
+        let services = try await startServices(configuration, state: state, relay: relay, listening: listening, logger: logger)
+        await serve(configuration, state: state, relay: relay, listening: listening, services: services, hangups: hangups, reload: reload, logger: logger)
+        await stop(relay: relay, listening: listening, services: services)
+        logger.info("lanbridge stopped")
+    }
+
+    // MARK: - The phases of a run
+
+    /// The state directory, held: the daemon lock, the identity, the watcher and the first read.
+    struct OpenedState {
+        let daemonLock: DaemonLock
+        let identity: X25519.KeyPair
+        let watcher: StoreWatcher
+        let initialVersion: String
+        let initial: PairingState
+    }
+
+    private static func openState(_ configuration: BridgeConfiguration, logger: Logger) throws -> OpenedState {
         try configuration.stateDirectory.prepare()
         try configuration.stateDirectory.checkNotWritableByOthers()
         // Before anything else is touched: a second daemon must not disturb the first one's files.
         let daemonLock = try DaemonLock(directory: configuration.stateDirectory)
-        defer { withExtendedLifetime(daemonLock) {} }
         if let problem = configuration.stateDirectory.privacyProblem() { logger.warning("state directory \(configuration.stateDirectory.url.path): \(problem)") }
         // Files an older version or a private directory left 0600 become the group's too (or back).
         StateSharing.reconcile(configuration.stateDirectory.url, secrets: [IdentityStore.fileName])
@@ -46,24 +75,38 @@ public enum BridgeServer {
         // Watch before the first read, so no change the CLI makes from here on goes unseen.
         let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
                                        files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
-        defer { watcher.stop() }
         let initialVersion = PairingStore(directory: configuration.stateDirectory).pairedFileVersion()
-        let initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
+        let initial: PairingState
+        do {
+            initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
+        } catch {
+            watcher.stop()
+            throw error
+        }
         let descriptors = DescriptorBudget(paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
                                            unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
                                            http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
                                            canvas: configuration.canvas == nil ? 0 : configuration.settings.limits.canvasConnections)
         if let shortfall = descriptors.shortfall(limit: OpenFileLimit.raise(toward: descriptors.needed)) { logger.warning("\(shortfall)") }
-        // Room for the largest result the bridge relays, so an oversized one is refused with
-        // PAYLOAD_TOO_LARGE rather than by dropping the node.
-        let configuration = {
-            var c = configuration
-            c.limits.maxMessageSize = max(c.limits.maxMessageSize, c.settings.limits.sessionMessageBytes)
-            return c
-        }()
-        // The core, its driver and the admission policy are consulted from the first accept on,
-        // so they exist before the listener does. One event loop carries the whole relay: nodes,
-        // the gateway link and the core, so a message crosses the bridge without a thread hop.
+        return OpenedState(daemonLock: daemonLock, identity: identity, watcher: watcher, initialVersion: initialVersion, initial: initial)
+    }
+
+    /// The relay's parts, before any listener: the core, its driver on one event loop, the
+    /// admission policy and the OpenClaw links are consulted from the first accept on.
+    struct Relay {
+        let loop: any EventLoop
+        let io: StateIO
+        let registry: PrometheusCollectorRegistry
+        let metrics: BridgeMetrics
+        let admission: Admission
+        let invites: InviteCache
+        let driver: BridgeDriver
+        let openClawLinks: OpenClawLinks?
+    }
+
+    private static func makeRelay(_ configuration: BridgeConfiguration, state: OpenedState, logger: Logger) async throws -> Relay {
+        // One event loop carries the whole relay: nodes, the gateway link and the core, so a
+        // message crosses the bridge without a thread hop.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let io = StateIO(directory: configuration.stateDirectory, logger: logger)
         let registry = PrometheusCollectorRegistry()
@@ -78,16 +121,16 @@ public enum BridgeServer {
         }())
         let admission = Admission(limits: configuration.admission, metrics: metrics, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
-        invites.replace(with: initial)
+        invites.replace(with: state.initial)
         var core = BridgeCore(name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming,
                               runtime: RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date()),
-                              initial: initial, pairedVersion: initialVersion, logger: logger)
+                              initial: state.initial, pairedVersion: state.initialVersion, logger: logger)
         core.gateway.configured = configuration.gateway != nil
         core.gateway.openClaw = configuration.gateway?.wire == .openclaw
         // What is known before the listener, in the first runtime.json already.
         if !configuration.mdns { core.runtime.mdns = "off" }
         if configuration.gateway == nil { core.runtime.gateway = "off" }
-        io.forgetUnpairedPushTokens(Set(initial.paired.nodes.map(\.nodeId)))
+        io.forgetUnpairedPushTokens(Set(state.initial.paired.nodes.map(\.nodeId)))
         let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, logger: logger)
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?
@@ -95,18 +138,40 @@ public enum BridgeServer {
             let links = OpenClawLinks(.init(dialer: GatewayDialer(gateway), token: gateway.token, version: BridgeServer.version,
                                             maxMessageSize: configuration.settings.limits.gatewayMessageBytes),
                                       devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
-            links.forgetAllBut(Set(initial.paired.nodes.map(\.nodeId)))
+            links.forgetAllBut(Set(state.initial.paired.nodes.map(\.nodeId)))
             try await loop.submit { driver.openClaw = links }.get()
             openClawLinks = links
         }
-        // The HTTP listeners first: a bad address stops the start before nodes are accepted.
+        return Relay(loop: loop, io: io, registry: registry, metrics: metrics, admission: admission, invites: invites, driver: driver, openClawLinks: openClawLinks)
+    }
+
+    /// Everything bound: the HTTP listeners (monitoring, console), the node listeners, the canvas
+    /// relay and the door for OpenClaw's apps.
+    struct Listening {
+        let monitoring: [any Channel]
+        let console: ConsoleParts?
+        let consoleURL: String?
+        let servers: [any Channel]
+        let port: Int
+        /// "host:port, …", for logs and systemd's status.
+        let addresses: String
+        let canvasRelay: CanvasRelay?
+        let canvasListeners: [any Channel]
+        let appDoors: [any Channel]
+        let appAdvertisement: AvahiPublisher.Extra?
+    }
+
+    /// Binds in an order that lets a bad address stop the start before nodes are accepted; if one
+    /// the admin asked for cannot be bound, what is already bound closes before the start fails.
+    private static func bindAll(_ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, logger: Logger) async throws -> Listening {
+        let (loop, io, driver) = (relay.loop, relay.io, relay.driver)
         let console = try configuration.console.map { _ in
             try ConsoleParts(auth: ConsoleAuth(), events: ConsoleEvents(directory: configuration.stateDirectory.url),
                              settings: NIOLockedValueBox(configuration.settings))
         }
         let listeners: [HTTPListener]
         do {
-            listeners = try await HTTPListener.bind(configuration: configuration, registry: registry, driver: driver, console: console, logger: logger)
+            listeners = try await HTTPListener.bind(configuration: configuration, registry: relay.registry, driver: driver, console: console, logger: logger)
         } catch {
             console?.events.stop()
             await io.finish(on: loop)
@@ -116,7 +181,7 @@ public enum BridgeServer {
         let consoleURL = listeners.first { $0.console }.map { "http://\(ListenAddress.format(host: $0.host, port: $0.port))" }
         let servers: [any Channel]
         do {
-            servers = try await bindListeners(configuration, identity: identity, admission: admission, invites: invites, driver: driver, logger: logger)
+            servers = try await bindListeners(configuration, identity: state.identity, admission: relay.admission, invites: relay.invites, driver: driver, logger: logger)
         } catch {
             for channel in monitoring { try? await channel.close() }
             console?.events.stop()
@@ -126,22 +191,20 @@ public enum BridgeServer {
         let port = servers.first?.localAddress?.port ?? configuration.port
         // An IPv6 address in brackets, so "host:port" splits at the right colon.
         let listeningList = configuration.listen.map { ReachableAddress(host: $0.host, port: port).description }
-        let listening = listeningList.joined(separator: ", ")
+        let addresses = listeningList.joined(separator: ", ")
         let reach = BridgeReach.addresses(listen: configuration.listen, port: port, configured: configuration.addresses,
                                           interfaces: NetworkInterfaces.addresses())
         await driver.setListening(listeningList, reachable: reach.map(\.description))
         logger.info("lanbridge listening", metadata: [
-            "address": "\(listeningList[0])", "addresses": "\(listening)", "reachable": "\(reach.map(\.description).joined(separator: ", "))",
+            "address": "\(listeningList[0])", "addresses": "\(addresses)", "reachable": "\(reach.map(\.description).joined(separator: ", "))",
             "name": "\(configuration.name)",
-            "fingerprint": "\(Fingerprint(publicKey: identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
+            "fingerprint": "\(Fingerprint(publicKey: state.identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
         ])
-        // The canvas relay and the door for OpenClaw's apps: if one the admin asked for cannot start,
-        // what is already bound closes before the start fails.
         let canvasRelay: CanvasRelay?, canvasListeners: [any Channel], appDoors: [any Channel], appAdvertisement: AvahiPublisher.Extra?
         do {
             (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
             do {
-                (appDoors, appAdvertisement) = try await startOpenClawAppDoor(configuration, admission: admission, driver: driver, logger: logger)
+                (appDoors, appAdvertisement) = try await startOpenClawAppDoor(configuration, admission: relay.admission, driver: driver, logger: logger)
             } catch {
                 for channel in canvasListeners { try? await channel.close() }
                 await canvasRelay?.stop()
@@ -153,9 +216,28 @@ public enum BridgeServer {
             await io.finish(on: loop)
             throw error
         }
-        onListening(port)
+        return Listening(monitoring: monitoring, console: console, consoleURL: consoleURL, servers: servers, port: port, addresses: addresses,
+                         canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, appAdvertisement: appAdvertisement)
+    }
 
-        let publisher = advertise(configuration, port: port, fingerprint: Fingerprint(publicKey: identity.publicKey), extras: appAdvertisement.map { [$0] } ?? [],
+    /// What runs beside the listeners: the mDNS advertisement, the gateway link, the control
+    /// socket, the timers and systemd's notifications.
+    struct Services {
+        let publisher: AvahiPublisher?
+        let link: GatewayLink?
+        let hello: JSONValue
+        let control: NIOAsyncChannel<ControlSocket.Connection, Never>?
+        let controlPath: String
+        let sharing: StateSharing
+        let notifier: ServiceNotifier?
+        let watchdog: RepeatedTask?
+    }
+
+    private static func startServices(_ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, listening: Listening,
+                                      logger: Logger) async throws -> Services {
+        let driver = relay.driver
+        let fingerprint = Fingerprint(publicKey: state.identity.publicKey)
+        let publisher = advertise(configuration, port: listening.port, fingerprint: fingerprint, extras: listening.appAdvertisement.map { [$0] } ?? [],
                                   driver: driver, logger: logger)
         let maxMessageSize = configuration.settings.limits.gatewayMessageBytes
         let link = configuration.gateway.flatMap { gateway in
@@ -166,24 +248,30 @@ public enum BridgeServer {
         } else if link == nil {
             driver.setGatewayStatus("off")
         }
-        let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(Fingerprint(publicKey: identity.publicKey).description),
+        let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(fingerprint.description),
                                 "protocol": 1, "version": .string(BridgeServer.version)]
         let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
         let sharing = StateSharing.of(configuration.stateDirectory.url)
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
         if control != nil { driver.setControlSocket(controlPath) }
-        if let consoleURL { driver.setConsole(consoleURL) }
+        if let consoleURL = listening.consoleURL { driver.setConsole(consoleURL) }
         driver.startTimers(pingInterval: configuration.pingInterval)
         // systemd (Type=notify): ready now; watchdog pings come from the relay's own loop, so a
         // wedged loop stops them and systemd restarts the daemon.
         let notifier = ServiceNotifier()
         let watchdog = notifier?.watchdogInterval.map { interval in
-            loop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { _ in notifier?.watchdog() }
+            relay.loop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { _ in notifier?.watchdog() }
         }
-        notifier?.ready(status: "listening on \(listening)")
+        notifier?.ready(status: "listening on \(listening.addresses)")
+        return Services(publisher: publisher, link: link, hello: hello, control: control, controlPath: controlPath, sharing: sharing,
+                        notifier: notifier, watchdog: watchdog)
+    }
 
-        // Shutdown (cancellation) closes the listener; the tasks end, the watcher stops, and the
-        // driver closes every connection and removes runtime.json.
+    /// Until cancelled (SIGTERM, SIGINT): the store watcher, reloads, the gateway link, the
+    /// console's events and the control socket, each a task; cancellation closes the listeners.
+    private static func serve(_ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, listening: Listening, services: Services,
+                              hangups: AsyncStream<Void>?, reload: (@Sendable () throws -> Reloaded)?, logger: Logger) async {
+        let (driver, watcher, console) = (relay.driver, state.watcher, listening.console)
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
                 group.addTask {
@@ -191,40 +279,45 @@ public enum BridgeServer {
                 }
                 if let hangups, let reload {
                     group.addTask {
-                        await applyReloads(hangups, reload: reload, from: configuration, driver: driver, console: console, link: link,
-                                           notifier: notifier, listening: listening, logger: logger)
+                        await applyReloads(hangups, reload: reload, from: configuration, driver: driver, console: console, link: services.link,
+                                           notifier: services.notifier, listening: listening.addresses, logger: logger)
                     }
                 }
-                if let link {
-                    group.addTask { await link.run(hello: hello) }
+                if let link = services.link {
+                    group.addTask { await link.run(hello: services.hello) }
                 }
                 if let console {
                     group.addTask { await console.events.run() }
                 }
-                if let control {
+                if let control = services.control {
                     group.addTask {
-                        await serveControl(control, driver: driver, sharing: sharing,
-                                           console: console.flatMap { parts in consoleURL.map { (parts.auth, $0) } }, logger: logger)
+                        await serveControl(control, driver: driver, sharing: services.sharing,
+                                           console: console.flatMap { parts in listening.consoleURL.map { (parts.auth, $0) } }, logger: logger)
                     }
                 }
-                for server in servers { try? await server.closeFuture.get() }
+                for server in listening.servers { try? await server.closeFuture.get() }
                 group.cancelAll()
             }
         } onCancel: {
-            notifier?.stopping()
-            for server in servers { server.close(promise: nil) }
-            control?.channel.close(promise: nil)
-            for channel in monitoring { channel.close(promise: nil) }
-            for channel in canvasListeners + appDoors { channel.close(promise: nil) }
+            services.notifier?.stopping()
+            for server in listening.servers { server.close(promise: nil) }
+            services.control?.channel.close(promise: nil)
+            for channel in listening.monitoring { channel.close(promise: nil) }
+            for channel in listening.canvasListeners + listening.appDoors { channel.close(promise: nil) }
             console?.events.stop()
         }
-        watchdog?.cancel()
-        publisher?.stop()  // withdraw first, so peers see the bridge go at once
-        if let openClawLinks { try? await loop.submit { openClawLinks.stopAll() }.get() }
-        if control != nil { unlink(controlPath) }
-        await canvasRelay?.stop()
-        await driver.shutdown()
-        logger.info("lanbridge stopped")
+    }
+
+    /// After the listeners closed: withdraw the advertisement first (peers see the bridge go at
+    /// once), then the OpenClaw sockets, the control socket, the canvas relay and the driver
+    /// (which closes every connection and removes runtime.json).
+    private static func stop(relay: Relay, listening: Listening, services: Services) async {
+        services.watchdog?.cancel()
+        services.publisher?.stop()
+        if let links = relay.openClawLinks { try? await relay.loop.submit { links.stopAll() }.get() }
+        if services.control != nil { unlink(services.controlPath) }
+        await listening.canvasRelay?.stop()
+        await relay.driver.shutdown()
     }
 
     /// The operator's control socket: each connection served on its own, until the socket closes.
