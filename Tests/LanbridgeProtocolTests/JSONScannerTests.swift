@@ -123,3 +123,39 @@ struct JSONScannerTests {
         #expect(throws: SessionMessageError.self) { try InvokeResult.received(from: Array(#"{"type":"invoke.result","id":"x","ok":true,"payload":[}"#.utf8)) }
     }
 }
+
+/// Issue 40: string bodies are read a word at a time. Every byte that needs a look of its own, at
+/// every offset within and across words, is judged as Foundation's parser judges it, and decoded
+/// strings come out the same.
+struct JSONScannerWordStepTests {
+    static let specials: [[UInt8]] = [[0x00], [0x1F], [0x20], [0x21], [0x22], [0x5C], [0x7F], [0x80], [0xC3, 0xA9], [0xFF],
+                                      [0xE2, 0x82], Array(#"\n"#.utf8), Array(#"\u00e9"#.utf8), Array(#"\""#.utf8), [0x5C, 0x5C]]
+
+    @Test func everySpecialByteAtEveryOffsetIsJudgedAsFoundationJudgesIt() {
+        var compared = 0
+        for special in Self.specials {
+            for offset in 0..<20 {
+                for tail in [0, 1, 7, 8, 9, 17] {
+                    let body = Array(repeating: UInt8(ascii: "A"), count: offset) + special + Array(repeating: UInt8(ascii: "z"), count: tail)
+                    let document = Array(#"{"k":""#.utf8) + body + Array(#""}"#.utf8)
+                    let ours = (try? JSONScanner.validate(document)) != nil
+                    let foundation = (try? JSONSerialization.jsonObject(with: Data(document))) != nil
+                    #expect(ours == foundation, "\(special) at \(offset), \(tail) after: ours \(ours), Foundation's \(foundation)")
+                    if ours, foundation, let range = (try? JSONScanner.members(["k"], in: document))?["k"],
+                       let object = try? JSONSerialization.jsonObject(with: Data(document)) as? [String: String] {
+                        #expect(JSONScanner.string(document[range]) == object["k"], "\(special) at \(offset)")
+                    }
+                    compared += 1
+                }
+            }
+        }
+        #expect(compared == Self.specials.count * 20 * 6)
+    }
+
+    @Test func anUnterminatedStringEndingOnAWordBoundaryIsRefused() {
+        for length in 0..<24 {
+            let document = Array(#"{"k":""#.utf8) + Array(repeating: UInt8(ascii: "b"), count: length)
+            #expect(throws: JSONScanner.Invalid.self) { try JSONScanner.validate(document) }
+        }
+    }
+}
