@@ -49,6 +49,10 @@ enum BridgeAction: Sendable {
     case openClawEvent(node: Fingerprint, event: String, payload: JSONValue, tag: String?)
     /// The node's canvas capability died (its session ended): close its relay connections.
     case canvasRevoked(Fingerprint)
+    /// Lines to log, as the core recorded them (issue 39: no logger in the core).
+    case log([CoreLog.Record])
+    /// Counts for the metrics, as the core recorded them.
+    case count([CoreMetric])
 }
 
 /// A change to the pairing store the core needs made. Each is one `PairingStore.update`.

@@ -15,7 +15,8 @@ import Logging
 struct BridgeCore {
     let name: String
     let pairingTiming: PairingState.Timing
-    var logger: Logger
+    /// What to log, recorded; the driver logs it (`.log` actions). Tests set its level.
+    var logger: CoreLog
     /// The bridge's nonces for code challenges (tests give their own).
     var random: @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
 
@@ -86,7 +87,8 @@ struct BridgeCore {
     }
 
     /// Counters and the latency histogram (observations only; nothing here decides).
-    var metrics = BridgeMetrics.disabled
+    /// What to count, recorded; the driver counts it (`.count` actions).
+    var metrics = CoreMetrics()
     /// The canvas relay, once it listens (nil: no canvas), and who may use it.
     var canvasRelay: CanvasRelayInfo?
     var canvasGrants = CanvasGrants()
@@ -97,7 +99,7 @@ struct BridgeCore {
         self.settings = settings
         self.pairingTiming = pairingTiming
         self.runtime = runtime
-        self.logger = logger
+        self.logger = CoreLog(level: logger.logLevel)  // the logger's level only: lines leave as actions
         gate = InvokeGate(settings: settings)
         router = InvokeRouter(maxConcurrentPerNode: settings.limits.maxConcurrentInvokes)
         held.limits = HeldInvokes.Limits(settings.limits)
@@ -114,6 +116,9 @@ struct BridgeCore {
             runtimeChanged = false
             actions.append(.publishRuntime(runtime))
         }
+        let lines = logger.take(), counts = metrics.take()
+        if !lines.isEmpty { actions.append(.log(lines)) }
+        if !counts.isEmpty { actions.append(.count(counts)) }
         // Handed over, not copied: `removeAll(keepingCapacity:)` on the buffer just returned (now
         // shared) allocated one of the high-water size on every later event.
         var out: [BridgeAction] = []

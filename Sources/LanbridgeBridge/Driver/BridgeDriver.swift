@@ -67,7 +67,6 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, metrics: BridgeMetrics = .disabled,
          logger: Logger) {
         (self.loop, self.core, self.io, self.admission, self.invites, self.metrics, self.logger) = (loop, core, io, admission, invites, metrics, logger)
-        self.core.metrics = metrics
         wakeHook = WakeHook(directory: io.store.directory, logger: logger, metrics: metrics)
         pairedPath = io.store.pairedURL.path
     }
@@ -486,6 +485,17 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 openClaw?.nodeEvent(event, payload: payload, tag: tag, on: node)
             case let .canvasRevoked(node):
                 canvasRelay?.revoke(node)
+            case let .log(lines):
+                for line in lines { logger.log(level: line.level, line.message, metadata: line.metadata) }
+            case let .count(records):
+                for record in records {
+                    switch record {
+                    case let .held(count): metrics.held(count)
+                    case let .relayed(bytes, toGateway): metrics.relayed(bytes: bytes, toGateway: toGateway)
+                    case let .resultDropped(reason): metrics.resultDropped(reason)
+                    case let .invoke(command, outcome, seconds): metrics.invoke(command: command, outcome: outcome, seconds: seconds)
+                    }
+                }
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in
