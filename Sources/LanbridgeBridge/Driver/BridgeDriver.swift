@@ -90,7 +90,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 return
             }
             let local = channels[id]?.localAddress?.ipAddress
-            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local), now: .now, wall: Date()))
+            decide(.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local)))
         }
     }
 
@@ -108,13 +108,12 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 return
             }
             let local = channels[id]?.localAddress?.ipAddress
-            perform(core.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local, app: (claim, device.details, device.bootstrapToken)),
-                                now: .now, wall: Date()))
+            decide(.opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local, app: (claim, device.details, device.bootstrapToken))))
         }
     }
 
     func received(_ bytes: [UInt8], from id: ConnectionID) {
-        inOrder { [self] in timed("a \(bytes.count)-byte message from connection \(id)") { perform(core.received(bytes, from: id, now: .now, wall: Date())) } }
+        inOrder { [self] in timed("a \(bytes.count)-byte message from connection \(id)") { decide(.received(bytes, from: id)) } }
     }
 
     /// Messages this large or larger are read (strict JSON, type, a result's payload) on a worker
@@ -130,13 +129,13 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     }
 
     func received(_ checked: SessionMessages.Checked, size: Int, from id: ConnectionID) {
-        inOrder { [self] in timed("a \(size)-byte message from connection \(id)") { perform(core.received(checked, size: size, from: id, now: .now, wall: Date())) } }
+        inOrder { [self] in timed("a \(size)-byte message from connection \(id)") { decide(.receivedRead(checked, size: size, from: id)) } }
     }
 
     func closed(_ id: ConnectionID) {
         channels[id] = nil
         if let slot = handshaking.removeValue(forKey: id) { admission.release(slot) }
-        inOrder { [self] in perform(core.channelClosed(id, now: .now)) }
+        inOrder { [self] in decide(.closed(id)) }
     }
 
     // MARK: - The canvas relay (any loop: these hop)
@@ -145,12 +144,12 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     func setCanvas(_ relay: CanvasRelay, _ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) async {
         try? await loop.submit { [self] in
             canvasRelay = relay
-            perform(core.setCanvas(info, status: status))
+            decide(.canvas(info, status: status))
         }.get()
     }
 
     func setOpenClawApps(_ urls: [String]) {
-        loop.execute { [self] in perform(core.setOpenClawApps(urls)) }
+        loop.execute { [self] in decide(.openClawApps(urls)) }
     }
 
     static let canvasRotate = "canvas.rotateCertificate"
@@ -164,7 +163,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         do {
             let certificate = try CanvasCertificate.rotate(directory: io.store.directory)
             try relay.use(certificate)
-            try await loop.submit { [self] in perform(core.canvasCertificateRotated(certificate.sha256, now: .now, wall: Date())) }.get()
+            try await loop.submit { [self] in decide(.canvasCertificateRotated(sha256: certificate.sha256)) }.get()
             logger.notice("canvas relay certificate rotated", metadata: ["sha256": "\(certificate.sha256)"])
             return .success(.value(["tlsSha256": .string(certificate.sha256)]))
         } catch {
@@ -198,12 +197,12 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         link = handler
         linksEstablished += 1
         if linksEstablished > 1 { metrics.gatewayReconnect() }
-        inOrder { [self] in perform(core.gatewayUp(handler.generation, now: .now)) }
+        inOrder { [self] in decide(.gatewayUp(generation: handler.generation)) }
     }
 
     func gatewayDown(_ generation: Int) {
         if link?.generation == generation { link = nil }
-        inOrder { [self] in perform(core.gatewayDown(generation, now: .now)) }
+        inOrder { [self] in decide(.gatewayDown(generation: generation)) }
     }
 
     func gatewayFrame(_ frame: GatewayFrame, generation: Int) {
@@ -211,37 +210,37 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         case let .request(id, method, params):
             withFreshStore { [self] in
                 timed("the gateway's \(method) request") {
-                    perform(core.request(method: method, params: params, from: .gateway(generation: generation, requestID: id), now: .now, wall: Date()))
+                    decide(.request(method: method, params: params, from: .gateway(generation: generation, requestID: id)))
                 }
             }
         case let .response(id, result):
-            inOrder { [self] in perform(core.gatewayAnswered(id, result, generation: generation)) }
+            inOrder { [self] in decide(.gatewayAnswered(id: id, result, generation: generation)) }
         case let .event(name, _):
             logger.debug("gateway event \(name)")
         }
     }
 
     func gatewayDrained(_ generation: Int, droppedEvents: Int) {
-        inOrder { [self] in perform(core.gatewayDrained(generation, droppedEvents: droppedEvents)) }
+        inOrder { [self] in decide(.gatewayDrained(generation: generation, droppedEvents: droppedEvents)) }
     }
 
     // MARK: - OpenClaw (called on the loop by `OpenClawLinks`)
 
     func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke) {
-        withFreshStore { [self] in timed("an OpenClaw invoke for \(node)") { perform(core.openClawInvoke(node: node, invoke, now: .now, wall: Date())) } }
+        withFreshStore { [self] in timed("an OpenClaw invoke for \(node)") { decide(.openClawInvoke(node: node, invoke)) } }
     }
 
     func openClawEventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
-        inOrder { [self] in perform(core.openClawEventAnswered(tag, result)) }
+        inOrder { [self] in decide(.openClawEventAnswered(tag: tag, result)) }
     }
 
     func openClawCancel(node: Fingerprint, invokeID: String) {
-        inOrder { [self] in perform(core.openClawCancel(node: node, invokeID: invokeID, now: .now)) }
+        inOrder { [self] in decide(.openClawCancel(node: node, invokeID: invokeID)) }
     }
 
     /// May be called from anywhere: hops to the loop.
     func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval? = nil) {
-        loop.execute { [self] in inOrder { [self] in perform(core.openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)) } }
+        loop.execute { [self] in inOrder { [self] in decide(.openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)) } }
     }
 
     // MARK: - From elsewhere (these hop to the loop)
@@ -259,7 +258,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             nextControl += 1
             let token = nextControl
             controlRequests[token] = (promise, client)
-            withFreshStore { [self] in perform(core.request(method: method, params: params, from: .control(token), now: .now, wall: Date())) }
+            withFreshStore { [self] in decide(.request(method: method, params: params, from: .control(token))) }
         }
         return (try? await promise.futureResult.get()) ?? .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))
     }
@@ -269,7 +268,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         loop.execute { [self] in
             let tokens = Set(controlRequests.filter { $0.value.client == client }.keys)
             guard !tokens.isEmpty else { return }
-            inOrder { [self] in perform(core.controlLeft(tokens, now: .now)) }
+            inOrder { [self] in decide(.controlLeft(tokens)) }
         }
     }
 
@@ -293,30 +292,30 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// Returns once the core has the new settings, so "reloaded" is never said before it is true
     /// (a request already on the loop could otherwise run under the old limits after it).
     func reload(_ settings: BridgeSettings) async {
-        try? await loop.submit { [self] in perform(core.reload(settings)) }.get()
+        try? await loop.submit { [self] in decide(.reload(settings)) }.get()
     }
 
     func setAdvertising(_ status: String, name: String?) {
-        loop.execute { [self] in perform(core.setAdvertising(status, name: name)) }
+        loop.execute { [self] in decide(.advertising(status, name: name)) }
     }
 
     func setControlSocket(_ path: String) {
-        loop.execute { [self] in perform(core.setControlSocket(path)) }
+        loop.execute { [self] in decide(.controlSocket(path)) }
     }
 
     func setConsole(_ url: String) {
-        loop.execute { [self] in perform(core.setConsole(url)) }
+        loop.execute { [self] in decide(.console(url)) }
     }
 
     func setGatewayStatus(_ status: String) {
-        loop.execute { [self] in perform(core.setGatewayStatus(status)) }
+        loop.execute { [self] in decide(.gatewayStatus(status)) }
     }
 
     /// The addresses the bridge listens on; returns once runtime.json says so (the CLI, and
     /// whoever waits for "lanbridge listening", can rely on the file from then on).
     func setListening(_ addresses: [String], reachable: [String]) async {
         let status = try? await loop.submit { [self] in
-            _ = core.setListening(addresses, reachable: reachable)
+            _ = core.handle(.listening(addresses, reachable: reachable), now: .now, wall: Date())  // written below, not published
             runtimeToWrite = nil  // written here and now
             lastRuntimeWrite = .now()
             return core.runtime
@@ -385,14 +384,14 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             guard !stopped else { return task.cancel() }
             admission.tick(now: .now)
             inOrder { [self] in
-                timed("the once-a-second tick") { perform(core.tick(now: .now, wall: Date())) }
+                timed("the once-a-second tick") { decide(.tick) }
                 trimHeapIfShrunk()
             }
         }
         let ping = TimeAmount.milliseconds(Int64(pingInterval * 1000))
         loop.scheduleRepeatedTask(initialDelay: ping, delay: ping) { [self] task in
             guard !stopped else { return task.cancel() }
-            inOrder { [self] in timed("the pings to every connection") { perform(core.pingAll()) } }
+            inOrder { [self] in timed("the pings to every connection") { decide(.pingAll) } }
         }
     }
 
@@ -401,7 +400,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         try? await loop.submit { [self] in
             stopped = true
             timer?.cancel()
-            perform(core.shutdown(now: .now, wall: Date()))
+            decide(.shutdown)
             for (_, request) in controlRequests { request.promise.succeed(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))) }
             controlRequests.removeAll()
             runtimeToWrite = nil
@@ -441,8 +440,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         io.read(on: loop).whenComplete { [self] result in
             reading = false
             switch result {
-            case let .success((version, state)): timed("the store's new state") { perform(core.storeChanged(state, version: version, now: .now)) }
-            case let .failure(error): perform(core.storeUnreadable(error))
+            case let .success((version, state)): timed("the store's new state") { decide(.storeChanged(state, version: version)) }
+            case let .failure(error): decide(.storeUnreadable(error))
             }
             // Changed again during the read: read again before anything held runs.
             if readAgain || (core.storeReadable && io.store.pairedFileVersion() != core.pairedVersion) {
@@ -454,6 +453,11 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     }
 
     // MARK: - Carrying actions out
+
+    /// An event for the core, at this moment; what it decides is carried out.
+    private func decide(_ event: BridgeEvent) {
+        perform(core.handle(event, now: .now, wall: Date()))
+    }
 
     private func perform(_ actions: [BridgeAction]) {
         for action in actions {
@@ -499,7 +503,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in
-                    timed("a store update's outcome") { perform(core.storeUpdated(operation.id, result.mapError { $0 }, now: .now)) }
+                    timed("a store update's outcome") { decide(.storeUpdated(operation: operation.id, result.mapError { $0 })) }
                     // The bridge's own change reaches the core now, not when inotify reports it.
                     if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending {
                         if reading { readAgain = true } else { readStore() }
@@ -521,7 +525,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .armTimer(deadline):
                 timer?.cancel()
                 timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in
-                    inOrder { [self] in timed("the invoke deadline timer") { perform(core.timerFired(now: .now)) } }
+                    inOrder { [self] in timed("the invoke deadline timer") { decide(.timerFired) } }
                 }
             }
         }

@@ -1,0 +1,84 @@
+import FoundationEssentials
+import LanbridgeProtocol
+import LanbridgeState
+
+/// Everything that happens to the bridge, as the core hears it: one entry point,
+/// `BridgeCore.handle(_:now:wall:)`, with the time passed in (issue 39 §2). The driver turns
+/// sockets, files and timers into these and carries out the actions that come back.
+enum BridgeEvent {
+    // Nodes
+    case opened(BridgeCore.Opening)
+    case received([UInt8], from: ConnectionID)
+    /// A message already read off the relay loop (a large one).
+    case receivedRead(SessionMessages.Checked, size: Int, from: ConnectionID)
+    case closed(ConnectionID)
+    // The gateway link, and the operator's control socket
+    case request(method: String, params: JSONValue?, from: AnswerTarget)
+    case gatewayUp(generation: Int)
+    case gatewayDown(generation: Int)
+    case gatewayDrained(generation: Int, droppedEvents: Int)
+    case gatewayAnswered(id: String, Result<JSONValue?, ErrorMessage>, generation: Int)
+    case controlLeft(Set<Int>)
+    // An OpenClaw gateway's per-node sockets
+    case openClawInvoke(node: Fingerprint, OpenClawNodeSession.Invoke)
+    case openClawCancel(node: Fingerprint, invokeID: String)
+    case openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?)
+    case openClawEventAnswered(tag: String, Result<JSONValue?, ErrorMessage>)
+    // The store
+    case storeChanged(PairingState, version: String)
+    case storeUnreadable(any Error)
+    case storeUpdated(operation: Int, Result<StoreOperation.Outcome, any Error>)
+    // Time
+    case timerFired
+    case tick
+    case pingAll
+    // What the daemon set up, and changes of it
+    case reload(BridgeSettings)
+    case listening([String], reachable: [String])
+    case advertising(String, name: String?)
+    case gatewayStatus(String)
+    case controlSocket(String)
+    case console(String)
+    case canvas(CanvasRelayInfo, status: RuntimeStatus.Canvas)
+    case canvasCertificateRotated(sha256: String)
+    case openClawApps([String])
+    case shutdown
+}
+
+extension BridgeCore {
+    /// The core's one entry point: an event and the time, the actions to carry out.
+    mutating func handle(_ event: BridgeEvent, now: Moment, wall: Date) -> [BridgeAction] {
+        switch event {
+        case let .opened(opening): opened(opening, now: now, wall: wall)
+        case let .received(bytes, id): received(bytes, from: id, now: now, wall: wall)
+        case let .receivedRead(read, size, id): received(read, size: size, from: id, now: now, wall: wall)
+        case let .closed(id): channelClosed(id, now: now)
+        case let .request(method, params, target): request(method: method, params: params, from: target, now: now, wall: wall)
+        case let .gatewayUp(generation): gatewayUp(generation, now: now)
+        case let .gatewayDown(generation): gatewayDown(generation, now: now)
+        case let .gatewayDrained(generation, dropped): gatewayDrained(generation, droppedEvents: dropped)
+        case let .gatewayAnswered(id, result, generation): gatewayAnswered(id, result, generation: generation)
+        case let .controlLeft(tokens): controlLeft(tokens, now: now)
+        case let .openClawInvoke(node, invoke): openClawInvoke(node: node, invoke, now: now, wall: wall)
+        case let .openClawCancel(node, invokeID): openClawCancel(node: node, invokeID: invokeID, now: now)
+        case let .openClawSession(node, deviceId, state, approval): openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)
+        case let .openClawEventAnswered(tag, result): openClawEventAnswered(tag, result)
+        case let .storeChanged(state, version): storeChanged(state, version: version, now: now)
+        case let .storeUnreadable(error): storeUnreadable(error)
+        case let .storeUpdated(operation, result): storeUpdated(operation, result, now: now)
+        case .timerFired: timerFired(now: now)
+        case .tick: tick(now: now, wall: wall)
+        case .pingAll: pingAll()
+        case let .reload(settings): reload(settings)
+        case let .listening(addresses, reachable): setListening(addresses, reachable: reachable)
+        case let .advertising(status, name): setAdvertising(status, name: name)
+        case let .gatewayStatus(status): setGatewayStatus(status)
+        case let .controlSocket(path): setControlSocket(path)
+        case let .console(url): setConsole(url)
+        case let .canvas(info, status): setCanvas(info, status: status)
+        case let .canvasCertificateRotated(sha256): canvasCertificateRotated(sha256, now: now, wall: wall)
+        case let .openClawApps(urls): setOpenClawApps(urls)
+        case .shutdown: shutdown(now: now, wall: wall)
+        }
+    }
+}
