@@ -42,9 +42,9 @@ struct BridgeCoreOpenClawTests {
         let approval = RuntimeStatus.GatewayApproval.commands(["camera.snap"])
         _ = core.openClawSession(node: node, deviceId: "dev", state: approval.summary, approval: approval)
         _ = core.opened(base.opening(2), now: base.t0 + 1, wall: base.wall)
-        #expect(core.runtime.nodes[node.description]?.gatewayDeviceId == "dev")
-        #expect(core.runtime.nodes[node.description]?.gatewaySession == approval.summary)
-        #expect(core.runtime.nodes[node.description]?.gatewayApproval == approval)
+        #expect(core.runtimeFile().nodes[node.description]?.gatewayDeviceId == "dev")
+        #expect(core.runtimeFile().nodes[node.description]?.gatewaySession == approval.summary)
+        #expect(core.runtimeFile().nodes[node.description]?.gatewayApproval == approval)
     }
 
     /// Issue 23: a rule change reached the gateway only at the node's next connection.

@@ -109,7 +109,7 @@ struct BridgeCoreTests {
         #expect(second.contains { if case .close(1) = $0 { true } else { false } })
         // The old channel's close arrives later: still nothing for the gateway.
         #expect(Self.events(core.channelClosed(1, now: t0 + 2)) == [])
-        #expect(core.runtime.nodes[nodeId] != nil, "the node is still connected")
+        #expect(core.runtimeFile().nodes[nodeId] != nil, "the node is still connected")
         #expect(Self.events(core.channelClosed(2, now: t0 + 3)) == ["disconnected"])
     }
 

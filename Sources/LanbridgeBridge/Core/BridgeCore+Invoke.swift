@@ -96,7 +96,7 @@ extension BridgeCore {
     }
 
     func describing(node: PairedNode, wall: Date) -> NodeDescription {
-        NodeDescription(node, live: runtime.nodes[node.nodeId.description], policy: settings.policy, now: wall)
+        NodeDescription(node, live: live[node.nodeId], policy: settings.policy, now: wall)
     }
 
     /// By ID through the index, else by display name.

@@ -43,10 +43,10 @@ extension BridgeCore {
 
     /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
     mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) -> [BridgeAction] {
-        if runtime.nodes[node.description] != nil {
-            runtime.nodes[node.description]?.gatewayDeviceId = deviceId
-            runtime.nodes[node.description]?.gatewaySession = state
-            runtime.nodes[node.description]?.gatewayApproval = approval
+        if live[node] != nil {
+            live[node]?.gatewayDeviceId = deviceId
+            live[node]?.gatewaySession = state
+            live[node]?.gatewayApproval = approval
             runtimeChanged = true
         }
         return drain()

@@ -199,13 +199,13 @@ extension BridgeCore {
         }
         sessions[connection.nodeId] = id
         seen.insert(connection.nodeId)
-        let previous = runtime.nodes[connection.nodeId.description]
-        runtime.nodes[connection.nodeId.description] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground,
+        let previous = live[connection.nodeId]
+        live[connection.nodeId] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground,
                                                                            connectedAt: connection.connectedAt)
         // A session that replaces another keeps the node's gateway socket, and so its state.
-        runtime.nodes[connection.nodeId.description]?.gatewayDeviceId = previous?.gatewayDeviceId
-        runtime.nodes[connection.nodeId.description]?.gatewaySession = previous?.gatewaySession
-        runtime.nodes[connection.nodeId.description]?.gatewayApproval = previous?.gatewayApproval
+        live[connection.nodeId]?.gatewayDeviceId = previous?.gatewayDeviceId
+        live[connection.nodeId]?.gatewaySession = previous?.gatewaySession
+        live[connection.nodeId]?.gatewayApproval = previous?.gatewayApproval
         runtimeChanged = true
         logger.info("node connected", metadata: meta(connection))
         emit(.connected, node: connection.nodeId, ["address": .string(connection.address)])

@@ -22,7 +22,11 @@ struct BridgeCore {
 
     private(set) var settings: BridgeSettings
     var gate: InvokeGate
+    /// What runtime.json says but the nodes (its `nodes` is built from `live` when published).
     var runtime: RuntimeStatus
+    /// The connected, paired nodes, by node: the live table the core decides with (issue 39 §2),
+    /// apart from the file's model, which keys them by text.
+    var live: [Fingerprint: RuntimeStatus.Node] = [:]
 
     var connections: [ConnectionID: Connection] = [:]
     /// The live paired session of each node (one at most: a reconnect replaces the old one).
@@ -110,11 +114,18 @@ struct BridgeCore {
 
     // MARK: - Plumbing
 
+    /// runtime.json as it stands: the status, with the live nodes keyed as the file keys them.
+    func runtimeFile() -> RuntimeStatus {
+        var file = runtime
+        file.nodes = Dictionary(uniqueKeysWithValues: live.map { ($0.key.description, $0.value) })
+        return file
+    }
+
     /// Ends an event: the actions it produced, with the runtime file's publication last.
     mutating func drain() -> [BridgeAction] {
         if runtimeChanged {
             runtimeChanged = false
-            actions.append(.publishRuntime(runtime))
+            actions.append(.publishRuntime(runtimeFile()))
         }
         let lines = logger.take(), counts = metrics.take()
         if !lines.isEmpty { actions.append(.log(lines)) }
@@ -254,7 +265,7 @@ struct BridgeCore {
         if connection.isPaired, sessions[connection.nodeId] == nil { canvasSessionEnded(connection.nodeId) }
         // A replaced session closing is not the node going away.
         guard connection.isPaired, !connection.replaced, sessions[connection.nodeId] == nil,
-              runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil else { return }
+              live.removeValue(forKey: connection.nodeId) != nil else { return }
         runtimeChanged = true
         logger.info("node disconnected", metadata: meta(connection))
         seen.insert(connection.nodeId)
@@ -347,7 +358,7 @@ struct BridgeCore {
     mutating func announceState(of id: ConnectionID) {
         guard let connection = connections[id] else { return }
         connections[id]?.announcedForeground = connection.foreground
-        runtime.nodes[connection.nodeId.description]?.foreground = connection.foreground
+        live[connection.nodeId]?.foreground = connection.foreground
         runtimeChanged = true
         logger.info("node moved to the \(connection.foreground ? "foreground" : "background")", metadata: meta(connection))
         emit(connection.foreground ? .foreground : .background, node: connection.nodeId)
@@ -406,7 +417,7 @@ struct BridgeCore {
                 sessions[connection.nodeId] = nil
                 canvasSessionEnded(connection.nodeId)
                 buckets.forget(connection.nodeId)
-                if runtime.nodes.removeValue(forKey: connection.nodeId.description) != nil { runtimeChanged = true }
+                if live.removeValue(forKey: connection.nodeId) != nil { runtimeChanged = true }
             default:
                 break
             }

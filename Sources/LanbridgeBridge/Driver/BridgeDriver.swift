@@ -275,7 +275,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// What `/healthz` and the gauges report, read on the loop.
     func snapshot() -> EventLoopFuture<BridgeHealth.Snapshot> {
         loop.submit { [self] in
-            let nodes = core.runtime.nodes.values
+            let nodes = core.live.values
             return BridgeHealth.Snapshot(
                 listening: !core.runtime.listening.isEmpty && !stopped, storeReadable: core.storeReadable,
                 gatewayConfigured: core.gateway.configured, gatewayUp: link != nil, gatewayStatus: core.runtime.gateway ?? "off",
@@ -318,7 +318,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             _ = core.handle(.listening(addresses, reachable: reachable), now: .now, wall: Date())  // written below, not published
             runtimeToWrite = nil  // written here and now
             lastRuntimeWrite = .now()
-            return core.runtime
+            return core.runtimeFile()
         }.get()
         guard let status else { return }
         let file = io.runtimeFile
