@@ -91,19 +91,11 @@ struct BridgeCoreSequenceTests {
         }
     }
 
+    /// BridgeCoreTests' core: one paired node, the gateway link up.
     static func makeRun() throws -> Run {
-        let key = X25519.KeyPair.generate()
-        var state = PairingState()
-        let wall = Date(timeIntervalSince1970: 1_800_000_000)
-        let details = NodeDetails(displayName: "phone", platform: "ios", commands: ["device.info", "camera.snap"], flags: .init(requiresForeground: true))
-        let request = try state.requestPairing(key: PublicKey(bytes: key.publicKey)!, details: details, source: "10.0.0.5", now: wall)
-        state.setCode("123456", requestId: request.requestId)
-        _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: ["device.info", "camera.snap"]), now: wall)
-        var core = BridgeCore(name: "test", settings: BridgeSettings(), pairingTiming: .standard,
-                              runtime: RuntimeStatus(bridgeName: "test", listening: [], startedAt: wall),
-                              initial: state, pairedVersion: "v1", logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        core.gateway.configured = true
-        var run = Run(core: core, key: key, state: state)
+        let base = BridgeCoreTests()
+        let core = try base.core(gatewayUp: false)
+        var run = Run(core: core, key: base.phoneKey, state: core.lastState)
         run.take(run.core.gatewayUp(1, now: run.now), step: "start")
         return run
     }
