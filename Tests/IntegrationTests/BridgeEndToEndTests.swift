@@ -56,7 +56,9 @@ struct BridgeEndToEndTests {
     }
 
     @Test func aWaitingNodeIsToldWhenItsRequestExpires() throws {
-        let bridge = try BridgeDaemon(arguments: ["--pairing-ttl", "1s", "--pairing-max-wait", "2s"])
+        // Long enough for the request to be recorded and shown (pair.pending) before it lapses on a
+        // loaded machine (1 s lapsed first under a CPU hog, and the node never saw its code).
+        let bridge = try BridgeDaemon(arguments: ["--pairing-ttl", "4s", "--pairing-max-wait", "5s"])
         let node = try SimulatedNode(port: bridge.port)
         let request = String(try node.waitFor("code").split(separator: " ")[2])
         #expect(try node.waitFor("fatal").contains("expired"))
