@@ -2,7 +2,8 @@
 import PackageDescription
 
 // Layers point one way, top to bottom:
-//   lanbridge (CLI)  ->  LanbridgeNet (SwiftNIO)  ->  LanbridgeState (files)
+//   lanbridge (CLI)  ->  LanbridgeBridge (driver on SwiftNIO)  ->  LanbridgeCore (decisions, no I/O)
+//   ->  LanbridgeNet (SwiftNIO)  ->  LanbridgeState (files)
 //   ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium or swift-crypto, by trait)
 let package = Package(
     name: "lanbridge",
@@ -15,6 +16,8 @@ let package = Package(
         .library(name: "LanbridgeNode", targets: ["LanbridgeNode"]),
         .library(name: "LanbridgeNodeTesting", targets: ["LanbridgeNodeTesting"]),
         .library(name: "LanbridgeProtocol", targets: ["LanbridgeProtocol"]),
+        // For Fuzz/ only: the core's random walk.
+        .library(name: "LanbridgeCoreWalk", targets: ["LanbridgeCoreWalk"]),
     ],
     // The crypto backend under LanbridgeCrypto: libsodium for the bridge (the default), or
     // swift-crypto (CryptoKit on Apple platforms) for node apps: `traits: ["SwiftCrypto"]` on the
@@ -90,10 +93,19 @@ let package = Package(
             name: "LanbridgeDiscovery",
             dependencies: ["CAvahiClient", "LanbridgeProtocol", .product(name: "Logging", package: "swift-log")]
         ),
+        // The bridge's decisions, sans I/O: events in, actions out (no NIO here, so none can creep in).
+        .target(
+            name: "LanbridgeCore",
+            dependencies: ["LanbridgeState", "LanbridgeProtocol", "LanbridgeCrypto", .product(name: "Logging", package: "swift-log")]
+        ),
+        // Random event sequences through the core, its invariants checked after each step: run by
+        // LanbridgeBridgeTests (seeded) and by Fuzz/ (libFuzzer's bytes choose the events).
+        .target(name: "LanbridgeCoreWalk", dependencies: ["LanbridgeCore", "LanbridgeState", "LanbridgeProtocol", "LanbridgeCrypto",
+                                                          .product(name: "Logging", package: "swift-log")], path: "Tests/CoreWalk"),
         .target(
             name: "LanbridgeBridge",
             dependencies: [
-                "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode",
+                "LanbridgeCore", "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -172,7 +184,7 @@ let package = Package(
         ),
         .testTarget(
             name: "LanbridgeBridgeTests",
-            dependencies: ["LanbridgeBridge", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
+            dependencies: ["LanbridgeBridge", "LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")]
         ),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanbridgeCrypto
+import LanbridgeCore
 import LanbridgeDiscovery
 import LanbridgeNet
 import LanbridgeTransport

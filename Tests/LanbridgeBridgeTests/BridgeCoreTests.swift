@@ -1,6 +1,8 @@
 import Foundation
 import LanbridgeCrypto
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
+import LanbridgeCoreWalk
 @testable import LanbridgeProtocol
 @testable import LanbridgeState
 import Logging
@@ -16,16 +18,7 @@ struct BridgeCoreTests {
     /// A core with one paired node (`camera.snap` and `device.info` allowed and declared) and a
     /// gateway link of generation 1 up.
     func core(gatewayUp: Bool = true) throws -> BridgeCore {
-        var state = PairingState()
-        let details = NodeDetails(displayName: "Ada's phone", platform: "ios", osVersion: "18", appVersion: "1", deviceModel: "x",
-                                  caps: ["camera"], commands: ["camera.snap", "device.info"], flags: .init(requiresForeground: true))
-        let request = try state.requestPairing(key: PublicKey(bytes: phoneKey.publicKey)!, details: details, source: "10.0.0.5", now: wall)
-        state.setCode("123456", requestId: request.requestId)
-        _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: ["camera.snap", "device.info"]), now: wall)
-        var core = BridgeCore(name: "test", settings: BridgeSettings(), pairingTiming: .standard,
-                              runtime: RuntimeStatus(bridgeName: "test", listening: [], startedAt: wall),
-                              initial: state, pairedVersion: "v1", logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        core.gateway.configured = true
+        var core = try CoreWalk.pairedCore(key: phoneKey, wall: wall)
         if gatewayUp { _ = core.gatewayUp(1, now: t0) }
         return core
     }

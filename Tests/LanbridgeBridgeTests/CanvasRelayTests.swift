@@ -1,4 +1,5 @@
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeState
 import Testing

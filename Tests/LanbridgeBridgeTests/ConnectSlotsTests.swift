@@ -1,4 +1,5 @@
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 import Testing
 
 struct ConnectSlotsTests {

@@ -2,6 +2,7 @@ import Foundation
 import NIOHTTP1
 import Testing
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 
 /// The console's login links and sessions, bound to the uid that asked, on a fake clock.
 struct ConsoleSessionsTests {

@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeCrypto
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState

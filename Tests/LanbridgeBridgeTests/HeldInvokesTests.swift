@@ -1,5 +1,7 @@
 import Foundation
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
+import LanbridgeCrypto
 @testable import LanbridgeProtocol
 @testable import LanbridgeState
 import Testing
@@ -20,6 +22,12 @@ extension BridgeCoreTests {
 
     func state(_ foreground: Bool) -> [UInt8] { Array("{\"type\":\"state\",\"foreground\":\(foreground)}".utf8) }
 
+    /// The node connects (connection 1) and says it is in the background.
+    func connectInBackground(_ core: inout BridgeCore) {
+        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+    }
+
     func ask(_ core: inout BridgeCore, _ params: JSONValue, id: String, at now: Moment) -> [BridgeAction] {
         core.request(method: GatewayMethod.nodeInvoke, params: params, from: .gateway(generation: 1, requestID: id), now: now, wall: wall)
     }
@@ -30,8 +38,7 @@ extension BridgeCoreTests {
 
     @Test func aHeldInvokeRunsWhenTheNodeComesToTheFront() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&core)
         let asked = ask(&core, held(), id: "g1", at: t0)
         #expect(Self.answers(asked).isEmpty && Self.invokeSent(asked) == nil, "held: neither answered nor sent")
         let front = core.received(state(true), from: 1, now: t0 + 2, wall: wall)
@@ -55,8 +62,7 @@ extension BridgeCoreTests {
 
     @Test func aHeldInvokeThatExpiresSaysItWasHeldAndHowLong() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&core)
         _ = ask(&core, held(maxMs: 5000), id: "g1", at: t0)
         #expect(Self.answers(core.timerFired(now: t0 + 4)).isEmpty)
         let error = try #require(Self.failure(core.timerFired(now: t0 + 5)))
@@ -129,8 +135,7 @@ extension BridgeCoreTests {
 
     @Test func aHeldInvokeWakesItsNodeOncePerThirtySeconds() throws {
         var core = try coreWithWakeHook()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&core)
         let first = Self.wakes(ask(&core, held("camera.snap", maxMs: 60000), id: "g1", at: t0))
         let call = try #require(first.first)
         #expect(first.count == 1 && call.command == "camera.snap" && call.why == ErrorMessage.backgroundUnavailable && call.holdMs == 60000)
@@ -144,12 +149,10 @@ extension BridgeCoreTests {
 
     @Test func nothingIsWokenWithoutAHookOrWithoutHold() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&core)
         #expect(Self.wakes(ask(&core, held(), id: "g1", at: t0)).isEmpty, "no wake.exec: no wake")
         var hooked = try coreWithWakeHook()
-        _ = hooked.opened(opening(1), now: t0, wall: wall)
-        _ = hooked.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&hooked)
         #expect(Self.wakes(ask(&hooked, invoke("camera.snap"), id: "g1", at: t0)).isEmpty, "a fast-fail wakes nothing")
         #expect(Self.wakes(ask(&hooked, invoke("canvas.hide"), id: "g2", at: t0)).isEmpty && Self.wakes(ask(&hooked, held("device.info"), id: "g3", at: t0)).isEmpty,
                 "a command that runs in the background is not held, and wakes nothing")
@@ -159,8 +162,7 @@ extension BridgeCoreTests {
 extension BridgeCoreTests {
     @Test func anOperatorWhoLeavesTakesTheirHeldInvokesAlong() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&core)
         _ = core.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5), now: t0, wall: wall)
         _ = ask(&core, held(), id: "g1", at: t0)
         let left = core.controlLeft([5], now: t0 + 1)
@@ -181,8 +183,7 @@ extension BridgeCoreTests {
 
     @Test(arguments: [true, false]) func aCancelRemovesAHeldInvokeAndItNeverRuns(byKey: Bool) throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        connectInBackground(&core)
         _ = ask(&core, held(key: "k-held"), id: "g1", at: t0)
         let cancelled = core.request(method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"),
                                      from: .gateway(generation: 1, requestID: "c1"), now: t0 + 1, wall: wall)
@@ -221,5 +222,111 @@ extension BridgeCoreTests {
         // The gateway may not ask it.
         #expect(Self.failure(core.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x"), now: t0 + 2, wall: wall))?.code
                 == ErrorMessage.unknownMethod)
+    }
+}
+
+/// The sub-machine alone (issue 39 §2): events in, endings and verdicts out, on a fake clock,
+/// without a core.
+struct HeldInvokesMachineTests {
+    let t0 = Moment(seconds: 1000)
+    let base = BridgeCoreTests()
+
+    func node() throws -> PairedNode { try #require(try base.core().lastState.paired.nodes.first) }
+
+    func entry(_ command: String, asker: AnswerTarget, holdMs: Int = 5000, at now: Moment, bytes: Int = 10) throws -> HeldInvokes.Entry {
+        var params = base.held(command, maxMs: holdMs)
+        if case var .object(fields) = params { fields["nodeId"] = .string(base.nodeId); params = .object(fields) }
+        let request = try InvokeRequest(params: params)
+        return .init(request: request, origin: .gateway, waiter: .init(target: asker, slot: nil, command: command, started: now),
+                     expires: now + Double(holdMs) / 1000, bytes: bytes,
+                     refusal: ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "in the background", details: ["command": .string(command)], retryable: true))
+    }
+
+    @Test func boundsRefuseTheNewestAndKeepTheRest() throws {
+        var held = HeldInvokes()
+        held.limits = .init(perNode: 2, total: 10, bytes: 100)
+        let node = try node()
+        for n in 0..<2 { #expect(held.hold(try entry("camera.snap", asker: .control(n), at: t0), node: node, hook: .init(), now: t0) == .held(wake: nil)) }
+        guard case let .refused(error) = held.hold(try entry("camera.snap", asker: .control(9), at: t0), node: node, hook: .init(), now: t0) else {
+            Issue.record("a third for the node passes perNode 2"); return
+        }
+        #expect(error.code == ErrorMessage.holdLimit && error.retryable == true && error.details?["command"] == "camera.snap")
+        #expect(held.count == 2 && held.bytes == 20)
+        held.limits.perNode = 16
+        guard case .refused = held.hold(try entry("camera.snap", asker: .control(10), at: t0, bytes: 81), node: node, hook: .init(), now: t0) else {
+            Issue.record("100 bytes passed"); return
+        }
+    }
+
+    @Test func expiryEndsOnlyWhatIsDueSayingHowLongItWaited() throws {
+        var held = HeldInvokes()
+        let node = try node()
+        _ = held.hold(try entry("camera.snap", asker: .control(1), holdMs: 1000, at: t0), node: node, hook: .init(), now: t0)
+        _ = held.hold(try entry("device.info", asker: .control(2), holdMs: 3000, at: t0), node: node, hook: .init(), now: t0)
+        #expect(held.nextDeadline == t0 + 1)
+        #expect(held.expire(now: t0 + 0.999).isEmpty)
+        let ended = held.expire(now: t0 + 1.5)
+        #expect(ended.map(\.waiter.target) == [.control(1)])
+        #expect(ended.first?.error.code == ErrorMessage.backgroundUnavailable && ended.first?.error.details?["held"] == true
+                && ended.first?.error.details?["waitedMs"] == 1500 && ended.first?.error.details?["command"] == "camera.snap")
+        #expect(held.count == 1 && held.nextDeadline == t0 + 3)
+    }
+
+    @Test func eachLeavingAskerTakesOnlyItsOwn() throws {
+        var held = HeldInvokes()
+        let node = try node()
+        for asker: AnswerTarget in [.control(1), .gateway(generation: 1, requestID: "a"), .gateway(generation: 2, requestID: "b"), .control(2)] {
+            _ = held.hold(try entry("camera.snap", asker: asker, at: t0), node: node, hook: .init(), now: t0)
+        }
+        #expect(held.askersLeft([1]).map(\.waiter.target) == [.control(1)])
+        let dropped = held.gatewayLeft(1)
+        #expect(dropped.map(\.waiter.target) == [.gateway(generation: 1, requestID: "a")] && dropped.first?.error.code == ErrorMessage.unavailable)
+        let cancelled = held.cancel(node: node.nodeId) { $0.target == .control(2) }
+        #expect(cancelled.map(\.waiter.target) == [.control(2)] && cancelled.first?.error.code == ErrorMessage.cancelled)
+        #expect(held.cancel(node: Fingerprint(publicKey: X25519.KeyPair.generate().publicKey)) { _ in true }.isEmpty, "another node's cancel touches nothing")
+        #expect(held.revoked { _ in false }.isEmpty)
+        let revoked = held.revoked { $0 == node.nodeId }
+        #expect(revoked.map(\.waiter.target) == [.gateway(generation: 2, requestID: "b")] && revoked.first?.error.code == ErrorMessage.nodeNotFound)
+        #expect(held.isEmpty && held.bytes == 0)
+    }
+
+    @Test func takenEntriesPutBackStayAheadOfNewerOnes() throws {
+        var held = HeldInvokes()
+        let node = try node()
+        for n in 0..<3 { _ = held.hold(try entry("camera.snap", asker: .control(n), at: t0), node: node, hook: .init(), now: t0) }
+        let taken = held.take(node: node.nodeId)
+        #expect(taken.map(\.waiter.target) == [.control(0), .control(1), .control(2)] && held.isEmpty)
+        _ = held.hold(try entry("camera.snap", asker: .control(3), at: t0), node: node, hook: .init(), now: t0)
+        held.putBack(Array(taken[1...]), node: node.nodeId)
+        #expect(held.take(node: node.nodeId).map(\.waiter.target) == [.control(1), .control(2), .control(3)])
+    }
+
+    @Test func theHookIsCalledOncePerNodePerInterval() throws {
+        var held = HeldInvokes()
+        let node = try node()
+        var hook = BridgeSettings.Wake()
+        hook.exec = "/usr/local/lib/lanbridge/wake"
+        guard case let .held(wake?) = held.hold(try entry("camera.snap", asker: .control(1), at: t0), node: node, hook: hook, now: t0) else {
+            Issue.record("no wake for the first hold"); return
+        }
+        #expect(wake.node == node.nodeId && wake.why == ErrorMessage.backgroundUnavailable && wake.heldAt == t0)
+        #expect(held.hold(try entry("camera.snap", asker: .control(2), at: t0), node: node, hook: hook, now: t0 + 29) == .held(wake: nil))
+        guard case .held(_?) = held.hold(try entry("camera.snap", asker: .control(3), at: t0), node: node, hook: hook, now: t0 + BridgeSettings.Wake.intervalSeconds) else {
+            Issue.record("no wake after the interval"); return
+        }
+    }
+}
+
+/// Found by Fuzz/'s `core` walk: an invoke still held when the bridge stopped was never answered
+/// (its asker waited for a link that was going away, and its idempotency slot stayed "running").
+extension BridgeCoreTests {
+    @Test func aHeldInvokeHearsTheBridgeStop() throws {
+        var core = try core()
+        connectInBackground(&core)
+        _ = core.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5), now: t0, wall: wall)
+        #expect(core.held.count == 1)
+        let stopped = core.shutdown(now: t0 + 1, wall: wall)
+        let error = try #require(Self.failure(stopped))
+        #expect(Self.answers(stopped).map(\.0) == [.control(5)] && error.code == ErrorMessage.unavailable && error.retryable == true && core.held.isEmpty)
     }
 }

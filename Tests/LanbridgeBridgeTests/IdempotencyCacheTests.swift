@@ -1,5 +1,6 @@
 import Foundation
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 @testable import LanbridgeProtocol
 import Testing
 

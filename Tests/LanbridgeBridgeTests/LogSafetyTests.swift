@@ -1,5 +1,6 @@
 import Foundation
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 @testable import LanbridgeNet
 @testable import LanbridgeProtocol
 import Logging

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LanbridgeBridge
+@testable import LanbridgeCore
 import NIOCore
 import NIOPosix
 import Testing

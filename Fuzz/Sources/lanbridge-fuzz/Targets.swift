@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCoreWalk
 import LanbridgeCrypto
 import LanbridgeProtocol
 
@@ -7,7 +8,7 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, openclawapp
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, openclawapp, core
 }
 
 let target: Target = {
@@ -43,8 +44,19 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .canvasurl: canvasURL(bytes)
     case .canvasrequest: canvasRequest(bytes)
     case .openclawapp: openClawApp(bytes)
+    case .core: core(bytes)
     }
     return 0
+}
+
+/// The bridge's core, walked by the input: each byte chooses an event (a node connects, answers,
+/// goes to the background; the gateway asks, holds, drops; the operator revokes; time passes), and
+/// the core's promises are checked after every step (`CoreWalk`).
+func core(_ bytes: [UInt8]) {
+    guard var walk = try? CoreWalk() else { return invariant(false, "the walk's core starts") }
+    var choices = CoreWalk.Bytes(bytes)
+    walk.walk(&choices, steps: 4096)
+    invariant(walk.problems.isEmpty, "the core kept its promises: \(walk.problems.prefix(3))")
 }
 
 /// Frames out never exceed the limit, and re-framing them gives back the bytes consumed.

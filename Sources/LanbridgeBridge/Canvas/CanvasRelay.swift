@@ -1,5 +1,6 @@
 import Logging
 import LanbridgeProtocol
+import LanbridgeCore
 import LanbridgeState
 import LanbridgeTransport
 import NIOConcurrencyHelpers

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanbridgeCrypto
+import LanbridgeCore
 import LanbridgeNet
 import LanbridgeTransport
 import LanbridgeProtocol
@@ -57,7 +58,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     private var flushScheduled = false
 
     private var timer: Scheduled<Void>?
-    private var runtimeToWrite: RuntimeStatus?
+    /// runtime.json changed since it was last written (the write is due or scheduled).
+    private var runtimeDue = false
     private var lastRuntimeWrite = NIODeadline.distantPast
     private var stopped = false
 
@@ -316,7 +318,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     func setListening(_ addresses: [String], reachable: [String]) async {
         let status = try? await loop.submit { [self] in
             _ = core.handle(.listening(addresses, reachable: reachable), now: .now, wall: Date())  // written below, not published
-            runtimeToWrite = nil  // written here and now
+            runtimeDue = false  // written here and now
             lastRuntimeWrite = .now()
             return core.runtimeFile()
         }.get()
@@ -403,7 +405,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             decide(.shutdown)
             for (_, request) in controlRequests { request.promise.succeed(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))) }
             controlRequests.removeAll()
-            runtimeToWrite = nil
+            runtimeDue = false
         }.get()
         await io.finish(on: loop)
         io.runtimeFile.remove()
@@ -512,8 +514,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .audit(entries):
                 metrics.auditAppended(entries.count)
                 io.record(entries, on: loop)
-            case let .publishRuntime(status):
-                publishSoon(status)
+            case .publishRuntime:
+                publishSoon()
             case let .replaceInvites(state):
                 invites.replace(with: state)
             case let .releaseSlot(slot):
@@ -559,11 +561,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// runtime.json is written at once after a quiet spell, and at most every 50 ms under a burst
     /// (with the latest status): one change shows as soon as it happens, and a thousand nodes
     /// reconnecting cost a few writes, not a thousand.
-    private func publishSoon(_ status: RuntimeStatus) {
-        guard !stopped else { return }
-        let scheduled = runtimeToWrite != nil
-        runtimeToWrite = status
-        guard !scheduled else { return }
+    private func publishSoon() {
+        guard !stopped, !runtimeDue else { return }
+        runtimeDue = true
         let due = lastRuntimeWrite + Self.runtimeInterval
         if due <= .now() { return writeRuntime() }
         loop.scheduleTask(deadline: due) { [self] in writeRuntime() }
@@ -572,10 +572,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     private static let runtimeInterval = TimeAmount.milliseconds(50)
 
     private func writeRuntime() {
-        guard let status = runtimeToWrite, !stopped else { return }
-        runtimeToWrite = nil
+        guard runtimeDue, !stopped else { return }
+        runtimeDue = false
         lastRuntimeWrite = .now()
-        io.publish(status, on: loop)
+        io.publish(core.runtimeFile(), on: loop)
     }
 }
 

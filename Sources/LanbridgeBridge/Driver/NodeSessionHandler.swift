@@ -1,5 +1,6 @@
 import LanbridgeNet
 import LanbridgeProtocol
+import LanbridgeCore
 import LanbridgeTransport
 import NIOCore
 

@@ -1,5 +1,6 @@
 import CoreMetrics
 import LanbridgeProtocol
+import LanbridgeCore
 import LanbridgeState
 import NIOConcurrencyHelpers
 

@@ -1,4 +1,5 @@
 import LanbridgeCrypto
+import LanbridgeCore
 import LanbridgeNet
 import LanbridgeProtocol
 import LanbridgeState

@@ -1,6 +1,7 @@
 import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeNet
+import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeState
 import Logging

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanbridgeProtocol
+import LanbridgeCore
 import LanbridgeState
 
 // The core decides a store change (`StoreOperation`); this carries it out, on StateIO's thread.

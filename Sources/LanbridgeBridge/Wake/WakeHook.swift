@@ -3,6 +3,7 @@ import Dispatch
 import Glibc
 import LanbridgeFiles
 import LanbridgeProtocol
+import LanbridgeCore
 import LanbridgeState
 import Logging
 import NIOConcurrencyHelpers

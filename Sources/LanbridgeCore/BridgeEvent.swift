@@ -5,7 +5,7 @@ import LanbridgeState
 /// Everything that happens to the bridge, as the core hears it: one entry point,
 /// `BridgeCore.handle(_:now:wall:)`, with the time passed in (issue 39 §2). The driver turns
 /// sockets, files and timers into these and carries out the actions that come back.
-enum BridgeEvent {
+package enum BridgeEvent {
     // Nodes
     case opened(BridgeCore.Opening)
     case received([UInt8], from: ConnectionID)
@@ -47,7 +47,7 @@ enum BridgeEvent {
 
 extension BridgeCore {
     /// The core's one entry point: an event and the time, the actions to carry out.
-    mutating func handle(_ event: BridgeEvent, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func handle(_ event: BridgeEvent, now: Moment, wall: Date) -> [BridgeAction] {
         switch event {
         case let .opened(opening): opened(opening, now: now, wall: wall)
         case let .received(bytes, id): received(bytes, from: id, now: now, wall: wall)

@@ -9,14 +9,14 @@ import LanbridgeProtocol
 /// another node's window, and thousands of small invokes a second keep the whole 120 s (a count of
 /// 256 for everyone let a retry of `sms.send` run twice once the bridge was busy). Over a budget,
 /// the oldest answers go first.
-struct IdempotencyCache {
-    typealias Answer = Result<InvokePayload, ErrorMessage>
+package struct IdempotencyCache {
+    package typealias Answer = Result<InvokePayload, ErrorMessage>
 
-    static let keepFor: TimeInterval = 120
-    static let maxBytesPerNode = 4 << 20
-    static let maxBytes = 32 << 20
+    package static let keepFor: TimeInterval = 120
+    package static let maxBytesPerNode = 4 << 20
+    package static let maxBytes = 32 << 20
     /// What an entry costs beyond its key and answer (the table, the queues, the digest).
-    static let entryOverhead = 160
+    package static let entryOverhead = 160
 
     private enum State {
         case running([AnswerTarget])
@@ -25,11 +25,11 @@ struct IdempotencyCache {
 
     /// What the key was used for: a reuse for anything else is refused, never answered from here.
     private struct Entry {
-        var request: [UInt8]
-        var node: String
-        var state: State
+        package var request: [UInt8]
+        package var node: String
+        package var state: State
 
-        mutating func append(waiting target: AnswerTarget) {
+        package mutating func append(waiting target: AnswerTarget) {
             guard case var .running(waiting) = state else { return }
             state = .running([])  // released before appending, so the array is not copied
             waiting.append(target)
@@ -39,13 +39,13 @@ struct IdempotencyCache {
 
     /// Kept answers in the order they were kept (so, of time): every node's, and each node's.
     private struct Queue {
-        var items: [(serial: Int, key: String)] = []
-        var head = 0
-        var isEmpty: Bool { head == items.count }
-        var count: Int { items.count - head }
-        var first: (serial: Int, key: String)? { isEmpty ? nil : items[head] }
-        mutating func append(_ item: (serial: Int, key: String)) { items.append(item) }
-        mutating func removeFirst() {
+        package var items: [(serial: Int, key: String)] = []
+        package var head = 0
+        package var isEmpty: Bool { head == items.count }
+        package var count: Int { items.count - head }
+        package var first: (serial: Int, key: String)? { isEmpty ? nil : items[head] }
+        package mutating func append(_ item: (serial: Int, key: String)) { items.append(item) }
+        package mutating func removeFirst() {
             head += 1
             if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
             else if head > 1024, head * 2 > items.count { items.removeFirst(head); head = 0 }
@@ -59,7 +59,7 @@ struct IdempotencyCache {
     private var bytesByNode: [String: Int] = [:]
     private var serial = 0
 
-    enum Start {
+    package enum Start {
         case run
         case answered(Answer)
         case wait
@@ -69,7 +69,7 @@ struct IdempotencyCache {
 
     /// Called before running, with a digest of the request (`request`) and the node it is for;
     /// `.wait` means call `join`.
-    mutating func start(_ key: String, request: [UInt8], node: String, now: Moment) -> Start {
+    package mutating func start(_ key: String, request: [UInt8], node: String, now: Moment) -> Start {
         expire(now: now)
         switch entries[key] {
         case let entry? where entry.request != request:
@@ -87,14 +87,14 @@ struct IdempotencyCache {
     }
 
     /// Another asker waits for the running attempt's answer; false if there is none.
-    mutating func join(_ key: String, _ target: AnswerTarget) -> Bool {
+    package mutating func join(_ key: String, _ target: AnswerTarget) -> Bool {
         guard case .running? = entries[key]?.state else { return false }
         entries[key]?.append(waiting: target)
         return true
     }
 
     /// Records the answer; returns every retry that waited for it.
-    mutating func finish(_ key: String, _ answer: Answer, keep: Bool, now: Moment) -> [AnswerTarget] {
+    package mutating func finish(_ key: String, _ answer: Answer, keep: Bool, now: Moment) -> [AnswerTarget] {
         guard let entry = entries[key] else { return [] }
         let waiting: [AnswerTarget] = if case let .running(waiting) = entry.state { waiting } else { [] }
         guard keep else {
@@ -126,7 +126,7 @@ struct IdempotencyCache {
 
     /// Answers kept longer than `keepFor` go (the queue is in time order: only its head is looked
     /// at). Called with each use and by the core's tick, so a quiet bridge lets go too.
-    mutating func expire(now: Moment) {
+    package mutating func expire(now: Moment) {
         while let oldest = kept.first {
             guard let entry = entries[oldest.key], case let .done(_, at, serial, _) = entry.state, serial == oldest.serial else {
                 kept.removeFirst()  // forgotten already, over a budget
@@ -168,22 +168,22 @@ struct IdempotencyCache {
     }
 
     /// Bytes of kept answers, as the budgets count them.
-    var bytesKept: Int { bytes }
+    package var bytesKept: Int { bytes }
 
     /// What the cache holds, for the tests of its bounds.
-    struct Footprint: Equatable {
-        var entries = 0
+    package struct Footprint: Equatable {
+        package var entries = 0
         /// Items in the queue of everyone's answers.
-        var queued = 0
+        package var queued = 0
         /// Items in the longest node queue, and in all node queues.
-        var queuedByNode = 0
-        var queuedByNodeTotal = 0
-        var nodes = 0
-        var bytes = 0
-        var bytesByNode = 0
+        package var queuedByNode = 0
+        package var queuedByNodeTotal = 0
+        package var nodes = 0
+        package var bytes = 0
+        package var bytesByNode = 0
     }
 
-    var footprint: Footprint {
+    package var footprint: Footprint {
         Footprint(entries: entries.count, queued: kept.count, queuedByNode: keptByNode.values.map(\.count).max() ?? 0,
                   queuedByNodeTotal: keptByNode.values.reduce(0) { $0 + $1.count }, nodes: keptByNode.count,
                   bytes: bytes, bytesByNode: bytesByNode.values.reduce(0, +))

@@ -9,28 +9,29 @@ import LanbridgeState
 ///
 /// Capabilities are looked up by their SHA-256 and then compared in constant time, so neither a
 /// hash table nor `==` tells a guesser how close it came.
-struct CanvasGrants {
-    struct Grant {
-        let node: Fingerprint
-        let capability: [UInt8]
-        var expires: Moment
+package struct CanvasGrants {
+    package struct Grant {
+        package let node: Fingerprint
+        package let capability: [UInt8]
+        package var expires: Moment
     }
 
     /// The upstream capability a node's OpenClaw socket was given (`hello-ok.canvasHostUrl`,
     /// `node.canvas.capability.refresh`): never sent to the LAN.
-    struct Upstream: Equatable {
-        var capability: String
+    package struct Upstream: Equatable {
+        package var capability: String
+        package init(capability: String) { self.capability = capability }
     }
 
-    private(set) var byDigest: [[UInt8]: Grant] = [:]
+    package private(set) var byDigest: [[UInt8]: Grant] = [:]
     private var digestByNode: [Fingerprint: [UInt8]] = [:]
-    private(set) var upstream: [Fingerprint: Upstream] = [:]
+    package private(set) var upstream: [Fingerprint: Upstream] = [:]
     private var requests = RateBuckets()
 
-    var count: Int { byDigest.count }
+    package var count: Int { byDigest.count }
 
     /// A grant for `node`, replacing any it had.
-    mutating func grant(_ capability: String, node: Fingerprint, expires: Moment) {
+    package mutating func grant(_ capability: String, node: Fingerprint, expires: Moment) {
         revoke(node)
         let digest = SHA256.hash(Array(capability.utf8))
         byDigest[digest] = Grant(node: node, capability: Array(capability.utf8), expires: expires)
@@ -38,21 +39,21 @@ struct CanvasGrants {
     }
 
     /// The node's grant and its upstream capability go (its session ended, or it was revoked).
-    mutating func revoke(_ node: Fingerprint) {
+    package mutating func revoke(_ node: Fingerprint) {
         if let digest = digestByNode.removeValue(forKey: node) { byDigest[digest] = nil }
         requests.forget(node)
     }
 
     /// The node's capability, if it holds one (live or lapsed).
-    func capability(of node: Fingerprint) -> String? {
+    package func capability(of node: Fingerprint) -> String? {
         digestByNode[node].flatMap { byDigest[$0] }.map { String(decoding: $0.capability, as: UTF8.self) }
     }
 
-    func expiry(of node: Fingerprint) -> Moment? { digestByNode[node].flatMap { byDigest[$0]?.expires } }
+    package func expiry(of node: Fingerprint) -> Moment? { digestByNode[node].flatMap { byDigest[$0]?.expires } }
 
-    mutating func setUpstream(_ value: Upstream?, node: Fingerprint) { upstream[node] = value }
+    package mutating func setUpstream(_ value: Upstream?, node: Fingerprint) { upstream[node] = value }
 
-    enum Lookup: Equatable {
+    package enum Lookup: Equatable {
         case granted(Fingerprint)
         case unknown
         case expired
@@ -60,7 +61,7 @@ struct CanvasGrants {
     }
 
     /// The node a capability belongs to, if it is live; a hit extends it by `ttl`.
-    mutating func use(_ capability: String, now: Moment, ttl: Double, limits: BridgeSettings.Limits) -> Lookup {
+    package mutating func use(_ capability: String, now: Moment, ttl: Double, limits: BridgeSettings.Limits) -> Lookup {
         let presented = Array(capability.utf8)
         let digest = SHA256.hash(presented)
         guard let found = byDigest[digest], Self.constantTimeEqual(found.capability, presented) else { return .unknown }
@@ -75,11 +76,11 @@ struct CanvasGrants {
     }
 
     /// Grants past their time go (the core's tick).
-    mutating func expire(now: Moment) {
+    package mutating func expire(now: Moment) {
         for (_, grant) in byDigest where grant.expires <= now { revoke(grant.node) }
     }
 
-    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+    package static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
         guard a.count == b.count else { return false }
         var difference: UInt8 = 0
         for i in a.indices { difference |= a[i] ^ b[i] }
@@ -88,7 +89,7 @@ struct CanvasGrants {
 
     /// 18 random bytes in base64url (24 characters, 144 bits): the shape OpenClaw mints, so a
     /// node's relay URL is as long as the gateway's own.
-    static func mint(_ random: [UInt8]) -> String {
+    package static func mint(_ random: [UInt8]) -> String {
         let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
         var out: [UInt8] = []
         var i = 0
@@ -99,5 +100,5 @@ struct CanvasGrants {
         }
         return String(decoding: out, as: UTF8.self)
     }
-    static let randomBytes = 18
+    package static let randomBytes = 18
 }

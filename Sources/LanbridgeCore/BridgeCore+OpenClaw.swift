@@ -4,8 +4,8 @@ import LanbridgeState
 
 /// A paired node's comings and goings, for the OpenClaw gateway protocol: each connected node has
 /// its own socket at the gateway (`OpenClawLinks`), opened when it comes and closed when it goes.
-struct NodePresence: Sendable, Equatable {
-    enum Change: Sendable, Equatable {
+package struct NodePresence: Sendable, Equatable {
+    package enum Change: Sendable, Equatable {
         /// Connected: what it may be asked (OpenClaw's names of the commands its rules allow).
         case online(details: NodeDetails, commands: [String], foreground: Bool)
         /// Its rules (or the config's defaults) changed what it may be asked.
@@ -16,14 +16,14 @@ struct NodePresence: Sendable, Equatable {
         case revoked
     }
 
-    var node: Fingerprint
-    var change: Change
+    package var node: Fingerprint
+    package var change: Change
 }
 
 /// Invokes from an OpenClaw gateway: the same gate, rules and fast-fail as §12's `node.invoke`.
 extension BridgeCore {
     /// The gateway invoked a command on one node's socket.
-    mutating func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         let request = InvokeRequest(node: node.description, command: invoke.command, params: invoke.params,
                                     timeoutMs: invoke.timeoutMs, idempotencyKey: invoke.idempotencyKey)
@@ -32,7 +32,7 @@ extension BridgeCore {
     }
 
     /// The gateway cancelled an invoke on the node's socket (`node.invoke.cancel`): as §12's cancel.
-    mutating func openClawCancel(node: Fingerprint, invokeID: String, now: Moment) -> [BridgeAction] {
+    package mutating func openClawCancel(node: Fingerprint, invokeID: String, now: Moment) -> [BridgeAction] {
         self.now = now
         let target = AnswerTarget.openClaw(node: node, invokeID: invokeID)
         if !cancel(node: node, where: { $0.target == target }) {
@@ -42,7 +42,7 @@ extension BridgeCore {
     }
 
     /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
-    mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) -> [BridgeAction] {
+    package mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) -> [BridgeAction] {
         if live[node] != nil {
             live[node]?.gatewayDeviceId = deviceId
             live[node]?.gatewaySession = state
@@ -53,7 +53,7 @@ extension BridgeCore {
     }
 
     /// OpenClaw's names of the commands a paired node's rules let the gateway ask of it.
-    func openClawOffer(_ paired: PairedNode) -> [String] {
+    package func openClawOffer(_ paired: PairedNode) -> [String] {
         let rules = self.rules[paired.nodeId] ?? CompiledRules(paired.access)
         return paired.details.commands.filter { command in
             switch settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
@@ -65,7 +65,7 @@ extension BridgeCore {
 
     /// After a change of rules or defaults: each connected node whose offer changed re-offers it,
     /// at once, on its gateway socket (the node itself stays connected).
-    mutating func reofferChangedCommands() {
+    package mutating func reofferChangedCommands() {
         guard gateway.openClaw else { return }
         for (node, id) in sessions.sorted(by: { $0.value < $1.value }) {
             guard let connection = connections[id], connection.isPaired, let offered = connection.openClawOffer,
@@ -80,7 +80,7 @@ extension BridgeCore {
     /// What of a node's own event may reach the OpenClaw gateway (`OpenClawNodeEvents.catalogue`),
     /// or nil: refused names are audited (once a minute per node and name, with a count), refused
     /// rates are counted with the node's dropped events.
-    mutating func openClawEventPayload(_ event: NodeEvent, from connection: Connection, now: Moment, wall: Date) -> JSONValue? {
+    package mutating func openClawEventPayload(_ event: NodeEvent, from connection: Connection, now: Moment, wall: Date) -> JSONValue? {
         let payload = event.payload ?? .null
         func refuse(_ reason: String) -> JSONValue? {
             logger.notice("refused an event for the gateway: \(reason)", metadata: meta(connection, ["event": "\(event.event)"]))
@@ -111,7 +111,7 @@ extension BridgeCore {
     }
 
     /// The §12 node events, as presence changes for the OpenClaw links.
-    mutating func announcePresence(_ kind: NodeEventKind, node: Fingerprint) {
+    package mutating func announcePresence(_ kind: NodeEventKind, node: Fingerprint) {
         let change: NodePresence.Change
         switch kind {
         case .connected:

@@ -12,92 +12,90 @@ import Logging
 ///
 /// Time comes in with each event: `now` (monotonic) for deadlines and buckets, `wall` for what is
 /// stored or shown. Logs are written directly: they observe, they decide nothing.
-struct BridgeCore {
-    let name: String
-    let pairingTiming: PairingState.Timing
+package struct BridgeCore {
+    package let name: String
+    package let pairingTiming: PairingState.Timing
     /// What to log, recorded; the driver logs it (`.log` actions). Tests set its level.
-    var logger: CoreLog
+    package var logger: CoreLog
     /// The bridge's nonces for code challenges (tests give their own).
-    var random: @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
+    package var random: @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
 
-    private(set) var settings: BridgeSettings
-    var gate: InvokeGate
+    package private(set) var settings: BridgeSettings
+    package var gate: InvokeGate
     /// What runtime.json says but the nodes (its `nodes` is built from `live` when published).
-    var runtime: RuntimeStatus
+    package var runtime: RuntimeStatus
     /// The connected, paired nodes, by node: the live table the core decides with (issue 39 §2),
     /// apart from the file's model, which keys them by text.
-    var live: [Fingerprint: RuntimeStatus.Node] = [:]
+    package var live: [Fingerprint: RuntimeStatus.Node] = [:]
 
-    var connections: [ConnectionID: Connection] = [:]
+    package var connections: [ConnectionID: Connection] = [:]
     /// The live paired session of each node (one at most: a reconnect replaces the old one).
-    var sessions: [Fingerprint: ConnectionID] = [:]
+    package var sessions: [Fingerprint: ConnectionID] = [:]
 
     // The store, as last read.
-    var lastState: PairingState
+    package var lastState: PairingState
     /// paired.json's version (`PairingStore.pairedFileVersion`) that `lastState` came from.
-    var pairedVersion: String
-    var paired: [Fingerprint: PairedNode] = [:]
+    package var pairedVersion: String
+    package var paired: [Fingerprint: PairedNode] = [:]
     /// Their access rules, parsed once per change of paired.json.
-    var rules: [Fingerprint: CompiledRules] = [:]
+    package var rules: [Fingerprint: CompiledRules] = [:]
     /// False while the files cannot be read: new connections are refused rather than judged on
     /// stale rules.
-    var storeReadable = true
+    package var storeReadable = true
     /// Why not, while it cannot.
-    var storeProblem: String?
+    package var storeProblem: String?
 
     // Invokes and requests.
-    var router: InvokeRouter
+    package var router: InvokeRouter
     /// Who waits for each invoke in flight (by the router's request ID), and its idempotency slot.
-    var waiters: [String: Waiter] = [:]
-    var idempotency = IdempotencyCache()
-    /// Invokes waiting for their node (`hold`).
-    var held = HeldInvokes()
-    /// When each node's wake hook last ran.
-    var wakes = WakeSchedule()
-    var buckets = RateBuckets()
-    var nextRequest = 0
-    var armedDeadline: Moment?
+    package var waiters: [String: Waiter] = [:]
+    package var idempotency = IdempotencyCache()
+    /// Invokes waiting for their node (`hold`), and when each node was last woken for them.
+    package var held = HeldInvokes()
+    package var buckets = RateBuckets()
+    package var nextRequest = 0
+    package var armedDeadline: Moment?
     /// Denials recently audited, by origin, node, command and reason.
-    var recentDenials: [String: (written: Moment, suppressed: Int)] = [:]
+    package var recentDenials: [String: (written: Moment, suppressed: Int)] = [:]
 
     // The gateway link.
-    var gateway = GatewayLinkState()
+    package var gateway = GatewayLinkState()
 
     // Pairing.
-    var challengeLimits = ChallengeLimits()
+    package var challengeLimits = ChallengeLimits()
     /// Store changes in progress, by operation ID, and the connection each one is for.
-    var storeOperations: [Int: (connection: ConnectionID?, change: StoreOperation.Change)] = [:]
-    var nextOperation = 0
+    package var storeOperations: [Int: (connection: ConnectionID?, change: StoreOperation.Change)] = [:]
+    package var nextOperation = 0
 
     /// Nodes seen since lastSeen was last written: flushed in one store update by `tick`, so a
     /// thousand nodes reconnecting cost one write of paired.json, not a thousand.
-    var seen: Set<Fingerprint> = []
-    var seenFlushed = Moment.distantPast
-    var pingCounter = 0
+    package var seen: Set<Fingerprint> = []
+    package var seenFlushed = Moment.distantPast
+    package var pingCounter = 0
 
     /// The moment of the event being handled (each event brings its own).
-    var now = Moment.distantPast
+    package var now = Moment.distantPast
     /// Actions of the event being handled.
-    var actions: [BridgeAction] = []
-    var runtimeChanged = false
+    package var actions: [BridgeAction] = []
+    package var runtimeChanged = false
 
-    struct Waiter {
-        var target: AnswerTarget
+    package struct Waiter {
+        package var target: AnswerTarget
         /// The idempotency slot this invoke answers for, if it had a key.
-        var slot: String?
+        package var slot: String?
         /// For the metrics: what was invoked, and when the bridge took it.
-        var command: String
-        var started: Moment
+        package var command: String
+        package var started: Moment
     }
 
     /// Counters and the latency histogram (observations only; nothing here decides).
     /// What to count, recorded; the driver counts it (`.count` actions).
-    var metrics = CoreMetrics()
+    package var metrics = CoreMetrics()
     /// The canvas relay, once it listens (nil: no canvas), and who may use it.
-    var canvasRelay: CanvasRelayInfo?
-    var canvasGrants = CanvasGrants()
+    package var canvasRelay: CanvasRelayInfo?
+    package var canvasGrants = CanvasGrants()
 
-    init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
+    package init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
          initial: PairingState, pairedVersion: String, logger: Logger) {
         self.name = name
         self.settings = settings
@@ -115,17 +113,17 @@ struct BridgeCore {
     // MARK: - Plumbing
 
     /// runtime.json as it stands: the status, with the live nodes keyed as the file keys them.
-    func runtimeFile() -> RuntimeStatus {
+    package func runtimeFile() -> RuntimeStatus {
         var file = runtime
         file.nodes = Dictionary(uniqueKeysWithValues: live.map { ($0.key.description, $0.value) })
         return file
     }
 
     /// Ends an event: the actions it produced, with the runtime file's publication last.
-    mutating func drain() -> [BridgeAction] {
+    package mutating func drain() -> [BridgeAction] {
         if runtimeChanged {
             runtimeChanged = false
-            actions.append(.publishRuntime(runtimeFile()))
+            actions.append(.publishRuntime)
         }
         let lines = logger.take(), counts = metrics.take()
         if !lines.isEmpty { actions.append(.log(lines)) }
@@ -137,12 +135,12 @@ struct BridgeCore {
         return out
     }
 
-    mutating func send(_ message: some SessionMessage, to id: ConnectionID) {
+    package mutating func send(_ message: some SessionMessage, to id: ConnectionID) {
         actions.append(.send(id, message))
     }
 
     /// Sends a final error and closes the connection.
-    mutating func fail(_ id: ConnectionID, _ error: ErrorMessage) {
+    package mutating func fail(_ id: ConnectionID, _ error: ErrorMessage) {
         send(error, to: id)
         actions.append(.close(id))
         closed(id)
@@ -150,13 +148,13 @@ struct BridgeCore {
 
     /// What log lines about a connection carry: the node's ID, its name (the paired one, else
     /// the one it claimed), and the peer address, always in the same form.
-    func meta(_ connection: Connection, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
+    package func meta(_ connection: Connection, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
         var fields: Logger.Metadata = ["node": "\(connection.nodeId)", "peer": "\(connection.peer)"]
         if let name = paired[connection.nodeId]?.details.displayName ?? connection.claimedName { fields["name"] = "\(name)" }
         return fields.merging(extra) { $1 }
     }
 
-    func pairedConnection(_ node: Fingerprint) -> Connection? {
+    package func pairedConnection(_ node: Fingerprint) -> Connection? {
         sessions[node].flatMap { connections[$0] }.flatMap { $0.isPaired ? $0 : nil }
     }
 
@@ -167,7 +165,7 @@ struct BridgeCore {
     }
 
     /// One paired node into the index (a redeemed invite's at once, before the store's next read).
-    mutating func index(_ node: PairedNode) {
+    package mutating func index(_ node: PairedNode) {
         paired[node.nodeId] = node
         rules[node.nodeId] = CompiledRules(node.access)
     }
@@ -176,7 +174,7 @@ struct BridgeCore {
 
     /// SIGHUP: new access-rule defaults, command sets and limits apply from the next decision on.
     /// Invokes in flight keep the rules they were admitted under.
-    mutating func reload(_ new: BridgeSettings) -> [BridgeAction] {
+    package mutating func reload(_ new: BridgeSettings) -> [BridgeAction] {
         settings = new
         gate = InvokeGate(settings: new)
         router.maxConcurrentPerNode = new.limits.maxConcurrentInvokes
@@ -186,20 +184,20 @@ struct BridgeCore {
         return drain()
     }
 
-    mutating func setAdvertising(_ status: String, name: String?) -> [BridgeAction] {
+    package mutating func setAdvertising(_ status: String, name: String?) -> [BridgeAction] {
         (runtime.mdns, runtime.mdnsName) = (status, name)
         runtimeChanged = true
         return drain()
     }
 
-    mutating func setListening(_ addresses: [String], reachable: [String]) -> [BridgeAction] {
+    package mutating func setListening(_ addresses: [String], reachable: [String]) -> [BridgeAction] {
         runtime.listening = addresses
         runtime.reachable = reachable
         runtimeChanged = true
         return drain()
     }
 
-    mutating func setGatewayStatus(_ status: String) -> [BridgeAction] {
+    package mutating func setGatewayStatus(_ status: String) -> [BridgeAction] {
         if runtime.gateway != status {
             runtime.gateway = status
             runtimeChanged = true
@@ -207,13 +205,13 @@ struct BridgeCore {
         return drain()
     }
 
-    mutating func setControlSocket(_ path: String) -> [BridgeAction] {
+    package mutating func setControlSocket(_ path: String) -> [BridgeAction] {
         runtime.controlSocket = path
         runtimeChanged = true
         return drain()
     }
 
-    mutating func setConsole(_ url: String) -> [BridgeAction] {
+    package mutating func setConsole(_ url: String) -> [BridgeAction] {
         runtime.console = url
         runtimeChanged = true
         return drain()
@@ -223,7 +221,7 @@ struct BridgeCore {
 
     /// A connection finished its handshake. The driver has made sure `lastState` is the store as
     /// it is now (one `stat`).
-    mutating func opened(_ opening: Opening, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func opened(_ opening: Opening, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         // The handshake checked the key's length; a malformed one is refused, never trapped on.
         guard let key = PublicKey(bytes: opening.handshake.remoteStaticKey), storeReadable else {
@@ -256,7 +254,7 @@ struct BridgeCore {
     }
 
     /// The connection's channel closed (or the core closed it).
-    mutating func closed(_ id: ConnectionID) {
+    package mutating func closed(_ id: ConnectionID) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
         if let slot = connection.slot { actions.append(.releaseSlot(slot)) }
@@ -272,7 +270,7 @@ struct BridgeCore {
         emit(.disconnected, node: connection.nodeId)
     }
 
-    mutating func channelClosed(_ id: ConnectionID, now: Moment) -> [BridgeAction] {
+    package mutating func channelClosed(_ id: ConnectionID, now: Moment) -> [BridgeAction] {
         self.now = now
         closed(id)
         return drain()
@@ -280,12 +278,12 @@ struct BridgeCore {
 
     /// One decrypted message from a node. One reader decides it: strict JSON, then its type.
     /// Results keep their payload as the validated bytes they arrived in, to be spliced on.
-    mutating func received(_ bytes: [UInt8], from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func received(_ bytes: [UInt8], from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
         received(SessionMessages.check(bytes), size: bytes.count, from: id, now: now, wall: wall)
     }
 
     /// A message already read by `SessionMessages.read` (a large one is, off the relay loop).
-    mutating func received(_ read: SessionMessages.Checked, size: Int, from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func received(_ read: SessionMessages.Checked, size: Int, from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         guard let connection = connections[id] else { return drain() }
         let message: any SessionMessage
@@ -355,7 +353,7 @@ struct BridgeCore {
         return drain()
     }
 
-    mutating func announceState(of id: ConnectionID) {
+    package mutating func announceState(of id: ConnectionID) {
         guard let connection = connections[id] else { return }
         connections[id]?.announcedForeground = connection.foreground
         live[connection.nodeId]?.foreground = connection.foreground
@@ -365,7 +363,7 @@ struct BridgeCore {
     }
 
     /// A node's own event, relayed within its limits: size, count and bytes a minute.
-    mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment, wall: Date) {
+    package mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment, wall: Date) {
         let limits = settings.limits
         // With OpenClaw, the names the bridge makes from a node's calls are not a plain event's
         // to use: they start agent runs, which the `agent` limit counts.
@@ -392,7 +390,7 @@ struct BridgeCore {
 
     /// The files changed (the CLI, or the bridge's own write): tell waiting nodes the operator's
     /// decision, drop revoked ones.
-    mutating func storeChanged(_ state: PairingState, version: String, now: Moment) -> [BridgeAction] {
+    package mutating func storeChanged(_ state: PairingState, version: String, now: Moment) -> [BridgeAction] {
         self.now = now
         (storeReadable, storeProblem) = (true, nil)
         pairedVersion = version
@@ -402,7 +400,7 @@ struct BridgeCore {
         reofferChangedCommands()
         actions.append(.replaceInvites(state))
         let pairedNow = paired
-        failHeld(where: { pairedNow[$0] == nil }, ErrorMessage.nodeNotFound, "the node's pairing was revoked")
+        end(held.revoked(where: { pairedNow[$0] == nil }))
         for connection in connections.values.sorted(by: { $0.id < $1.id }) {
             switch connection.phase {
             case .waiting, .challenged:
@@ -425,7 +423,7 @@ struct BridgeCore {
         return drain()
     }
 
-    mutating func storeUnreadable(_ error: any Error) -> [BridgeAction] {
+    package mutating func storeUnreadable(_ error: any Error) -> [BridgeAction] {
         logger.error("cannot read the pairing store: \(error)")
         (storeReadable, storeProblem) = (false, "cannot read the pairing store: \(error)")
         return drain()
@@ -435,7 +433,7 @@ struct BridgeCore {
 
     /// Once a second: announces coalesced states, flushes lastSeen, and keeps pending requests
     /// alive or expires them. Writes the store only when something is due.
-    mutating func tick(now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func tick(now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 || connection.droppedResults > 0 {
             // The state it ends in is announced at once; the counts go to the log once a minute.
@@ -474,31 +472,32 @@ struct BridgeCore {
     }
 
     /// A ping to every connection, each written without waiting for any other.
-    mutating func pingAll() -> [BridgeAction] {
+    package mutating func pingAll() -> [BridgeAction] {
         pingCounter += 1
         for id in connections.keys.sorted() { send(Ping(id: pingCounter), to: id) }
         return drain()
     }
 
-    mutating func flushSeen(now: Moment, wall: Date) {
+    package mutating func flushSeen(now: Moment, wall: Date) {
         guard !seen.isEmpty else { return }
         updateStore(.recordSeen(seen, now: wall), for: nil)
         seen.removeAll()
         seenFlushed = now
     }
 
-    mutating func updateStore(_ change: StoreOperation.Change, for connection: ConnectionID?) {
+    package mutating func updateStore(_ change: StoreOperation.Change, for connection: ConnectionID?) {
         nextOperation += 1
         storeOperations[nextOperation] = (connection, change)
         actions.append(.updateStore(StoreOperation(id: nextOperation, change: change)))
     }
 
     /// The bridge is stopping: lastSeen is written, invokes fail, connections close.
-    mutating func shutdown(now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func shutdown(now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
         flushSeen(now: now, wall: wall)
         complete(router.cancelAll(forNode: nil, code: ErrorMessage.unavailable, "the bridge is stopping"))
+        end(held.stopping())
         for id in connections.keys.sorted() { actions.append(.close(id)) }
         connections.removeAll()
         sessions.removeAll()

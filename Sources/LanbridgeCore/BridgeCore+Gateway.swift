@@ -4,36 +4,36 @@ import LanbridgeState
 
 /// The gateway link as the core sees it: which generation is up, and the calls nodes have made
 /// through it that wait for an answer.
-struct GatewayLinkState {
+package struct GatewayLinkState {
     /// Bumped by the driver for every link it dials.
-    private(set) var generation = 0
-    private(set) var up = false
+    package private(set) var generation = 0
+    package private(set) var up = false
     /// Whether the bridge has a gateway at all.
-    var configured = false
+    package var configured = false
     /// The gateway speaks OpenClaw's protocol: one socket per node, no §12 link.
-    var openClaw = false
-    struct Call {
-        var connection: ConnectionID
+    package var openClaw = false
+    package struct Call {
+        package var connection: ConnectionID
         /// The node's own ID for the call, which its answer carries.
-        var callID: String
-        var method: String
-        var deadline: Moment
+        package var callID: String
+        package var method: String
+        package var deadline: Moment
     }
-    var calls: [String: Call] = [:]
-    var nextCall = 0
+    package var calls: [String: Call] = [:]
+    package var nextCall = 0
 
-    func isCurrent(_ generation: Int) -> Bool { up && generation == self.generation }
-    var nextDeadline: Moment? { calls.values.map(\.deadline).min() }
+    package func isCurrent(_ generation: Int) -> Bool { up && generation == self.generation }
+    package var nextDeadline: Moment? { calls.values.map(\.deadline).min() }
 
-    mutating func linkUp(_ generation: Int) { (self.generation, up) = (generation, true) }
-    mutating func linkDown() { up = false }
+    package mutating func linkUp(_ generation: Int) { (self.generation, up) = (generation, true) }
+    package mutating func linkDown() { up = false }
 }
 
 /// The gateway's view of the bridge (PROTOCOL.md §12): events it hears and calls nodes make to it.
 extension BridgeCore {
-    static let callTimeout: TimeInterval = 30
+    package static let callTimeout: TimeInterval = 30
 
-    enum NodeEventKind: String {
+    package enum NodeEventKind: String {
         case connected, disconnected, foreground, background, revoked
         case pairRequested = "pair.requested"
         case pairResolved = "pair.resolved"
@@ -44,7 +44,7 @@ extension BridgeCore {
     // MARK: - The link
 
     /// The link of this generation is up, and `bridge.hello` has gone out on it first.
-    mutating func gatewayUp(_ generation: Int, now: Moment) -> [BridgeAction] {
+    package mutating func gatewayUp(_ generation: Int, now: Moment) -> [BridgeAction] {
         self.now = now
         gateway.linkUp(generation)
         return drain()
@@ -52,15 +52,13 @@ extension BridgeCore {
 
     /// The link dropped: the gateway's invokes in flight and nodes' calls waiting for it fail now
     /// instead of hanging. Nodes stay connected.
-    mutating func gatewayDown(_ generation: Int, now: Moment) -> [BridgeAction] {
+    package mutating func gatewayDown(_ generation: Int, now: Moment) -> [BridgeAction] {
         self.now = now
         guard gateway.isCurrent(generation) else { return drain() }
         gateway.linkDown()
         complete(router.gatewayLost())
         // Nobody is left to answer: what the link's gateway held is dropped, not run later.
-        for entry in held.remove(where: { if case let .gateway(g, _) = $0.waiter.target { g == generation } else { false } }) {
-            finish(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)), for: entry.waiter, now: now)
-        }
+        end(held.gatewayLeft(generation))
         let error = ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)
         for (_, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where connections[call.connection] != nil {
             send(GatewayCallResult(id: call.callID, result: .failure(error)), to: call.connection)
@@ -71,7 +69,7 @@ extension BridgeCore {
 
     /// The driver could not send events while the link was backed up; it reports how many once it
     /// drains, and the gateway hears the count.
-    mutating func gatewayDrained(_ generation: Int, droppedEvents: Int) -> [BridgeAction] {
+    package mutating func gatewayDrained(_ generation: Int, droppedEvents: Int) -> [BridgeAction] {
         guard gateway.isCurrent(generation), droppedEvents > 0 else { return drain() }
         logger.warning("the gateway was not reading: \(droppedEvents) events were not sent")
         actions.append(.toGateway(generation: generation, .event(name: GatewayMethod.droppedEvent, payload: ["events": .number(Double(droppedEvents))])))
@@ -79,7 +77,7 @@ extension BridgeCore {
     }
 
     /// The gateway answered a call a node made.
-    mutating func gatewayAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>, generation: Int) -> [BridgeAction] {
+    package mutating func gatewayAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>, generation: Int) -> [BridgeAction] {
         guard gateway.isCurrent(generation) else {
             logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
             return drain()
@@ -88,7 +86,7 @@ extension BridgeCore {
     }
 
     /// The OpenClaw gateway replied to a node's `node.event` made from its call.
-    mutating func openClawEventAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [BridgeAction] {
+    package mutating func openClawEventAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [BridgeAction] {
         callAnswered(id, result)
     }
 
@@ -101,7 +99,7 @@ extension BridgeCore {
         return drain()
     }
 
-    mutating func expireCalls(now: Moment) {
+    package mutating func expireCalls(now: Moment) {
         for (id, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where call.deadline <= now {
             gateway.calls[id] = nil
             guard connections[call.connection] != nil else { continue }
@@ -112,7 +110,7 @@ extension BridgeCore {
 
     // MARK: - Events (bridge → gateway)
 
-    mutating func emit(_ kind: NodeEventKind, node: Fingerprint, _ extra: [String: JSONValue] = [:]) {
+    package mutating func emit(_ kind: NodeEventKind, node: Fingerprint, _ extra: [String: JSONValue] = [:]) {
         if gateway.openClaw { return announcePresence(kind, node: node) }
         guard gateway.up else { return }
         var payload: [String: JSONValue] = ["type": .string(kind.rawValue), "nodeId": .string(node.description)]
@@ -122,7 +120,7 @@ extension BridgeCore {
     }
 
     /// Pairing events, derived from what changed in the store, whoever changed it (the bridge or the CLI).
-    mutating func announceChanges(from before: PairingState, to after: PairingState) {
+    package mutating func announceChanges(from before: PairingState, to after: PairingState) {
         let oldRequests = Set(before.pending.requests.map(\.requestId))
         for request in after.pending.requests where !oldRequests.contains(request.requestId) {
             emit(.pairRequested, node: request.nodeId, ["requestId": .string(request.requestId), "displayName": .string(request.details.displayName),
@@ -148,7 +146,7 @@ extension BridgeCore {
 
     /// A paired node calls the gateway. Only `agent` (with an idempotency key) and `system-event`
     /// get through, within their rate limits; anything else is refused here and never reaches it.
-    mutating func nodeCalled(_ call: GatewayCall, on connection: Connection, now: Moment) {
+    package mutating func nodeCalled(_ call: GatewayCall, on connection: Connection, now: Moment) {
         let details: JSONValue = ["nodeId": .string(connection.nodeId.description), "method": .string(call.method)]
         func refuse(_ error: ErrorMessage) { send(GatewayCallResult(id: call.id, result: .failure(error)), to: connection.id) }
         guard GatewayMethod.nodeCallable.contains(call.method) else {

@@ -154,7 +154,7 @@ public struct InvokeRouter: Sendable {
     /// Cancelled invokes remembered, so a result that still comes is reported as such (bounded).
     private var cancelled: Set<String> = []
     private var cancelledOrder: [String] = []
-    static let cancelledRemembered = 1024
+    package static let cancelledRemembered = 1024
 
     /// Fails every invoke whose deadline has passed with `TIMEOUT`.
     public mutating func expire(now: Moment) -> [Outcome] {

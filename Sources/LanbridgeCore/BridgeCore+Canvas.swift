@@ -3,15 +3,19 @@ import LanbridgeProtocol
 import LanbridgeState
 
 /// The canvas relay as the core knows it: set by the driver once the relay listens.
-struct CanvasRelayInfo: Sendable, Equatable {
-    var port: Int
-    var tlsSha256: String
+package struct CanvasRelayInfo: Sendable, Equatable {
+    package var port: Int
+    package var tlsSha256: String
     /// Origins of the canvas host behind the relay, as agent URLs name it
     /// (`http://127.0.0.1:18789`): such URLs are rewritten to the node's relay URL.
-    var upstreamOrigins: [String]
+    package var upstreamOrigins: [String]
+
+    package init(port: Int, tlsSha256: String, upstreamOrigins: [String]) {
+        (self.port, self.tlsSha256, self.upstreamOrigins) = (port, tlsSha256, upstreamOrigins)
+    }
 
     /// How agent URLs may name the canvas host: its origin, and `localhost` for a loopback one.
-    static func origins(of upstream: CanvasUpstream) -> [String] {
+    package static func origins(of upstream: CanvasUpstream) -> [String] {
         guard case let .tcp(host, port) = upstream else { return [] }
         let suffix = port == 80 ? "" : ":\(port)"
         var origins = ["http://\(host.contains(":") ? "[\(host)]" : host)\(suffix)"]
@@ -23,7 +27,7 @@ struct CanvasRelayInfo: Sendable, Equatable {
 extension BridgeCore {
     /// A new certificate: status shows it, and every connected node hears its new pin (an
     /// unsolicited `canvas.grant`, id ""), its capability unchanged.
-    mutating func canvasCertificateRotated(_ sha256: String, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func canvasCertificateRotated(_ sha256: String, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         guard var relay = canvasRelay else { return drain() }
         relay.tlsSha256 = sha256
@@ -39,13 +43,13 @@ extension BridgeCore {
         return drain()
     }
 
-    mutating func setOpenClawApps(_ urls: [String]) -> [BridgeAction] {
+    package mutating func setOpenClawApps(_ urls: [String]) -> [BridgeAction] {
         runtime.openClawApps = urls
         runtimeChanged = true
         return drain()
     }
 
-    mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) -> [BridgeAction] {
+    package mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) -> [BridgeAction] {
         canvasRelay = info
         runtime.canvas = status
         runtimeChanged = true
@@ -56,10 +60,10 @@ extension BridgeCore {
 /// The agent's canvas (issue 37): a capability per node session, in `welcome`, refreshed on
 /// request, looked up by the relay, and gone with the session.
 extension BridgeCore {
-    var canvasTTL: Double { Double(settings.canvas.capabilityTTLMs) / 1000 }
+    package var canvasTTL: Double { Double(settings.canvas.capabilityTTLMs) / 1000 }
 
     /// A fresh capability for the node's new session, and what to tell it; nil without a relay.
-    mutating func canvasGranted(to connection: Connection) -> CanvasAccess? {
+    package mutating func canvasGranted(to connection: Connection) -> CanvasAccess? {
         guard let relay = canvasRelay, let host = connection.local else { return nil }
         let capability = CanvasGrants.mint(random(CanvasGrants.randomBytes))
         canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
@@ -68,7 +72,7 @@ extension BridgeCore {
     }
 
     /// `canvas.refresh`: the session's capability, extended (minted again if it had lapsed).
-    mutating func canvasRefreshed(_ refresh: CanvasRefresh, for connection: Connection, wall: Date) -> CanvasGrant {
+    package mutating func canvasRefreshed(_ refresh: CanvasRefresh, for connection: Connection, wall: Date) -> CanvasGrant {
         guard let relay = canvasRelay, let host = connection.local else {
             return CanvasGrant(id: refresh.id, canvas: nil, error: ErrorMessage(code: ErrorMessage.unavailable, message: "this bridge has no canvas host"))
         }
@@ -78,20 +82,20 @@ extension BridgeCore {
     }
 
     /// What the node is told: its relay URL, the pin, and when the capability lapses unused.
-    func access(_ capability: String, host: String, relay: CanvasRelayInfo, from wall: Date) -> CanvasAccess {
+    package func access(_ capability: String, host: String, relay: CanvasRelayInfo, from wall: Date) -> CanvasAccess {
         CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
                      expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000))
     }
 
     /// The node's last session ended: its capability dies now, and so do its relay connections.
-    mutating func canvasSessionEnded(_ node: Fingerprint) {
+    package mutating func canvasSessionEnded(_ node: Fingerprint) {
         guard canvasGrants.capability(of: node) != nil else { return }
         canvasGrants.revoke(node)
         actions.append(.canvasRevoked(node))
     }
 
     /// The relay asks: whose capability is this, and what does it open upstream.
-    mutating func canvasUse(_ capability: String, now: Moment) -> (CanvasGrants.Lookup, upstream: String?) {
+    package mutating func canvasUse(_ capability: String, now: Moment) -> (CanvasGrants.Lookup, upstream: String?) {
         self.now = now
         let lookup = canvasGrants.use(capability, now: now, ttl: canvasTTL, limits: settings.limits)
         guard case let .granted(node) = lookup else { return (lookup, nil) }
@@ -105,12 +109,12 @@ extension BridgeCore {
 
     /// `https://host:port/__openclaw__/cap/<capability>`: the shape OpenClaw's apps expect of
     /// `canvasHostUrl`, so they append `/__openclaw__/a2ui/` to it as they would upstream.
-    static func relayURL(host: String, port: Int, capability: String) -> String {
+    package static func relayURL(host: String, port: Int, capability: String) -> String {
         "https://\(host.contains(":") ? "[\(host)]" : host):\(port)\(CanvasRequest.capabilityPrefix)\(capability)"
     }
 
     /// The node's relay origin (`https://host:port`), for the URL policy; nil without a grant.
-    func canvasRelayBase(for connection: Connection?) -> String? {
+    package func canvasRelayBase(for connection: Connection?) -> String? {
         guard let relay = canvasRelay, let connection, let host = connection.local,
               let capability = canvasGrants.capability(of: connection.nodeId) else { return nil }
         return Self.relayURL(host: host, port: relay.port, capability: capability)

@@ -7,14 +7,14 @@ import LanbridgeState
 extension BridgeCore {
     /// The control socket's question: which paired.json does the running core hold? The CLI asks
     /// it after a revoke, block or deny, and reports success only when the answer is its own write.
-    static let storeApplied = "store.applied"
+    package static let storeApplied = "store.applied"
 
     /// Results bigger than this are relayed but not kept for idempotent retries.
-    static let cacheableResultBytes = 64 * 1024
+    package static let cacheableResultBytes = 64 * 1024
 
     /// One request. The driver has made sure `lastState` is the store as it is now, so rules
     /// changed by `nodes allow|deny|revoke` a moment ago apply to this request, not the next.
-    mutating func request(method: String, params: JSONValue?, from target: AnswerTarget, now: Moment, wall: Date) -> [BridgeAction] {
+    package mutating func request(method: String, params: JSONValue?, from target: AnswerTarget, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
         let origin: InvokeRouter.Origin = if case .gateway = target { .gateway } else { .operator }
         do throws(ErrorMessage) {
@@ -78,7 +78,7 @@ extension BridgeCore {
     /// Cancels the invoke to `node` whose waiter matches: one in flight (the node hears
     /// `invoke.cancel`) or one held for the node (it never runs). Its asker, and any retry joined
     /// to it, hears CANCELLED. False if there is none.
-    mutating func cancel(node: Fingerprint, where matches: (Waiter) -> Bool) -> Bool {
+    package mutating func cancel(node: Fingerprint, where matches: (Waiter) -> Bool) -> Bool {
         // Another node's invoke is not this cancel's to touch.
         if let requestID = waiters.first(where: { matches($0.value) })?.key, router.pending(requestID: requestID)?.nodeID == node.description,
            let (pending, outcome) = router.cancel(requestID: requestID) {
@@ -86,27 +86,23 @@ extension BridgeCore {
             complete([outcome])
             return true
         }
-        let dropped = held.remove(node: node) { matches($0.waiter) }
-        for entry in dropped {
-            finish(.failure(ErrorMessage(code: ErrorMessage.cancelled, message: "\(entry.request.command) was cancelled while it was held",
-                                         details: entry.refusal.details, retryable: false)), for: entry.waiter, now: now)
-        }
-        if !dropped.isEmpty { metrics.held(held.count) }
-        return !dropped.isEmpty
+        let cancelled = held.cancel(node: node, where: matches)
+        end(cancelled)
+        return !cancelled.isEmpty
     }
 
-    func describing(node: PairedNode, wall: Date) -> NodeDescription {
+    package func describing(node: PairedNode, wall: Date) -> NodeDescription {
         NodeDescription(node, live: live[node.nodeId], policy: settings.policy, now: wall)
     }
 
     /// By ID through the index, else by display name.
-    func lookUp(_ reference: String) throws -> PairedNode {
+    package func lookUp(_ reference: String) throws -> PairedNode {
         if let id = Fingerprint(reference), let node = paired[id] { return node }
         return try lastState.node(matching: reference)
     }
 
     /// Retries with the same idempotency key run the command once.
-    mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
+    package mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
         guard let key = request.idempotencyKey else {
             run(request, origin: origin, for: target, slot: nil, now: now, wall: wall)
             return
@@ -179,29 +175,32 @@ extension BridgeCore {
         return nil
     }
 
-    // MARK: - Held invokes
+    // MARK: - Held invokes (`HeldInvokes` decides, this carries it out)
 
     /// A new held invoke: queued behind its node's others, or refused when a bound is reached.
     private mutating func hold(_ entry: HeldInvokes.Entry, node: PairedNode) {
-        if let full = held.hold(entry, node: node.nodeId) {
-            let error = ErrorMessage(code: ErrorMessage.holdLimit, message: "not held: \(full)",
-                                     details: entry.refusal.details, retryable: true, retryAfterMs: 1000)
+        switch held.hold(entry, node: node, hook: settings.wake, now: now) {
+        case let .refused(error):
             finish(.failure(error), for: entry.waiter, now: now)
-            return
+        case let .held(wake):
+            logger.info("invoke held", metadata: ["node": "\(node.nodeId)", "command": "\(entry.request.command)", "why": "\(entry.refusal.code)",
+                                                 "maxMs": "\(entry.request.holdMs ?? 0)"])
+            metrics.held(held.count)
+            arm(entry.expires)
+            if let wake { actions.append(.wake(wake)) }
         }
-        logger.info("invoke held", metadata: ["node": "\(node.nodeId)", "command": "\(entry.request.command)", "why": "\(entry.refusal.code)",
-                                             "maxMs": "\(entry.request.holdMs ?? 0)"])
+    }
+
+    /// Held invokes that stop waiting without running: each asker hears why.
+    package mutating func end(_ endings: [HeldInvokes.Ending]) {
+        guard !endings.isEmpty else { return }
+        for ending in endings { finish(.failure(ending.error), for: ending.waiter, now: now) }
         metrics.held(held.count)
-        arm(entry.expires)
-        if settings.wake.exec != nil, wakes.due(node.nodeId, now: now) {
-            actions.append(.wake(WakeCall(hook: settings.wake, node: node.nodeId, displayName: node.details.displayName, platform: node.details.platform,
-                                          command: entry.request.command, why: entry.refusal.code, holdMs: entry.request.holdMs ?? 0, heldAt: now)))
-        }
     }
 
     /// Runs what waits for `node`, oldest first, as far as it can now: past the node's limit of
     /// invokes in flight the rest keep waiting (a result coming back runs the next).
-    mutating func deliverHeld(_ node: Fingerprint, now: Moment, wall: Date) {
+    package mutating func deliverHeld(_ node: Fingerprint, now: Moment, wall: Date) {
         // Unreadable rules run nothing: held invokes wait for the store (or their expiry).
         guard sessions[node] != nil, storeReadable else { return }
         let entries = held.take(node: node)
@@ -219,44 +218,18 @@ extension BridgeCore {
         metrics.held(held.count)
     }
 
-    /// Held invokes whose time is up hear why they could not run, with `held: true` and how long
-    /// they waited.
-    mutating func expireHeld(now: Moment) {
-        for entry in held.expire(now: now) {
-            var error = entry.refusal
-            error.details = (error.details ?? .object([:])).merging(["held": true, "waitedMs": .number(Double(Int(now.timeIntervalSince(entry.waiter.started) * 1000)))])
-            finish(.failure(error), for: entry.waiter, now: now)
-        }
-        metrics.held(held.count)
-    }
-
     /// The operator's control-socket client that asked these went away: their held invokes are
     /// dropped (answered to nobody), so nothing runs later that nobody waits for.
-    mutating func controlLeft(_ tokens: Set<Int>, now: Moment) -> [BridgeAction] {
+    package mutating func controlLeft(_ tokens: Set<Int>, now: Moment) -> [BridgeAction] {
         self.now = now
-        let dropped = held.remove { if case let .control(token) = $0.waiter.target { tokens.contains(token) } else { false } }
-        for entry in dropped {
-            logger.info("held invoke dropped: its asker left", metadata: ["command": "\(entry.request.command)"])
-            finish(.failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the asker left", retryable: true)), for: entry.waiter, now: now)
-        }
-        if !dropped.isEmpty { metrics.held(held.count) }
+        let left = held.askersLeft(tokens)
+        for ending in left { logger.info("held invoke dropped: its asker left", metadata: ["command": "\(ending.entry.request.command)"]) }
+        end(left)
         return drain()
     }
 
-    /// Fails at once the held invokes of nodes that match (revoked ones).
-    mutating func failHeld(where matches: (Fingerprint) -> Bool, _ code: String, _ message: String) {
-        guard !held.isEmpty else { return }
-        for node in held.nodes where matches(node) {
-            for entry in held.take(node: node) {
-                let error = ErrorMessage(code: code, message: message, details: entry.refusal.details, retryable: false)
-                finish(.failure(error), for: entry.waiter, now: now)
-            }
-        }
-        metrics.held(held.count)
-    }
-
     /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
-    mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
+    package mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
         let limit = settings.limits.maxResultBytes
         let outcome = router.received(result, from: connection.nodeId.description, connection: connection.id, now: now, size: size, limit: limit)
         metrics.relayed(bytes: size, toGateway: true)
@@ -278,12 +251,12 @@ extension BridgeCore {
     }
 
     /// The earliest deadline of anything in flight is due: invokes and gateway calls time out.
-    mutating func timerFired(now: Moment) -> [BridgeAction] {
+    package mutating func timerFired(now: Moment) -> [BridgeAction] {
         self.now = now
         armedDeadline = nil
         complete(router.expire(now: now))
         expireCalls(now: now)
-        expireHeld(now: now)
+        end(held.expire(now: now))
         let next = [router.nextDeadline, gateway.nextDeadline, held.nextDeadline].compactMap { $0 }.min()
         if let next { arm(next) }
         return drain()
@@ -291,14 +264,14 @@ extension BridgeCore {
 
     /// One timer for everything in flight, set for the earliest deadline; a new deadline only
     /// moves it if it is sooner.
-    mutating func arm(_ deadline: Moment) {
+    package mutating func arm(_ deadline: Moment) {
         if let armed = armedDeadline, armed <= deadline { return }
         armedDeadline = deadline
         actions.append(.armTimer(deadline))
     }
 
     /// Hands finished invokes to whoever waits for them; logs results that came too late.
-    mutating func complete(_ outcomes: [InvokeRouter.Outcome]) {
+    package mutating func complete(_ outcomes: [InvokeRouter.Outcome]) {
         for outcome in outcomes {
             switch outcome {
             case let .complete(requestID, result):
@@ -315,7 +288,7 @@ extension BridgeCore {
     }
 
     /// Answers the asker, and every retry that waited on the same idempotency key.
-    mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
+    package mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
         let outcome = if case let .failure(error) = result { error.code } else { "ok" }
         metrics.invoke(command: waiter.command, outcome: outcome, seconds: now.timeIntervalSince(waiter.started))
         answer(waiter.target, result)
@@ -327,7 +300,7 @@ extension BridgeCore {
 
     /// An answer goes only to the link generation that asked: an answer for a link that is gone
     /// is dropped, never handed to a later link that may reuse the request ID.
-    mutating func answer(_ target: AnswerTarget, _ result: InvokeAnswer) {
+    package mutating func answer(_ target: AnswerTarget, _ result: InvokeAnswer) {
         if case let .gateway(generation, requestID) = target, !gateway.isCurrent(generation) {
             logger.debug("dropped the answer to a request of an earlier gateway link", metadata: ["id": "\(requestID)", "link": "\(generation)"])
             return
@@ -338,7 +311,7 @@ extension BridgeCore {
     /// Writes the denial to the audit log. The same denial repeated within a minute is counted,
     /// not written each time, so a misbehaving gateway cannot flood the log or the disk; the count
     /// goes into the next entry.
-    mutating func recordDenial(_ event: String = "invoke.denied", by actor: String, node: Fingerprint, what command: String, reason: String,
+    package mutating func recordDenial(_ event: String = "invoke.denied", by actor: String, node: Fingerprint, what command: String, reason: String,
                                now: Moment, wall: Date) {
         let key = "\(event)/\(actor)/\(node)/\(command)/\(reason)"
         if let last = recentDenials[key], now.timeIntervalSince(last.written) < 60 {

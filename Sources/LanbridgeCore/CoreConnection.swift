@@ -3,9 +3,12 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeState
 
+/// A connection's place in the admission policy (`AdmissionPolicy.Slot` in LanbridgeBridge).
+package typealias AdmissionSlot = Int
+
 extension BridgeCore {
     /// Where a connection stands in pairing.
-    enum Phase: Equatable {
+    package enum Phase: Equatable {
         /// Unpaired, XX: may only ask to pair.
         case unpaired
         /// Asked to pair; the store is recording the challenge.
@@ -25,7 +28,7 @@ extension BridgeCore {
         case paired
 
         /// The pending request this connection is tied to, if it is that far.
-        var requestId: String? {
+        package var requestId: String? {
             switch self {
             case let .challenged(id, _, _), let .revealing(id), let .waiting(id): id
             default: nil
@@ -33,55 +36,60 @@ extension BridgeCore {
         }
     }
 
-    struct Connection {
-        let id: ConnectionID
-        let key: PublicKey
+    package struct Connection {
+        package let id: ConnectionID
+        package let key: PublicKey
         /// Kept, not derived from `key` on each use (a SHA-256 and base32 twice per invoke).
-        let nodeId: Fingerprint
-        let address: String
+        package let nodeId: Fingerprint
+        package let address: String
         /// `ip:port`, as every log line gives peers.
-        let peer: String
+        package let peer: String
         /// The bridge's own address this connection arrived on (the canvas relay's URL uses it:
         /// the node reached the bridge there).
-        var local: String?
-        let handshakeHash: [UInt8]
-        var phase: Phase
-        var foreground = true
+        package var local: String?
+        package let handshakeHash: [UInt8]
+        package var phase: Phase
+        package var foreground = true
         /// The foreground state last announced, and state changes since held back by the rate limit.
-        var announcedForeground: Bool?
-        var coalescedStates = 0
+        package var announcedForeground: Bool?
+        package var coalescedStates = 0
         /// Events dropped since the last summary (over the node's event limits).
-        var droppedEvents = 0
+        package var droppedEvents = 0
         /// Results of this connection's that answered nobody, since the last line about them.
-        var droppedResults = 0
+        package var droppedResults = 0
         /// When the coalesced states, dropped events and dropped results were last logged: one
         /// line a minute at most, so a node cannot flood the log.
-        var summarised = Moment.distantPast
+        package var summarised = Moment.distantPast
         /// Shown to people (runtime.json), so wall time.
-        let connectedAt: Date
+        package let connectedAt: Date
         /// Its place in the admission limits while it has not proved a paired key.
-        var slot: Admission.Slot?
+        package var slot: AdmissionSlot?
         /// The name an unpaired device gave in its pairing request (device-supplied), for logs.
-        var claimedName: String?
+        package var claimedName: String?
         /// A newer session of the same node took over: closing this one is not the node leaving.
-        var replaced = false
+        package var replaced = false
         /// With the OpenClaw gateway protocol: the commands its socket there was last told to offer.
-        var openClawOffer: [String]?
+        package var openClawOffer: [String]?
         /// One of OpenClaw's own apps, at the second front door (issue 38).
-        var app: OpenClawAppClaim?
+        package var app: OpenClawAppClaim?
 
-        var isPaired: Bool { phase == .paired }
+        package var isPaired: Bool { phase == .paired }
     }
 
     /// What the driver knows of a connection when its handshake completes.
-    struct Opening {
-        var id: ConnectionID
-        var handshake: SecureSession.HandshakeResult
-        var address: String
-        var peer: String
-        var slot: Admission.Slot?
-        var local: String? = nil
+    package struct Opening {
+        package var id: ConnectionID
+        package var handshake: SecureSession.HandshakeResult
+        package var address: String
+        package var peer: String
+        package var slot: AdmissionSlot?
+        package var local: String? = nil
         /// One of OpenClaw's apps: what its connect proved (its `handshake` is a stand-in).
-        var app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
+        package var app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
+
+        package init(id: ConnectionID, handshake: SecureSession.HandshakeResult, address: String, peer: String, slot: AdmissionSlot?,
+                     local: String? = nil, app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil) {
+            (self.id, self.handshake, self.address, self.peer, self.slot, self.local, self.app) = (id, handshake, address, peer, slot, local, app)
+        }
     }
 }

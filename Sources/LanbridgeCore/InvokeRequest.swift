@@ -2,26 +2,26 @@ import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeProtocol
 
-typealias InvokeAnswer = Result<InvokePayload, ErrorMessage>
+package typealias InvokeAnswer = Result<InvokePayload, ErrorMessage>
 
 /// `node.invoke` as the gateway or the operator asked for it, before any check.
-struct InvokeRequest: Sendable, Equatable {
-    var node: String
-    var command: String
-    var params: JSONValue?
-    var timeoutMs: Int?
-    var idempotencyKey: String?
+package struct InvokeRequest: Sendable, Equatable {
+    package var node: String
+    package var command: String
+    package var params: JSONValue?
+    package var timeoutMs: Int?
+    package var idempotencyKey: String?
     /// `hold: {maxMs}`: wait this long for the node, when it is away or in the background.
-    var holdMs: Int?
+    package var holdMs: Int?
 
     /// What an idempotency key is bound to: the node as named, the command and the parameters.
-    var digest: [UInt8] {
+    package var digest: [UInt8] {
         SHA256.hash(JSONValue.array([.string(node), .string(command), params ?? .null]).serialized)
     }
 
     /// Reads the request's `params` (PROTOCOL.md §12.3): `idempotencyKey` is required; anything
     /// malformed is INVALID_REQUEST.
-    init(params: JSONValue?) throws(ErrorMessage) {
+    package init(params: JSONValue?) throws(ErrorMessage) {
         let method = GatewayMethod.nodeInvoke
         switch params?["timeoutMs"] {
         case nil, .null?: timeoutMs = nil
@@ -43,13 +43,13 @@ struct InvokeRequest: Sendable, Equatable {
         idempotencyKey = try Self.string("idempotencyKey", in: params, method: method)
     }
 
-    init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil, holdMs: Int? = nil) {
+    package init(node: String, command: String, params: JSONValue? = nil, timeoutMs: Int? = nil, idempotencyKey: String? = nil, holdMs: Int? = nil) {
         (self.node, self.command, self.params, self.timeoutMs, self.idempotencyKey) = (node, command, params, timeoutMs, idempotencyKey)
         self.holdMs = holdMs
     }
 
     /// A non-empty string field of a request's params.
-    static func string(_ key: String, in params: JSONValue?, method: String, required: Bool = true) throws(ErrorMessage) -> String? {
+    package static func string(_ key: String, in params: JSONValue?, method: String, required: Bool = true) throws(ErrorMessage) -> String? {
         switch params?[key] {
         case let .string(value)? where !value.isEmpty: return value
         case nil where !required, .null? where !required: return nil
@@ -59,7 +59,7 @@ struct InvokeRequest: Sendable, Equatable {
 }
 
 private extension JSONValue {
-    var isWholeMilliseconds: Bool {
+    package var isWholeMilliseconds: Bool {
         guard case let .number(n) = self else { return false }
         return n >= 1 && n <= Double(Int32.max) && n == n.rounded()
     }

@@ -4,17 +4,17 @@ import LanbridgeState
 /// Per-node token buckets for each rate limit; each bucket holds a fifth of its minute's
 /// allowance. Keyed by paired node (a connection proves its key before it can spend), so the table
 /// is bounded by the paired nodes; a reload empties it, so rates refill under the new limits.
-struct RateBuckets {
-    enum Limit: Hashable { case snapshot, agent, systemEvent, event, eventBytes, state, canvasRequest }
+package struct RateBuckets {
+    package enum Limit: Hashable { case snapshot, agent, systemEvent, event, eventBytes, state, canvasRequest }
 
     private struct Key: Hashable {
-        let limit: Limit
-        let node: Fingerprint
+        package let limit: Limit
+        package let node: Fingerprint
     }
     private var buckets: [Key: TokenBucket] = [:]
 
     /// `count` tokens (one by default) from the node's bucket for `limit`.
-    mutating func take(_ limit: Limit, node: Fingerprint, count: Int = 1, limits: BridgeSettings.Limits, now: Moment) -> TokenBucket.TakeResult {
+    package mutating func take(_ limit: Limit, node: Fingerprint, count: Int = 1, limits: BridgeSettings.Limits, now: Moment) -> TokenBucket.TakeResult {
         let perMinute = switch limit {
         case .snapshot: limits.snapshotsPerMinute
         case .agent: limits.agentPerMinute
@@ -31,8 +31,8 @@ struct RateBuckets {
         return result
     }
 
-    mutating func removeAll() { buckets.removeAll() }
+    package mutating func removeAll() { buckets.removeAll() }
 
     /// A node unpaired: its buckets go with it.
-    mutating func forget(_ node: Fingerprint) { buckets = buckets.filter { $0.key.node != node } }
+    package mutating func forget(_ node: Fingerprint) { buckets = buckets.filter { $0.key.node != node } }
 }

@@ -4,12 +4,12 @@ import LanbridgeProtocol
 import LanbridgeState
 
 /// A connection, as the core knows it: a number the driver gave it.
-typealias ConnectionID = Int
+package typealias ConnectionID = Int
 
 /// Who waits for an answer: a request on one generation of the gateway link, or an operator's
 /// request on the control socket. An answer for a link generation that is gone is dropped, never
 /// delivered to a later link that may reuse the request ID.
-enum AnswerTarget: Hashable, Sendable {
+package enum AnswerTarget: Hashable, Sendable {
     case gateway(generation: Int, requestID: String)
     case control(Int)
     /// An invoke on a node's own socket at an OpenClaw gateway.
@@ -18,7 +18,7 @@ enum AnswerTarget: Hashable, Sendable {
 
 /// What the core asks its driver to do. The driver carries these out in order and reports back
 /// through the core's event methods; the core itself does no I/O and reads no clock.
-enum BridgeAction: Sendable {
+package enum BridgeAction: Sendable {
     /// Encrypt and send a message to a node.
     case send(ConnectionID, any SessionMessage)
     /// The node proved a paired key: lift the small pre-pairing limits on its channel (before the
@@ -33,11 +33,12 @@ enum BridgeAction: Sendable {
     /// through `storeUpdated`.
     case updateStore(StoreOperation)
     case audit([AuditEntry])
-    /// runtime.json has changed; the driver writes it soon (debounced, not synced).
-    case publishRuntime(RuntimeStatus)
+    /// runtime.json has changed; the driver writes it soon (debounced, not synced), built then
+    /// with `BridgeCore.runtimeFile()`: once per write, not once per event (O(nodes) each).
+    case publishRuntime
     case replaceInvites(PairingState)
-    case releaseSlot(Admission.Slot)
-    case slotWaiting(Admission.Slot)
+    case releaseSlot(AdmissionSlot)
+    case slotWaiting(AdmissionSlot)
     /// Run the operator's wake hook for a node an invoke is held for (at most once per node per 30 s).
     case wake(WakeCall)
     /// Wake the core (`timerFired`) no later than this.
@@ -56,11 +57,11 @@ enum BridgeAction: Sendable {
 }
 
 /// A change to the pairing store the core needs made. Each is one `PairingStore.update`.
-struct StoreOperation: Sendable {
-    let id: Int
-    let change: Change
+package struct StoreOperation: Sendable {
+    package let id: Int
+    package let change: Change
 
-    enum Change: Sendable {
+    package enum Change: Sendable {
         /// A code challenge on this key's request (PairingState.challenge).
         case challenge(key: PublicKey, details: NodeDetails, source: String, now: Date, timing: PairingState.Timing)
         case commitmentFailed(requestId: String)
@@ -79,7 +80,7 @@ struct StoreOperation: Sendable {
         case appBootstrap(token: String, key: PublicKey, OpenClawAppClaim, details: NodeDetails, defaultAccess: AccessRules, now: Date)
     }
 
-    enum Outcome: Sendable {
+    package enum Outcome: Sendable {
         case challenged(PendingRequest)
         case codeSet(expiresAt: Date?)
         case redeemed(PairedNode)

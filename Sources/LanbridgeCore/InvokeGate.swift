@@ -20,26 +20,26 @@ import LanbridgeState
 /// The rules come before connectedness, so a denied command says FORBIDDEN whether or not the
 /// node is there; a refused invoke spends no rate token. Results are held to `maxResultBytes`
 /// when they come back (`InvokeRouter`).
-struct InvokeGate {
-    var limits: BridgeSettings.Limits
-    var policy: AccessPolicy
+package struct InvokeGate {
+    package var limits: BridgeSettings.Limits
+    package var policy: AccessPolicy
     /// `limits.snapshotCommands`, parsed once (the config loader has checked them).
-    private(set) var snapshotCommands: [CommandPattern]
+    package private(set) var snapshotCommands: [CommandPattern]
 
     /// What a canvas may load (CanvasURLPolicy), from the config; nodes' own rules come with them.
-    var canvasPolicy: CanvasURLPolicy
-    static let navigations = ["canvas.present", "canvas.navigate"]
+    package var canvasPolicy: CanvasURLPolicy
+    package static let navigations = ["canvas.present", "canvas.navigate"]
 
     /// Where the node's canvas relay is, and which origins agent URLs use for the canvas host
     /// behind it (those are rewritten to the relay).
-    struct CanvasPlace {
-        var relayBase: String?
-        var upstreamOrigins: [String] = []
+    package struct CanvasPlace {
+        package var relayBase: String?
+        package var upstreamOrigins: [String] = []
 
-        var relayOrigin: String? { relayBase.flatMap { try? CanvasURL($0).origin } }
+        package var relayOrigin: String? { relayBase.flatMap { try? CanvasURL($0).origin } }
 
         /// The URL on the node's relay, when `url` names the canvas host behind it.
-        func rewrite(_ url: String) -> String? {
+        package func rewrite(_ url: String) -> String? {
             guard let relayBase, !upstreamOrigins.isEmpty, let parsed = try? CanvasURL(url), let origin = parsed.origin,
                   upstreamOrigins.contains(where: { (try? CanvasURL($0).origin) == origin }),
                   let separator = url.firstRange(of: "://") else { return nil }
@@ -53,7 +53,7 @@ struct InvokeGate {
         }
     }
 
-    init(settings: BridgeSettings) {
+    package init(settings: BridgeSettings) {
         limits = settings.limits
         policy = settings.policy
         canvasPolicy = settings.canvas.urlPolicy
@@ -61,13 +61,13 @@ struct InvokeGate {
     }
 
     /// The paired node's live session, as far as the gate cares.
-    struct Session {
-        var connection: ConnectionID
-        var foreground: Bool
-        var inFlight: Int
+    package struct Session {
+        package var connection: ConnectionID
+        package var foreground: Bool
+        package var inFlight: Int
     }
 
-    enum Verdict: Equatable {
+    package enum Verdict: Equatable {
         /// `params` as relayed: a canvas URL naming the canvas host points at the node's relay.
         case relay(node: PairedNode, connection: ConnectionID, timeoutMs: Int, params: JSONValue?)
         /// `denied` is set for access-rule refusals, which are audited.
@@ -77,7 +77,7 @@ struct InvokeGate {
         case hold(node: PairedNode, refusal: ErrorMessage)
     }
 
-    func decide(_ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
+    package func decide(_ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
                 buckets: inout RateBuckets, now: Moment, canvas: CanvasPlace = .init()) -> Verdict {
         let command = request.command
         guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
@@ -165,7 +165,7 @@ struct InvokeGate {
 }
 
 extension JSONValue {
-    func merging(_ other: [String: JSONValue]) -> JSONValue {
+    package func merging(_ other: [String: JSONValue]) -> JSONValue {
         guard case let .object(fields) = self else { return self }
         return .object(fields.merging(other) { $1 })
     }
