@@ -144,8 +144,9 @@ public actor NodeClient {
     private nonisolated let eventLoop: any EventLoop
     /// The client's executor: its connection's event loop.
     public nonisolated var unownedExecutor: UnownedSerialExecutor { eventLoop.executor.asUnownedSerialExecutor() }
-    /// Where handlers run when `handlersOnEventLoop` (an `EventLoopTaskExecutor`; `Any` for older systems).
-    private nonisolated let handlerExecutor: (any Sendable)?
+    /// The event loop as a task executor (an `EventLoopTaskExecutor`; nil on older systems): the
+    /// connection's reader runs on it, and handlers too when `handlersOnEventLoop`.
+    private nonisolated let eventLoopExecutor: (any Sendable)?
 
     /// Loads (or creates) the node's key pair and pin from the key store; throws if they cannot be read.
     public init(configuration: Configuration, logger: Logger = Logger(label: "lanbridge.node")) throws {
@@ -159,9 +160,9 @@ public actor NodeClient {
         self.logger = logger
         eventLoop = MultiThreadedEventLoopGroup.singleton.next()
         if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
-            handlerExecutor = EventLoopTaskExecutor(eventLoop)
+            eventLoopExecutor = EventLoopTaskExecutor(eventLoop)
         } else {
-            handlerExecutor = nil
+            eventLoopExecutor = nil
         }
     }
 
@@ -392,11 +393,24 @@ public actor NodeClient {
             deadlineTimer?.task.cancel()
             deadlineTimer = nil
         }
+        // The stream's `next()` is nonisolated: without a preference it runs on Swift's global
+        // executor, two thread hops per message (there and back to the event loop). With the
+        // event loop as the task's executor, a message is read and answered on one thread.
+        if #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *), let executor = eventLoopExecutor as? EventLoopTaskExecutor {
+            try await withTaskExecutorPreference(executor) {
+                try await receive(connection, bridgeKey: bridgeKey, address: address, invite: invite)
+            }
+        } else {
+            try await receive(connection, bridgeKey: bridgeKey, address: address, invite: invite)
+        }
+        return "connection closed"
+    }
+
+    private func receive(_ connection: NodeConnection, bridgeKey: PublicKey?, address: ReachableAddress, invite: InviteURI?) async throws {
         for try await event in connection.events {
             guard case let .message(bytes) = event, let message = try? SessionMessages.decode(bytes) else { continue }
             try await perform(handle(.received(message)), bridgeKey: bridgeKey, address: address, invite: invite)
         }
-        return "connection closed"
     }
 
     /// Feeds the session an event, now; its actions, to carry out.
@@ -555,7 +569,7 @@ public actor NodeClient {
     /// thread hop), or on Swift's concurrent executor when the configuration says so.
     private func startHandler(_ body: @escaping @Sendable () async -> Void) -> Task<Void, Never> {
         if configuration.handlersOnEventLoop, #available(macOS 15, iOS 18, tvOS 18, watchOS 11, *) {
-            return Task(executorPreference: handlerExecutor as? EventLoopTaskExecutor, operation: body)
+            return Task(executorPreference: eventLoopExecutor as? EventLoopTaskExecutor, operation: body)
         }
         return Task(operation: body)
     }
