@@ -48,7 +48,10 @@ package enum BridgeEvent {
 extension BridgeCore {
     /// The core's one entry point: an event and the time, the actions to carry out.
     package mutating func handle(_ event: BridgeEvent, now: Moment, wall: Date) -> [BridgeAction] {
-        switch event {
+        // Every event brings its time, including those whose methods take none: nothing in the
+        // core decides with the previous event's clock.
+        self.now = now
+        return switch event {
         case let .opened(opening): opened(opening, now: now, wall: wall)
         case let .received(bytes, id): received(bytes, from: id, now: now, wall: wall)
         case let .receivedRead(read, size, id): received(read, size: size, from: id, now: now, wall: wall)

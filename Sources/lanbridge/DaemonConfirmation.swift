@@ -4,11 +4,15 @@ import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
 
-/// A change that takes something away (revoke, block, deny, remove an allow rule) is reported as
-/// done only once the running daemon holds it: the CLI asks the daemon which paired.json it holds
-/// and compares it with its own write. A daemon that cannot say so, or holds an older file, makes
-/// the command fail with exit 75, saying the change is on disk and not yet in force (issue 36: a
-/// flooded daemon missed a revoke while `nodes revoke` exited 0).
+/// A change to paired.json (revoke, block, allow, deny, remove a rule, approve, rename, unblock) is
+/// reported as done only once the running daemon holds it: the CLI asks the daemon which
+/// paired.json it holds and compares it with its own write. A daemon that cannot say so, or holds
+/// an older file, makes the command fail with exit 75, saying the change is on disk and not yet in
+/// force (issue 36: a flooded daemon missed a revoke while `nodes revoke` exited 0).
+///
+/// The daemon decides invokes from the store it holds and reads it again when inotify reports a
+/// change (issue 40 §3: no `stat` per invoke), so this answer is also what makes "a rule changed a
+/// moment ago applies to the next invoke" hold for every CLI write, grants included.
 enum DaemonConfirmation {
     /// How long the daemon has to answer.
     static let timeout: TimeInterval = 10

@@ -132,8 +132,7 @@ private func live(_ state: StateOptions, _ node: PairedNode) -> RuntimeStatus.No
 private func removeRule(_ state: StateOptions, node: String, pattern: String, denying: Bool, json: Bool) throws {
     let settings = try state.settings()
     let updated = try PairingStore(directory: state.directory).update { try $0.removeRule(pattern, denying: denying, node: node) }
-    // Removing an allow rule takes something away: it must be in force before it is reported.
-    if !denying { try DaemonConfirmation.confirm(state, "the removal of \(pattern) from \(updated.details.displayName)") }
+    try DaemonConfirmation.confirm(state, "the removal of \(pattern) from \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("Removed the \(denying ? "deny" : "allow") rule \(pattern) from \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
@@ -144,7 +143,7 @@ private func addRule(_ state: StateOptions, node: String, pattern: String, allow
     let settings = try state.settings()
     let verb = allowing ? "Allowed" : "Denied"
     let updated = try PairingStore(directory: state.directory).addRule(pattern, allowing: allowing, node: node, catalog: settings.catalog)
-    if !allowing { try DaemonConfirmation.confirm(state, "the deny rule \(pattern) for \(updated.details.displayName)") }
+    try DaemonConfirmation.confirm(state, "the \(allowing ? "allow" : "deny") rule \(pattern) for \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")

@@ -149,6 +149,7 @@ struct NodesCommand: AsyncParsableCommand {
                 let declared = request?.details.commands ?? []
                 let grant = try grant.grant(settings.catalog, declared: declared)
                 let node = try store.approve(requestId, code: code, unverified: unverified, grant: grant, settings: settings)
+                try DaemonConfirmation.confirm(state, "the pairing of \(node.details.displayName)")
                 if json { return try Output.json(GrantedNode(node: node)) }
                 print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")
                 GrantReport(node: node).print()
@@ -246,6 +247,7 @@ struct NodesCommand: AsyncParsableCommand {
             try Output.run {
                 let settings = try state.settings()
                 let renamed = try PairingStore(directory: state.directory).update { try $0.rename(node, to: name) }
+                try DaemonConfirmation.confirm(state, "the new name of \(renamed.nodeId)")
                 let live = RuntimeStatusFile(directory: state.directory).read()?.nodes[renamed.nodeId.description]
                 if json { return try Output.json(NodeDescription(renamed, live: live, policy: settings.policy, now: Date())) }
                 print("Renamed \(renamed.nodeId) to \(renamed.details.displayName).")
@@ -262,6 +264,7 @@ struct NodesCommand: AsyncParsableCommand {
         func run() throws {
             try Output.run {
                 let key = try PairingStore(directory: state.directory).update { try $0.unblock(node) }
+                try DaemonConfirmation.confirm(state, "the unblocking of \(key.displayName)")
                 if json { return try Output.json(key) }
                 print("Unblocked \(key.displayName) (\(key.nodeId)); it may ask to pair again.")
             }

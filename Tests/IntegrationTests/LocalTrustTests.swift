@@ -89,4 +89,33 @@ import TestSupport
         let answer = try stack.gateway.invoke(stack.nodeID, "device.info")
         #expect(answer.code == ErrorMessage.nodeNotFound, "\(answer)")
     }
+
+    /// Issue 40 §3: the daemon decides from the store it holds (no `stat` per invoke), so a grant
+    /// too is reported only once it is in force. Before, `nodes allow` exited 0 while the daemon
+    /// was stopped.
+    @Test func aGrantTheDaemonHasNotAppliedDoesNotReportSuccess() throws {
+        let stack = try RelayStack(nodeArguments: ["--camera"])
+        defer { stack.stop() }
+        stack.bridge.process.signal(SIGSTOP)
+        defer { stack.bridge.process.signal(SIGCONT) }
+        let allowed = try stack.cli(["nodes", "allow", "phone", "camera.snap"])
+        #expect(allowed.status == 75 && allowed.stderr.contains("on disk, but the running daemon has not applied it"), "\(allowed)")
+        stack.bridge.process.signal(SIGCONT)
+        #expect(try stack.gateway.invoke(stack.nodeID, "camera.snap").ok, "in force once the daemon runs again")
+    }
+
+    /// "A rule changed a moment ago applies": each CLI change is in force for the gateway's very
+    /// next invoke, back and forth.
+    @Test func eachRuleChangeAppliesToTheNextInvoke() throws {
+        let stack = try RelayStack(nodeArguments: ["--camera"])
+        defer { stack.stop() }
+        for round in 0..<5 {
+            #expect(try stack.cli(["nodes", "allow", "phone", "camera.snap"]).status == 0)
+            let granted = try stack.gateway.invoke(stack.nodeID, "camera.snap")
+            #expect(granted.ok, "round \(round), just allowed: \(granted)")
+            #expect(try stack.cli(["nodes", "deny", "phone", "camera.snap"]).status == 0)
+            let denied = try stack.gateway.invoke(stack.nodeID, "camera.snap")
+            #expect(denied.code == ErrorMessage.forbidden, "round \(round), just denied: \(denied)")
+        }
+    }
 }

@@ -210,7 +210,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     func gatewayFrame(_ frame: GatewayFrame, generation: Int) {
         switch frame {
         case let .request(id, method, params):
-            withFreshStore { [self] in
+            // Decided on the store the core holds: inotify brings every change, and each CLI write
+            // waits for the daemon to hold it (`store.applied`), so no `stat` per request.
+            inOrder { [self] in
                 timed("the gateway's \(method) request") {
                     decide(.request(method: method, params: params, from: .gateway(generation: generation, requestID: id)))
                 }
@@ -229,7 +231,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     // MARK: - OpenClaw (called on the loop by `OpenClawLinks`)
 
     func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke) {
-        withFreshStore { [self] in timed("an OpenClaw invoke for \(node)") { decide(.openClawInvoke(node: node, invoke)) } }
+        inOrder { [self] in timed("an OpenClaw invoke for \(node)") { decide(.openClawInvoke(node: node, invoke)) } }
     }
 
     func openClawEventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
@@ -414,7 +416,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     // MARK: - Ordering against the store
 
     /// Runs `event` once the cached store is the one on disk (one `stat`; a read off the loop when
-    /// it changed), after any events already held.
+    /// it changed), after any events already held. For what is rare and must not wait for inotify:
+    /// a node's connection (a revoke by hand edit holds at once) and the operator's control socket
+    /// (`store.applied` is how the CLI learns its write is in force).
     private func withFreshStore(_ event: @escaping () -> Void) {
         // Stopped: no read will come to release a held event, and the core answers everything as
         // a stopped bridge does.
