@@ -91,6 +91,8 @@ public struct CoreWalk {
 
     /// One event chosen by `roll`; false when the choices ran out.
     mutating func step(_ roll: Int, _ choices: inout some Choices, name: String) -> Bool {
+        // One of `items`: nil when the choices ran out (the walk ends), .some(nil) when there is
+        // nothing to pick (the step does nothing).
         func pick<T>(_ items: some Collection<T>) -> T?? {
             guard !items.isEmpty else { return .some(nil) }
             guard let n = choices.next(below: items.count) else { return nil }
