@@ -187,7 +187,7 @@ public struct CoreWalk {
             case let .close(id):
                 open.remove(id)
                 outstanding[id] = nil
-                _ = core.handle(.closed(id), now: now, wall: wall)  // the driver reports the close back
+                take(core.handle(.closed(id), now: now, wall: wall), step: step)  // the driver reports the close back; its answers count too
             default:
                 break
             }
