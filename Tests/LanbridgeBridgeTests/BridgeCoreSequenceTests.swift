@@ -1,4 +1,5 @@
 import Foundation
+import LanbridgeCore
 @testable import LanbridgeCoreWalk
 import TestSupport
 import Testing
@@ -23,10 +24,17 @@ struct BridgeCoreSequenceTests {
         #expect(walk.problems.isEmpty, "seed \(seed): \(walk.problems.prefix(5))")
     }
 
-    /// The walk finds a broken promise: a core that answers a request twice fails it.
-    @Test func theWalkCatchesADoubleAnswer() throws {
-        var walk = try CoreWalk()
-        walk.take([.answer(.control(99), .failure(.init(code: "X", message: "x")))], step: "nobody asked")
-        #expect(walk.problems.count == 1)
+    /// The walk finds a broken promise: an answer nobody asked for, and a second answer.
+    @Test func theWalkCatchesAnUnaskedAndASecondAnswer() throws {
+        let answer = BridgeAction.answer(.control(99), .failure(.init(code: "X", message: "x")))
+        var unasked = try CoreWalk()
+        unasked.take([answer], step: "nobody asked")
+        #expect(unasked.problems == ["nobody asked: an answer nobody asked for: c99"])
+        var twice = try CoreWalk()
+        twice.asked["c99"] = (.control(99), 0)
+        twice.take([answer], step: "first")
+        #expect(twice.problems.isEmpty)
+        twice.take([answer], step: "second")
+        #expect(twice.problems == ["second: c99 answered 2 times"])
     }
 }
