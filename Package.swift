@@ -54,6 +54,8 @@ let package = Package(
             providers: [.apt(["libavahi-client-dev"])]
         ),
 
+        // glibc's mallopt: the daemon's allocator policy (LanbridgeBridge's AllocatorPolicy).
+        .systemLibrary(name: "CMalloc"),
         .systemLibrary(
             name: "CQRencode",
             pkgConfig: "libqrencode",
@@ -105,7 +107,7 @@ let package = Package(
         .target(
             name: "LanbridgeBridge",
             dependencies: [
-                "LanbridgeCore", "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode",
+                "LanbridgeCore", "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode", "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,12 +1,13 @@
 // lanbridge-bench: throughput figures beside the raw libsodium speed measured in the same run.
 //
-//   swift run -c release lanbridge-bench [--seconds S] [--json]
+//   swift run -c release lanbridge-bench [--seconds S] [--json] [--only WORD] [--default-allocator]
 //   lanbridge-bench gateway-load      (the SwiftNIO gateway scripts/bench-gateway drives)
 //   lanbridge-bench idle-nodes PORT KEYFILE   (many paired nodes at once, for the same script)
 //
 // Every lanbridge figure is printed with its theoretical ceiling (the libsodium primitives it is
 // built from, timed here and now) and the ratio between them.
 import Foundation
+import LanbridgeBridge
 import LanbridgeCrypto
 import LanbridgeProtocol
 import TestSupport
@@ -22,6 +23,11 @@ if arguments.dropFirst().first == "idle-nodes", arguments.count == 4, let port =
 }
 let secondsPerFigure = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[$0 + 1]) } ?? 1.0
 let asJSON = arguments.contains("--json")
+/// `--only transport`: just the figures whose name has the word (to profile one of them).
+let only = arguments.firstIndex(of: "--only").map { arguments[$0 + 1] }
+func wanted(_ name: String) -> Bool { only.map { name.contains($0) } ?? true }
+/// The daemon's allocator policy (`lanbridge serve` sets it), unless `--default-allocator` asks for glibc's defaults.
+let allocator = arguments.contains("--default-allocator") || !AllocatorPolicy.keepLargeBuffers() ? "glibc's defaults" : "the daemon's policy"
 
 /// Runs `body` in batches until `secondsPerFigure` have passed; returns operations per second.
 func rate(_ body: () throws -> Int) rethrows -> Double {
@@ -97,10 +103,10 @@ func establishedPair() throws -> (SecureSession, SecureSession) {
     return (node, bridge)
 }
 
-let handshakesPerSecond = try rate {
+let handshakesPerSecond = wanted("handshakes") ? try rate {
     for _ in 0..<20 { _ = try establishedPair() }
     return 20
-}
+} : 0
 // Per XX handshake, both ends together: 2 ephemeral key generations (base-point multiplications)
 // and 6 DH operations (ee, es, se on each side).
 let handshakeCeiling = 1 / (2 / basePerSecond + 6 / dhPerSecond)
@@ -131,13 +137,15 @@ var figures: [Figure] = []
     fflush(nil)
 }
 if !asJSON {
-    print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s", dhPerSecond, basePerSecond))
+    print(String(format: "libsodium in this run: x25519 DH %.0f/s, x25519 base %.0f/s; allocator: %@", dhPerSecond, basePerSecond, allocator))
     print("")
     print(pad("figure", 52) + pad("lanbridge", 22) + pad("baseline", 22) + "ratio")
 }
-report(Figure(name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
-              measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"))
-for (label, size) in [("1 KiB", 1024), ("1 MiB", 1 << 20)] {
+if wanted("handshakes") {
+    report(Figure(name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
+                  measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"))
+}
+for (label, size) in [("1 KiB", 1024), ("1 MiB", 1 << 20)] where wanted("transport, \(label)") {
     report(Figure(name: "transport, \(label) messages (seal + open)", unit: "MB/s",
                   measured: try transportBytesPerSecond(messageSize: size) / 1e6,
                   ceiling: try rawAEADBytesPerSecond(messageSize: size) / 1e6,
@@ -154,17 +162,18 @@ func scannerBytesPerSecond(_ shape: JSONShape) throws -> Double {
         return document.count
     }
 }
-let plainScan = try scannerBytesPerSecond(.plain)
-for shape in JSONShape.allCases where shape != .plain {
+let plainScan = wanted("scanner") ? try scannerBytesPerSecond(.plain) : 0
+for shape in JSONShape.allCases where shape != .plain && wanted("scanner, 4 MiB \(shape.rawValue)") {
     report(Figure(name: "scanner, 4 MiB \(shape.rawValue)", unit: "MB/s", measured: try scannerBytesPerSecond(shape) / 1e6,
                   ceiling: plainScan / 1e6, ceilingSource: "the scanner on a plain object of the same size (long strings), same run"))
 }
 
-let approvals = try await approvalLatencies()
+let approvals = wanted("approval") ? try await approvalLatencies() : []
 let approvalP50 = percentile(approvals, 0.5), approvalP99 = percentile(approvals, 0.99)
 
 struct Report: Encodable {
     let secondsPerFigure: Double
+    let allocator: String
     let x25519DHPerSecond: Double
     let x25519BasePerSecond: Double
     let figures: [Figure]
@@ -174,10 +183,10 @@ struct Report: Encodable {
 if asJSON {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    print(String(decoding: try encoder.encode(Report(secondsPerFigure: secondsPerFigure, x25519DHPerSecond: dhPerSecond,
+    print(String(decoding: try encoder.encode(Report(secondsPerFigure: secondsPerFigure, allocator: allocator, x25519DHPerSecond: dhPerSecond,
                                                      x25519BasePerSecond: basePerSecond, figures: figures,
                                                      approvalLatencyMs: ["p50": approvalP50, "p99": approvalP99, "budget": 200])), as: UTF8.self))
-} else {
+} else if !approvals.isEmpty {
     print("")
     print(String(format: "approval reaches the waiting node (%d pairings): p50 %.1f ms, p99 %.1f ms; budget 200 ms (p99/budget %.2f)",
                  approvals.count, approvalP50, approvalP99, approvalP99 / 200))
