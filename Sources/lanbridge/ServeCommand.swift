@@ -76,7 +76,7 @@ struct ServeCommand: AsyncParsableCommand {
     private func serve() async throws {
         guard let level = Logger.Level(rawValue: logLevel) else { throw ValidationError("unknown log level \(logLevel)") }
         let logger = Logger(label: "lanbridge") { LineLogHandler(label: $0, level: level) }
-        if !AllocatorPolicy.keepLargeBuffers() { logger.debug("allocator policy not applied: no mallopt here") }
+        if AllocatorPolicy.keepLargeBuffers() { AllocatorPolicy.startGivingBack() } else { logger.debug("allocator policy not applied: no mallopt here") }
         let warn: (String) -> Void = { logger.warning("\($0)") }
         let configuration = try Self.checked {
             try BridgeConfiguration(stateDirectory: state.directory, settings: try state.settings(), overrides: overrides,

@@ -4,8 +4,9 @@ import Glibc
 import Testing
 
 /// The daemon's allocator policy: a large buffer freed after one message is reused for the next,
-/// not handed back to the kernel and faulted in again page by page.
-@Suite struct AllocatorPolicyTests {
+/// not handed back to the kernel and faulted in again page by page. Serialized: the two tests
+/// would otherwise find each other's freed buffers.
+@Suite(.serialized) struct AllocatorPolicyTests {
     /// Minor page faults on this thread only, so tests running beside it do not count.
     private func faults(_ body: () -> Void) -> Int {
         let thread: Int32 = 1  // RUSAGE_THREAD, a GNU extension Glibc's module does not import
@@ -32,6 +33,23 @@ import Testing
         let second = faults { message(bytes: size) }
         // glibc's defaults map a 24 MiB block fresh (6,144 faults) and unmap it when it is freed.
         #expect(second < pages / 8, "the second 24 MiB buffer faulted \(second) of its \(pages) pages in again")
+    }
+
+    @Test func aHoleLeftInTheHeapGoesBack() {
+        #expect(AllocatorPolicy.keepLargeBuffers())
+        let size = 24 << 20, pages = size / 4096
+        // A freed buffer with a live one as large after it: a hole in the heap, not its free top
+        // (which glibc gives back by itself past retainedFreeBytes, and only then, in a thread's heap).
+        var large: [UInt8]? = [UInt8](repeating: 1, count: size)
+        let after = [UInt8](repeating: 2, count: size)
+        large = nil
+        #expect(AllocatorPolicy.freeBytes >= size)
+        #expect(!AllocatorPolicy.giveBack(ifHoldingMoreThan: Int.max))
+        #expect(AllocatorPolicy.giveBack(ifHoldingMoreThan: size / 2))
+        // Given back: a buffer of that size is faulted in again.
+        let faulted = faults { message(bytes: size) }
+        #expect(faulted > pages / 2, "only \(faulted) of \(pages) pages faulted in after giving back")
+        withExtendedLifetime((large, after)) {}
     }
 }
 #endif
