@@ -54,7 +54,7 @@ let package = Package(
             providers: [.apt(["libavahi-client-dev"])]
         ),
 
-        // glibc's mallopt: the daemon's allocator policy (LanbridgeBridge's AllocatorPolicy).
+        // glibc's mallopt and malloc_trim: the daemon's allocator policy (LanbridgeBridge's AllocatorPolicy).
         .systemLibrary(name: "CMalloc"),
         .systemLibrary(
             name: "CQRencode",

@@ -21,10 +21,14 @@ if arguments.dropFirst().first == "idle-nodes", arguments.count == 4, let port =
     try await IdleNodes.run(port: port, keyFile: arguments[3])
     exit(0)
 }
-let secondsPerFigure = arguments.firstIndex(of: "--seconds").flatMap { Double(arguments[$0 + 1]) } ?? 1.0
+/// The argument after `flag`, if there is one.
+func value(after flag: String) -> String? {
+    arguments.firstIndex(of: flag).flatMap { arguments.indices.contains($0 + 1) ? arguments[$0 + 1] : nil }
+}
+let secondsPerFigure = value(after: "--seconds").flatMap { Double($0) } ?? 1.0
 let asJSON = arguments.contains("--json")
 /// `--only transport`: just the figures whose name has the word (to profile one of them).
-let only = arguments.firstIndex(of: "--only").map { arguments[$0 + 1] }
+let only = value(after: "--only")
 func wanted(_ name: String) -> Bool { only.map { name.contains($0) } ?? true }
 /// The daemon's allocator policy (`lanbridge serve` sets it), unless `--default-allocator` asks for glibc's defaults.
 let allocator = arguments.contains("--default-allocator") || !AllocatorPolicy.keepLargeBuffers() ? "glibc's defaults" : "the daemon's policy"

@@ -4,6 +4,7 @@ import LanbridgeCrypto
 @testable import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeFiles
+import LanbridgeNet
 import LanbridgeState
 import Logging
 import NIOCore
@@ -30,7 +31,8 @@ struct GatewayLinkHandlerTests {
         let driver = BridgeDriver(loop: channel.embeddedEventLoop, core: core, io: io, admission: Admission(limits: .init(), logger: logger),
                                   invites: InviteCache(store: PairingStore(directory: directory)), logger: logger)
         let handler = GatewayLinkHandler(driver: driver, generation: driver.nextLinkGeneration(), hello: ["bridgeName": "t"], ending: .init(), logger: logger)
-        try channel.pipeline.syncOperations.addHandler(handler)
+        // As the link's pipeline is after the upgrade: the frame writer under the handler.
+        try channel.pipeline.syncOperations.addHandlers(WebSocketFrameWriter(), handler)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
         return (channel, handler, io)
     }
@@ -40,8 +42,15 @@ struct GatewayLinkHandlerTests {
     func sent(_ channel: EmbeddedChannel) throws -> String? {
         // The driver flushes once the loop has carried out what was ready: let it.
         channel.embeddedEventLoop.run()
-        // Unmasked: the frame encoder further down the pipeline masks what a client sends.
-        return try channel.readOutbound(as: WebSocketFrame.self).map { String(buffer: $0.data) }
+        // One finished, masked frame per write, as the gateway's socket gets it: read it as the gateway does.
+        guard let wire = try channel.readOutbound(as: ByteBuffer.self) else { return nil }
+        let gateway = EmbeddedChannel(handler: ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: 1 << 24)))
+        try gateway.writeInbound(wire)
+        let frame = try #require(try gateway.readInbound(as: WebSocketFrame.self), "a whole frame")
+        #expect(frame.maskKey != nil, "a client masks what it sends")
+        #expect(try gateway.readInbound(as: WebSocketFrame.self) == nil, "one frame per write")
+        _ = try gateway.finish()
+        return String(buffer: frame.unmaskedData)
     }
 
     /// Bug: now and then the link came up but no frame, not even bridge.hello, crossed it. The

@@ -35,6 +35,21 @@ struct WebSocketFrameWriterTests {
     }
 }
 
+extension WebSocketFrameWriterTests {
+    /// A frame spliced from parts (a result's head, payload and tail) is byte for byte the frame
+    /// NIO's encoder writes for the parts joined, wherever the parts break the mask's cycle.
+    @Test(arguments: [[0], [1, 2, 3], [5, 0, 11], [3, 70000, 1], [126, 0], [8, 8, 8, 9]])
+    func aFrameFromPartsIsTheFrameOfTheirBytes(lengths: [Int]) throws {
+        var generator = SystemRandomNumberGenerator()
+        let parts = lengths.map { n in ArraySlice((0..<n).map { _ in UInt8.random(in: 0...255, using: &generator) }) }
+        for mask in [nil, WebSocketMaskingKey.random()] {
+            let spliced = WebSocketFrameWriter.textFrame(parts, maskKey: mask, allocator: ByteBufferAllocator())
+            let joined = WebSocketFrame(fin: true, opcode: .text, maskKey: mask, data: ByteBuffer(bytes: Array(parts.joined())))
+            #expect(Array(buffer: spliced) == (try encoded(joined, nio: true)), "parts \(lengths), masked \(mask != nil)")
+        }
+    }
+}
+
 /// Issue 22: mask keys come from a pool refilled 1,024 at a time (one random draw, not one per
 /// frame); what it hands out is still the random bytes, four at a time, across refills.
 struct MaskingKeysTests {

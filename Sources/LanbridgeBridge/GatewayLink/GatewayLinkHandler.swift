@@ -30,6 +30,8 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     private let ending: Ending
     private let logger: Logger
     private var context: ChannelHandlerContext?
+    /// The frame writer's place in the pipeline: finished frames go in there.
+    private var frameWriter: ChannelHandlerContext?
     private var readHeld = false
     private var droppedEvents = 0
     private var closeSent = false
@@ -63,6 +65,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
+        frameWriter = nil
     }
 
     // MARK: - Bridge → gateway
@@ -80,12 +83,23 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
 
     /// An answer, spliced from parts (a node's result is passed on as the bytes it arrived in).
     /// Unflushed when the driver batches: it flushes once it has carried out the loop's events.
+    ///
+    /// The parts are masked straight into the finished frame, which goes in below the frame
+    /// writer: one copy of a node's result between its session and the gateway's socket.
     func send(_ parts: [ArraySlice<UInt8>], flush: Bool = true) {
         guard let context else { return }
-        var buffer = context.channel.allocator.buffer(capacity: parts.reduce(0) { $0 + $1.count })
-        for part in parts { buffer.writeBytes(part) }
-        let frame = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: maskingKeys.key(), data: buffer))
-        if flush { context.writeAndFlush(frame, promise: nil) } else { context.write(frame, promise: nil) }
+        let maskKey = maskingKeys.key()
+        if frameWriter == nil { frameWriter = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameWriter.self) }
+        guard let below = frameWriter else {
+            // No frame writer (a test's pipeline): the frame as a value, for whatever encodes it.
+            var buffer = context.channel.allocator.buffer(capacity: parts.reduce(0) { $0 + $1.count })
+            for part in parts { buffer.writeBytes(part) }
+            let frame = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: maskKey, data: buffer))
+            if flush { context.writeAndFlush(frame, promise: nil) } else { context.write(frame, promise: nil) }
+            return
+        }
+        below.write(NIOAny(WebSocketFrameWriter.textFrame(parts, maskKey: maskKey, allocator: context.channel.allocator)), promise: nil)
+        if flush { context.flush() }
     }
 
     func flush() {
