@@ -10,9 +10,9 @@ import Glibc
 /// frame, the halves of each regrowth). With glibc's defaults each was mapped fresh, or handed
 /// back by trimming the heap as soon as it was freed, and every page faulted in again for the
 /// next message: 737 page faults and 6 `brk` calls per 1 MiB message, 40% of the receive path's
-/// time in the kernel (README, Performance). glibc's own dynamic rule moves its thresholds the
-/// same way after it frees a mapped block, but to twice that block, which one message's buffers
-/// together still pass; here they start where the rule would end.
+/// time in the kernel (README, Performance). glibc's dynamic rule raises both thresholds too,
+/// once it frees a mapped block: the mapping one to that block's size, the trim one to twice it,
+/// which one message's buffers together still pass. Here they start above any message.
 ///
 /// Kept buffers would otherwise stay for good (and a burst of connections leaves holes in the
 /// heap): every `givingBackInterval`, free memory past `idleFreeBytes` is returned.
