@@ -95,6 +95,11 @@ public enum JSONScanner {
         /// (A set per object held in the stack's enum was copied out and back for each key, which
         /// made a wide object cost the square of its keys.)
         private var keys: Set<ObjectKey> = []
+        /// The keys of open objects that have few so far, flat in document order: an object's
+        /// are contiguous (a child's are dropped when it closes). Comparing a few keys costs less
+        /// than hashing them, and most objects have a few; past `fewKeys`, an object's go to `keys`.
+        private var fewKeysOfOpenObjects: [UnsafeRawBufferPointer] = []
+        static let fewKeys = 8
         private var objects = 0
         /// Keys that had escapes, decoded; freed by `release`.
         private var decodedKeys: [UnsafeMutableRawBufferPointer] = []
@@ -107,8 +112,9 @@ public enum JSONScanner {
         }
 
         private enum Container {
-            /// The object's number, which tags its keys.
-            case object(Int)
+            /// The object's number, which tags its keys in `keys`, and where its keys start in
+            /// `fewKeysOfOpenObjects` while it has few (nil once they are in `keys`).
+            case object(Int, firstOfFew: Int?)
             case array
         }
 
@@ -142,7 +148,7 @@ public enum JSONScanner {
                     case UInt8(ascii: "{"):
                         guard stack.count < JSONScanner.maxDepth else { throw fail("nested deeper than \(JSONScanner.maxDepth)") }
                         objects += 1
-                        stack.append(.object(objects))
+                        stack.append(.object(objects, firstOfFew: fewKeysOfOpenObjects.count))
                         i += 1
                         expect = .keyOrEnd
                     case UInt8(ascii: "["):
@@ -162,19 +168,21 @@ public enum JSONScanner {
                 case .keyOrEnd, .key:
                     if expect == .keyOrEnd, c == UInt8(ascii: "}") {
                         i += 1
-                        stack.removeLast()
+                        close(&stack)
                         completed = true
                         break
                     }
                     guard c == UInt8(ascii: "\"") else { throw fail("expected a string key") }
                     let start = i
                     let key = try keyBytes()
-                    guard case let .object(object) = stack[stack.count - 1] else { throw fail("key outside an object") }
+                    guard case let .object(object, firstOfFew) = stack[stack.count - 1] else { throw fail("key outside an object") }
                     steps += key.count
-                    guard keys.insert(ObjectKey(object: object, bytes: key)).inserted else {
+                    var first = firstOfFew
+                    guard record(key, of: object, firstOfFew: &first) else {
                         i = start
                         throw fail("duplicate key \"\(String(decoding: key, as: UTF8.self))\"")
                     }
+                    if first != firstOfFew { stack[stack.count - 1] = .object(object, firstOfFew: first) }
                     if stack.count == 1 { topKey = key }
                     expect = .colon
                 case .colon:
@@ -190,7 +198,7 @@ public enum JSONScanner {
                     }
                     guard c == UInt8(ascii: inObject ? "}" : "]") else { throw fail(inObject ? "expected ',' or '}'" : "expected ',' or ']'") }
                     i += 1
-                    stack.removeLast()
+                    close(&stack)
                     completed = true
                 }
                 guard completed else { continue }
@@ -206,6 +214,48 @@ public enum JSONScanner {
                 }
                 expect = .commaOrEnd
             }
+        }
+
+        /// Records `key` of `object` for the duplicate check; false if the object has it already.
+        /// `firstOfFew` becomes nil when the object's keys move to the hashed table.
+        private mutating func record(_ key: UnsafeRawBufferPointer, of object: Int, firstOfFew: inout Int?) -> Bool {
+            if let first = firstOfFew {
+                for earlier in fewKeysOfOpenObjects[first...] where earlier.count == key.count {
+                    steps += key.count
+                    if Self.same(earlier, key) { return false }
+                }
+                if fewKeysOfOpenObjects.count - first < Self.fewKeys {
+                    fewKeysOfOpenObjects.append(key)
+                    return true
+                }
+                // One more than a few: this object's keys go to the table, hashed, from now on.
+                for earlier in fewKeysOfOpenObjects[first...] {
+                    steps += earlier.count
+                    keys.insert(ObjectKey(object: object, bytes: earlier))
+                }
+                fewKeysOfOpenObjects.removeSubrange(first...)
+                firstOfFew = nil
+            }
+            return keys.insert(ObjectKey(object: object, bytes: key)).inserted
+        }
+
+        /// Ends the innermost container; an object's few keys go with it.
+        private mutating func close(_ stack: inout [Container]) {
+            if case let .object(_, first?) = stack.removeLast() { fewKeysOfOpenObjects.removeSubrange(first...) }
+        }
+
+        /// Byte-for-byte equality of two keys of the same length, a word at a time.
+        private static func same(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+            var k = 0
+            while k + 8 <= a.count {
+                if a.loadUnaligned(fromByteOffset: k, as: UInt64.self) != b.loadUnaligned(fromByteOffset: k, as: UInt64.self) { return false }
+                k += 8
+            }
+            while k < a.count {
+                if a[k] != b[k] { return false }
+                k += 1
+            }
+            return true
         }
 
         mutating func skipSpace() {
