@@ -91,7 +91,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
         let maskKey = maskingKeys.key()
         if frameWriter == nil { frameWriter = try? context.pipeline.syncOperations.context(handlerType: WebSocketFrameWriter.self) }
         guard let below = frameWriter else {
-            // No frame writer (a test's pipeline): the frame as a value, for whatever encodes it.
+            // No frame writer below (NIO's own encoder, say): the frame as a value, for it to encode.
             var buffer = context.channel.allocator.buffer(capacity: parts.reduce(0) { $0 + $1.count })
             for part in parts { buffer.writeBytes(part) }
             let frame = wrapOutboundOut(WebSocketFrame(fin: true, opcode: .text, maskKey: maskKey, data: buffer))

@@ -62,7 +62,7 @@ public final class WebSocketFrameWriter: ChannelOutboundHandler {
 
     /// Appends `input` XORed with `key` (continuing at byte `offset` of the key's cycle); returns
     /// the next offset.
-    static func write(_ input: UnsafeRawBufferPointer, maskedWith key: WebSocketMaskingKey, at offset: Int, into out: inout ByteBuffer) -> Int {
+    private static func write(_ input: UnsafeRawBufferPointer, maskedWith key: WebSocketMaskingKey, at offset: Int, into out: inout ByteBuffer) -> Int {
         let count = input.count
         guard count > 0 else { return offset }
         let rotated = (0..<4).map { key[($0 + offset) % 4] }
