@@ -132,7 +132,15 @@ public enum BridgeServer {
         if !configuration.mdns { core.runtime.mdns = "off" }
         if configuration.gateway == nil { core.runtime.gateway = "off" }
         io.forgetUnpairedPushTokens(Set(state.initial.paired.nodes.map(\.nodeId)))
-        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, logger: logger)
+        // One certificate for both TLS doors (the canvas relay, OpenClaw's apps), made once and kept.
+        var doorTLS: DoorTLS?
+        if configuration.canvas != nil || configuration.openClawApps?.tls == true {
+            do { doorTLS = try DoorTLS(directory: configuration.stateDirectory) } catch {
+                // Only a relay on its default address may start without it (it then says why it is off).
+                guard configuration.openClawApps?.tls != true, configuration.canvas?.optional == true else { throw error }
+            }
+        }
+        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, doorTLS: doorTLS, logger: logger)
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
@@ -377,9 +385,11 @@ public enum BridgeServer {
         var relay: CanvasRelay?
         var bound: [any Channel] = []
         do {
-            let certificate = try CanvasCertificate.loadOrCreate(directory: configuration.stateDirectory)
-            let made = try CanvasRelay(.init(certificate: certificate, upstream: canvas.upstream, limits: configuration.settings.limits,
-                                             upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
+            guard let tls = driver.doorTLS else {
+                throw CanvasCertificate.Problem(description: "\(CanvasCertificate.fileName) is unreadable; `lanbridge canvas rotate-cert` makes a new one")
+            }
+            let made = CanvasRelay(.init(tls: tls, upstream: canvas.upstream, limits: configuration.settings.limits,
+                                         upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
             relay = made
             var port = canvas.listen.port
             for host in canvas.listen.host.map({ [$0] }) ?? configuration.listen.map(\.host) {
@@ -389,10 +399,11 @@ public enum BridgeServer {
             }
             let listening = bound.compactMap { $0.localAddress }.map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
             let origins = CanvasRelayInfo.origins(of: canvas.upstream)
-            await driver.setCanvas(made, CanvasRelayInfo(port: port, tlsSha256: certificate.sha256, upstreamOrigins: origins),
-                                   status: RuntimeStatus.Canvas(listening: listening, tlsSha256: certificate.sha256, upstream: canvas.upstream.description))
+            let sha256 = tls.served.sha256
+            await driver.setCanvas(made, CanvasRelayInfo(port: port, tlsSha256: sha256, upstreamOrigins: origins),
+                                   status: RuntimeStatus.Canvas(listening: listening, tlsSha256: sha256, upstream: canvas.upstream.description))
             logger.info("canvas relay listening", metadata: ["canvas": "\(listening.joined(separator: ", "))", "upstream": "\(canvas.upstream)",
-                                                             "sha256": "\(certificate.sha256)"])
+                                                             "sha256": "\(sha256)"])
         } catch {
             for channel in bound { channel.close(promise: nil) }
             await relay?.stop()
@@ -411,14 +422,9 @@ public enum BridgeServer {
     private static func startOpenClawAppDoor(_ configuration: BridgeConfiguration, admission: Admission, driver: BridgeDriver, logger: Logger) async throws
         -> ([any Channel], AvahiPublisher.Extra?) {
         guard let apps = configuration.openClawApps else { return ([], nil) }
-        var tls: NIOSSLContext?
-        var sha256: String?
-        if apps.tls {
-            let certificate = try CanvasCertificate.loadOrCreate(directory: configuration.stateDirectory)
-            tls = try CanvasRelay.context(certificate)
-            sha256 = certificate.sha256
-        }
-        let options = OpenClawAppDoor.Options(tls: tls, tlsSha256: sha256, idleTimeout: .seconds(75),
+        let tls = apps.tls ? driver.doorTLS : nil
+        let sha256 = tls?.served.sha256
+        let options = OpenClawAppDoor.Options(tls: tls, idleTimeout: .seconds(75),
                                               maxFrameBytes: configuration.settings.limits.sessionMessageBytes)
         var bound: [any Channel] = []
         var port = apps.listen.port
@@ -442,7 +448,7 @@ public enum BridgeServer {
         }
         let listening = bound.compactMap(\.localAddress).map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
         let urls = listening.map { "\(apps.tls ? "wss" : "ws")://\($0)" }
-        driver.setOpenClawApps(urls)
+        driver.setOpenClawApps(urls, tlsSha256: sha256)
         logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(urls.joined(separator: ", "))",
                                                                "sha256": "\(sha256 ?? "none (plain ws)")"])
         // What OpenClaw's apps browse for (src/infra/bonjour.ts:152-210): iOS needs gatewayTls=1.

@@ -24,11 +24,24 @@ package struct CanvasRelayInfo: Sendable, Equatable {
     }
 }
 
+/// The relay's answer for one request's capability.
+package struct CanvasUse: Sendable, Equatable {
+    package var lookup: CanvasGrants.Lookup
+    /// The gateway's capability for the node (OpenClaw's canvas host), to put in the upstream path.
+    package var upstream: String?
+    /// Origins the node's pages may reach beyond the defaults (`CanvasContentPolicy`).
+    package var origins: [OriginPattern] = []
+}
+
 extension BridgeCore {
-    /// A new certificate: status shows it, and every connected node hears its new pin (an
-    /// unsolicited `canvas.grant`, id ""), its capability unchanged.
+    /// A new certificate for both doors: status shows it, and every connected node hears its new
+    /// pin (an unsolicited `canvas.grant`, id ""), its capability unchanged.
     package mutating func canvasCertificateRotated(_ sha256: String, now: Moment, wall: Date) -> [BridgeAction] {
         self.now = now
+        if runtime.openClawAppsTlsSha256 != nil {
+            runtime.openClawAppsTlsSha256 = sha256
+            runtimeChanged = true
+        }
         guard var relay = canvasRelay else { return drain() }
         relay.tlsSha256 = sha256
         canvasRelay = relay
@@ -43,8 +56,9 @@ extension BridgeCore {
         return drain()
     }
 
-    package mutating func setOpenClawApps(_ urls: [String]) -> [BridgeAction] {
+    package mutating func setOpenClawApps(_ urls: [String], tlsSha256: String?) -> [BridgeAction] {
         runtime.openClawApps = urls
+        runtime.openClawAppsTlsSha256 = tlsSha256
         runtimeChanged = true
         return drain()
     }
@@ -94,17 +108,19 @@ extension BridgeCore {
         actions.append(.canvasRevoked(node))
     }
 
-    /// The relay asks: whose capability is this, and what does it open upstream.
-    package mutating func canvasUse(_ capability: String, now: Moment) -> (CanvasGrants.Lookup, upstream: String?) {
+    /// The relay asks: whose capability is this, what does it open upstream, and which origins
+    /// beyond the defaults may its pages reach (the config's and the node's own allow rules).
+    package mutating func canvasUse(_ capability: String, now: Moment) -> CanvasUse {
         self.now = now
         let lookup = canvasGrants.use(capability, now: now, ttl: canvasTTL, limits: settings.limits)
-        guard case let .granted(node) = lookup else { return (lookup, nil) }
+        guard case let .granted(node) = lookup else { return CanvasUse(lookup: lookup) }
         // Belt and braces: a grant is only as good as the paired session it was made for.
-        guard sessions[node] != nil, paired[node] != nil else {
+        guard sessions[node] != nil, let pairedNode = paired[node] else {
             canvasSessionEnded(node)
-            return (.unknown, nil)
+            return CanvasUse(lookup: .unknown)
         }
-        return (lookup, canvasGrants.upstream[node]?.capability)
+        return CanvasUse(lookup: lookup, upstream: canvasGrants.upstream[node]?.capability,
+                         origins: settings.canvas.allowOrigins + CompiledRules(pairedNode.access).origins.allow)
     }
 
     /// `https://host:port/__openclaw__/cap/<capability>`: the shape OpenClaw's apps expect of

@@ -41,7 +41,7 @@ package enum BridgeEvent {
     case console(String)
     case canvas(CanvasRelayInfo, status: RuntimeStatus.Canvas)
     case canvasCertificateRotated(sha256: String)
-    case openClawApps([String])
+    case openClawApps([String], tlsSha256: String?)
     case shutdown
 }
 
@@ -80,7 +80,7 @@ extension BridgeCore {
         case let .console(url): setConsole(url)
         case let .canvas(info, status): setCanvas(info, status: status)
         case let .canvasCertificateRotated(sha256): canvasCertificateRotated(sha256, now: now, wall: wall)
-        case let .openClawApps(urls): setOpenClawApps(urls)
+        case let .openClawApps(urls, sha256): setOpenClawApps(urls, tlsSha256: sha256)
         case .shutdown: shutdown(now: now, wall: wall)
         }
     }

@@ -28,6 +28,7 @@ struct StatusCommand: ParsableCommand {
                 }
                 if let apps = report.openClawApps, !apps.isEmpty {
                     print("  OpenClaw's apps: \(apps.joined(separator: ", ")) (they show the certificate's sha256 before trusting it)")
+                    if let sha256 = report.openClawAppsTlsSha256 { print("              certificate sha256 \(sha256)") }
                 }
                 print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
                 print("  gateway:    \(report.gateway ?? "unknown")")

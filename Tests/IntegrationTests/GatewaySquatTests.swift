@@ -13,11 +13,7 @@ struct GatewaySquatTests {
         && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
 
     /// A free loopback port, for a squatter and then the gateway to take in turn.
-    func freePort() throws -> Int {
-        let probe = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                     ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"])
-        return Int(try #require(try probe.nextLine()))!
-    }
+    func freePort() throws -> Int { try Python.freePort() }
 
     /// A squatter on 127.0.0.1:`port`, as `user` (nil: this user): one process, no children, the
     /// system's Python (another user cannot run ours). It prints "listening", then for every

@@ -2,6 +2,7 @@ import Logging
 import LanbridgeProtocol
 import LanbridgeCore
 import LanbridgeState
+import LanbridgeCrypto
 import LanbridgeTransport
 import NIOConcurrencyHelpers
 import NIOCore
@@ -11,27 +12,27 @@ import NIOSSL
 /// The canvas relay (issue 37 §1): HTTPS on the bridge's LAN addresses, for paired nodes only.
 /// Each connection carries one request: its head is read and decided (`CanvasRequest`), its
 /// capability looked up in the core (`BridgeCore.canvasUse`), and only then is the canvas host
-/// dialled, with the head rebuilt for it; the response streams back through
-/// `CanvasResponseFilter`, with backpressure both ways. A WebSocket upgrade (live reload) stays
-/// open as a byte pipe until either side closes or the node's capability dies.
+/// dialled, with the head rebuilt for it. From there `CanvasExchange` decides what moves: the
+/// response, read as HTTP and filtered, or, after a checked switch, the live-reload socket's
+/// frames. Backpressure both ways.
 ///
 /// Bounds (all in `limits`): the head's size and arrival time, idle and total time, the
 /// response's size, connections per node and in all. Connections that have not shown a live
 /// capability yet count in all, and when all is full the oldest of them is closed for a new one.
 final class CanvasRelay: @unchecked Sendable {
     struct Configuration {
-        var certificate: CanvasCertificate
+        var tls: DoorTLS
         var upstream: CanvasUpstream
         var limits: BridgeSettings.Limits
         /// OpenClaw's canvas host wants its capability: without one for the node, nothing is sent.
         var upstreamNeedsCapability: Bool
+        /// The canvas host's origins, as its own absolute URLs name it (rewritten to the relay's).
+        var upstreamOrigins: [String] { ["http://\(upstream.hostHeader)"] + CanvasRelayInfo.origins(of: upstream) }
     }
 
     let configuration: Configuration
     private let driver: BridgeDriver
     private let logger: Logger
-    /// Replaced by `lanbridge canvas rotate-cert`: new connections get the new certificate.
-    private let context: NIOLockedValueBox<NIOSSLContext>
     private let table = NIOLockedValueBox(Connections())
     /// Its own thread: TLS handshakes and bulk bytes never run on the core's loop, so a flood at
     /// the relay delays no invoke beyond sharing the CPU.
@@ -46,24 +47,16 @@ final class CanvasRelay: @unchecked Sendable {
         var total: Int { unproven.count + byNode.values.reduce(0) { $0 + $1.count } }
     }
 
-    init(_ configuration: Configuration, driver: BridgeDriver, logger: Logger) throws {
+    init(_ configuration: Configuration, driver: BridgeDriver, logger: Logger) {
         self.configuration = configuration
         self.driver = driver
         self.logger = logger
-        context = NIOLockedValueBox(try Self.context(configuration.certificate))
     }
 
-    static func context(_ certificate: CanvasCertificate) throws -> NIOSSLContext {
-        var tls = TLSConfiguration.makeServerConfiguration(certificateChain: [.certificate(certificate.certificate)], privateKey: .privateKey(certificate.key))
-        tls.minimumTLSVersion = .tlsv12
-        tls.applicationProtocols = ["http/1.1"]
-        return try NIOSSLContext(configuration: tls)
-    }
-
-    /// Serve this certificate from now on.
-    func use(_ certificate: CanvasCertificate) throws {
-        let next = try Self.context(certificate)
-        context.withLockedValue { $0 = next }
+    /// `https://host:port` as a node reached the relay.
+    static func origin(of address: SocketAddress?) -> String {
+        let host = address?.ipAddress ?? "?"
+        return "https://\(host.contains(":") ? "[\(host)]" : host):\(address?.port ?? 0)"
     }
 
     func bind(host: String, port: Int) async throws -> any Channel {
@@ -80,7 +73,7 @@ final class CanvasRelay: @unchecked Sendable {
                         return
                     }
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: context.withLockedValue { $0 }))
+                    try sync.addHandler(NIOSSLServerHandler(context: configuration.tls.served.context))
                     try sync.addHandler(IdleStateHandler(allTimeout: .milliseconds(Int64(configuration.limits.canvasIdleMs))))
                     try sync.addHandler(CanvasFrontHandler(relay: self, id: id))
                 }
@@ -145,17 +138,18 @@ final class CanvasRelay: @unchecked Sendable {
 
     // MARK: - Deciding (the core's loop)
 
-    func lookUp(_ capability: String) -> EventLoopFuture<(CanvasGrants.Lookup, upstream: String?)> {
+    func lookUp(_ capability: String) -> EventLoopFuture<CanvasUse> {
         driver.canvasUse(capability)
     }
 
-    func dialUpstream(on loop: any EventLoop, front: any Channel, filter: CanvasResponseFilter) -> EventLoopFuture<any Channel> {
+    func dialUpstream(on loop: any EventLoop, front: CanvasFrontHandler) -> EventLoopFuture<any Channel> {
+        let front = NIOLoopBound(front, eventLoop: loop)
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(.seconds(5))
             .channelOption(.recvAllocator, value: FixedSizeRecvByteBufferAllocator(capacity: 16 << 10))
-            .channelInitializer { [self] channel in
+            .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(CanvasUpstreamHandler(front: front, filter: filter, relay: self))
+                    try channel.pipeline.syncOperations.addHandler(CanvasUpstreamHandler(front: front.value))
                 }
             }
         switch configuration.upstream {
@@ -188,7 +182,8 @@ final class CanvasRelay: @unchecked Sendable {
     }
 }
 
-/// The LAN side of one relay connection (after TLS).
+/// The LAN side of one relay connection (after TLS): reads the head, asks the core, dials the
+/// canvas host, and from then on moves bytes as its `CanvasExchange` decides, both ways.
 final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -196,24 +191,28 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private enum State {
         case readingHead([UInt8])
-        case deciding
-        case relaying(upstream: any Channel, upgrade: Bool)
+        /// Bytes after an upgrade's head wait here while the capability is looked up and the host dialled.
+        case deciding(early: [UInt8])
+        case relaying(upstream: any Channel)
         case closed
     }
 
     private let relay: CanvasRelay
     private let id: Int
     private var state = State.readingHead([])
+    private var exchange: CanvasExchange?
     private var node: Fingerprint?
     private var deadline: Scheduled<Void>?
-    /// Client bytes after an upgrade's head, until the upstream socket is up.
-    private var early: [ByteBuffer] = []
+    private var context: ChannelHandlerContext?
+    /// The last write to the node, so a close waits for what came before it.
+    private var lastWrite: EventLoopFuture<Void>?
 
     init(relay: CanvasRelay, id: Int) {
         (self.relay, self.id) = (relay, id)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
         let channel = context.channel
         // Slowloris: the whole head within canvasHeadMs of the accept, TLS included.
         deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(relay.configuration.limits.canvasHeadMs))) { [relay] in
@@ -222,68 +221,70 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
+        let limit = relay.configuration.limits.canvasMaxHeaderBytes
         switch state {
         case var .readingHead(head):
-            let limit = relay.configuration.limits.canvasMaxHeaderBytes
+            state = .closed  // so that `head` grows in place, not copied (set again below)
+            let before = head.count
             head.append(contentsOf: buffer.readBytes(length: min(buffer.readableBytes, limit + 4 - head.count)) ?? [])
-            guard let end = Self.endOfHead(head) else {
+            guard let end = CanvasRequest.endOfHead(head, from: before - 3) else {
                 if head.count > limit { return refuse(context, status: 431, reason: "canvasMaxHeaderBytes") }
                 state = .readingHead(head)
                 return
             }
-            if end < head.count || buffer.readableBytes > 0 {
-                early.append(ByteBuffer(bytes: head[end...]))
-                if buffer.readableBytes > 0 { early.append(buffer) }
-            }
-            decide(context, head: Array(head[..<end]))
-        case .deciding:
-            // What arrives while the capability is looked up and the host dialled waits here, and
-            // no more than a head's worth of it.
-            early.append(buffer)
-            if early.reduce(0, { $0 + $1.readableBytes }) > relay.configuration.limits.canvasMaxHeaderBytes {
-                refuse(context, status: 431, reason: "canvasMaxHeaderBytes")
-            }
-        case let .relaying(upstream, upgrade):
-            // After a plain request's head, nothing more from the client goes upstream (no
-            // pipelining, no smuggling); after an upgrade, everything does.
-            guard upgrade else { return }
-            upstream.writeAndFlush(buffer, promise: nil)
-            // The canvas host reads slowly: stop reading the node until it catches up.
-            if !upstream.isWritable { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
+            decide(context, head: Array(head[..<end]), early: Array(head[end...]) + (buffer.readBytes(length: buffer.readableBytes) ?? []))
+        case var .deciding(early):
+            state = .closed  // as above
+            early += buffer.readBytes(length: buffer.readableBytes) ?? []
+            guard early.count <= limit else { return refuse(context, status: 431, reason: "canvasMaxHeaderBytes") }
+            state = .deciding(early: early)
+        case .relaying:
+            perform(exchange?.fromNode(buffer.readBytes(length: buffer.readableBytes) ?? []) ?? [])
         case .closed:
             break
         }
     }
 
-    private func decide(_ context: ChannelHandlerContext, head: [UInt8]) {
+    private func decide(_ context: ChannelHandlerContext, head: [UInt8], early: [UInt8]) {
         let request: CanvasRequest
         do { request = try CanvasRequest(head: head) } catch {
             return refuse(context, status: 404, reason: error.reason)
         }
-        state = .deciding
+        // One request a connection: after a plain request's head the node is not read again (what
+        // it sent behind it is dropped, never sent on). An upgrade's next bytes wait for the host.
+        if !request.upgrade { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
+        state = .deciding(early: request.upgrade ? early : [])
+        guard request.upgrade ? early.count <= relay.configuration.limits.canvasMaxHeaderBytes : true else {
+            return refuse(context, status: 431, reason: "canvasMaxHeaderBytes")
+        }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         relay.lookUp(request.capability).hop(to: context.eventLoop).whenComplete { result in
             let (handler, context) = bound.value
             guard case .deciding = handler.state else { return }
             switch result {
-            case .success((.granted(let node), let upstream)):
-                handler.forward(context, request, node: node, upstreamCapability: upstream)
-            case .success((.rateLimited, _)):
-                handler.refuse(context, status: 429, reason: "canvasRequestsPerMinute")
-            case .success((.expired, _)):
-                handler.refuse(context, status: 404, reason: "expired_capability")
-            case .success((.unknown, _)), .failure:
+            case let .success(use):
+                switch use.lookup {
+                case let .granted(node): handler.forward(context, request, node: node, use: use)
+                case .rateLimited: handler.refuse(context, status: 429, reason: "canvasRequestsPerMinute")
+                case .expired: handler.refuse(context, status: 404, reason: "expired_capability")
+                case .unknown: handler.refuse(context, status: 404, reason: "unknown_capability")
+                }
+            case .failure:
                 handler.refuse(context, status: 404, reason: "unknown_capability")
             }
         }
     }
 
-    private func forward(_ context: ChannelHandlerContext, _ request: CanvasRequest, node: Fingerprint, upstreamCapability: String?) {
+    private func forward(_ context: ChannelHandlerContext, _ request: CanvasRequest, node: Fingerprint, use: CanvasUse) {
         guard relay.proven(id, node: node) else { return refuse(context, status: 429, reason: "canvasConnectionsPerNode") }
         self.node = node
-        if upstreamCapability == nil, relay.configuration.upstreamNeedsCapability {
+        if use.upstream == nil, relay.configuration.upstreamNeedsCapability {
             return refuse(context, status: 503, reason: "no_upstream_capability")
         }
         deadline?.cancel()
@@ -295,19 +296,22 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 channel.close(promise: nil)
             }
         }
-        let filter = CanvasResponseFilter(upstream: upstreamCapability, replacement: request.capability,
-                                          maxBytes: request.upgrade ? Int.max : limits.canvasMaxResponseBytes)
-        let head = request.upstreamHead(host: relay.configuration.upstream.hostHeader, upstreamCapability: upstreamCapability)
+        let origin = CanvasRelay.origin(of: context.channel.localAddress)
+        let response = CanvasResponseReader.Settings(
+            upstreamCapability: use.upstream, nodeCapability: request.capability, maxBodyBytes: limits.canvasMaxResponseBytes,
+            maxHeadBytes: limits.canvasMaxHeaderBytes, upstreamOrigins: relay.configuration.upstreamOrigins, relayOrigin: origin,
+            added: [("content-security-policy", CanvasContentPolicy.header(relayOrigin: origin, allowed: use.origins))])
+        exchange = CanvasExchange(request: request, response: response, maskKey: SecureRandom.bytes(4), maxHeld: limits.canvasMaxHeaderBytes)
+        let head = request.upstreamHead(host: relay.configuration.upstream.hostHeader, upstreamCapability: use.upstream)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-        relay.dialUpstream(on: context.eventLoop, front: context.channel, filter: filter).whenComplete { result in
+        relay.dialUpstream(on: context.eventLoop, front: self).whenComplete { result in
             let (handler, context) = bound.value
             switch result {
             case let .success(upstream):
-                guard case .deciding = handler.state else { return upstream.close(promise: nil) }
-                handler.state = .relaying(upstream: upstream, upgrade: request.upgrade)
+                guard case let .deciding(early) = handler.state else { return upstream.close(promise: nil) }
+                handler.state = .relaying(upstream: upstream)
                 upstream.write(ByteBuffer(string: head), promise: nil)
-                if request.upgrade { for early in handler.early { upstream.write(early, promise: nil) } }
-                handler.early = []
+                handler.perform(handler.exchange?.fromNode(early) ?? [])
                 upstream.flush()
                 handler.relay.driverMetrics.canvasRelayed()
             case .failure:
@@ -321,29 +325,89 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         relay.refused(reason, peer: context.channel.remoteAddress)
         state = .closed
         deadline?.cancel()
-        let text = switch status {
-        case 404: "Not Found"
-        case 429: "Too Many Requests"
-        case 431: "Request Header Fields Too Large"
-        case 502: "Bad Gateway"
-        default: "Service Unavailable"
+        // Nothing more is read (or decrypted) from a refused connection.
+        context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: CanvasExchange.refusal(status)))).whenComplete { [channel = context.channel] _ in
+            channel.close(promise: nil)
         }
-        let body = "\(text)\n"
-        let response = "HTTP/1.1 \(status) \(text)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
-            + "Cache-Control: no-store\r\nConnection: close\r\n\r\n" + body
-        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: response))).whenComplete { [channel = context.channel] _ in channel.close(promise: nil) }
+    }
+
+    // MARK: - The exchange's actions
+
+    /// Carries out what the exchange decided; called on this connection's loop (the upstream is on it too).
+    private func perform(_ actions: [CanvasExchange.Action]) {
+        guard let context else { return }
+        for action in actions {
+            switch action {
+            case let .toNode(bytes):
+                lastWrite = context.write(wrapOutboundOut(ByteBuffer(bytes: bytes)))
+            case let .toHost(bytes):
+                guard case let .relaying(upstream) = state else { continue }
+                upstream.write(ByteBuffer(bytes: bytes), promise: nil)
+                // The canvas host reads slowly: stop reading the node until it catches up.
+                if !upstream.isWritable { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
+            case let .close(refused):
+                if let refused { relay.refused(refused, peer: context.channel.remoteAddress) }
+                finish(context)
+            }
+        }
+        context.flush()
+        if case let .relaying(upstream) = state { upstream.flush() }
+    }
+
+    /// Both sides close once what was written to them is out.
+    private func finish(_ context: ChannelHandlerContext) {
+        let upstream: (any Channel)? = if case let .relaying(upstream) = state { upstream } else { nil }
+        state = .closed
+        deadline?.cancel()
+        context.channel.setOption(.autoRead, value: false).whenFailure { _ in }
+        context.flush()
+        upstream?.flush()
+        upstream?.close(promise: nil)
+        let channel = context.channel
+        if let lastWrite { lastWrite.whenComplete { _ in channel.close(promise: nil) } } else { channel.close(promise: nil) }
+    }
+
+    /// A read from the canvas host (its handler calls this on the same loop).
+    func fromHost(_ buffer: ByteBuffer) {
+        guard let context, case .relaying = state else { return }
+        // Most reads of a body pass as they came: one buffer, not copied.
+        if let after = buffer.withUnsafeReadableBytes({ exchange?.passesUnchanged($0) }) {
+            lastWrite = context.write(wrapOutboundOut(buffer))
+            if !after.isEmpty { perform(after) }
+            return
+        }
+        var buffer = buffer
+        perform(exchange?.fromHost(buffer.readBytes(length: buffer.readableBytes) ?? []) ?? [])
+    }
+
+    func hostReadComplete(_ upstream: any Channel) {
+        guard let context else { return }
+        context.flush()
+        if !context.channel.isWritable { upstream.setOption(.autoRead, value: false).whenFailure { _ in } }
+    }
+
+    func hostClosed() {
+        guard case .relaying = state else { return }
+        perform(exchange?.hostClosed() ?? [])
+    }
+
+    /// Caught up with what the node sent (a live-reload socket's frames): read the node again.
+    func hostWritable() {
+        guard let context, case .relaying = state, exchange?.isSocket == true else { return }
+        context.channel.setOption(.autoRead, value: true).whenFailure { _ in }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         // The LAN reader is slow: stop reading from the canvas host until it catches up.
-        if case let .relaying(upstream, _) = state { upstream.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in } }
+        if case let .relaying(upstream) = state { upstream.setOption(.autoRead, value: context.channel.isWritable).whenFailure { _ in } }
         context.fireChannelWritabilityChanged()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is IdleStateHandler.IdleStateEvent {
             // A live-reload socket is quiet until a page changes; it lives as long as the capability.
-            if case .relaying(_, upgrade: true) = state { return }
+            if exchange?.isSocket == true { return }
             relay.refused("canvasIdleMs", peer: context.channel.remoteAddress)
             context.close(promise: nil)
             return
@@ -353,7 +417,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
-        if case let .relaying(upstream, _) = state { upstream.close(promise: nil) }
+        if case let .relaying(upstream) = state { upstream.close(promise: nil) }
         state = .closed
         relay.closed(id, node: node)
         context.fireChannelInactive()
@@ -362,61 +426,34 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         context.close(promise: nil)
     }
-
-    static func endOfHead(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for i in 3..<bytes.count where bytes[i] == 0x0A && bytes[i - 1] == 0x0D && bytes[i - 2] == 0x0A && bytes[i - 3] == 0x0D {
-            return i + 1
-        }
-        return nil
-    }
 }
 
-/// The canvas host's side: bytes back to the LAN through the filter; reads pause while the LAN
-/// side cannot take more.
+/// The canvas host's side: every read goes to the node's handler (on the same loop), which decides.
 final class CanvasUpstreamHandler: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
 
-    private let front: any Channel
-    private var filter: CanvasResponseFilter
-    private let relay: CanvasRelay
+    private let front: CanvasFrontHandler
 
-    init(front: any Channel, filter: CanvasResponseFilter, relay: CanvasRelay) {
-        (self.front, self.filter, self.relay) = (front, filter, relay)
+    init(front: CanvasFrontHandler) {
+        self.front = front
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var buffer = unwrapInboundIn(data)
-        // Most reads pass as they came: one buffer, not copied.
-        if buffer.withUnsafeReadableBytes({ filter.passesUnchanged($0) }) {
-            front.write(buffer, promise: nil)
-            return
-        }
-        switch filter.pass(buffer.readBytes(length: buffer.readableBytes) ?? []) {
-        case let .pass(bytes):
-            if !bytes.isEmpty { front.write(ByteBuffer(bytes: bytes), promise: nil) }
-        case let .cut(reason):
-            relay.refused(reason, peer: front.remoteAddress)
-            context.close(promise: nil)
-            front.close(promise: nil)
-        }
+        front.fromHost(unwrapInboundIn(data))
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        front.flush()
-        if !front.isWritable { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
+        front.hostReadComplete(context.channel)
     }
 
-    /// Caught up with what the node sent (a live-reload socket's frames): read the node again.
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable { front.setOption(.autoRead, value: true).whenFailure { _ in } }
+        if context.channel.isWritable { front.hostWritable() }
         context.fireChannelWritabilityChanged()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        let rest = filter.finish()
-        if !rest.isEmpty { front.write(ByteBuffer(bytes: rest), promise: nil) }
-        front.writeAndFlush(ByteBuffer()).whenComplete { [front] _ in front.close(promise: nil) }
+        front.hostClosed()
+        context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

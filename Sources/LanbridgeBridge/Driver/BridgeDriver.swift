@@ -38,6 +38,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     var openClaw: OpenClawLinks?
     /// The canvas relay, when there is a canvas host (set before the bridge listens).
     var canvasRelay: CanvasRelay?
+    /// The certificate both TLS doors serve, when either is on.
+    let doorTLS: DoorTLS?
     private var nextGeneration = 0
 
     /// Control-socket requests waiting for their answer, with the connection each came on.
@@ -67,8 +69,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     private let pairedPath: String
 
     init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, metrics: BridgeMetrics = .disabled,
-         logger: Logger) {
+         doorTLS: DoorTLS? = nil, logger: Logger) {
         (self.loop, self.core, self.io, self.admission, self.invites, self.metrics, self.logger) = (loop, core, io, admission, invites, metrics, logger)
+        self.doorTLS = doorTLS
         wakeHook = WakeHook(directory: io.store.directory, logger: logger, metrics: metrics)
         pairedPath = io.store.pairedURL.path
     }
@@ -150,31 +153,31 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }.get()
     }
 
-    func setOpenClawApps(_ urls: [String]) {
-        loop.execute { [self] in decide(.openClawApps(urls)) }
+    func setOpenClawApps(_ urls: [String], tlsSha256: String?) {
+        loop.execute { [self] in decide(.openClawApps(urls, tlsSha256: tlsSha256)) }
     }
 
     static let canvasRotate = "canvas.rotateCertificate"
 
     /// `lanbridge canvas rotate-cert` with the daemon up: a new key and certificate, kept, served
-    /// to new connections at once, and announced to every connected node (`canvas.grant`).
-    func rotateCanvasCertificate() async -> InvokeAnswer {
-        guard let relay = try? await loop.submit({ [self] in canvasRelay }).get() else {
-            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the canvas relay is off"))
+    /// by both doors to new connections at once, and announced to every connected node
+    /// (`canvas.grant`). Without a door that serves TLS, the file alone changes (the CLI does that).
+    func rotateDoorCertificate() async -> InvokeAnswer {
+        guard let doorTLS else {
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "neither the canvas relay nor a TLS door for OpenClaw's apps is on"))
         }
         do {
-            let certificate = try CanvasCertificate.rotate(directory: io.store.directory)
-            try relay.use(certificate)
-            try await loop.submit { [self] in decide(.canvasCertificateRotated(sha256: certificate.sha256)) }.get()
-            logger.notice("canvas relay certificate rotated", metadata: ["sha256": "\(certificate.sha256)"])
-            return .success(.value(["tlsSha256": .string(certificate.sha256)]))
+            let served = try doorTLS.rotate()
+            try await loop.submit { [self] in decide(.canvasCertificateRotated(sha256: served.sha256)) }.get()
+            logger.notice("door certificate rotated (canvas relay and OpenClaw apps)", metadata: ["sha256": "\(served.sha256)"])
+            return .success(.value(["tlsSha256": .string(served.sha256)]))
         } catch {
-            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "cannot rotate the canvas certificate: \(error)"))
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "cannot rotate the certificate: \(error)"))
         }
     }
 
     /// Whose capability this is, and what it opens upstream (a hit extends it).
-    func canvasUse(_ capability: String) -> EventLoopFuture<(CanvasGrants.Lookup, upstream: String?)> {
+    func canvasUse(_ capability: String) -> EventLoopFuture<CanvasUse> {
         loop.submit { [self] in
             let answer = core.canvasUse(capability, now: .now)
             perform(core.drain())
@@ -256,7 +259,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// A request from the operator's control socket, answered like the gateway's.
     func request(method: String, params: JSONValue?, client: Int = 0) async -> InvokeAnswer {
-        if method == Self.canvasRotate { return await rotateCanvasCertificate() }
+        if method == Self.canvasRotate { return await rotateDoorCertificate() }
         let promise = loop.makePromise(of: InvokeAnswer.self)
         loop.execute { [self] in
             nextControl += 1

@@ -20,9 +20,8 @@ enum OpenClawAppDoor {
     static let preAuthBytes = 64 << 10
 
     struct Options {
-        var tls: NIOSSLContext?
-        /// The certificate's SHA-256 the app is shown (kept with its request).
-        var tlsSha256: String?
+        /// nil: plain ws (only where the operator opted in, on a private address).
+        var tls: DoorTLS?
         var idleTimeout: TimeAmount
         var maxFrameBytes: Int
     }
@@ -51,7 +50,10 @@ enum OpenClawAppDoor {
         // TLS, the upgrade and the connect within the admission's deadline, like a Noise handshake.
         let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(handshakeTimeout * 1000))) { channel.close(promise: nil) }
         let sync = channel.pipeline.syncOperations
-        if let tls = options.tls { try sync.addHandler(NIOSSLServerHandler(context: tls)) }
+        // The certificate this connection is served is the one its request records (a rotation
+        // meanwhile changes the next connection's, not this one's).
+        let served = options.tls?.served
+        if let served { try sync.addHandler(NIOSSLServerHandler(context: served.context)) }
         // Before a device has proved itself, what it may make the bridge hold is small: the
         // upgrade and the connect fit in 64 KiB (OpenClaw's own pre-auth cap), whatever frame size
         // a paired app may use later.
@@ -68,7 +70,7 @@ enum OpenClawAppDoor {
                     try sync.addHandler(NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
                                                                    maxAccumulatedFrameSize: options.maxFrameBytes))
                     try sync.addHandler(IdleStateHandler(readTimeout: options.idleTimeout))
-                    try sync.addHandler(OpenClawAppHandler(driver: driver, id: id, address: address, tlsSha256: options.tlsSha256,
+                    try sync.addHandler(OpenClawAppHandler(driver: driver, id: id, address: address, tlsSha256: served?.sha256,
                                                            deadline: deadline, logger: logger))
                 }
             })

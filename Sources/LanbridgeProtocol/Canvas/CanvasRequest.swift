@@ -1,7 +1,8 @@
 /// One request to the canvas relay, read from its head and decided before anything goes upstream
 /// (issue 37 §1). The relay answers only `GET`/`HEAD` under the canvas and A2UI paths, and the
-/// live-reload WebSocket upgrade, for a capability in the path (`/__openclaw__/cap/<cap>/…`, as
-/// OpenClaw's apps build it) or in `oc_cap` (as OpenClaw's live-reload script sends it).
+/// live-reload WebSocket upgrade (a complete RFC 6455 one, issue 48 §1), for a capability in the
+/// path (`/__openclaw__/cap/<cap>/…`, as OpenClaw's apps build it) or in `oc_cap` (as OpenClaw's
+/// live-reload script sends it).
 /// Everything else is `refuse`: the relay answers 404 and sends nothing upstream.
 ///
 /// Only named headers are passed on (`forwardedHeaders`), so `Authorization`, `Cookie`,
@@ -52,7 +53,7 @@ public struct CanvasRequest: Equatable, Sendable {
         method = String(requestLine[0])
         guard method == "GET" || method == "HEAD" else { throw Refusal(reason: "method") }
         var headers: [(name: String, value: String)] = []
-        var hosts = 0, upgradeWebSocket = false, connectionUpgrade = false
+        var hosts = 0, upgrades: [String] = [], connectionUpgrade = false
         for line in lines {
             guard let colon = line.firstIndex(of: ":"), colon > line.startIndex,
                   line[..<colon].utf8.allSatisfy(Self.isTokenByte) else { throw Refusal(reason: "bad_header") }
@@ -62,15 +63,28 @@ public struct CanvasRequest: Equatable, Sendable {
             switch name {
             case "host": hosts += 1
             case "content-length", "transfer-encoding": throw Refusal(reason: "body")
-            case "upgrade": upgradeWebSocket = value.lowercased() == "websocket"
-            case "connection": connectionUpgrade = value.lowercased().split(separator: ",").contains { $0.trimmingSpaces == "upgrade" }
+            case "upgrade": upgrades.append(value.lowercased())
+            case "connection": connectionUpgrade = connectionUpgrade || value.lowercased().split(separator: ",").contains { $0.trimmingSpaces == "upgrade" }
             default: break
             }
             if Self.forwardedHeaders.contains(name) || Self.upgradeHeaders.contains(name) { headers.append((name, value)) }
         }
         guard hosts == 1 else { throw Refusal(reason: "host") }
-        upgrade = upgradeWebSocket && connectionUpgrade
-        if !upgrade { headers.removeAll { Self.upgradeHeaders.contains($0.name) } }
+        // An upgrade is a whole RFC 6455 opening handshake (§4.1) or nothing: half of one is how a
+        // node would get a keep-alive host to read what follows as requests of its own.
+        upgrade = !upgrades.isEmpty || connectionUpgrade
+        if upgrade {
+            func one(_ name: String) -> String? {
+                let values = headers.filter { $0.name == name }
+                return values.count == 1 ? values[0].value : nil
+            }
+            guard upgrades == ["websocket"], connectionUpgrade, requestLine[2] == "HTTP/1.1",
+                  let key = one("sec-websocket-key"), WebSocketAccept.isValidKey(key), one("sec-websocket-version") == "13" else {
+                throw Refusal(reason: "upgrade")
+            }
+        } else {
+            headers.removeAll { Self.upgradeHeaders.contains($0.name) }
+        }
         self.headers = headers
 
         let target = requestLine[1]
@@ -148,6 +162,16 @@ public struct CanvasRequest: Equatable, Sendable {
         for (name, value) in headers { head += "\(name): \(value)\r\n" }
         head += upgrade ? "Connection: Upgrade\r\nUpgrade: websocket\r\n" : "Connection: close\r\nAccept-Encoding: identity\r\n"
         return head + "\r\n"
+    }
+
+    /// Where a head ends (after its blank line) in `bytes`, looking from `from` on; nil if not yet.
+    public static func endOfHead(_ bytes: [UInt8], from: Int) -> Int? {
+        var i = max(from, 3)
+        while i < bytes.count {
+            if bytes[i] == 0x0A, bytes[i - 1] == 0x0D, bytes[i - 2] == 0x0A, bytes[i - 3] == 0x0D { return i + 1 }
+            i += 1
+        }
+        return nil
     }
 
     static func isTokenByte(_ b: UInt8) -> Bool {

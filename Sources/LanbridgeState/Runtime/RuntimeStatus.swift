@@ -83,6 +83,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var canvas: Canvas?
     /// The front door for OpenClaw's apps, when it is on: `wss://host:port` (or `ws://`) each.
     public var openClawApps: [String]?
+    /// SHA-256 of the certificate that door serves (the canvas relay's too), lowercase hex; nil with plain ws.
+    public var openClawAppsTlsSha256: String?
     public struct Canvas: Codable, Sendable, Equatable {
         /// `host:port` of each listener.
         public var listening: [String]

@@ -16,6 +16,7 @@ public struct StatusReport: Encodable, Sendable {
     public let canvas: RuntimeStatus.Canvas?
     /// Where OpenClaw's own apps connect, when that door is open.
     public let openClawApps: [String]?
+    public let openClawAppsTlsSha256: String?
     public let mdns: String?
     public let mdnsName: String?
     public let gateway: String?
@@ -37,7 +38,8 @@ public struct StatusReport: Encodable, Sendable {
         let live = runtime?.nodes.filter { paired.contains($0.key) }.map(\.value) ?? []
         return StatusReport(
             running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
-            reachable: runtime?.reachable ?? [], console: runtime?.console, canvas: runtime?.canvas, openClawApps: runtime?.openClawApps, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
+            reachable: runtime?.reachable ?? [], console: runtime?.console, canvas: runtime?.canvas, openClawApps: runtime?.openClawApps,
+            openClawAppsTlsSha256: runtime?.openClawAppsTlsSha256, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
             nodes: .init(paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
                          pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
                          invites: current.invites.invites.filter { $0.expiresAt > now }.count),

@@ -5,6 +5,9 @@ the SHA-256 that came in `welcome.canvas` (lanbridge_node.canvas, the Python SDK
   canvas_client.py fetch URL SHA256 [GET|HEAD]     -> "status N bytes M sha256 H" then "body JSON" (first 4 KiB)
   canvas_client.py raw URL SHA256 HEAD_AS_JSON     -> sends the request head as given; "status N" or "closed"
   canvas_client.py live URL SHA256                 -> opens the live-reload socket; "open", then "message TEXT"
+  canvas_client.py speak URL SHA256 TEXT           -> opens it, waits for a message, sends TEXT; "open", "message M", "closed CODE"
+  canvas_client.py smuggle URL SHA256 FIRST LATER  -> sends FIRST (JSON) in one write, reads the answer, then sends LATER (JSON)
+                                                      on the same connection; "status N", then "closed" or "open" after LATER
   canvas_client.py slow URL SHA256 SECONDS         -> sends a head a byte a second; "closed after S" when cut
   canvas_client.py flood URL SHA256 RATE SECONDS   -> RATE bad requests a second (fresh TLS each); "flood N sent M answered"
   canvas_client.py browser URL SHA256              -> headless Chromium, the relay's key pinned (--ignore-certificate-errors-spki-list),
@@ -61,6 +64,18 @@ def main():
         sock = tls_socket(url, pin)
         sock.sendall(json.loads(sys.argv[4]).encode("latin-1"))
         say(read_status(sock))
+    elif mode == "smuggle":
+        sock = tls_socket(url, pin)
+        sock.sendall(json.loads(sys.argv[4]).encode("latin-1"))
+        say(read_status(sock))
+        try:
+            sock.sendall(json.loads(sys.argv[5]).encode("latin-1"))
+            sock.settimeout(5)
+            while sock.recv(4096):
+                pass
+            say("closed")
+        except (OSError, ssl.SSLError) as e:
+            say("closed" if not isinstance(e, TimeoutError) else "open")
     elif mode == "slow":
         sock = tls_socket(url, pin, timeout=60)
         start = time.monotonic()
@@ -75,6 +90,8 @@ def main():
         browser(url, pin)
     elif mode == "live":
         asyncio.run(live(url, pin))
+    elif mode == "speak":
+        asyncio.run(live(url, pin, speak=sys.argv[4]))
     elif mode == "flood":
         asyncio.run(flood(url, int(sys.argv[4]), float(sys.argv[5])))
 
@@ -141,7 +158,7 @@ def browser(url, pin):
         driver.quit()
 
 
-async def live(url, pin):
+async def live(url, pin, speak=None):
     import hashlib, hmac
     from websockets.asyncio.client import connect
     context = ssl.create_default_context()
@@ -155,9 +172,11 @@ async def live(url, pin):
         try:
             async for message in ws:
                 say(f"message {message}")
+                if speak is not None:
+                    await ws.send(speak)
         except Exception:
             pass
-        say("closed")
+        say(f"closed {ws.close_code}" if speak is not None else "closed")
 
 
 main()
