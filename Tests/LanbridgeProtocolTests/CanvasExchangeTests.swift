@@ -204,6 +204,13 @@ struct CanvasExchangeTests {
         }
     }
 
+    /// Found by the fuzz target: the status line's reason phrase is the host's text too.
+    @Test func aCapabilityInTheReasonPhraseIsSwapped() throws {
+        var exchange = try Self.exchange(Self.pageHead)
+        let out = Self.toNode(exchange.fromHost(Array("HTTP/1.1 200 \(Self.upstreamCap)\r\nContent-Length: 0\r\n\r\n".utf8)))
+        #expect(out.hasPrefix("HTTP/1.1 200 \(Self.nodeCap)\r\n") && !out.contains(Self.upstreamCap), "\(out)")
+    }
+
     @Test func aRedirectPointsAtTheRelayWithTheNodesCapability() throws {
         var exchange = try Self.exchange(Self.pageHead)
         let actions = exchange.fromHost(Array(("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:18789/__openclaw__/cap/\(Self.upstreamCap)/__openclaw__/canvas/\r\n"

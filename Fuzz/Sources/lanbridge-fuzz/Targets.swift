@@ -8,7 +8,7 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, openclawapp, core
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, canvasexchange, openclawapp, core
 }
 
 let target: Target = {
@@ -43,6 +43,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .dns: dns(bytes)
     case .canvasurl: canvasURL(bytes)
     case .canvasrequest: canvasRequest(bytes)
+    case .canvasexchange: canvasExchange(bytes)
     case .openclawapp: openClawApp(bytes)
     case .core: core(bytes)
     }
@@ -261,6 +262,46 @@ func canvasRequest(_ bytes: [UInt8]) {
     let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
     invariant(!head.dropLast(4).contains("\r\n\r\n") && lines.allSatisfy { !$0.contains("\n") && !$0.contains("\r") }, "one head, whole lines")
     invariant(!head.lowercased().contains("cookie:") && !head.lowercased().contains("authorization:"), "no credentials upstream")
+}
+
+/// One relayed canvas request (issue 48 §1, §5), both sides hostile: the input is a request kind,
+/// then chunks, each a direction byte (even: the canvas host, odd: the node; 0xFF: the host
+/// closes), a length byte and that many bytes. Whatever they say: nothing of the node's reaches the
+/// host before a checked switch, and after it only control frames do; the upstream capability
+/// never reaches the node; nothing moves after the close.
+func canvasExchange(_ bytes: [UInt8]) {
+    guard let kind = bytes.first else { return }
+    let cap = "kWz4f-t5Z7fK2_YHJIBfbqFZ", upstream = "UPSTREAMcapabilityxxxxxx"
+    let head = kind & 1 == 0
+        ? "GET /__openclaw__/ws?oc_cap=\(cap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        : "\(kind & 2 == 0 ? "GET" : "HEAD") /__openclaw__/cap/\(cap)/__openclaw__/canvas/ HTTP/1.1\r\nHost: h\r\n\r\n"
+    guard let request = try? CanvasRequest(head: Array(head.utf8)) else { return invariant(false, "the seed request reads") }
+    var exchange = CanvasExchange(request: request, response: .init(upstreamCapability: upstream, nodeCapability: cap, maxBodyBytes: 4096, maxHeadBytes: 1024,
+                                                                  upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://10.0.0.1:1"),
+                                  maskKey: [1, 2, 3, 4], maxHeld: 1024)
+    var toNode: [UInt8] = [], closed = false
+    var hostReader = LiveReloadFrameReader(.fromClient, maxPayload: 125)
+    var i = 1
+    while i + 1 < bytes.count {
+        let direction = bytes[i], length = Int(bytes[i + 1])
+        let chunk = Array(bytes[(i + 2)..<min(bytes.count, i + 2 + length)])
+        i += 2 + length
+        let actions = direction == 0xFF ? exchange.hostClosed() : direction & 1 == 0 ? exchange.fromHost(chunk) : exchange.fromNode(chunk)
+        invariant(!closed || actions.isEmpty, "nothing moves after the close")
+        for action in actions {
+            switch action {
+            case let .toNode(out): toNode += out
+            case let .toHost(out):
+                invariant(exchange.isSocket || closed, "nothing of the node's reaches the host before the switch")
+                guard let frames = try? hostReader.read(out) else { return invariant(false, "the relay sends the host whole, valid frames") }
+                invariant(frames.allSatisfy { $0.opcode.isControl }, "only control frames from the node")
+            case .close: closed = true
+            }
+        }
+    }
+    let needle = Array(upstream.utf8)
+    invariant(toNode.count < needle.count || !(0...(toNode.count - needle.count)).contains { toNode[$0..<($0 + needle.count)].elementsEqual(needle) },
+              "the upstream capability never reaches the node")
 }
 
 /// Frames from one of OpenClaw's apps before it is let in (issue 38): no trap, and nothing

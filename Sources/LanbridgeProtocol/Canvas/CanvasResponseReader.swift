@@ -240,7 +240,9 @@ public struct CanvasResponseReader: Sendable {
         if !bodyless, let length, length > settings.maxBodyBytes { return .failure(Refusal(reason: "canvasMaxResponseBytes")) }
 
         let named = Set(head.values("connection").flatMap { $0.lowercased().split(separator: ",").map(\.trimmingSpaces) })
-        var out = "HTTP/1.1 \(head.status) \(head.reason)\r\n"
+        // The reason phrase too: a host may print anything there (the fuzz target found one).
+        guard let reason = swap.applied(Array(head.reason.utf8)) else { return .failure(Refusal(reason: "upstream_capability")) }
+        var out = "HTTP/1.1 \(head.status) \(String(decoding: reason, as: UTF8.self))\r\n"
         for (name, value) in head.headers where !Self.hopByHop.contains(name) && !named.contains(name) {
             // Framing is the relay's: a chunked body's Content-Length (if the host sent both) goes.
             if name == "content-length", chunked { continue }
