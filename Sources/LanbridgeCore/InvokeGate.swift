@@ -123,7 +123,15 @@ package struct InvokeGate {
             break
         }
         var params = request.params
-        if Self.navigations.contains(where: { CommandPattern.same($0, command) }), case let .string(url)? = params?["url"] {
+        if Self.navigations.contains(where: { CommandPattern.same($0, command) }), let urlValue = Self.navigationURL(params) {
+            // A type before its content: a policy on strings is bypassed by an array or an object,
+            // which a JavaScript node turns into a URL string all the same.
+            guard case let .string(url) = urlValue else {
+                let reason = "the url is not a string"
+                return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
+                                            details: details.merging(["reason": .string(AccessDecision.DenyReason.canvasURL(reason).code)]), retryable: false),
+                               denied: .canvasURL(reason))
+            }
             let target = canvas.rewrite(url) ?? url
             var verdict = canvasPolicy.decide(target, relayOrigin: canvas.relayOrigin, node: compiled.origins)
             if compiled.originsBroken, verdict == .allow, (try? CanvasURL(target).origin) != canvas.relayOrigin, target != "about:blank" {
@@ -138,9 +146,13 @@ package struct InvokeGate {
                                             message: "\(command): a canvas may not load \(origin ?? "this URL"): \(reason)" + (hint.map { " (\($0))" } ?? ""),
                                             details: details.merging(extra), retryable: false), denied: .canvasURL(reason))
             }
-            if target != url, case var .object(fields)? = params {
-                fields["url"] = .string(target)
-                params = .object(fields)
+            if target != url {
+                if case var .object(fields)? = params {
+                    fields["url"] = .string(target)
+                    params = .object(fields)
+                } else {
+                    params = .string(target)
+                }
             }
         }
         guard let session else {
@@ -157,6 +169,16 @@ package struct InvokeGate {
                           details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs)
         }
         return .relay(node: paired, connection: session.connection, timeoutMs: timeoutMs, params: params)
+    }
+
+    /// A navigation's `url`: the value under `url` when the params are an object; the params
+    /// themselves when they are anything else (a node reads `params.url` of whatever came).
+    static func navigationURL(_ params: JSONValue?) -> JSONValue? {
+        switch params {
+        case nil, .null?: nil
+        case let .object(fields)?: fields["url"]
+        case let other?: other
+        }
     }
 
     private func refuse(_ code: String, _ message: String, details: JSONValue? = nil, retryable: Bool? = nil, retryAfterMs: Int? = nil) -> Verdict {

@@ -49,7 +49,7 @@ struct DoctorCommand: ParsableCommand {
                 checks.append(Check(name: "store", ok: true, detail: "\(current.paired.nodes.count) paired, \(current.pending.requests.count) pending", fix: nil))
                 for node in current.paired.nodes where !node.grantedByOldDefault.isEmpty {
                     checks.append(Check(name: "grants of \(node.nodeId)", ok: true,
-                                        detail: "\(node.details.displayName) holds \(node.grantedByOldDefault.joined(separator: ", ")), granted by an old default (before 0.8.0), not on purpose",
+                                        detail: "\(node.details.displayName) holds \(node.grantedByOldDefault.joined(separator: ", ")), granted by an old default, not on purpose",
                                         fix: "keep: lanbridge nodes allow \(node.nodeId) --confirm-defaults; or take away: lanbridge nodes deny \(node.nodeId) COMMAND",
                                         warning: true))
                 }

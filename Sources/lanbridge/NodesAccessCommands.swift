@@ -102,7 +102,7 @@ extension NodesCommand {
                   state:      \(state)\(d.address.map { " from \($0)" } ?? "")
                   paired:     \(d.pairedAt.formatted(.iso8601)) by \(d.pairingMethod.rawValue)
                   declared:   \(list(d.declaredCommands))
-                  allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default (before 0.8.0); keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
+                  allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default, not on purpose; keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
                   deny:       \(list(d.access.deny))
                   may run:    \(list(d.allowedCommands))
                   flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)

@@ -15,7 +15,7 @@ struct GatewayEndToEndTests {
         let navigated = try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": "https://example.com"])
         #expect(navigated.ok && navigated.payload?["url"] == "https://example.com")
         // node-sim's canvas.navigate is a typed handler: params of another shape never reach it.
-        let mistyped = try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": 5])
+        let mistyped = try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["href": 5])
         #expect(mistyped.code == "COMMAND_FAILED" && mistyped.error?["details"]?["nodeError"]?["code"] == "INVALID_PARAMS", "\(mistyped)")
         let snapshot = try stack.gateway.invoke("phone", "canvas.snapshot")  // by display name, too
         let png = try #require(snapshot.payload?["base64"]?.stringValue.flatMap { Data(base64Encoded: $0) })

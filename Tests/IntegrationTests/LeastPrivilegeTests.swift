@@ -45,14 +45,14 @@ import TestSupport
         }
         let plain = try SimulatedNode(port: bridge.port, arguments: ["--name", "Plain", "--camera"])
         let (report, _) = try approve(plain, [])
-        #expect(report.granted == ["canvas.*", "camera.list"])
+        #expect(report.granted == AccessRules.everydayCanvas + ["camera.list"])
         #expect(report.withheld.map(\.command).sorted() == ["camera.snap", "device.echo", "system.info"])
         #expect(report.withheld.first { $0.command == "camera.snap" }?.sensitive == true)
         #expect(report.withheld.first { $0.command == "system.info" }?.sensitive == false)
 
         let chosen = try SimulatedNode(port: bridge.port, arguments: ["--name", "Chosen", "--camera"])
         let (granted, request) = try approve(chosen, ["--allow", "camera.snap", "--allow", "device.echo"])
-        #expect(granted.granted == ["canvas.*", "camera.list", "camera.snap", "device.echo"])
+        #expect(granted.granted == AccessRules.everydayCanvas + ["camera.list", "camera.snap", "device.echo"])
         #expect(granted.access.confirmed == ["camera.snap"] && !granted.withheld.contains { $0.sensitive })
         let audit = try String(contentsOf: bridge.state.url.appendingPathComponent("audit.jsonl"), encoding: .utf8)
         let entry = try #require(audit.split(separator: "\n").first { $0.contains("\"pairing.approved\"") && $0.contains(request) })
@@ -78,7 +78,7 @@ import TestSupport
         let node = try SimulatedNode(arguments: ["--invite", uri, "--camera", "--platform", "android"])
         try node.waitFor("connected")
         let access = try #require(try bridge.store.read().paired.nodes.first?.access)
-        #expect(access.allow == ["canvas.*", "camera.list", "camera.snap"] && access.confirmed == ["camera.snap"])
+        #expect(access.allow == AccessRules.everydayCanvas + ["camera.list", "camera.snap"] && access.confirmed == ["camera.snap"])
     }
 
     /// A state directory as 0.7.0 wrote it: an iPhone with the old defaults (capture, location).
@@ -98,14 +98,14 @@ import TestSupport
         let run = { (arguments: [String]) in try CLI.run(arguments + ["--state-dir", state.path]) }
 
         let doctor = try run(["doctor"])
-        #expect(doctor.stdout.contains("WARN grants of \(id)") && doctor.stdout.contains("camera.snap, screen.record, location.get"), "\(doctor.stdout)")
+        #expect(doctor.stdout.contains("WARN grants of \(id)") && doctor.stdout.contains("canvas.*, camera.snap, screen.record, location.get"), "\(doctor.stdout)")
         #expect(doctor.stdout.contains("--confirm-defaults"))
         let described = try run(["nodes", "describe", id])
         #expect(described.stdout.contains("granted by an old default"), "\(described.stdout)")
         #expect(try PairingStore(directory: StateDirectory(url: state.url)).read().paired.nodes[0].access.allow.contains("camera.snap"), "kept")
 
         #expect(try run(["nodes", "deny", id, "location.get"]).status == 0)
-        #expect(try run(["nodes", "allow", id, "--confirm-defaults"]).stdout.contains("Kept camera.snap, screen.record"))
+        #expect(try run(["nodes", "allow", id, "--confirm-defaults"]).stdout.contains("Kept canvas.*, camera.snap, screen.record"))
         let after = try PairingStore(directory: StateDirectory(url: state.url)).read().paired.nodes[0]
         #expect(after.access.allow == ["canvas.*", "camera.list", "camera.snap", "screen.record"] && after.grantedByOldDefault.isEmpty)
         #expect(!(try run(["doctor"])).stdout.contains("WARN grants"))

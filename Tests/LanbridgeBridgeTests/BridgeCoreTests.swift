@@ -300,6 +300,32 @@ struct InvokeGateTests {
         #expect(code(decide("device.info", buckets: &b)) == nil)
     }
 
+    /// Issue 48 §2: the URL policy checks strings; a url of any other type is refused before
+    /// the node sees it (a JavaScript node turns `["http://192.168.1.1/"]` into that URL).
+    @Test(arguments: Array<JSONValue>([["url": ["http://192.168.1.1/"]], ["url": ["href": "http://192.168.1.1/"]], ["url": 3232235777], ["url": .null],
+                                  ["http://192.168.1.1/"], "http://192.168.1.1/", ["url": "http://192.168.1.1/"]]))
+    func aNavigationURLThatIsNotAnAllowedStringIsRefused(params: JSONValue) throws {
+        var state = PairingState()
+        let details = NodeDetails(displayName: "Tab", platform: "android", appVersion: "1", caps: ["canvas"], commands: ["canvas.navigate", "canvas.present"])
+        let request = try state.requestPairing(key: PublicKey(bytes: X25519.KeyPair.generate().publicKey)!, details: details, source: nil, now: Date())
+        state.setCode("1", requestId: request.requestId)
+        let canvasNode = try state.approve(requestId: request.requestId, code: "1", access: AccessRules(allow: ["canvas.*"]), now: Date())
+        var b = RateBuckets()
+        for command in InvokeGate.navigations {
+            let verdict = InvokeGate(settings: BridgeSettings()).decide(InvokeRequest(node: "x", command: command, params: params), node: .success(canvasNode),
+                                                                       rules: nil, session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
+            guard case let .refuse(error, denied) = verdict else { Issue.record("\(command) \(params) was relayed"); continue }
+            #expect(error.code == ErrorMessage.forbidden && error.details?["reason"] == "CANVAS_URL" && denied != nil, "\(error)")
+        }
+        // A string the policy allows still passes, and params without a url are the node's business.
+        let allowedParams: [JSONValue] = [["url": "https://example.com/"], ["other": 1], .null]
+        for allowed in allowedParams {
+            let verdict = InvokeGate(settings: BridgeSettings()).decide(InvokeRequest(node: "x", command: "canvas.navigate", params: allowed), node: .success(canvasNode),
+                                                                       rules: nil, session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
+            #expect(code(verdict) == nil, "\(allowed)")
+        }
+    }
+
     @Test func snapshotsAreRateLimitedAndARefusalSpendsNoToken() {
         var b = RateBuckets()
         let limits = BridgeSettings().limits

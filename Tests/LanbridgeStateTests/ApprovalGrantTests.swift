@@ -13,11 +13,12 @@ struct ApprovalGrantTests {
         let sensitive = Set(CommandCatalog.table.filter { $0.sensitive != nil }.map(\.name))
         #expect(sensitive == ["camera.snap", "camera.clip", "screen.record", "screen.snapshot", "screen.tap", "screen.type",
                               "input.tap", "input.type", "input.key", "location.get", "sms.send", "voice.start", "voice.stop", "system.run",
-                              "notifications.changed"])
+                              "notifications.changed", "canvas.eval"])
         #expect(CommandCatalog.sensitivity(of: "sms.send") == .sendsAsTheUser && CommandCatalog.sensitivity(of: "system.run") == .runsCode)
-        #expect(CommandCatalog.sensitivity(of: "canvas.eval") == nil && CommandCatalog.sensitivity(of: "my.custom") == nil)
-        #expect(CommandCatalog.isSensitive(pattern: "camera.*") && CommandCatalog.isSensitive(pattern: "*"))
-        #expect(!CommandCatalog.isSensitive(pattern: "canvas.*") && !CommandCatalog.isSensitive(pattern: "camera.list"))
+        // Issue 48 §2: a script the agent runs in the canvas is not held to the relay's CSP.
+        #expect(CommandCatalog.sensitivity(of: "canvas.eval") == .scriptsTheCanvas && CommandCatalog.sensitivity(of: "my.custom") == nil)
+        #expect(CommandCatalog.isSensitive(pattern: "camera.*") && CommandCatalog.isSensitive(pattern: "*") && CommandCatalog.isSensitive(pattern: "canvas.*"))
+        #expect(!CommandCatalog.isSensitive(pattern: "canvas.a2ui.*") && !CommandCatalog.isSensitive(pattern: "camera.list"))
         #expect(Set(CommandCatalog.builtIn).count == CommandCatalog.table.count, "one row per command")
     }
 
@@ -28,10 +29,12 @@ struct ApprovalGrantTests {
     }
 
     @Test func theDefaultGrantPerPlatform() {
-        #expect(AccessRules.defaults(forPlatform: "ios").allow == ["canvas.*", "camera.list"])
-        #expect(AccessRules.defaults(forPlatform: "Android").allow == ["canvas.*", "camera.list"])
-        #expect(AccessRules.defaults(forPlatform: "macos").allow == ["canvas.*", "camera.list", "system.info"])
-        #expect(AccessRules.defaults(forPlatform: "linux").allow == ["canvas.*", "system.info"])
+        let canvas = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "canvas.a2ui.*"]
+        #expect(AccessRules.defaults(forPlatform: "ios").allow == canvas + ["camera.list"])
+        #expect(AccessRules.defaults(forPlatform: "Android").allow == canvas + ["camera.list"])
+        #expect(AccessRules.defaults(forPlatform: "macos").allow == canvas + ["camera.list", "system.info"])
+        #expect(AccessRules.defaults(forPlatform: "linux").allow == canvas + ["system.info"])
+        #expect(!CompiledRules(.defaults(forPlatform: "ios")).allows("canvas.eval") && CompiledRules(.defaults(forPlatform: "ios")).allows("canvas.a2ui.pushJSONL"))
         #expect(AccessRules.defaults(forPlatform: "windows").allow.isEmpty)
     }
 
@@ -39,7 +42,7 @@ struct ApprovalGrantTests {
 
     @Test func withoutFlagsSensitiveCommandsAreWithheldAndSaidWhy() {
         let rules = ApprovalGrant().rules(defaults: .defaults(forPlatform: "ios"), declared: declared)
-        #expect(rules.allow == ["canvas.*", "camera.list"] && rules.confirmed.isEmpty)
+        #expect(rules.allow == AccessRules.everydayCanvas + ["camera.list"] && rules.confirmed.isEmpty)
         let withheld = ApprovalGrant.withheld(rules, declared: declared)
         #expect(withheld.map(\.command) == ["camera.snap", "location.get", "system.info"])
         #expect(withheld.map(\.sensitive) == [true, true, false])
@@ -48,11 +51,11 @@ struct ApprovalGrantTests {
 
     @Test func allowNamesAndAllowSensitiveGrantOnPurposeAndRecordIt() {
         let named = ApprovalGrant(allow: ["camera.snap", "system.info"]).rules(defaults: .defaults(forPlatform: "ios"), declared: declared)
-        #expect(named.allow == ["canvas.*", "camera.list", "camera.snap", "system.info"] && named.confirmed == ["camera.snap"])
+        #expect(named.allow == AccessRules.everydayCanvas + ["camera.list", "camera.snap", "system.info"] && named.confirmed == ["camera.snap"])
         #expect(ApprovalGrant.withheld(named, declared: declared).map(\.command) == ["location.get"])
 
         let all = ApprovalGrant(allowSensitive: true).rules(defaults: .defaults(forPlatform: "ios"), declared: declared)
-        #expect(all.allow == ["canvas.*", "camera.list", "camera.snap", "location.get"] && all.confirmed == ["camera.snap", "location.get"])
+        #expect(all.allow == AccessRules.everydayCanvas + ["camera.list", "camera.snap", "location.get"] && all.confirmed == ["camera.snap", "location.get"])
 
         // The operator's config adding a sensitive default is a choice on purpose too.
         var config = AccessRules.defaults(forPlatform: "ios")
@@ -67,7 +70,7 @@ struct ApprovalGrantTests {
         let key = try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey))
         let node = try state.redeemInvite(id: try Hex.decode(id), secret: secret, key: key,
                                           details: NodeDetails(displayName: "p", platform: "ios", commands: declared), now: Date())
-        #expect(node.access.allow == ["canvas.*", "camera.list", "camera.snap"] && node.access.confirmed == ["camera.snap"])
+        #expect(node.access.allow == AccessRules.everydayCanvas + ["camera.list", "camera.snap"] && node.access.confirmed == ["camera.snap"])
 
         // An invite written before 0.8.0 named the exact rules.
         var old = PairingState()
@@ -87,16 +90,17 @@ struct ApprovalGrantTests {
         state.setCode("123456", requestId: request.requestId)
         let old = AccessRules(allow: AccessRules.defaultsUpTo070(forPlatform: "ios"))
         let node = try state.approve(requestId: request.requestId, code: "123456", access: old, now: Date())
-        #expect(node.grantedByOldDefault == ["camera.snap", "screen.record", "location.get"])
+        // canvas.* holds canvas.eval, sensitive since 0.10.0: flagged, never silently taken away.
+        #expect(node.grantedByOldDefault == ["canvas.*", "camera.snap", "screen.record", "location.get"])
 
         let denied = try state.deny("location.get", node: node.nodeId.description)
-        #expect(denied.grantedByOldDefault == ["camera.snap", "screen.record"])
+        #expect(denied.grantedByOldDefault == ["canvas.*", "camera.snap", "screen.record"])
         let confirmed = try state.confirmDefaults(node: node.nodeId.description)
         #expect(confirmed.grantedByOldDefault.isEmpty && confirmed.access.allow.contains("camera.snap"))
-        #expect(confirmed.access.confirmed == ["camera.snap", "screen.record"])
+        #expect(confirmed.access.confirmed == ["canvas.*", "camera.snap", "screen.record"])
         // Taking a confirmed grant away forgets the confirmation with it.
         let removed = try state.removeRule("camera.snap", denying: false, node: node.nodeId.description)
-        #expect(removed.access.confirmed == ["screen.record"])
+        #expect(removed.access.confirmed == ["canvas.*", "screen.record"])
     }
 
     @Test func confirmedIsOmittedFromTheFileWhenEmpty() throws {

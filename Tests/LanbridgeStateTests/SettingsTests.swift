@@ -15,7 +15,7 @@ struct BridgeSettingsTests {
         let rules = settings.defaultRules(forPlatform: "ios")
         #expect(rules.allow.contains("system.info") && !rules.allow.contains("camera.list"))
         #expect(rules.deny == ["canvas.eval"], "removing one command from canvas.* becomes a deny rule")
-        #expect(settings.defaultRules(forPlatform: "android").allow == ["canvas.*", "camera.list"], "issue 26: no sms.send by default")
+        #expect(settings.defaultRules(forPlatform: "android").allow == AccessRules.everydayCanvas + ["camera.list"], "issue 26: no sms.send by default")
     }
 
     @Test(arguments: [

@@ -193,7 +193,7 @@ struct ConsolePages {
             ("Flags", HTML.escape(d.flags.requiresForeground ? "canvas, camera and screen need the app in the foreground" : "works in the background")
                 + " · " + HTML.escape(d.flags.supportsInputInjection ? "can inject input" : "cannot inject input")),
         ]
-        if let old = d.grantedByOldDefault { facts.append(("Warning", "<span class=\"warn\">\(HTML.list(old)) granted by an old default (before 0.8.0)</span>")) }
+        if let old = d.grantedByOldDefault { facts.append(("Warning", "<span class=\"warn\">\(HTML.list(old)) granted by an old default</span>")) }
         if let push = d.push { facts.append(("Push", HTML.escape("\(push.provider) registered \(HTML.time(push.registeredAt))"))) }
         if let device = d.gatewayDeviceId {
             facts.append(("Gateway device", "<code>\(HTML.escape(device))</code>: " + HTML.escape(d.gatewaySession ?? "unknown")

@@ -33,7 +33,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var gatewayApproval: RuntimeStatus.GatewayApproval?
     /// Its latest push registration (the token is not shown).
     public var push: PushSummary?
-    /// Sensitive patterns only the defaults before 0.8.0 granted, until confirmed or denied; nil if none.
+    /// Sensitive patterns only an old default granted (`PairedNode.grantedByOldDefault`), until confirmed or denied; nil if none.
     public var grantedByOldDefault: [String]?
 
     /// `now`: what "last seen" is for a node connected now (the caller's clock, not a hidden one).

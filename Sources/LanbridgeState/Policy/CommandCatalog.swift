@@ -11,12 +11,15 @@ public struct CommandCatalog: Sendable {
         case runsCode = "runs code on the device"
         case readsPersonalData = "reads personal data"
         case injectsInput = "injects input"
+        /// `canvas.eval` (issue 48 §2): the canvas's own pages are held to the relay's CSP, a script
+        /// the agent writes is not (it can navigate the webview anywhere).
+        case scriptsTheCanvas = "runs the agent's script in the canvas, which can reach whatever the webview can"
     }
 
     /// Every built-in command and, for the sensitive ones, why. The one table: platform defaults,
     /// approval, `nodes describe`, `doctor` and the deny hint all read it (PROTOCOL.md §13.1).
     public static let table: [(name: String, sensitive: Sensitivity?)] = [
-        ("canvas.present", nil), ("canvas.hide", nil), ("canvas.navigate", nil), ("canvas.eval", nil), ("canvas.snapshot", nil),
+        ("canvas.present", nil), ("canvas.hide", nil), ("canvas.navigate", nil), ("canvas.eval", .scriptsTheCanvas), ("canvas.snapshot", nil),
         ("canvas.a2ui.push", nil), ("canvas.a2ui.pushJSONL", nil), ("canvas.a2ui.reset", nil),
         ("camera.list", nil), ("camera.snap", .captures), ("camera.clip", .captures),
         ("screen.record", .captures), ("screen.snapshot", .captures), ("screen.tap", .injectsInput), ("screen.type", .injectsInput),

@@ -1,14 +1,18 @@
 import LanbridgeProtocol
 
 extension AccessRules {
+    /// The canvas's everyday commands: all of `canvas.*` but `canvas.eval`, which is sensitive
+    /// since 0.10.0 (issue 48 §2).
+    public static let everydayCanvas = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "canvas.a2ui.*"]
+
     /// What a newly paired node may run, by the platform it reports: everyday commands only
     /// (`CommandCatalog.table`). Deny by default: an unknown platform gets nothing until the
     /// operator allows it.
     public static func defaults(forPlatform platform: String) -> AccessRules {
         switch platform.lowercased() {
-        case "ios", "android": AccessRules(allow: ["canvas.*", "camera.list"])
-        case "macos": AccessRules(allow: ["canvas.*", "camera.list", "system.info"])
-        case "linux": AccessRules(allow: ["canvas.*", "system.info"])
+        case "ios", "android": AccessRules(allow: everydayCanvas + ["camera.list"])
+        case "macos": AccessRules(allow: everydayCanvas + ["camera.list", "system.info"])
+        case "linux": AccessRules(allow: everydayCanvas + ["system.info"])
         default: AccessRules()
         }
     }
@@ -28,8 +32,9 @@ extension AccessRules {
 }
 
 extension PairedNode {
-    /// Sensitive patterns in this node's allowlist that only the defaults before 0.8.0 gave it:
-    /// shown by `doctor` and `nodes describe` until `nodes allow --confirm-defaults` or `nodes deny`.
+    /// Sensitive patterns in this node's allowlist that only an old default gave it (capture before
+    /// 0.8.0; `canvas.*`, and with it `canvas.eval`, before 0.10.0): shown by `doctor`, `nodes
+    /// describe` and the console until `nodes allow --confirm-defaults` or `nodes deny`.
     public var grantedByOldDefault: [String] {
         let old = AccessRules.defaultsUpTo070(forPlatform: details.platform)
         return access.allow.filter { old.contains($0) && CommandCatalog.isSensitive(pattern: $0) && !access.confirmed.contains($0) }
