@@ -12,6 +12,8 @@ the SHA-256 that came in `welcome.canvas` (lanbridge_node.canvas, the Python SDK
   canvas_client.py flood URL SHA256 RATE SECONDS   -> RATE bad requests a second (fresh TLS each); "flood N sent M answered"
   canvas_client.py browser URL SHA256              -> headless Chromium, the relay's key pinned (--ignore-certificate-errors-spki-list),
                                                       loads URL; "title T" once the page's live-reload socket is open (title "live")
+  canvas_client.py attack URL SHA256               -> the same, for a page whose title becomes "blocked …" (canvas/attack.html);
+                                                      "title T" then, with what the page logged, "console JSON"
 """
 import asyncio, json, os, socket, ssl, sys, time
 from urllib.parse import urlsplit
@@ -88,6 +90,8 @@ def main():
         say(f"closed after {time.monotonic() - start:.1f}")
     elif mode == "browser":
         browser(url, pin)
+    elif mode == "attack":
+        browser(url, pin, done=lambda title: title.startswith("blocked") or title == "reached", settle=1.0)
     elif mode == "live":
         asyncio.run(live(url, pin))
     elif mode == "speak":
@@ -126,7 +130,7 @@ async def flood(url, rate, seconds):
     say(f"flood {counts['sent']} sent {counts['answered']} answered")
 
 
-def browser(url, pin):
+def browser(url, pin, done=lambda title: title == "live", settle=0.0):
     """Chromium trusts no CA for the relay: only the key whose SPKI hash we pass, and only after
     the certificate it belongs to matched the pin from the Noise session."""
     import base64, hashlib
@@ -149,10 +153,13 @@ def browser(url, pin):
         driver.set_page_load_timeout(30)
         driver.get(url)
         try:
-            WebDriverWait(driver, 20).until(lambda d: d.title == "live")
+            WebDriverWait(driver, 20).until(lambda d: done(d.title))
         except Exception:
             pass
         say(f"title {driver.title}")
+        if settle:
+            time.sleep(settle)  # a navigation the page started has its moment to leave
+            say(f"url {driver.current_url}")
         say("text " + json.dumps(driver.execute_script("return document.body ? document.body.innerText : ''")))
     finally:
         driver.quit()

@@ -1,5 +1,6 @@
 """A local HTTP server standing in for a push service (ntfy, APNs) in the wake hook tests. Prints
 "listening PORT", then one JSON line per request: method, path, headers (lowercased names), body.
+A GET is recorded too (a page trying to reach the LAN, in the canvas tests) and answered "ok".
 With --es256-key KEY.p8 it also checks the request's `authorization: bearer JWT` as APNs would
 (ES256, with the `cryptography` package, an implementation we did not write) and adds
 "jwt": "valid" or the reason it is not, with the JWT's header and claims. Answers 200 `{}`.
@@ -54,10 +55,18 @@ class Sink(http.server.BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(b"{}")
 
+    def do_GET(self):
+        print(json.dumps({"method": "GET", "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()}}), flush=True)
+        self.send_response(200)
+        self.send_header("content-type", "text/html")
+        self.send_header("content-length", "2")
+        self.end_headers()
+        self.wfile.write(b"ok")
+
     def log_message(self, *args):
         pass
 
 
-server = http.server.HTTPServer(("127.0.0.1", 0), Sink)
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Sink)  # a browser holds connections open
 print(f"listening {server.server_address[1]}", flush=True)
 server.serve_forever()
