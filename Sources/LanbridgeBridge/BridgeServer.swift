@@ -62,6 +62,10 @@ public enum BridgeServer {
         let watcher: StoreWatcher
         let initialVersion: String
         let initial: PairingState
+        /// The soft RLIMIT_NOFILE in force: every listener's connections share it (`DescriptorGate`).
+        let openFileLimit: Int
+        /// What the listeners' own bounds add up to, with the reserve (`DescriptorBudget.needed`).
+        let listenerBounds: Int
     }
 
     private static func openState(_ configuration: BridgeConfiguration, logger: Logger) throws -> OpenedState {
@@ -88,8 +92,10 @@ public enum BridgeServer {
                                            unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
                                            http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
                                            canvas: configuration.canvas == nil ? 0 : configuration.settings.limits.canvasConnections)
-        if let shortfall = descriptors.shortfall(limit: OpenFileLimit.raise(toward: descriptors.needed)) { logger.warning("\(shortfall)") }
-        return OpenedState(daemonLock: daemonLock, identity: identity, watcher: watcher, initialVersion: initialVersion, initial: initial)
+        let openFileLimit = OpenFileLimit.raise(toward: descriptors.needed)
+        if let shortfall = descriptors.shortfall(limit: openFileLimit) { logger.warning("\(shortfall)") }
+        return OpenedState(daemonLock: daemonLock, identity: identity, watcher: watcher, initialVersion: initialVersion, initial: initial,
+                           openFileLimit: openFileLimit, listenerBounds: descriptors.needed)
     }
 
     /// The relay's parts, before any listener: the core, its driver on one event loop, the
@@ -140,7 +146,11 @@ public enum BridgeServer {
                 guard configuration.openClawApps?.tls != true, configuration.canvas?.optional == true else { throw error }
             }
         }
-        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, doorTLS: doorTLS, logger: logger)
+        let descriptors = DescriptorGate(capacity: DescriptorGate.capacity(limit: state.openFileLimit), metrics: metrics, logger: logger)
+        logger.info("descriptor budget for every listener", metadata: ["descriptors": "\(descriptors.capacity)", "openFileLimit": "\(state.openFileLimit)",
+                                                                     "reserve": "\(DescriptorGate.reserve)", "listenerBounds": "\(state.listenerBounds)"])
+        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, doorTLS: doorTLS,
+                                  descriptors: descriptors, logger: logger)
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
@@ -424,8 +434,8 @@ public enum BridgeServer {
         guard let apps = configuration.openClawApps else { return ([], nil) }
         let tls = apps.tls ? driver.doorTLS : nil
         let sha256 = tls?.served.sha256
-        let options = OpenClawAppDoor.Options(tls: tls, idleTimeout: .seconds(75),
-                                              maxFrameBytes: configuration.settings.limits.sessionMessageBytes)
+        let options = OpenClawAppDoor.Options(tls: tls, idleTimeout: .seconds(75), maxFrameBytes: configuration.settings.limits.sessionMessageBytes,
+                                              descriptorsEach: configuration.gateway?.wire == .openclaw ? 2 : 1)
         var bound: [any Channel] = []
         var port = apps.listen.port
         do {
@@ -502,13 +512,21 @@ public enum BridgeServer {
             channel.close(promise: nil)
             return
         }
+        // With OpenClaw's gateway a paired node holds a second descriptor, its socket there.
+        let cost = configuration.gateway?.wire == .openclaw ? 2 : 1
+        let ticket = driver.descriptors?.admit(channel, peer: DescriptorGate.peer(of: channel.remoteAddress), cost: cost)
+        if driver.descriptors != nil, ticket == nil {
+            admission.release(slot)
+            channel.close(promise: nil)
+            return
+        }
         let session = SecureSession(responderWith: identity, limits: configuration.limits, inviteLookup: { id in invites.psk(for: id) })
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
         try sync.addHandler(IdleCloser(logger: logger))
         let timeout = min(handshakeTimeout, configuration.handshakeTimeout)
         try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
-        try sync.addHandler(NodeSessionHandler(driver: driver, id: driver.accepted(channel, slot: slot), address: address))
+        try sync.addHandler(NodeSessionHandler(driver: driver, id: driver.accepted(channel, slot: slot, ticket: ticket), address: address))
     }
 
     /// Starts advertising, unless turned off. A missing avahi-daemon is a warning, never a reason not to serve.

@@ -68,14 +68,16 @@ final class CanvasRelay: @unchecked Sendable {
             .childChannelOption(.writeBufferWaterMark, value: .init(low: 16 << 10, high: 32 << 10))
             .childChannelInitializer { [self] channel in
                 channel.eventLoop.makeCompletedFuture {
-                    guard let id = admit(channel) else {
+                    // Two descriptors each: the node's, and the canvas host's it dials once proven.
+                    let ticket = driver.descriptors?.admit(channel, peer: DescriptorGate.peer(of: channel.remoteAddress), cost: 2)
+                    guard driver.descriptors == nil || ticket != nil, let id = admit(channel) else {
                         channel.close(promise: nil)
                         return
                     }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: configuration.tls.served.context))
                     try sync.addHandler(IdleStateHandler(allTimeout: .milliseconds(Int64(configuration.limits.canvasIdleMs))))
-                    try sync.addHandler(CanvasFrontHandler(relay: self, id: id))
+                    try sync.addHandler(CanvasFrontHandler(relay: self, id: id, ticket: ticket))
                 }
             }
             .bind(host: host, port: port).get()
@@ -101,13 +103,15 @@ final class CanvasRelay: @unchecked Sendable {
     }
 
     /// The connection showed a live capability for `node`: false when the node holds its bound already.
-    func proven(_ id: Int, node: Fingerprint) -> Bool {
-        table.withLockedValue { t in
+    func proven(_ id: Int, ticket: DescriptorGate.Ticket?, node: Fingerprint) -> Bool {
+        let proven = table.withLockedValue { t in
             guard let channel = t.unproven.removeValue(forKey: id) else { return false }  // evicted meanwhile
             guard t.byNode[node, default: [:]].count < configuration.limits.canvasConnectionsPerNode else { return false }
             t.byNode[node, default: [:]][id] = channel
             return true
         }
+        if proven { driver.descriptors?.prove(ticket) }
+        return proven
     }
 
     func closed(_ id: Int, node: Fingerprint?) {
@@ -199,6 +203,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     private let relay: CanvasRelay
     private let id: Int
+    private let ticket: DescriptorGate.Ticket?
     private var state = State.readingHead([])
     private var exchange: CanvasExchange?
     private var node: Fingerprint?
@@ -207,8 +212,8 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The last write to the node, so a close waits for what came before it.
     private var lastWrite: EventLoopFuture<Void>?
 
-    init(relay: CanvasRelay, id: Int) {
-        (self.relay, self.id) = (relay, id)
+    init(relay: CanvasRelay, id: Int, ticket: DescriptorGate.Ticket?) {
+        (self.relay, self.id, self.ticket) = (relay, id, ticket)
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -282,7 +287,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func forward(_ context: ChannelHandlerContext, _ request: CanvasRequest, node: Fingerprint, use: CanvasUse) {
-        guard relay.proven(id, node: node) else { return refuse(context, status: 429, reason: "canvasConnectionsPerNode") }
+        guard relay.proven(id, ticket: ticket, node: node) else { return refuse(context, status: 429, reason: "canvasConnectionsPerNode") }
         self.node = node
         if use.upstream == nil, relay.configuration.upstreamNeedsCapability {
             return refuse(context, status: 503, reason: "no_upstream_capability")

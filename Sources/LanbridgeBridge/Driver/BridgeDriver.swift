@@ -40,6 +40,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     var canvasRelay: CanvasRelay?
     /// The certificate both TLS doors serve, when either is on.
     let doorTLS: DoorTLS?
+    /// One descriptor budget for every listener (nil in tests that build a driver alone).
+    let descriptors: DescriptorGate?
+    /// Node connections' places in that budget, by their admission slot, until proved or gone.
+    private var tickets: [Admission.Slot: DescriptorGate.Ticket] = [:]
     private var nextGeneration = 0
 
     /// Control-socket requests waiting for their answer, with the connection each came on.
@@ -69,9 +73,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     private let pairedPath: String
 
     init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, metrics: BridgeMetrics = .disabled,
-         doorTLS: DoorTLS? = nil, logger: Logger) {
+         doorTLS: DoorTLS? = nil, descriptors: DescriptorGate? = nil, logger: Logger) {
         (self.loop, self.core, self.io, self.admission, self.invites, self.metrics, self.logger) = (loop, core, io, admission, invites, metrics, logger)
-        self.doorTLS = doorTLS
+        (self.doorTLS, self.descriptors) = (doorTLS, descriptors)
         wakeHook = WakeHook(directory: io.store.directory, logger: logger, metrics: metrics)
         pairedPath = io.store.pairedURL.path
     }
@@ -79,11 +83,12 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     // MARK: - Nodes (called on the loop by `NodeSessionHandler`)
 
     /// A new channel, before its handshake: its connection ID.
-    func accepted(_ channel: any Channel, slot: Admission.Slot) -> ConnectionID {
+    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket? = nil) -> ConnectionID {
         loop.preconditionInEventLoop()
         nextConnection += 1
         channels[nextConnection] = channel
         handshaking[nextConnection] = slot
+        if let ticket { tickets[slot] = ticket }
         return nextConnection
     }
 
@@ -139,7 +144,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     func closed(_ id: ConnectionID) {
         channels[id] = nil
-        if let slot = handshaking.removeValue(forKey: id) { admission.release(slot) }
+        if let slot = handshaking.removeValue(forKey: id) {
+            admission.release(slot)
+            tickets[slot] = nil
+        }
         inOrder { [self] in decide(.closed(id)) }
     }
 
@@ -527,8 +535,12 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 invites.replace(with: state)
             case let .releaseSlot(slot):
                 admission.release(slot)
+                // Released as paired (or gone, when the close comes first): no longer evictable.
+                descriptors?.prove(tickets.removeValue(forKey: slot))
             case let .slotWaiting(slot):
                 admission.waiting(slot)
+                // A request waiting for the operator keeps its connection (its own cap is maxWaiting).
+                descriptors?.prove(tickets.removeValue(forKey: slot))
             case let .wake(call):
                 wakeHook.run(call)
             case let .armTimer(deadline):

@@ -39,7 +39,7 @@ struct HTTPListener {
                 let channel: any Channel
                 do {
                     channel = try await BindProblem.explaining(host: want.address.host, port: want.address.port) {
-                        try await HTTPServer.bind(host: want.address.host, port: want.address.port, services: services) { peer in
+                        try await HTTPServer.bind(host: want.address.host, port: want.address.port, services: services, descriptors: driver.descriptors) { peer in
                             driver.metrics.httpRefused("peer_limit")
                             refusals.note(peer, logger: logger)
                         }

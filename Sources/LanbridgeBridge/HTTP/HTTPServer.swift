@@ -94,7 +94,7 @@ enum HTTPServer {
     /// keep-alive connection ends with it too.
     static let requestDeadline = TimeAmount.seconds(10)
 
-    static func bind(host: String, port: Int, services: [any HTTPService], limits: HTTPConnectionTable.Limits = .init(),
+    static func bind(host: String, port: Int, services: [any HTTPService], limits: HTTPConnectionTable.Limits = .init(), descriptors: DescriptorGate? = nil,
                      refused: @escaping @Sendable (String) -> Void = { _ in }) async throws -> any Channel {
         let connections = HTTPConnections(limits: limits)
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -107,6 +107,11 @@ enum HTTPServer {
                     let peer = uid.map { "uid:\($0)" } ?? remote?.ipAddress ?? "unknown"
                     guard connections.admit(channel, peer: peer) else {
                         refused(peer)
+                        channel.close(promise: nil)
+                        return
+                    }
+                    // Never proven: a console or a scraper holds its place as long as the budget has room.
+                    if let descriptors, descriptors.admit(channel, peer: peer) == nil {
                         channel.close(promise: nil)
                         return
                     }

@@ -24,6 +24,8 @@ enum OpenClawAppDoor {
         var tls: DoorTLS?
         var idleTimeout: TimeAmount
         var maxFrameBytes: Int
+        /// Descriptors a connection holds once paired: two with OpenClaw's gateway (its socket there).
+        var descriptorsEach = 1
     }
 
     static func bind(host: String, port: Int, listener: Int, options: Options, admission: Admission, driver: BridgeDriver, logger: Logger) async throws -> any Channel {
@@ -45,7 +47,13 @@ enum OpenClawAppDoor {
             channel.close(promise: nil)
             return
         }
-        let id = driver.accepted(channel, slot: slot)
+        let ticket = driver.descriptors?.admit(channel, peer: DescriptorGate.peer(of: channel.remoteAddress), cost: options.descriptorsEach)
+        if driver.descriptors != nil, ticket == nil {
+            admission.release(slot)
+            channel.close(promise: nil)
+            return
+        }
+        let id = driver.accepted(channel, slot: slot, ticket: ticket)
         channel.closeFuture.whenComplete { _ in driver.closed(id) }
         // TLS, the upgrade and the connect within the admission's deadline, like a Noise handshake.
         let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(handshakeTimeout * 1000))) { channel.close(promise: nil) }
