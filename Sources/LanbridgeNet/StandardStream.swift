@@ -3,9 +3,12 @@ import Glibc
 /// Standard output and error, written whole and unbuffered (a pipe must not hold a line back).
 public enum StandardStream {
     public static func writeLine(_ text: String, toError: Bool = true) {
-        var line = Array(text.utf8)
-        line.append(UInt8(ascii: "\n"))
-        line.withUnsafeBytes { buffer in
+        write(text + "\n", toError: toError)
+    }
+
+    /// Without a line end (a prompt).
+    public static func write(_ text: String, toError: Bool = true) {
+        Array(text.utf8).withUnsafeBytes { buffer in
             var offset = 0
             while offset < buffer.count, let base = buffer.baseAddress {
                 #if canImport(Glibc)

@@ -107,6 +107,12 @@ extension NodesCommand {
                   may run:    \(list(d.allowedCommands))
                   flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
                 """)
+                for withheld in d.withheld ?? [] {
+                    print("  withheld:   \(withheld.command): \(withheld.reason) (`lanbridge nodes allow \(d.nodeId) \(withheld.command)`)")
+                }
+                if let app = d.openClawApp {
+                    print("  OpenClaw app: \(app.clientId), device \(app.deviceId), approved on certificate sha256 \(app.tlsSha256 ?? "none (plain ws)")")
+                }
                 if let push = d.push {
                     print("  push:       \(push.provider)\(push.environment.map { " (\($0))" } ?? "")\(push.topic.map { " for \($0)" } ?? ""), registered \(push.registeredAt.formatted(.iso8601)), token sha256 \(push.tokenHash)…")
                 }

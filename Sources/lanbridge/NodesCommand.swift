@@ -117,11 +117,17 @@ struct NodesCommand: AsyncParsableCommand {
 
             The output lists what was granted and each declared command that was not, with the line that grants it later.
 
-            One of OpenClaw's own apps (PLATFORM shows `via openclaw-app` in `nodes pending`) shows no code: approve it with the request ID alone, after checking that the certificate fingerprint the app showed is the one `lanbridge status` prints (or pair it with `lanbridge invite --openclaw` instead).
+            One of OpenClaw's own apps (PLATFORM shows `via openclaw-app` in `nodes pending`) shows no code but the bridge's certificate fingerprint: pass its first 6 characters as --fingerprint, as the app shows them. They are compared with the certificate this bridge served that app, and a mismatch is refused and audited like a wrong code (or pair the app with `lanbridge invite --openclaw` instead):
+
+              $ lanbridge nodes approve 7c01d4aa --fingerprint 0b9635
+
+            Without --code (or --fingerprint) at a terminal, it asks for it. --json does not skip the check.
             """)
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
         @Option(help: "The 6-digit code the device shows; must match.") var code: String?
+        @Option(help: ArgumentHelp("One of OpenClaw's apps: the first 6 characters of the certificate fingerprint it shows; must match.", valueName: "hex"))
+        var fingerprint: String?
         @Flag(help: "Approve without comparing the code (a man in the middle would pass).") var unverified = false
         @OptionGroup var grant: GrantOptions
         @Flag(help: "Print JSON.") var json = false
@@ -130,7 +136,11 @@ struct NodesCommand: AsyncParsableCommand {
             if let code, code.count != 6 || !code.allSatisfy({ $0.isASCII && $0.isNumber }) {
                 throw ValidationError("--code takes the 6 digits the device shows, e.g. --code 048213")
             }
-            if code != nil && unverified { throw ValidationError("--code and --unverified exclude each other") }
+            if let fingerprint, fingerprint.count != 6 || !fingerprint.allSatisfy({ $0.isHexDigit }) {
+                throw ValidationError("--fingerprint takes the first 6 characters of the fingerprint the app shows, e.g. --fingerprint 0b9635")
+            }
+            if code != nil && fingerprint != nil { throw ValidationError("--code is for a device that shows a code, --fingerprint for one of OpenClaw's apps: give one") }
+            if (code != nil || fingerprint != nil) && unverified { throw ValidationError("--code (or --fingerprint) and --unverified exclude each other") }
         }
 
         func run() throws {
@@ -139,16 +149,22 @@ struct NodesCommand: AsyncParsableCommand {
                 let store = PairingStore(directory: state.directory)
                 // The patterns are checked (against the request's declared commands too) before anything is written.
                 let request = try store.read().request(requestId)
-                // OpenClaw's apps show no code; every other request needs --code or --unverified.
-                if request?.openClawApp == nil, code == nil, !unverified {
-                    throw ValidationError("give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)")
-                }
-                if let app = request?.openClawApp {
-                    Output.note("note: \(request?.details.displayName ?? "this device") is one of OpenClaw's apps, which shows no code; its check is the certificate fingerprint it showed: \(app.tlsSha256 ?? "none (plain ws)")")
+                // What the device shows, compared by the store: its code, or for OpenClaw's apps the
+                // start of the certificate fingerprint. Asked for at a terminal; never skipped but by --unverified.
+                let app = request?.openClawApp != nil
+                if app, code != nil { throw ValidationError("\(requestId) is one of OpenClaw's apps, which shows no code: pass --fingerprint with the first 6 characters of the fingerprint it shows") }
+                if !app, fingerprint != nil { throw ValidationError("\(requestId) is not one of OpenClaw's apps: pass --code with the 6 digits the device shows") }
+                var shown = app ? fingerprint?.lowercased() : code
+                if shown == nil, !unverified {
+                    guard let typed = Prompt.ask(app ? "The first 6 characters of the certificate fingerprint the app shows: " : "The 6-digit code the device shows: ") else {
+                        throw ValidationError(app ? "give --fingerprint with the first 6 characters of the fingerprint the app shows (or --unverified to skip the comparison, at the risk it names)"
+                                                  : "give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)")
+                    }
+                    shown = app ? typed.lowercased() : typed
                 }
                 let declared = request?.details.commands ?? []
                 let grant = try grant.grant(settings.catalog, declared: declared)
-                let node = try store.approve(requestId, code: code, unverified: unverified, grant: grant, settings: settings)
+                let node = try store.approve(requestId, code: shown, unverified: unverified, grant: grant, settings: settings)
                 try DaemonConfirmation.confirm(state, "the pairing of \(node.details.displayName)")
                 if json { return try Output.json(GrantedNode(node: node)) }
                 print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")
@@ -209,7 +225,7 @@ struct NodesCommand: AsyncParsableCommand {
                 }
                 if runtime == nil { Output.note("(the daemon is not running: connection state unknown)") }
                 Output.table(["NODE ID", "NAME", "PLATFORM", "STATE", "LAST SEEN", "ALLOWED"], rows.map {
-                    [$0.nodeId, $0.displayName, $0.platform,
+                    [$0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via \($0.openClawApp?.clientId ?? "openclaw-app")"),
                      $0.connected ? ($0.foreground == false ? "connected, background" : "connected") : "offline",
                      $0.connected ? "now" : Output.duration(Date().timeIntervalSince($0.lastSeen)) + " ago",
                      $0.access.allow.isEmpty ? "-" : $0.access.allow.joined(separator: ",")]

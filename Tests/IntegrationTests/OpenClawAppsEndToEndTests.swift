@@ -67,7 +67,13 @@ struct OpenClawAppsEndToEndTests {
         #expect(request["openClawApp"]?["tlsSha256"] == .string(shown) && request["openClawApp"]?["clientId"] == .string("openclaw-\(platform)"), "\(request)")
         #expect(stack.gateway.process.output.allSatisfy { !$0.hasPrefix("paired ") }, "nothing reached the gateway before the approval")
 
-        let approved = try stack.cli(["nodes", "approve", requestId, "--json"])
+        // The CLI checks what the console checks (issue 48 §6): the start of the fingerprint the app
+        // shows, compared with the certificate this bridge served it; --json does not skip it.
+        let unchecked = try stack.cli(["nodes", "approve", requestId, "--json"])
+        #expect(unchecked.status != 0 && unchecked.stderr.contains("--fingerprint"), "\(unchecked)")
+        let wrong = try stack.cli(["nodes", "approve", requestId, "--fingerprint", shown.hasPrefix("000000") ? "111111" : "000000"])
+        #expect(wrong.status != 0 && wrong.stderr.contains("is not the start of the certificate fingerprint"), "\(wrong)")
+        let approved = try stack.cli(["nodes", "approve", requestId, "--fingerprint", String(shown.prefix(6)).uppercased(), "--json"])
         #expect(approved.status == 0, "\(approved)")
         let node = try JSONDecoder().decode(JSONValue.self, from: Data(approved.stdout.utf8))
         guard case let .string(nodeID)? = node["nodeId"] else { Issue.record("\(approved.stdout)"); return }
@@ -100,6 +106,62 @@ struct OpenClawAppsEndToEndTests {
         let closed = try Self.words(app, "closed")
         #expect(closed.first == "1008" && closed.contains("revoked"), "\(closed)")
         try stack.gateway.waitFor("disconnected")
+    }
+
+    /// Issue 48 §4: one certificate for both doors, rotated on both at once, with the canvas relay on
+    /// or off. An app that pinned the old one is refused it, one that pins the new one gets in, and
+    /// each pending request records the certificate that app was actually served.
+    @Test(arguments: [true, false])
+    func aRotatedCertificateReachesBothDoorsAndEachRequestRecordsWhatItWasServed(canvas: Bool) throws {
+        let gateway = try OpenClawGatewaySim()
+        let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + (canvas ? ["--canvas-listen", "0"] : ["--no-canvas"])
+                                        + ["--openclaw-apps", "--openclaw-apps-listen", "0"])
+        let line = try bridge.waitForLog("OpenClaw apps door listening")
+        let door = String(line.split(separator: " ").first { $0.hasPrefix("openclawApps=") }?.dropFirst("openclawApps=".count) ?? "")
+        let shown = try bridge.waitForRuntime("the door's certificate") { $0.openClawAppsTlsSha256 != nil }
+        let old = try #require(shown.openClawAppsTlsSha256)
+        #expect(shown.canvas.map { $0.tlsSha256 == old } ?? !canvas, "one certificate for both doors")
+        let status = try CLI.run(["status", "--state-dir", bridge.state.path])
+        #expect(status.stdout.contains("OpenClaw's apps") && status.stdout.contains("certificate sha256 \(old)"), "\(status.stdout)")
+
+        let keys = TemporaryDirectory("app")
+        func app(_ name: String, pin: String) throws -> ChildProcess {
+            try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.app, door, "--state", keys.url.appendingPathComponent(name).path, "--platform", "ios",
+                                                                      "--pin", pin, "--retry", "0.5", "--name", name], mergeStandardError: true)
+        }
+        let before = try app("before", pin: old)
+        let beforeRequest = try Self.words(before, "pairing-required")[0]
+
+        let rotated = try CLI.run(["canvas", "rotate-cert", "--json", "--state-dir", bridge.state.path])
+        #expect(rotated.status == 0, "\(rotated)")
+        let new = try #require(try JSONDecoder().decode(JSONValue.self, from: Data(rotated.stdout.utf8))["tlsSha256"]?.stringValue)
+        #expect(new != old)
+        let after = try bridge.waitForRuntime("the new certificate") { $0.openClawAppsTlsSha256 == new }
+        #expect(after.canvas.map { $0.tlsSha256 == new } ?? !canvas)
+
+        // The door: the old pin is refused, the new one gets in.
+        let stale = try app("stale", pin: old)
+        #expect(try Self.words(stale, "tls") == [new] && stale.waitForLine(timeout: 30) { $0 == "pin mismatch" } == "pin mismatch")
+        let fresh = try app("fresh", pin: new)
+        let freshRequest = try Self.words(fresh, "pairing-required")[0]
+        let pending = try JSONDecoder().decode(JSONValue.self, from: Data(try CLI.run(["nodes", "pending", "--json", "--state-dir", bridge.state.path]).stdout.utf8))
+        guard case let .array(rows) = pending else { Issue.record("\(pending)"); return }
+        let recorded = Dictionary(rows.compactMap { row in row["requestId"]?.stringValue.map { ($0, row["openClawApp"]?["tlsSha256"]?.stringValue ?? "") } }) { a, _ in a }
+        #expect(recorded[beforeRequest] == old && recorded[freshRequest] == new, "\(pending)")
+        // Each is approved by the certificate it was shown, not by the current one.
+        #expect(try CLI.run(["nodes", "approve", beforeRequest, "--fingerprint", String(new.prefix(6)), "--state-dir", bridge.state.path]).status != 0)
+        #expect(try CLI.run(["nodes", "approve", freshRequest, "--fingerprint", String(new.prefix(6)), "--state-dir", bridge.state.path]).status == 0)
+        let listed = try JSONDecoder().decode(JSONValue.self, from: Data(try CLI.run(["nodes", "list", "--json", "--state-dir", bridge.state.path]).stdout.utf8))
+        guard case let .array(nodes) = listed, let described = nodes.first else { Issue.record("\(listed)"); return }
+        #expect(described["openClawApp"]?["tlsSha256"] == .string(new) && described["openClawApp"]?["clientId"] == "openclaw-ios", "\(described)")
+
+        // The relay, when on: the same.
+        if canvas, let listening = after.canvas?.listening.first {
+            let head = String(decoding: try JSONEncoder().encode("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), as: UTF8.self)
+            #expect(try CanvasEndToEndTests.webview(["raw", "https://\(listening)", new, head]) == ["status 404"])
+            #expect(try CanvasEndToEndTests.webview(["raw", "https://\(listening)", old, head]).joined().contains("not the pinned one"))
+        }
+        for process in [before, stale, fresh] { process.killIfRunning() }
     }
 
     /// The MITM-proof way: `lanbridge invite --openclaw` prints OpenClaw's setup code; the app
@@ -143,8 +205,9 @@ struct OpenClawAppsEndToEndTests {
         let keys = TemporaryDirectory("app")
         let app = try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.app, door, "--state", keys.url.appendingPathComponent("k").path,
                                                                             "--platform", "android", "--retry", "0.5"], mergeStandardError: true, standardInput: true)
+        let shown = try Self.words(app, "tls")[0]
         let requestId = try Self.words(app, "pairing-required")[0]
-        let approved = try CLI.run(["nodes", "approve", requestId, "--json", "--state-dir", bridge.state.path])
+        let approved = try CLI.run(["nodes", "approve", requestId, "--fingerprint", String(shown.prefix(6)), "--json", "--state-dir", bridge.state.path])
         let node = try JSONDecoder().decode(JSONValue.self, from: Data(approved.stdout.utf8))
         #expect(try Self.words(app, "hello") == ["3"])
         guard case let .string(nodeID)? = node["nodeId"] else { Issue.record("\(approved)"); return }
@@ -168,8 +231,9 @@ struct OpenClawAppsEndToEndTests {
         #expect(try big.waitForLine(timeout: 30) { $0 == "closed" || $0 == "answered" } == "closed")
 
         let app = try stack.app("ios")
+        let shown = try Self.words(app, "tls")[0]
         let requestId = try Self.words(app, "pairing-required")[0]
-        #expect(try stack.cli(["nodes", "approve", requestId]).status == 0)
+        #expect(try stack.cli(["nodes", "approve", requestId, "--fingerprint", String(shown.prefix(6))]).status == 0)
         #expect(try Self.words(app, "hello") == ["3"])
         let device = try stack.gateway.waitFor("connected")[0]
         let flood = try ChildProcess(URL(fileURLWithPath: Python.executable), [hostile, "halfopen", stack.doorURL, "200"],
@@ -201,7 +265,7 @@ struct OpenClawAppsEndToEndTests {
         guard case let .array(rows) = pending, case let .string(requestId)? = rows.first?["requestId"] else { Issue.record("\(pending)"); return }
         #expect(rows.first?["openClawApp"]?["clientId"] == "node-host")
         // A Linux node host: OpenClaw's gateway allows it system.notify (not canvas), so that is granted too.
-        let approved = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "approve", requestId, "--allow", "system.notify", "--json"]).stdout.utf8))
+        let approved = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "approve", requestId, "--fingerprint", String(sha.prefix(6)), "--allow", "system.notify", "--json"]).stdout.utf8))
         _ = try client.waitForLine(timeout: 30) { $0 == "hello 3" }
         let device = try stack.gateway.waitFor("connected")[0]
         let notify = try stack.gateway.invoke(device, "system.notify", params: #"{"title":"hello","body":"agent"}"#)

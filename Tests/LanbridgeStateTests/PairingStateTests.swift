@@ -249,4 +249,31 @@ struct PairingStateTests {
         #expect(limits.admit(key: someKey(), address: "10.0.0.0", now: m0) != nil, "eleventh from the address")
         #expect(limits.admit(key: key, address: "10.0.0.50", now: m0 + 3600) == nil, "an hour later")
     }
+
+    /// Issue 48 §6: one of OpenClaw's apps is approved by the start of the certificate fingerprint
+    /// it shows, compared with the one the bridge served it (the console's check, for the CLI too).
+    @Test func anAppIsApprovedOnlyByTheStartOfTheFingerprintItWasServed() throws {
+        var state = PairingState()
+        let sha = "0b96356bc93bfd59d2cc3ea93b0bacae61fa8040eab5006ac997714ff837a68c"
+        let claim = OpenClawAppClaim(deviceId: "d", publicKey: "k", clientId: "openclaw-ios", tlsSha256: sha)
+        let key = try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey))
+        let request = try state.requestAppPairing(claim, key: key, details: NodeDetails(displayName: "Ada's iPhone", platform: "ios"), source: "10.0.0.7", now: Date())
+        #expect(throws: PairingError.fingerprintRequired(request.requestId)) { try state.approve(requestId: request.requestId, now: Date()) }
+        for wrong in ["0b963", "zzzzzz", "0b96356b", ""] {
+            var copy = state
+            #expect(throws: PairingError.self) { try copy.approve(requestId: request.requestId, code: wrong, now: Date()) }
+        }
+        #expect(throws: PairingError.fingerprintMismatch(given: "1b9635")) { try state.approve(requestId: request.requestId, code: "1b9635", now: Date()) }
+        #expect(state.request(request.requestId)?.codeMismatches == 1, "counted, so audited")
+        let node = try state.approve(requestId: request.requestId, code: "0B9635".lowercased(), now: Date())
+        #expect(node.openClawApp == claim && node.unverified == nil)
+
+        // Plain ws: no fingerprint exists, so only an approval without comparing, recorded as such.
+        var plain = PairingState()
+        let bare = OpenClawAppClaim(deviceId: "e", publicKey: "l", clientId: "openclaw-android", tlsSha256: nil)
+        let other = try plain.requestAppPairing(bare, key: try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey)),
+                                                details: NodeDetails(displayName: "Pixel", platform: "android"), source: nil, now: Date())
+        #expect(throws: PairingError.self) { try plain.approve(requestId: other.requestId, code: "000000", now: Date()) }
+        #expect(try plain.approve(requestId: other.requestId, unverified: true, now: Date()).unverified == true)
+    }
 }

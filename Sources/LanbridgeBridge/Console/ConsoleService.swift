@@ -152,11 +152,11 @@ struct ConsoleService: HTTPService {
             case "/pending/approve":
                 let requestId = field("request"), code = field("code")
                 let request = try store.read().request(requestId)
-                if let app = request?.openClawApp {
-                    // Compared, not copied: the page never shows the fingerprint.
+                if request?.openClawApp != nil {
+                    // Compared, not copied: the page never shows the fingerprint (the store compares it).
                     let typed = field("fingerprint").lowercased().filter { $0.isHexDigit }
-                    guard typed.count == 6, let expected = app.tlsSha256, expected.hasPrefix(typed) else {
-                        return back("/", "That is not the start of the fingerprint this bridge showed the app: do not approve it.", error: true)
+                    guard typed.count == 6 else {
+                        return back("/", "Type the first 6 characters of the fingerprint the app shows.", error: true)
                     }
                 } else {
                     guard code.utf8.count == 6, code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
@@ -166,8 +166,13 @@ struct ConsoleService: HTTPService {
                 let declared = request?.details.commands ?? []
                 // Only sensitive commands the node declared can be ticked; anything else is ignored.
                 let ticked = declared.filter { CommandCatalog.sensitivity(of: $0) != nil && form["grant." + $0] == "on" }
-                let node = try store.approve(requestId, code: request?.openClawApp == nil ? code : nil, unverified: false, grant: ApprovalGrant(allow: ticked),
-                                             settings: settings, actor: actor)
+                let shown = request?.openClawApp == nil ? code : String(field("fingerprint").lowercased().filter { $0.isHexDigit })
+                let node: PairedNode
+                do {
+                    node = try store.approve(requestId, code: shown, unverified: false, grant: ApprovalGrant(allow: ticked), settings: settings, actor: actor)
+                } catch PairingError.fingerprintMismatch {
+                    return back("/", "That is not the start of the fingerprint this bridge showed the app: do not approve it.", error: true)
+                }
                 return back("/nodes/\(HTML.component(node.nodeId.description))", "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).")
             case "/pending/reject":
                 let block = field("block") == "1"

@@ -35,6 +35,11 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var push: PushSummary?
     /// Sensitive patterns only an old default granted (`PairedNode.grantedByOldDefault`), until confirmed or denied; nil if none.
     public var grantedByOldDefault: [String]?
+    /// What it declared and may not run, and why (a sensitive command: granted only on purpose); nil if nothing.
+    public var withheld: [ApprovalGrant.Withheld]?
+    /// One of OpenClaw's own apps: its device ID, client and the certificate fingerprint it was
+    /// served when it was approved.
+    public var openClawApp: OpenClawAppClaim?
 
     /// `now`: what "last seen" is for a node connected now (the caller's clock, not a hidden one).
     public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy, now: Date) {
@@ -49,6 +54,9 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         flags = node.details.flags
         access = node.access
         grantedByOldDefault = node.grantedByOldDefault.isEmpty ? nil : node.grantedByOldDefault
+        let withheld = ApprovalGrant.withheld(node.access, declared: node.details.commands)
+        self.withheld = withheld.isEmpty ? nil : withheld
+        openClawApp = node.openClawApp
         allowedCommands = node.details.commands.filter {
             policy.decide($0, rules: node.access, declared: node.details.commands, flags: node.details.flags, foreground: true) == .allow
         }

@@ -15,6 +15,9 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
     case notRevealed(String)
     case verificationRequired(String)
     case noSuchRule(String, String, Fingerprint)
+    /// One of OpenClaw's apps: the start of the fingerprint the operator typed is not the certificate's.
+    case fingerprintMismatch(given: String)
+    case fingerprintRequired(String)
 
     public var description: String {
         switch self {
@@ -30,6 +33,12 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .notRevealed(id): "request \(id) has no code yet: the device has not completed the code exchange; wait for it to show a code"
         case let .noSuchRule(pattern, list, id): "node \(id) has no \(list) rule \(pattern) (see `lanbridge nodes describe \(id)`)"
         case let .verificationRequired(id): "request \(id) was made by code: pass --code with the code the device shows, or --unverified to approve without comparing (a man in the middle would pass)"
+        case let .fingerprintMismatch(given):
+            "\(given) is not the start of the certificate fingerprint this bridge showed the app (recorded in the audit log): do not approve it; "
+                + "the app may be talking to someone else"
+        case let .fingerprintRequired(id):
+            "request \(id) is one of OpenClaw's apps: pass --fingerprint with the first 6 characters of the certificate fingerprint the app shows, "
+                + "or --unverified to approve without comparing (a man in the middle would pass)"
         }
     }
 }
@@ -200,11 +209,23 @@ public struct PairingState: Equatable, Sendable {
         let request = pending.requests[index]
         if let lock = request.locked { throw PairingError.requestLocked(request.requestId, lock) }
         if let app = request.openClawApp {
-            // No code exists: the operator's check is the TLS fingerprint the app showed.
+            // No code exists: the operator's check is the TLS fingerprint the app showed, whose
+            // first 6 characters `code` then holds (compared, as the console does; issue 48 §6).
+            if let shown = code {
+                let typed = shown.lowercased()
+                guard typed.utf8.count == 6, typed.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
+                      let expected = app.tlsSha256, expected.hasPrefix(typed) else {
+                    pending.requests[index].codeMismatches += 1
+                    throw PairingError.fingerprintMismatch(given: String(shown.prefix(16)))
+                }
+            } else if !unverified {
+                throw PairingError.fingerprintRequired(request.requestId)
+            }
             pending.requests.remove(at: index)
             var node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .openClawApp,
                                   pairedAt: now, firstSeen: request.createdAt, access: access ?? AccessRules.defaults(forPlatform: request.details.platform))
             node.openClawApp = app
+            if code == nil { node.unverified = true }
             paired.nodes.append(node)
             return node
         }

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """A slowloris against every door at once (issue 48 §3): from each of COUNT loopback addresses
-(127.0.2.1, 127.0.2.2, ...) PER connections to each listener given as KIND:PORT, as fast as one
+(127.0.2.1, 127.0.2.2, ..., 127.0.3.1, ...) PER connections to each listener given as KIND:PORT, as fast as one
 process can open them. Each sends the start of what its door expects, then never reads again
 (so a TLS close_notify from the bridge goes unanswered, as the review's did), and after HOLD
 seconds is dropped and opened anew:
@@ -18,7 +18,7 @@ import asyncio, os, ssl, sys, time
 
 count, per, seconds, hold_for = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 targets = [(kind, int(port)) for kind, port in (arg.split(":") for arg in sys.argv[5:])]
-addresses = ["127.0.2.%d" % (1 + i % 250) for i in range(count)]
+addresses = ["127.0.%d.%d" % (2 + i // 250, 1 + i % 250) for i in range(count)]
 slots = len(addresses) * len(targets) * per
 PREAMBLE = b"\x00\x07LNBR\x01\x01\x01"
 context = ssl.create_default_context()
