@@ -50,6 +50,9 @@ package enum BridgeAction: Sendable {
     case openClawEvent(node: Fingerprint, event: String, payload: JSONValue, tag: String?)
     /// The node's canvas capability died (its session ended): close its relay connections.
     case canvasRevoked(Fingerprint)
+    /// With the OpenClaw gateway protocol: ask the gateway for a fresh canvas capability for the
+    /// node's socket (the node refreshed its own; issue 48 §5).
+    case refreshUpstreamCanvas(Fingerprint)
     /// Lines to log, as the core recorded them (issue 39: no logger in the core).
     case log([CoreLog.Record])
     /// Counts for the metrics, as the core recorded them.

@@ -92,6 +92,8 @@ extension BridgeCore {
         }
         let capability = canvasGrants.capability(of: connection.nodeId) ?? CanvasGrants.mint(random(CanvasGrants.randomBytes))
         canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
+        // Behind OpenClaw's canvas host the node's refresh is worth nothing unless the gateway's is fresh too.
+        if gateway.openClaw { actions.append(.refreshUpstreamCanvas(connection.nodeId)) }
         return CanvasGrant(id: refresh.id, canvas: access(capability, host: host, relay: relay, from: wall))
     }
 

@@ -94,6 +94,48 @@ struct CanvasEndToEndTests {
         #expect(push["ok"] == true && push["payloadJSON"]?.stringValue?.contains(#""applied":2"#) == true, "\(push)")
     }
 
+    /// Issue 48 §5, against the simulator's canvas host (upstream's rules: a sliding 10-minute TTL
+    /// on the gateway's clock, 401 for a dead capability). The gateway's capability lapsed (as after
+    /// a suspend): the first page meets 401 upstream, the relay renews it with
+    /// `node.canvas.capability.refresh` and asks once more, and the node gets its page.
+    @Test func aLapsedGatewayCapabilityIsRenewedAtTheFirst401AndThePageLoads() throws {
+        let stack = try Stack()
+        #expect(try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256).status == 200)
+        stack.gateway.command("lapse")
+        try stack.gateway.waitFor("lapsed")
+        let page = try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256)
+        #expect(page.status == 200 && page.body.contains("A2UI host"), "\(page.all)")
+        let seen = stack.gateway.process.output
+        #expect(seen.contains { $0.hasPrefix("canvas 401 ") } && seen.contains { $0.hasPrefix("canvas-refresh ") }, "\(seen.suffix(8))")
+    }
+
+    /// The node's own `canvas.refresh` renews the gateway's capability too, before any page meets a 401.
+    @Test func theNodesRefreshRenewsTheGatewaysCapabilityToo() throws {
+        let stack = try Stack()
+        stack.gateway.command("lapse")
+        try stack.gateway.waitFor("lapsed")
+        stack.node.process.write(line: "canvas-refresh")
+        #expect(try stack.node.waitFor("canvas-refresh").hasPrefix("ok"))
+        try stack.gateway.waitFor("canvas-refresh")
+        let before = stack.gateway.process.output.filter { $0.hasPrefix("canvas 401 ") }.count
+        #expect(try Self.fetch(stack.canvas.url + "/__openclaw__/a2ui/", stack.canvas.sha256).status == 200)
+        #expect(stack.gateway.process.output.filter { $0.hasPrefix("canvas 401 ") }.count == before, "the refreshed capability needed no retry")
+    }
+
+    /// A chunked page with the gateway's capability split across two chunks, and a redirect to the
+    /// gateway's own origin: the node sees its own capability and the relay's origin, never the gateway's.
+    @Test func aChunkedPageAndAnAbsoluteRedirectShowTheNodeOnlyItsOwnCapabilityAndTheRelay() throws {
+        let stack = try Stack()
+        let chunked = try Self.fetch(stack.canvas.url + "/__openclaw__/canvas/chunked", stack.canvas.sha256)
+        let served = try stack.gateway.waitFor("canvas 200")
+        let upstream = String(served[0].split(separator: "/")[2])
+        #expect(chunked.status == 200 && chunked.body.contains("\(CanvasRequest.capabilityPrefix)\(stack.canvas.capability)/x"), "\(chunked.all)")
+        #expect(!chunked.all.joined().contains(upstream), "the gateway's capability reached the LAN: \(chunked.all)")
+        let redirect = try Self.fetch(stack.canvas.url + "/__openclaw__/canvas/absolute-redirect", stack.canvas.sha256)
+        let headers = redirect.all.first { $0.hasPrefix("headers ") }.flatMap { try? JSONDecoder().decode([String: String].self, from: Data($0.dropFirst(8).utf8)) }
+        #expect(redirect.status == 302 && headers?["location"] == stack.canvas.url + "/__openclaw__/canvas/", "\(redirect.all)")
+    }
+
     @Test func theLiveReloadSocketConnectsThroughTheRelay() throws {
         let stack = try Stack()
         let url = stack.canvas.origin + "/__openclaw__/ws?oc_cap=" + stack.canvas.capability

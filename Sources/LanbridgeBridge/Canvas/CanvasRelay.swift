@@ -146,6 +146,11 @@ final class CanvasRelay: @unchecked Sendable {
         driver.canvasUse(capability)
     }
 
+    /// A fresh gateway capability for `node` (the canvas host refused the one held), or nil.
+    func refreshUpstream(_ node: Fingerprint) -> EventLoopFuture<String?> {
+        driver.refreshUpstreamCanvas(node)
+    }
+
     func dialUpstream(on loop: any EventLoop, front: CanvasFrontHandler) -> EventLoopFuture<any Channel> {
         let front = NIOLoopBound(front, eventLoop: loop)
         let bootstrap = ClientBootstrap(group: loop)
@@ -206,6 +211,8 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let ticket: DescriptorGate.Ticket?
     private var state = State.readingHead([])
     private var exchange: CanvasExchange?
+    /// What the core said of the request's capability (kept for a retry with a fresh upstream one).
+    private var use: CanvasUse?
     private var node: Fingerprint?
     private var deadline: Scheduled<Void>?
     private var context: ChannelHandlerContext?
@@ -301,11 +308,21 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 channel.close(promise: nil)
             }
         }
+        // Behind OpenClaw's canvas host a plain request may meet 401 once (the gateway's capability
+        // lapsed): it is asked again with a fresh one, the node none the wiser.
+        send(context, request, use: use, retry: relay.configuration.upstreamNeedsCapability && !request.upgrade)
+    }
+
+    /// Dials the canvas host and sends the request, with `use.upstream` in its path.
+    private func send(_ context: ChannelHandlerContext, _ request: CanvasRequest, use: CanvasUse, retry: Bool) {
+        let limits = relay.configuration.limits
         let origin = CanvasRelay.origin(of: context.channel.localAddress)
-        let response = CanvasResponseReader.Settings(
+        var response = CanvasResponseReader.Settings(
             upstreamCapability: use.upstream, nodeCapability: request.capability, maxBodyBytes: limits.canvasMaxResponseBytes,
             maxHeadBytes: limits.canvasMaxHeaderBytes, upstreamOrigins: relay.configuration.upstreamOrigins, relayOrigin: origin,
             added: [("content-security-policy", CanvasContentPolicy.header(relayOrigin: origin, allowed: use.origins))])
+        response.holdUnauthorized = retry
+        self.use = use
         exchange = CanvasExchange(request: request, response: response, maskKey: SecureRandom.bytes(4), maxHeld: limits.canvasMaxHeaderBytes)
         let head = request.upstreamHead(host: relay.configuration.upstream.hostHeader, upstreamCapability: use.upstream)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -354,10 +371,29 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case let .close(refused):
                 if let refused { relay.refused(refused, peer: context.channel.remoteAddress) }
                 finish(context)
+            case .retry:
+                retry(context)
             }
         }
         context.flush()
         if case let .relaying(upstream) = state { upstream.flush() }
+    }
+
+    /// The canvas host refused the gateway's capability: the host's side goes, a fresh capability
+    /// is asked for (`node.canvas.capability.refresh`), and the request is sent once more with it.
+    private func retry(_ context: ChannelHandlerContext) {
+        guard case let .relaying(upstream) = state, let node, let request = exchange?.request, var use else { return finish(context) }
+        state = .deciding(early: [])
+        upstream.close(promise: nil)
+        relay.refused("upstream_capability_lapsed", peer: context.channel.remoteAddress)
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        relay.refreshUpstream(node).hop(to: context.eventLoop).whenComplete { result in
+            let (handler, context) = bound.value
+            guard case .deciding = handler.state else { return }
+            guard case let .success(fresh?) = result else { return handler.refuse(context, status: 502, reason: "upstream_capability_refused") }
+            use.upstream = fresh
+            handler.send(context, request, use: use, retry: false)
+        }
     }
 
     /// Both sides close once what was written to them is out.

@@ -193,6 +193,11 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }
     }
 
+    /// The canvas host refused the gateway's capability for `node` (401): a fresh one, or nil.
+    func refreshUpstreamCanvas(_ node: Fingerprint) -> EventLoopFuture<String?> {
+        loop.flatSubmit { [self] in openClaw?.refreshCanvas(for: node) ?? loop.makeSucceededFuture(nil) }
+    }
+
     /// A node's OpenClaw socket was given (or lost) its canvas capability.
     func canvasUpstream(_ capability: String?, node: Fingerprint) {
         loop.execute { [self] in core.canvasGrants.setUpstream(capability.map { CanvasGrants.Upstream(capability: $0) }, node: node) }
@@ -506,6 +511,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 openClaw?.nodeEvent(event, payload: payload, tag: tag, on: node)
             case let .canvasRevoked(node):
                 canvasRelay?.revoke(node)
+            case let .refreshUpstreamCanvas(node):
+                _ = openClaw?.refreshCanvas(for: node)
             case let .log(lines):
                 for line in lines { logger.log(level: line.level, line.message, metadata: line.metadata) }
             case let .count(records):

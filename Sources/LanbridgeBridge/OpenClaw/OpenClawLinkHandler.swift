@@ -72,6 +72,11 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
         perform(session.nodeEvent(event, payload: payload, tag: tag))
     }
 
+    /// Ask the gateway for a fresh canvas capability for this socket; it comes back as `links.canvas`.
+    func refreshCanvas() {
+        perform(session.refreshCanvas(nowMs: Self.nowMs))
+    }
+
     /// Up, and not closing: a node's call sent now gets its answer on this socket.
     var isReady: Bool { session.isReady && !closeSent }
 

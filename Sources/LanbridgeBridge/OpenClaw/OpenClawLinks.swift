@@ -46,12 +46,22 @@ final class OpenClawLinks: @unchecked Sendable {
         /// What the node said while its socket was re-offering or reconnecting: sent once it is up
         /// again, or answered UNAVAILABLE after `eventWait`.
         var waiting: [WaitingEvent] = []
+        /// The relay waits for a fresh canvas capability (its request met 401): answered by the
+        /// gateway's reply, the socket's end, or `canvasWait`.
+        var canvasWaiters: [EventLoopPromise<String?>] = []
         init(token: Int, foreground: Bool, commands: [String]) { (self.token, self.foreground, self.commands) = (token, foreground, commands) }
 
         func stop() {
             task?.cancel()
             reoffer?.cancel()
             for event in waiting { event.expiry.cancel() }
+            answerCanvas(nil)
+        }
+
+        func answerCanvas(_ capability: String?) {
+            let waiters = canvasWaiters
+            canvasWaiters = []
+            for waiter in waiters { waiter.succeed(capability) }
         }
     }
 
@@ -203,6 +213,7 @@ final class OpenClawLinks: @unchecked Sendable {
     func detach(_ handler: OpenClawLinkHandler) {
         guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
         link.handler = nil
+        link.answerCanvas(nil)
         driver?.canvasUpstream(nil, node: handler.node)  // the gateway's capability died with the socket
     }
 
@@ -210,6 +221,27 @@ final class OpenClawLinks: @unchecked Sendable {
     func canvas(_ capability: String, from handler: OpenClawLinkHandler) {
         guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
         driver?.canvasUpstream(capability, node: handler.node)
+        link.answerCanvas(capability)
+    }
+
+    /// How long the relay waits for the gateway's fresh capability before it gives up on a request.
+    static let canvasWait = TimeAmount.seconds(5)
+
+    /// A fresh canvas capability for the node's socket (on the loop): the relay's request met 401,
+    /// or the node refreshed its own. nil when the node has no socket up, or no answer in time.
+    func refreshCanvas(for node: Fingerprint) -> EventLoopFuture<String?> {
+        guard let link = nodes[node], let handler = link.handler, handler.isReady else { return loop.makeSucceededFuture(nil) }
+        let promise = loop.makePromise(of: String?.self)
+        link.canvasWaiters.append(promise)
+        if link.canvasWaiters.count == 1 { handler.refreshCanvas() }  // one request for all who wait
+        // Answered once: by the reply or the socket's end (which take it from the list), or here.
+        let expiry = loop.scheduleTask(in: Self.canvasWait) { [weak link] in
+            guard let link, let index = link.canvasWaiters.firstIndex(where: { $0.futureResult === promise.futureResult }) else { return }
+            link.canvasWaiters.remove(at: index)
+            promise.succeed(nil)
+        }
+        promise.futureResult.whenComplete { _ in expiry.cancel() }
+        return promise.futureResult
     }
 
     func sessionUp(_ handler: OpenClawLinkHandler, protocolVersion: Int, deviceId: String, offered: [String]) {

@@ -30,6 +30,9 @@ public struct CanvasExchange: Sendable {
         /// The exchange is over: close both sides (after writing what came before). `refused`
         /// names a refusal to count and log.
         case close(refused: String?)
+        /// The host refused the upstream capability and nothing went to the node: close the host's
+        /// side and ask again, once, with a fresh capability.
+        case retry
     }
 
     /// A host message (a whole, possibly fragmented, data message) larger than this closes the socket.
@@ -188,6 +191,9 @@ public struct CanvasExchange: Sendable {
                 return actions + close(reason)
             case let .switching(head, rest):
                 return actions + switched(head, rest: rest)
+            case .unauthorized:
+                stage = .closed
+                return actions + [.retry]
             }
         }
         return actions

@@ -27,6 +27,9 @@ public struct CanvasResponseReader: Sendable {
         public var relayOrigin: String
         /// Headers the relay adds to every response.
         public var added: [(name: String, value: String)]
+        /// A 401 is not passed on but reported (`.unauthorized`): the capability upstream lapsed,
+        /// and the relay tries once more with a fresh one.
+        public var holdUnauthorized = false
 
         public init(upstreamCapability: String?, nodeCapability: String, maxBodyBytes: Int, maxHeadBytes: Int,
                     upstreamOrigins: [String] = [], relayOrigin: String = "", added: [(name: String, value: String)] = []) {
@@ -58,6 +61,8 @@ public struct CanvasResponseReader: Sendable {
         case end
         /// The host switched protocols; `rest` is what came after its head.
         case switching(Head, rest: [UInt8])
+        /// The host refused the upstream capability (401, with `holdUnauthorized`): nothing went to the node.
+        case unauthorized
         /// Stop and close both sides; nothing more goes to the node. `status` is set while nothing
         /// has reached the node yet, so the node can be told (502).
         case cut(reason: String, status: Int?)
@@ -122,6 +127,10 @@ public struct CanvasResponseReader: Sendable {
                 if (100..<200).contains(head.status) {
                     stage = .head([])  // interim: dropped
                     continue
+                }
+                if head.status == 401, settings.holdUnauthorized {
+                    stage = .done
+                    return events + [.unauthorized]
                 }
                 switch begin(head) {
                 case let .success(out):

@@ -18,7 +18,10 @@ which cites OpenClaw's sources; the rules followed, with their upstream lines:
   so a test can tell if one was ever reached.
 
 Test-only routes under /__openclaw__/canvas/: big.bin (5 MiB), echo (prints the path it was asked
-for, capability included: a page that shows its URL), redirect (a 302 naming the capability).
+for, capability included: a page that shows its URL), redirect (a 302 naming the capability),
+absolute-redirect (a 302 to the gateway's own origin, built from Host as upstream builds its URLs),
+chunked (a chunked page whose capability is split across two chunks, as a streaming host splits text).
+`lapse()` ends every capability now: the gateway's clock passed them (a suspended host).
 Every request is printed: "canvas STATUS PATH", the path as the host received it.
 """
 import hmac, secrets, time
@@ -76,10 +79,20 @@ def authorized(cap):
     return False
 
 
-def respond(say, path, status, body, content_type="text/plain", extra=()):
+def lapse():
+    for entry in caps.values():
+        entry[1] = 0
+
+
+def respond(say, path, status, body, content_type="text/plain", extra=(), chunked=False):
     say(f"canvas {status} {path}")
-    headers = Headers([("Content-Type", content_type), ("Content-Length", str(len(body))), ("Connection", "close"), *extra])
+    framing = ("Transfer-Encoding", "chunked") if chunked else ("Content-Length", str(len(body)))
+    headers = Headers([("Content-Type", content_type), framing, ("Connection", "close"), *extra])
     return Response(status, {200: "OK", 302: "Found", 401: "Unauthorized", 404: "Not Found"}.get(status, "X"), headers, body)
+
+
+def chunks(*parts):
+    return b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in parts) + b"0\r\n\r\n"
 
 
 def process_request(say, connection, request):
@@ -118,6 +131,11 @@ def process_request(say, connection, request):
         return respond(say, raw, 200, f"you asked for {raw}\n".encode())
     if path == "/__openclaw__/canvas/redirect":
         return respond(say, raw, 302, b"", extra=[("Location", f"/__openclaw__/canvas/?oc_cap={cap}")])
+    if path == "/__openclaw__/canvas/absolute-redirect":
+        return respond(say, raw, 302, b"", extra=[("Location", f"http://{request.headers.get('Host')}{PREFIX}{cap}/__openclaw__/canvas/")])
+    if path == "/__openclaw__/canvas/chunked":
+        half = len(cap) // 2
+        return respond(say, raw, 200, chunks(f"<a href=\"{PREFIX}{cap[:half]}".encode(), f"{cap[half:]}/x\">here</a>".encode()), "text/html", chunked=True)
     return respond(say, raw, 404, b"not found")
 
 

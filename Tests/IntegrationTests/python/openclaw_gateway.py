@@ -19,6 +19,7 @@ Reads commands on stdin:
   approve REQUEST (a device's or a node surface's)     rotate DEVICE     kick DEVICE     cancel INVOKE
   devices             (prints "devices N upgrades M" and one "device ID PLATFORM FAMILY" line each)
   reload              (sends "reload" on every live-reload socket of the canvas host)
+  lapse               (every canvas capability ends now, as if the gateway's clock passed them; prints "lapsed all")
 The canvas host (openclaw_canvas.py) shares the port, as upstream's does, and prints
 "canvas STATUS PATH" for every request it answers.
 """
@@ -426,6 +427,9 @@ async def commands():
         elif words[0] == "cancel" and words[1] in invokes:
             device_id = invokes[words[1]][0]
             await sessions[device_id][0].send(frame("event", event="node.invoke.cancel", payload={"invokeId": words[1], "nodeId": device_id}))
+        elif words[0] == "lapse":
+            canvas_host.lapse()
+            say("lapsed all")
         elif words[0] == "reload":
             for ws in list(reloads):
                 await ws.send("reload")

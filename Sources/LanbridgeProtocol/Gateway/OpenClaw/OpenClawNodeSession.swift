@@ -205,6 +205,15 @@ public struct OpenClawNodeSession: Sendable {
         return [action]
     }
 
+    /// A fresh canvas capability, now (issue 48 §5): the node refreshed its own, or the canvas
+    /// host refused the one held (its clock passed it, as after a suspend the 4-minute timer
+    /// sleeps through). The answer comes as `.canvasCapability`. Nothing without a canvas host.
+    public mutating func refreshCanvas(nowMs: Int64) -> [Action] {
+        guard isReady, canvasSinceMs != nil else { return [] }
+        canvasSinceMs = nowMs
+        return [request("node.canvas.capability.refresh", [:], id: "canvas")]
+    }
+
     /// The node came to the foreground: fetch what the gateway queued for it meanwhile.
     public mutating func nodeForeground(_ foreground: Bool) -> [Action] {
         guard isReady, foreground, queuedRunning.isEmpty else { return [] }
