@@ -90,6 +90,9 @@ struct OpenClawAppsEndToEndTests {
         let navigate = try stack.gateway.invoke(device, "canvas.navigate", params: #"{"url":"https://example.com/"}"#)
         #expect(navigate["ok"] == true && navigate["payloadJSON"]?.stringValue?.contains("example.com") == true, "\(navigate)")
         #expect(try Self.words(app, "invoke").first == "canvas.navigate")
+        // A void command (canvas.hide answers no payload): the gateway hears none either, not "null".
+        let hidden = try stack.gateway.invoke(device, "canvas.hide", params: "{}")
+        #expect(hidden["ok"] == true && hidden["payloadJSON"] == nil, "\(hidden)")
         // lanbridge's rules still decide: location.get was declared but not granted.
         let location = try stack.gateway.invoke(device, "location.get", params: "{}", force: true)
         #expect(location["ok"] == false, "\(location)")

@@ -112,6 +112,19 @@ struct OpenClawAppSessionTests {
             guard case let .toBridge(message)? = back.first else { Issue.record("\(back)"); continue }
             #expect(JSONValue(validated: message) == ["type": "invoke.result", "id": "r7", "ok": true, "payload": ["x": 1]])
         }
+        // A void command's result (iOS canvas.hide: no payloadJSON) stays without a payload, so the
+        // gateway hears what it would from the app itself (issue 48 §7).
+        for params: JSONValue in [["id": "r8", "ok": true], ["id": "r8", "ok": true, "payload": .null]] {
+            let back = s.received(GatewayFrame.request(id: "q", method: "node.invoke.result", params: params).encoded(), binary: false, nowMs: Self.now)
+            guard case let .toBridge(message)? = back.first else { Issue.record("\(back)"); continue }
+            #expect(JSONValue(validated: message) == ["type": "invoke.result", "id": "r8", "ok": true])
+        }
+        // Any well-formed node.event hears {ok: true}, as OpenClaw answers handled, unknown and
+        // dropped events alike; the core decides what the gateway hears.
+        let event = s.received(GatewayFrame.request(id: "e1", method: "node.event", params: ["event": "not.in.the.catalogue", "payloadJSON": "{}"]).encoded(),
+                               binary: false, nowMs: Self.now)
+        let replies = event.compactMap { action -> GatewayFrame? in if case let .send(bytes, _) = action { try? GatewayFrame.decode(bytes) } else { nil } }
+        #expect(replies == [.response(id: "e1", result: .success(["ok": true]))], "\(replies)")
         let broken = s.received(GatewayFrame.request(id: "q", method: "node.invoke.result", params: ["id": "r7", "ok": true, "payloadJSON": "{bad"]).encoded(),
                                 binary: false, nowMs: Self.now)
         #expect(!broken.contains { if case .toBridge = $0 { true } else { false } })

@@ -128,6 +128,12 @@ struct OpenClawNodeSessionTests {
         #expect(result["method"] == "node.invoke.result")
         #expect(result["params"] == ["id": "inv-1", "nodeId": .string(device.deviceId), "ok": true, "payloadJSON": #"{"os":"linux"}"#])
         #expect(session.nodeAnswered(invokeId: "inv-1", .success(.value(nil))).isEmpty, "answered once")
+
+        // A void command's answer carries no payloadJSON (not "null"), as the apps send it (issue 48 §7).
+        _ = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
+            "id": "inv-2", "nodeId": .string(device.deviceId), "command": "canvas.hide", "timeoutMs": 5000, "idempotencyKey": "k-2"]]), nowMs: 5)
+        let void = try #require(Self.sent(session.nodeAnswered(invokeId: "inv-2", .success(.value(nil)))).first)
+        #expect(void["params"] == ["id": "inv-2", "nodeId": .string(device.deviceId), "ok": true], "\(void)")
     }
 
     @Test(arguments: [

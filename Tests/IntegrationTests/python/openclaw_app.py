@@ -68,7 +68,7 @@ KEY, RAW, DEVICE_ID = identity()
 CLIENT = {"id": "openclaw-ios" if IOS else "openclaw-android", "displayName": opts.name, "version": "2026.4.13",
           "platform": "iOS 18.2" if IOS else "android", "mode": "node", "instanceId": DEVICE_ID[:12],
           "deviceFamily": "iPhone" if IOS else "Android", "modelIdentifier": "iPhone17,1" if IOS else "Pixel 8"}
-COMMANDS = ["canvas.present", "canvas.navigate", "canvas.snapshot", "canvas.a2ui.pushJSONL", "camera.list", "location.get", "device.info", "system.notify"]
+COMMANDS = ["canvas.present", "canvas.hide", "canvas.navigate", "canvas.snapshot", "canvas.a2ui.pushJSONL", "camera.list", "location.get", "device.info", "system.notify"]
 
 
 def connect_request(nonce):
@@ -95,6 +95,8 @@ def answer(command, params):
         return {"deviceName": opts.name, "systemName": "iOS" if IOS else "Android", "model": CLIENT["modelIdentifier"]}
     if command == "canvas.navigate":
         return {"url": (params or {}).get("url")}
+    if command == "canvas.hide":
+        return None  # a void command: the app sends no payload (NodeAppModel.swift:930-932, GatewayNodeSession.swift:489-490)
     return {"ok": True}
 
 
@@ -131,7 +133,9 @@ async def session(ws, stdin_lines):
                 say(f"invoke {p['command']} {json.dumps(params, separators=(',', ':'))}")
                 result = answer(p["command"], params)
                 body = {"id": p["id"], "nodeId": p["nodeId"], "ok": True}
-                if IOS:
+                if result is None:
+                    pass
+                elif IOS:
                     body["payloadJSON"] = json.dumps(result)
                 else:
                     body["payload"] = result

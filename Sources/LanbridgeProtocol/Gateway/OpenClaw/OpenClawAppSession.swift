@@ -128,7 +128,7 @@ public struct OpenClawAppSession: Sendable {
             }
             let result: InvokeResult
             if params?["ok"] == true {
-                let payload: JSONValue
+                let payload: JSONValue?
                 switch (params?["payloadJSON"], params?["payload"]) {
                 case let (.string(text)?, _):
                     // The one reader decides the node's JSON; a payload that does not read is refused here too.
@@ -136,10 +136,10 @@ public struct OpenClawAppSession: Sendable {
                         return [respond(id, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "payloadJSON is not JSON")))]
                     }
                     payload = value
-                case let (_, value?): payload = value  // Android sends it parsed
-                default: payload = .null
+                case let (_, value?) where value != .null: payload = value  // Android sends it parsed
+                default: payload = nil  // a void command: no payload, as the gateway would hear it from the app (issue 48 §7)
                 }
-                result = InvokeResult(id: invokeId, payload: payload)
+                result = InvokeResult(id: invokeId, ok: true, payload: payload, error: nil)
             } else {
                 var code = ErrorMessage.commandFailed, message = "the app reported a failure"
                 if case let .string(c)? = params?["error"]?["code"], !c.isEmpty { code = c }
@@ -211,7 +211,11 @@ public struct OpenClawAppSession: Sendable {
             return [.toBridge(SessionMessages.encode(PushRegister(id: call, provider: PushRegistration.apns, token: token,
                                                                   environment: payload?["environment"]?.stringValue, topic: payload?["topic"]?.stringValue)))]
         default:
-            return [.toBridge(SessionMessages.encode(NodeEvent(event: name, payload: payload))), respond(id, .success(["ok": true, "event": .string(name)]))]
+            // The core decides whether the gateway hears it (its event catalogue, the node's grants).
+            // The app hears what OpenClaw's gateway answers every well-formed node.event, handled,
+            // unknown or dropped alike: {ok: true} (src/gateway/server-methods/nodes.ts:1102-1145,
+            // server-node-events.ts:686-688). Anything else would tell the app what OpenClaw never does.
+            return [.toBridge(SessionMessages.encode(NodeEvent(event: name, payload: payload))), respond(id, .success(["ok": true]))]
         }
     }
 
@@ -359,6 +363,14 @@ public struct OpenClawAppSession: Sendable {
 
     /// `canvas`: the bridge's canvas relay for this node, as OpenClaw's `canvasHostUrl` (the same
     /// shape: `https://host:port/__openclaw__/cap/<capability>`).
+    ///
+    /// No `auth.deviceToken` (issue 48 §7, decided against OpenClaw's message-handler.ts:1096-1240
+    /// and GatewayChannel.swift:498-560, 655-700): the apps send a stored token as `auth.token` and
+    /// sign it, but lanbridge proves an app by its device key's signature over this connection's
+    /// nonce and the operator's approval, every time. A bearer token would be a second credential,
+    /// one a copied file or keychain could replay, for nothing the node role needs; the apps reconnect
+    /// by signature alone (their own client code does, in the tests). Only their operator loop,
+    /// which lanbridge does not relay, waits for a stored token.
     private func helloOk(canvas: CanvasAccess?) -> JSONValue {
         var hello: JSONValue = [
             "type": "hello-ok", "protocol": .number(Double(device?.protocolVersion ?? 3)),

@@ -179,8 +179,9 @@ public struct OpenClawNodeSession: Sendable {
         switch answer {
         case let .success(payload):
             params["ok"] = true
-            // The node's JSON text, validated by the bridge, as the gateway's payloadJSON string.
-            params["payloadJSON"] = .string(String(decoding: payload.bytes, as: UTF8.self))
+            // The node's JSON text, validated by the bridge, as the gateway's payloadJSON string; a
+            // void command's answer has none, as OpenClaw's apps send it (GatewayNodeSession.swift:489-490).
+            if payload != .value(nil) { params["payloadJSON"] = .string(String(decoding: payload.bytes, as: UTF8.self)) }
         case let .failure(error):
             params["ok"] = false
             params["error"] = ["code": .string(error.code), "message": .string(error.message)]
