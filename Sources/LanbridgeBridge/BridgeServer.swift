@@ -258,6 +258,12 @@ public enum BridgeServer {
         let fingerprint = Fingerprint(publicKey: state.identity.publicKey)
         let publisher = advertise(configuration, port: listening.port, fingerprint: fingerprint, extras: listening.appAdvertisement.map { [$0] } ?? [],
                                   driver: driver, logger: logger)
+        // OpenClaw's apps read the certificate's fingerprint from the TXT: a rotation announces the new one.
+        if let publisher, let extra = listening.appAdvertisement {
+            driver.doorCertificateRotated = { sha256 in
+                publisher.updateExtra(type: extra.type, txt: extra.txt.map { $0.hasPrefix("gatewayTlsSha256=") ? "gatewayTlsSha256=\(sha256)" : $0 })
+            }
+        }
         let maxMessageSize = configuration.settings.limits.gatewayMessageBytes
         let link = configuration.gateway.flatMap { gateway in
             gateway.wire == .lanbridge ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, logger: logger) : nil

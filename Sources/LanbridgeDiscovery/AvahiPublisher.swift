@@ -60,6 +60,21 @@ public final class AvahiPublisher: @unchecked Sendable {
         try loop.start()
     }
 
+    /// New TXT records for an extra service, announced at once when it is registered (a rotated
+    /// certificate's fingerprint for OpenClaw's apps); kept for the next registration either way.
+    public func updateExtra(type: String, txt: [String]) {
+        loop.withLock {
+            guard let index = extras.firstIndex(where: { $0.type == type }) else { return }
+            extras[index].txt = txt
+            guard let group, avahi_entry_group_is_empty(group) == 0 else { return }
+            let ordered = avahi_string_list_reverse(txt.reduce(nil as UnsafeMutablePointer<AvahiStringList>?) { avahi_string_list_add($0, $1) })
+            defer { avahi_string_list_free(ordered) }
+            let rc = avahi_entry_group_update_service_txt_strlst(group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
+                                                                  name, type, nil, ordered)
+            if rc != 0 { logger.warning("mDNS: cannot update the TXT of \(type): \(String(cString: avahi_strerror(rc)))") }
+        }
+    }
+
     /// Withdraws the service (goodbye packets) and stops.
     public func stop() {
         loop.withLock {

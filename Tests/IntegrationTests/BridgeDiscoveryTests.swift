@@ -50,6 +50,14 @@ struct BridgeDiscoveryTests {
         #expect(seen.txt?["gatewayTls"] == "1" && seen.txt?["gatewayTlsSha256"] == sha && seen.txt?["role"] == "gateway", "\(seen)")
         #expect(seen.txt?["gatewayPort"] == seen.port.map(String.init) && seen.txt?["displayName"] == "Office bridge", "\(seen)")
         #expect(line.contains(":\(seen.port ?? -1)"), "the advertised port is the door's: \(line)")
+        // Issue 48 §4: a rotated certificate is announced at once, as the apps read it.
+        let rotated = try CLI.run(["canvas", "rotate-cert", "--json", "--state-dir", bridge.state.path])
+        let new = try JSONDecoder().decode(JSONValue.self, from: Data(rotated.stdout.utf8))["tlsSha256"]?.stringValue
+        #expect(rotated.status == 0 && new != nil && new != sha, "\(rotated)")
+        let line2 = try browser.waitForLine(timeout: 30) { line in
+            (try? JSONDecoder().decode(PeerEvent.self, from: Data(line.utf8))).map { $0.event == "updated" && $0.txt?["gatewayTlsSha256"] == new } ?? false
+        }
+        #expect(line2.contains("Office bridge"), "\(line2)")
     }
 
     @Test func theServiceReturnsWhenAvahiRestartsAndGoesOnSIGTERM() throws {

@@ -40,6 +40,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     var canvasRelay: CanvasRelay?
     /// The certificate both TLS doors serve, when either is on.
     let doorTLS: DoorTLS?
+    /// Told each rotated certificate's SHA-256 (the mDNS advertisement for OpenClaw's apps names it); set before the first rotation can come.
+    nonisolated(unsafe) var doorCertificateRotated: @Sendable (String) -> Void = { _ in }
     /// One descriptor budget for every listener (nil in tests that build a driver alone).
     let descriptors: DescriptorGate?
     /// Node connections' places in that budget, by their admission slot, until proved or gone.
@@ -177,6 +179,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         do {
             let served = try doorTLS.rotate()
             try await loop.submit { [self] in decide(.canvasCertificateRotated(sha256: served.sha256)) }.get()
+            doorCertificateRotated(served.sha256)
             logger.notice("door certificate rotated (canvas relay and OpenClaw apps)", metadata: ["sha256": "\(served.sha256)"])
             return .success(.value(["tlsSha256": .string(served.sha256)]))
         } catch {

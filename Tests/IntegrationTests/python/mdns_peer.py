@@ -27,7 +27,9 @@ class Printer(ServiceListener):
         print(json.dumps({"event": "removed", "name": name[: -len(TYPE) - 1]}), flush=True)
 
     def update_service(self, zc, type_, name):
-        pass
+        info = zc.get_service_info(type_, name, timeout=3000)
+        txt = {k.decode(): (v or b"").decode() for k, v in (info.properties if info else {}).items()}
+        print(json.dumps({"event": "updated", "name": name[: -len(TYPE) - 1], "port": info.port if info else None, "txt": txt}), flush=True)
 
 
 if mode == "browse":
