@@ -18,7 +18,7 @@ import Prometheus
 /// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
 public enum BridgeServer {
     /// The one place the version is written; `scripts/package` reads it from here.
-    public static let version = "0.9.0"
+    public static let version = "0.10.0"
     /// The listening socket's accept queue (the kernel caps it at `net.core.somaxconn`, 4096 on
     /// current Linux): room for a reconnect storm of thousands of nodes.
     public static let acceptBacklog: Int32 = 4096

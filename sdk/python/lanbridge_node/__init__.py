@@ -4,4 +4,4 @@ from .node import BridgeMismatch, Details, Invite, LanbridgeError, Node, NotPair
 from .store import BridgePin, NodeStore
 
 __all__ = ["Canvas", "PinMismatch", "fetch_canvas", "BridgeMismatch", "BridgePin", "Details", "Invite", "LanbridgeError", "Node", "NodeStore", "NotPaired", "Revoked"]
-__version__ = "0.9.0"
+__version__ = "0.10.0"
