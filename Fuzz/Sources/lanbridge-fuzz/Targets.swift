@@ -295,7 +295,7 @@ func canvasExchange(_ bytes: [UInt8]) {
                 invariant(exchange.isSocket || closed, "nothing of the node's reaches the host before the switch")
                 guard let frames = try? hostReader.read(out) else { return invariant(false, "the relay sends the host whole, valid frames") }
                 invariant(frames.allSatisfy { $0.opcode.isControl }, "only control frames from the node")
-            case .close: closed = true
+            case .close, .retry: closed = true  // a retry is another exchange's, with a fresh capability
             }
         }
     }
