@@ -14,11 +14,12 @@ extension BridgeConfiguration {
         public var name: String?
         public var port = BridgeConfiguration.defaultPort
         public var listen: [String] = []
-        public var pairingTTL: TimeInterval = 300
-        public var pairingMaxWait: TimeInterval = 900
+        /// Durations: nil keeps `BridgeConfiguration`'s (and `PairingState.Timing`'s) defaults.
+        public var pairingTTL: TimeInterval?
+        public var pairingMaxWait: TimeInterval?
         public var noMDNS = false
-        public var pingInterval: TimeInterval = 15
-        public var idleTimeout: TimeInterval = 40
+        public var pingInterval: TimeInterval?
+        public var idleTimeout: TimeInterval?
         public var gatewayURL: String?
         /// `$LANBRIDGE_GATEWAY_TOKEN`: before any token file.
         public var gatewayTokenFromEnvironment: String?
@@ -64,11 +65,12 @@ extension BridgeConfiguration {
             listen = try Bind.list(overrides.listen.isEmpty ? settings.listen : overrides.listen, interfaces: interfaces)
         } catch { throw Problem.usage("\(error)") }
         addresses = settings.addresses.compactMap { ReachableAddress($0, defaultPort: port == 0 ? Self.defaultPort : port) }
-        pairingTiming.timeToLive = overrides.pairingTTL
-        pairingTiming.hardCap = max(overrides.pairingMaxWait, overrides.pairingTTL)
+        if let ttl = overrides.pairingTTL { pairingTiming.timeToLive = ttl }
+        if let wait = overrides.pairingMaxWait { pairingTiming.hardCap = wait }
+        pairingTiming.hardCap = max(pairingTiming.hardCap, pairingTiming.timeToLive)
         mdns = !overrides.noMDNS
-        pingInterval = overrides.pingInterval
-        idleTimeout = overrides.idleTimeout
+        if let interval = overrides.pingInterval { pingInterval = interval }
+        if let timeout = overrides.idleTimeout { idleTimeout = timeout }
         admission = AdmissionPolicy.Limits(settings.admission, listeners: listen.count)
         gateway = try Self.gateway(settings, overrides, warn: warn)
         if let problem = settings.wake.problem { throw Problem.configuration(problem) }

@@ -83,12 +83,18 @@ public struct BridgeConfiguration: Sendable {
     public var addresses: [ReachableAddress] = []
     public var name: String
     public var admission = AdmissionPolicy.Limits()
+    /// The durations' defaults (`serve`'s flags name them in their help, and override them).
+    public enum Defaults {
+        public static let handshakeTimeout: TimeInterval = 5
+        public static let pingInterval: TimeInterval = 15
+        public static let idleTimeout: TimeInterval = 40
+    }
     /// How long a connection may take to finish the Noise handshake.
-    public var handshakeTimeout: TimeInterval = 5
+    public var handshakeTimeout = Defaults.handshakeTimeout
     /// The bridge pings every connection this often...
-    public var pingInterval: TimeInterval = 15
+    public var pingInterval = Defaults.pingInterval
     /// ...and drops one that has sent nothing for this long: a half-open connection is found within it.
-    public var idleTimeout: TimeInterval = 40
+    public var idleTimeout = Defaults.idleTimeout
     public var limits = TransportLimits()
     public var pairingTiming = PairingState.Timing.standard
     /// Advertise `_lanbridge._tcp` through avahi-daemon.

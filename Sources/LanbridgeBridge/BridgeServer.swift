@@ -91,7 +91,7 @@ public enum BridgeServer {
         let descriptors = DescriptorBudget(paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
                                            unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
                                            http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
-                                           canvas: configuration.canvas == nil ? 0 : configuration.settings.limits.canvasConnections)
+                                           canvas: configuration.canvas == nil ? 0 : configuration.settings.limits[.canvasConnections])
         let openFileLimit = OpenFileLimit.raise(toward: descriptors.needed)
         if let shortfall = descriptors.shortfall(limit: openFileLimit) { logger.warning("\(shortfall)") }
         return OpenedState(daemonLock: daemonLock, identity: identity, watcher: watcher, initialVersion: initialVersion, initial: initial,

@@ -164,7 +164,7 @@ extension BridgeCore {
             return refuse(ErrorMessage(code: ErrorMessage.invalidRequest, message: "agent needs an idempotencyKey", details: details))
         }
         if case let .limited(retryAfterMs) = buckets.take(isAgent ? .agent : .systemEvent, node: connection.nodeId, limits: settings.limits, now: now) {
-            let perMinute = isAgent ? settings.limits.agentPerMinute : settings.limits.systemEventsPerMinute
+            let perMinute = isAgent ? settings.limits[.agentPerMinute] : settings.limits[.systemEventsPerMinute]
             return refuse(ErrorMessage(code: ErrorMessage.rateLimited, message: "at most \(perMinute) \(call.method) calls a minute",
                                        details: details, retryable: true, retryAfterMs: retryAfterMs))
         }

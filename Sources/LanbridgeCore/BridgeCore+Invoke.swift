@@ -206,7 +206,7 @@ extension BridgeCore {
         let entries = held.take(node: node)
         var back: [HeldInvokes.Entry] = []
         for (index, entry) in entries.enumerated() {
-            if router.inFlight(forNode: node.description) >= settings.limits.maxConcurrentInvokes {
+            if router.inFlight(forNode: node.description) >= settings.limits[.maxConcurrentInvokes] {
                 back += entries[index...]
                 break
             }
@@ -230,7 +230,7 @@ extension BridgeCore {
 
     /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
     package mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
-        let limit = settings.limits.maxResultBytes
+        let limit = settings.limits[.maxResultBytes]
         let outcome = router.received(result, from: connection.nodeId.description, connection: connection.id, now: now, size: size, limit: limit)
         metrics.relayed(bytes: size, toGateway: true)
         if case .complete(_, .failed(let error)) = outcome, error.code == ErrorMessage.payloadTooLarge {

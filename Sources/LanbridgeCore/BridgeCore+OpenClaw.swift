@@ -103,7 +103,7 @@ extension BridgeCore {
             }
         }
         if entry.wakesAgent, case .limited = buckets.take(.agent, node: connection.nodeId, limits: settings.limits, now: now) {
-            if connection.droppedEvents == 0 { logger.notice("dropped an event that wakes the agent: over \(settings.limits.agentPerMinute) a minute", metadata: meta(connection)) }
+            if connection.droppedEvents == 0 { logger.notice("dropped an event that wakes the agent: over \(settings.limits[.agentPerMinute]) a minute", metadata: meta(connection)) }
             connections[connection.id]?.droppedEvents += 1
             return nil
         }

@@ -12,7 +12,7 @@ extension BridgeCore {
             return send(PushResult(id: message.id, error: error), to: connection.id)
         }
         if case .limited = buckets.take(.event, node: connection.nodeId, limits: settings.limits, now: now) {
-            return send(PushResult(id: message.id, error: ErrorMessage(code: ErrorMessage.rateLimited, message: "over \(settings.limits.eventsPerMinute) events a minute",
+            return send(PushResult(id: message.id, error: ErrorMessage(code: ErrorMessage.rateLimited, message: "over \(settings.limits[.eventsPerMinute]) events a minute",
                                                                       retryable: true)), to: connection.id)
         }
         updateStore(.registerPush(node: connection.nodeId, registration, messageId: message.id, now: wall), for: connection.id)

@@ -103,7 +103,7 @@ package struct BridgeCore {
         self.runtime = runtime
         self.logger = CoreLog(level: logger.logLevel)  // the logger's level only: lines leave as actions
         gate = InvokeGate(settings: settings)
-        router = InvokeRouter(maxConcurrentPerNode: settings.limits.maxConcurrentInvokes)
+        router = InvokeRouter(maxConcurrentPerNode: settings.limits[.maxConcurrentInvokes])
         held.limits = HeldInvokes.Limits(settings.limits)
         lastState = initial
         self.pairedVersion = pairedVersion
@@ -177,7 +177,7 @@ package struct BridgeCore {
     package mutating func reload(_ new: BridgeSettings) -> [BridgeAction] {
         settings = new
         gate = InvokeGate(settings: new)
-        router.maxConcurrentPerNode = new.limits.maxConcurrentInvokes
+        router.maxConcurrentPerNode = new.limits[.maxConcurrentInvokes]
         held.limits = HeldInvokes.Limits(new.limits)
         buckets.removeAll()  // rates refill under the new limits
         reofferChangedCommands()
@@ -368,10 +368,10 @@ package struct BridgeCore {
         // With OpenClaw, the names the bridge makes from a node's calls are not a plain event's
         // to use: they start agent runs, which the `agent` limit counts.
         let refusal: String? = if gateway.openClaw, OpenClawNodeEvents.reserved.contains(event.event) { "\(event.event) comes only from its calls" }
-            else if size > limits.maxEventBytes { "larger than \(limits.maxEventBytes) bytes" }
-            else if case .limited = buckets.take(.event, node: connection.nodeId, limits: limits, now: now) { "over \(limits.eventsPerMinute) events a minute" }
+            else if size > limits[.maxEventBytes] { "larger than \(limits[.maxEventBytes]) bytes" }
+            else if case .limited = buckets.take(.event, node: connection.nodeId, limits: limits, now: now) { "over \(limits[.eventsPerMinute]) events a minute" }
             else if case .limited = buckets.take(.eventBytes, node: connection.nodeId, count: size, limits: limits, now: now) {
-                "over \(limits.eventBytesPerMinute) event bytes a minute"
+                "over \(limits[.eventBytesPerMinute]) event bytes a minute"
             } else { nil }
         if let refusal {
             if connection.droppedEvents == 0 { logger.notice("dropped an event from this node: \(refusal)", metadata: meta(connection)) }
@@ -440,7 +440,7 @@ package struct BridgeCore {
             if connection.announcedForeground != connection.foreground { announceState(of: connection.id) }
             guard now.timeIntervalSince(connection.summarised) >= 60 else { continue }
             if connection.coalescedStates > 0 {
-                logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits.statesPerMinute) a minute)",
+                logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits[.statesPerMinute]) a minute)",
                               metadata: meta(connection))
             }
             if connection.droppedEvents > 0 {

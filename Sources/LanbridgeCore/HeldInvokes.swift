@@ -170,6 +170,6 @@ package struct HeldInvokes {
 
 extension HeldInvokes.Limits {
     package init(_ limits: BridgeSettings.Limits) {
-        (perNode, total, bytes) = (limits.heldPerNode, limits.heldTotal, limits.heldBytes)
+        (perNode, total, bytes) = (limits[.heldPerNode], limits[.heldTotal], limits[.heldBytes])
     }
 }

@@ -83,12 +83,12 @@ package struct InvokeGate {
         guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
             return refuse(ErrorMessage.invalidRequest, "\"\(command)\" is not a command name")
         }
-        let timeoutMs = request.timeoutMs ?? limits.defaultTimeoutMs
-        guard (1...limits.maxTimeoutMs).contains(timeoutMs) else {
-            return refuse(ErrorMessage.invalidRequest, "timeoutMs must be between 1 and \(limits.maxTimeoutMs)")
+        let timeoutMs = request.timeoutMs ?? limits[.defaultTimeoutMs]
+        guard (1...limits[.maxTimeoutMs]).contains(timeoutMs) else {
+            return refuse(ErrorMessage.invalidRequest, "timeoutMs must be between 1 and \(limits[.maxTimeoutMs])")
         }
-        if let hold = request.holdMs, hold > limits.maxHoldMs {
-            return refuse(ErrorMessage.invalidRequest, "hold.maxMs must be between 1 and \(limits.maxHoldMs)")
+        if let hold = request.holdMs, hold > limits[.maxHoldMs] {
+            return refuse(ErrorMessage.invalidRequest, "hold.maxMs must be between 1 and \(limits[.maxHoldMs])")
         }
         let paired: PairedNode
         switch node {
@@ -159,13 +159,13 @@ package struct InvokeGate {
             let refusal = ErrorMessage(code: ErrorMessage.nodeNotConnected, message: "\(name) is not connected", details: details, retryable: true)
             return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
         }
-        guard session.inFlight < limits.maxConcurrentInvokes else {
+        guard session.inFlight < limits[.maxConcurrentInvokes] else {
             return refuse(ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",
                           details: details.merging(["limit": "concurrentInvokes"]), retryable: true, retryAfterMs: 100)
         }
         if snapshotCommands.contains(where: { $0.matches(command) }),
            case let .limited(retryAfterMs) = buckets.take(.snapshot, node: paired.nodeId, limits: limits, now: now) {
-            return refuse(ErrorMessage.rateLimited, "too many snapshots from this node; at most \(limits.snapshotsPerMinute) a minute",
+            return refuse(ErrorMessage.rateLimited, "too many snapshots from this node; at most \(limits[.snapshotsPerMinute]) a minute",
                           details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs)
         }
         return .relay(node: paired, connection: session.connection, timeoutMs: timeoutMs, params: params)

@@ -34,11 +34,18 @@ struct ServeCommand: AsyncParsableCommand {
     var listen: [String] = []
     @Option(help: "Display name nodes see. Default: the host name.") var name: String?
     @Option(help: "Log level: trace, debug, info, notice, warning, error.") var logLevel = "info"
-    @Option(help: "How long a pairing request waits after the device's last sign of life: 90s, 5m.") var pairingTTL = Duration(argument: "5m")!
-    @Option(help: "The longest a connected device's pairing request can wait.") var pairingMaxWait = Duration(argument: "15m")!
+    @Option(help: ArgumentHelp("How long a pairing request waits after the device's last sign of life: 90s, 5m. Default: \(Output.duration(PairingState.Timing.standard.timeToLive)).",
+                               valueName: "duration"))
+    var pairingTTL: Duration?
+    @Option(help: ArgumentHelp("The longest a connected device's pairing request can wait. Default: \(Output.duration(PairingState.Timing.standard.hardCap)).",
+                               valueName: "duration"))
+    var pairingMaxWait: Duration?
     @Flag(name: .customLong("no-mdns"), help: "Do not advertise on mDNS (nodes then need the address).") var noMDNS = false
-    @Option(help: "Ping every connection this often.") var pingInterval = Duration(argument: "15s")!
-    @Option(help: "Drop a connection silent for this long (finds half-open connections).") var idleTimeout = Duration(argument: "40s")!
+    @Option(help: ArgumentHelp("Ping every connection this often. Default: \(Output.duration(BridgeConfiguration.Defaults.pingInterval)).", valueName: "duration"))
+    var pingInterval: Duration?
+    @Option(help: ArgumentHelp("Drop a connection silent for this long (finds half-open connections). Default: \(Output.duration(BridgeConfiguration.Defaults.idleTimeout)).",
+                               valueName: "duration"))
+    var idleTimeout: Duration?
 
     @Option(help: ArgumentHelp("The gateway's WebSocket URL. Default: the config's gateway.url, else ws://127.0.0.1:18789.", valueName: "url"))
     var gateway: String?
@@ -108,8 +115,8 @@ struct ServeCommand: AsyncParsableCommand {
     private var overrides: BridgeConfiguration.Overrides {
         var o = BridgeConfiguration.Overrides()
         (o.name, o.port, o.listen) = (name, port.value, listen)
-        (o.pairingTTL, o.pairingMaxWait, o.noMDNS) = (pairingTTL.seconds, pairingMaxWait.seconds, noMDNS)
-        (o.pingInterval, o.idleTimeout) = (pingInterval.seconds, idleTimeout.seconds)
+        (o.pairingTTL, o.pairingMaxWait, o.noMDNS) = (pairingTTL?.seconds, pairingMaxWait?.seconds, noMDNS)
+        (o.pingInterval, o.idleTimeout) = (pingInterval?.seconds, idleTimeout?.seconds)
         (o.gatewayURL, o.gatewayTokenFile, o.allowRemoteGateway, o.gatewayCAFile, o.noGateway) = (gateway, gatewayTokenFile, allowRemoteGateway, gatewayCaFile, noGateway)
         (o.gatewayAuth, o.gatewayProtocol, o.gatewayOwners) = (gatewayAuth, gatewayProtocol, gatewayOwner)
         o.gatewayTokenFromEnvironment = ProcessInfo.processInfo.environment["LANBRIDGE_GATEWAY_TOKEN"]

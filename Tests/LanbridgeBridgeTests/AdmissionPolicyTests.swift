@@ -10,14 +10,14 @@ struct AdmissionPolicyTests {
     @Test func theLimitsAreTheConfigsWithOneDefault() {
         let defaults = AdmissionPolicy.Limits()
         let settings = BridgeSettings.Admission()
-        #expect(defaults.maxUnauthenticated == settings.maxUnauthenticated && defaults.maxWaiting == settings.maxWaiting
-                && defaults.window == Double(settings.windowSeconds) && defaults.maxUnauthenticatedPerListener == settings.maxUnauthenticated)
+        #expect(defaults.maxUnauthenticated == settings[.maxUnauthenticated] && defaults.maxWaiting == settings[.maxWaiting]
+                && defaults.window == Double(settings[.windowSeconds]) && defaults.maxUnauthenticatedPerListener == settings[.maxUnauthenticated])
         var config = BridgeSettings.Admission()
-        config.maxUnauthenticated = 100
-        config.unpairedDeadlineSeconds = 2
+        config[.maxUnauthenticated] = 100
+        config[.unpairedDeadlineSeconds] = 2
         let two = AdmissionPolicy.Limits(config, listeners: 2)
         #expect(two.maxUnauthenticatedPerListener == 75 && two.unpairedDeadline == 2 && two.pressuredDeadline == 2)
-        config.maxUnauthenticatedPerListener = 10
+        config[.maxUnauthenticatedPerListener] = 10
         #expect(AdmissionPolicy.Limits(config, listeners: 2).maxUnauthenticatedPerListener == 10)
     }
 

@@ -150,7 +150,7 @@ struct BridgeCoreOpenClawTests {
 
         // The same per-node agent limit as §12: past it, RATE_LIMITED and nothing for the gateway.
         var limited: GatewayCallResult?
-        for n in 1...(core.settings.limits.agentPerMinute + 1) {
+        for n in 1...(core.settings.limits[.agentPerMinute] + 1) {
             let actions = call(n, #"{"message":"again"}"#)
             if let refused = BridgeCoreTests.sent(actions, to: 1).first as? GatewayCallResult {
                 limited = refused

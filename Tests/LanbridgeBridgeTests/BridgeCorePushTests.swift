@@ -55,7 +55,7 @@ struct BridgeCorePushTests {
         var core = try base.core()
         _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
         var limited: PushResult?
-        for n in 0...core.settings.limits.eventsPerMinute {
+        for n in 0...core.settings.limits[.eventsPerMinute] {
             limited = BridgeCoreTests.sent(register(&core, #""provider":"ntfy","token":"topic-\#(n)""#, id: "p\(n)"), to: 1).compactMap { $0 as? PushResult }.first
         }
         #expect(limited?.error?.code == ErrorMessage.rateLimited)

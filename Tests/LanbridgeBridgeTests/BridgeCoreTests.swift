@@ -251,7 +251,7 @@ struct BridgeCoreTests {
             let state = Array("{\"type\":\"state\",\"foreground\":\(i % 2 == 1)}".utf8)
             announced += Self.events(core.received(state, from: 1, now: t0, wall: wall))
         }
-        #expect(announced.count == BridgeSettings().limits.statesPerMinute / 5, "a bucket's worth, then coalesced")
+        #expect(announced.count == BridgeSettings().limits[.statesPerMinute] / 5, "a bucket's worth, then coalesced")
         #expect(announced.last == "foreground" && core.connections[1]?.foreground == false)
         #expect(Self.events(core.tick(now: t0 + 1, wall: wall)) == ["background"], "the state it ends in, at the next tick")
         #expect(Self.events(core.tick(now: t0 + 2, wall: wall)) == [], "and only once")
@@ -329,7 +329,7 @@ struct InvokeGateTests {
     @Test func snapshotsAreRateLimitedAndARefusalSpendsNoToken() {
         var b = RateBuckets()
         let limits = BridgeSettings().limits
-        let allowance = max(1, limits.snapshotsPerMinute / 5)
+        let allowance = max(1, limits[.snapshotsPerMinute] / 5)
         // Refused for concurrency: no token spent.
         for _ in 0..<50 { _ = decide("camera.snap", session: .init(connection: 1, foreground: true, inFlight: 8), buckets: &b) }
         for _ in 0..<allowance { #expect(code(decide("camera.snap", buckets: &b)) == nil) }

@@ -129,7 +129,7 @@ struct CanvasGrantsTests {
     @Test func aNodesRequestsAreRateLimited() {
         var grants = CanvasGrants()
         var limits = BridgeSettings().limits
-        limits.canvasRequestsPerMinute = 60  // a burst of 12
+        limits[.canvasRequestsPerMinute] = 60  // a burst of 12
         let t0 = Moment(seconds: 10)
         grants.grant("c", node: node, expires: t0 + 600)
         let outcomes = (0..<20).map { _ in grants.use("c", now: t0, ttl: 600, limits: limits) }

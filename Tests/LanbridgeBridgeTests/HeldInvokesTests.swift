@@ -75,14 +75,14 @@ extension BridgeCoreTests {
     @Test func pastABoundTheNewestIsRefusedAndTheOthersStay() throws {
         var core = try core()
         var settings = BridgeSettings()
-        settings.limits.heldPerNode = 2
+        settings.limits[.heldPerNode] = 2
         _ = core.reload(settings)
         _ = ask(&core, held("device.info"), id: "g1", at: t0)
         _ = ask(&core, held("device.info"), id: "g2", at: t0)
         let third = try #require(Self.failure(ask(&core, held("device.info"), id: "g3", at: t0)))
         #expect(third.code == ErrorMessage.holdLimit && third.retryable == true)
         #expect(core.held.count == 2)
-        settings.limits.maxHoldMs = 1000
+        settings.limits[.maxHoldMs] = 1000
         _ = core.reload(settings)
         #expect(Self.failure(ask(&core, held("device.info", maxMs: 2000), id: "g4", at: t0))?.code == ErrorMessage.invalidRequest)
     }

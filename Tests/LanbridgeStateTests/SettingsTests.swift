@@ -110,11 +110,11 @@ struct AccessEditingTests {
 @Test func aReloadKeepsTheSizeLimitsTheTransportsStartedWith() {
     let running = BridgeSettings().limits
     var new = running
-    new.maxResultBytes = 32 << 20
-    new.eventsPerMinute = 7
+    new[.maxResultBytes] = 32 << 20
+    new[.eventsPerMinute] = 7
     let (applied, kept) = running.reloaded(to: new)
-    #expect(applied.maxResultBytes == running.maxResultBytes && applied.sessionMessageBytes == running.sessionMessageBytes)
-    #expect(applied.eventsPerMinute == 7 && kept == ["maxResultBytes"])
+    #expect(applied[.maxResultBytes] == running[.maxResultBytes] && applied.sessionMessageBytes == running.sessionMessageBytes)
+    #expect(applied[.eventsPerMinute] == 7 && kept == ["maxResultBytes"])
     #expect(running.reloaded(to: running).kept.isEmpty && running.reloaded(to: running).limits == running)
 }
 

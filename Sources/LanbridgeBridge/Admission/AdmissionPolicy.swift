@@ -45,15 +45,15 @@ public struct AdmissionPolicy: Sendable {
         /// From the config: with several listeners, one may hold three quarters of all unless the
         /// config says otherwise (a flood on the LAN leaves room on the tailnet).
         public init(_ settings: BridgeSettings.Admission, listeners: Int) {
-            maxUnauthenticated = settings.maxUnauthenticated
-            maxUnauthenticatedPerAddress = settings.maxUnauthenticatedPerAddress
-            attemptsPerWindow = settings.attemptsPerWindow
-            window = TimeInterval(settings.windowSeconds)
-            lockout = TimeInterval(settings.lockoutSeconds)
-            unpairedDeadline = TimeInterval(settings.unpairedDeadlineSeconds)
-            maxWaiting = settings.maxWaiting
-            maxUnauthenticatedPerListener = settings.maxUnauthenticatedPerListener
-                ?? (listeners > 1 ? max(1, settings.maxUnauthenticated * 3 / 4) : settings.maxUnauthenticated)
+            maxUnauthenticated = settings[.maxUnauthenticated]
+            maxUnauthenticatedPerAddress = settings[.maxUnauthenticatedPerAddress]
+            attemptsPerWindow = settings[.attemptsPerWindow]
+            window = TimeInterval(settings[.windowSeconds])
+            lockout = TimeInterval(settings[.lockoutSeconds])
+            unpairedDeadline = TimeInterval(settings[.unpairedDeadlineSeconds])
+            maxWaiting = settings[.maxWaiting]
+            maxUnauthenticatedPerListener = settings.values.value(.maxUnauthenticatedPerListener)
+                ?? (listeners > 1 ? max(1, settings[.maxUnauthenticated] * 3 / 4) : settings[.maxUnauthenticated])
             pressuredDeadline = min(pressuredDeadline, unpairedDeadline)
         }
     }

@@ -76,7 +76,7 @@ final class CanvasRelay: @unchecked Sendable {
                     }
                     let sync = channel.pipeline.syncOperations
                     try sync.addHandler(NIOSSLServerHandler(context: configuration.tls.served.context))
-                    try sync.addHandler(IdleStateHandler(allTimeout: .milliseconds(Int64(configuration.limits.canvasIdleMs))))
+                    try sync.addHandler(IdleStateHandler(allTimeout: .milliseconds(Int64(configuration.limits[.canvasIdleMs]))))
                     try sync.addHandler(CanvasFrontHandler(relay: self, id: id, ticket: ticket))
                 }
             }
@@ -89,7 +89,7 @@ final class CanvasRelay: @unchecked Sendable {
     private func admit(_ channel: any Channel) -> Int? {
         let (id, evicted): (Int?, (any Channel)?) = table.withLockedValue { t in
             var evicted: (any Channel)?
-            if t.total >= configuration.limits.canvasConnections {
+            if t.total >= configuration.limits[.canvasConnections] {
                 guard let oldest = t.unproven.keys.min() else { return (nil, nil) }
                 evicted = t.unproven.removeValue(forKey: oldest)
             }
@@ -106,7 +106,7 @@ final class CanvasRelay: @unchecked Sendable {
     func proven(_ id: Int, ticket: DescriptorGate.Ticket?, node: Fingerprint) -> Bool {
         let proven = table.withLockedValue { t in
             guard let channel = t.unproven.removeValue(forKey: id) else { return false }  // evicted meanwhile
-            guard t.byNode[node, default: [:]].count < configuration.limits.canvasConnectionsPerNode else { return false }
+            guard t.byNode[node, default: [:]].count < configuration.limits[.canvasConnectionsPerNode] else { return false }
             t.byNode[node, default: [:]][id] = channel
             return true
         }
@@ -227,7 +227,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         self.context = context
         let channel = context.channel
         // Slowloris: the whole head within canvasHeadMs of the accept, TLS included.
-        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(relay.configuration.limits.canvasHeadMs))) { [relay] in
+        deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(relay.configuration.limits[.canvasHeadMs]))) { [relay] in
             relay.refused("canvasHeadMs", peer: channel.remoteAddress)
             channel.close(promise: nil)
         }
@@ -239,7 +239,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
-        let limit = relay.configuration.limits.canvasMaxHeaderBytes
+        let limit = relay.configuration.limits[.canvasMaxHeaderBytes]
         switch state {
         case var .readingHead(head):
             state = .closed  // so that `head` grows in place, not copied (set again below)
@@ -272,7 +272,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // it sent behind it is dropped, never sent on). An upgrade's next bytes wait for the host.
         if !request.upgrade { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
         state = .deciding(early: request.upgrade ? early : [])
-        guard request.upgrade ? early.count <= relay.configuration.limits.canvasMaxHeaderBytes : true else {
+        guard request.upgrade ? early.count <= relay.configuration.limits[.canvasMaxHeaderBytes] : true else {
             return refuse(context, status: 431, reason: "canvasMaxHeaderBytes")
         }
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
@@ -303,7 +303,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let limits = relay.configuration.limits
         if !request.upgrade {
             let channel = context.channel
-            deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(limits.canvasRequestMs))) { [relay] in
+            deadline = context.eventLoop.scheduleTask(in: .milliseconds(Int64(limits[.canvasRequestMs]))) { [relay] in
                 relay.refused("canvasRequestMs", peer: channel.remoteAddress)
                 channel.close(promise: nil)
             }
@@ -318,12 +318,12 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let limits = relay.configuration.limits
         let origin = CanvasRelay.origin(of: context.channel.localAddress)
         var response = CanvasResponseReader.Settings(
-            upstreamCapability: use.upstream, nodeCapability: request.capability, maxBodyBytes: limits.canvasMaxResponseBytes,
-            maxHeadBytes: limits.canvasMaxHeaderBytes, upstreamOrigins: relay.configuration.upstreamOrigins, relayOrigin: origin,
+            upstreamCapability: use.upstream, nodeCapability: request.capability, maxBodyBytes: limits[.canvasMaxResponseBytes],
+            maxHeadBytes: limits[.canvasMaxHeaderBytes], upstreamOrigins: relay.configuration.upstreamOrigins, relayOrigin: origin,
             added: [("content-security-policy", CanvasContentPolicy.header(relayOrigin: origin, allowed: use.origins))])
         response.holdUnauthorized = retry
         self.use = use
-        exchange = CanvasExchange(request: request, response: response, maskKey: SecureRandom.bytes(4), maxHeld: limits.canvasMaxHeaderBytes)
+        exchange = CanvasExchange(request: request, response: response, maskKey: SecureRandom.bytes(4), maxHeld: limits[.canvasMaxHeaderBytes])
         let head = request.upstreamHead(host: relay.configuration.upstream.hostHeader, upstreamCapability: use.upstream)
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         relay.dialUpstream(on: context.eventLoop, front: self).whenComplete { result in

@@ -28,15 +28,22 @@ public struct BridgeSettings: Sendable {
         public static let wires = ["lanbridge", "openclaw"]
     }
 
+    /// The numbers in `limits` (`Limit` is the table: keys, defaults, ranges, what each bounds),
+    /// and the snapshot commands' list.
     public struct Limits: Sendable, Equatable {
+        public var values = LimitValues(.limits)
+        public var snapshotCommands = ["canvas.snapshot", "screen.snapshot", "camera.snap"]
+
+        public subscript(_ limit: Limit) -> Int {
+            get { values[limit] }
+            set { values[limit] = newValue }
+        }
+
         /// The largest message a paired node's session carries: room past `maxResultBytes`, so an
         /// oversized result is answered PAYLOAD_TOO_LARGE instead of dropping the node.
-        public var sessionMessageBytes: Int { maxResultBytes * 2 }
+        public var sessionMessageBytes: Int { self[.maxResultBytes] * 2 }
         /// The largest frame on a gateway socket (a result, spliced into a response, and its envelope).
-        public var gatewayMessageBytes: Int { maxResultBytes * 2 + (1 << 20) }
-
-        /// The limits the transports were sized by when they started; a reload keeps them.
-        public var sizesOnly: [String: Int] { ["maxResultBytes": maxResultBytes] }
+        public var gatewayMessageBytes: Int { self[.maxResultBytes] * 2 + (1 << 20) }
 
         /// `new` with this one's size limits: the transports' message caps are fixed when they
         /// start, so a reload applies every other limit and no size limit (a raised result limit
@@ -44,51 +51,13 @@ public struct BridgeSettings: Sendable {
         /// answering PAYLOAD_TOO_LARGE). Returns what was kept, for the log.
         public func reloaded(to new: Limits) -> (limits: Limits, kept: [String]) {
             var applied = new
-            applied.maxResultBytes = maxResultBytes
-            let kept = new.sizesOnly.filter { sizesOnly[$0.key] != $0.value }.keys.sorted()
+            var kept: [String] = []
+            for limit in Limit.in(.limits) where limit.spec.restartOnly && new[limit] != self[limit] {
+                applied[limit] = self[limit]
+                kept.append(limit.rawValue)
+            }
             return (applied, kept)
         }
-
-        /// `agent` calls a node may forward to the gateway per minute.
-        public var agentPerMinute = 30
-        /// `system-event` beacons per node per minute.
-        public var systemEventsPerMinute = 120
-        /// Snapshot commands per node per minute (burst of a fifth of it, at least 1).
-        public var snapshotsPerMinute = 30
-        public var snapshotCommands = ["canvas.snapshot", "screen.snapshot", "camera.snap"]
-        /// The largest invoke result relayed; bigger ones fail with PAYLOAD_TOO_LARGE. Every
-        /// message size the transports allow is derived from it (`sessionMessageBytes`,
-        /// `gatewayMessageBytes`), and it changes only on a restart (see `sizesOnly`).
-        public var maxResultBytes = 8 << 20
-        public var maxConcurrentInvokes = 8
-        public var defaultTimeoutMs = 30_000
-        public var maxTimeoutMs = 300_000
-        /// A node's own `event` messages: how many a minute, how many bytes a minute, how large
-        /// one may be. Past them, events are dropped and counted (PROTOCOL.md §9.4).
-        public var eventsPerMinute = 120
-        public var eventBytesPerMinute = 1 << 20
-        public var maxEventBytes = 64 << 10
-        /// `state` changes a minute announced at once; past it they are coalesced (the latest wins).
-        public var statesPerMinute = 60
-        /// `node.invoke` with `hold`: the longest it may wait for its node, and how many may wait
-        /// per node, in all, and in bytes of parameters (PROTOCOL.md §12.3).
-        public var maxHoldMs = 600_000
-        public var heldPerNode = 16
-        public var heldTotal = 256
-        public var heldBytes = 4 << 20
-        /// The canvas relay (issue 37): the largest response it passes on, the largest request
-        /// head it reads, connections per node and in all (those without a valid capability yet
-        /// count in all, and the oldest of them goes first when it is full), requests per node a
-        /// minute, how long a request head may take to arrive (slowloris), how long a connection
-        /// may sit idle, and how long a non-WebSocket request may take in all.
-        public var canvasMaxResponseBytes = 64 << 20
-        public var canvasMaxHeaderBytes = 16 << 10
-        public var canvasConnectionsPerNode = 16
-        public var canvasConnections = 256
-        public var canvasRequestsPerMinute = 600
-        public var canvasHeadMs = 10_000
-        public var canvasIdleMs = 60_000
-        public var canvasRequestMs = 600_000
     }
 
     /// The front door for OpenClaw's own apps (`openclawApps` in config.json): off by default.
@@ -123,21 +92,14 @@ public struct BridgeSettings: Sendable {
         public var urlPolicy: CanvasURLPolicy { CanvasURLPolicy(allow: allowOrigins, deny: denyOrigins) }
     }
 
-    /// Connection admission before any cryptography (per source address and overall).
+    /// Connection admission before any cryptography, per source address and overall (the
+    /// numbers in `admission`; `Limit` is the table).
     public struct Admission: Sendable, Equatable {
-        public var maxUnauthenticated = 64
-        public var maxUnauthenticatedPerAddress = 8
-        public var attemptsPerWindow = 20
-        public var windowSeconds = 10
-        public var lockoutSeconds = 60
-        /// From accept to a paired session or a request waiting for the operator.
-        public var unpairedDeadlineSeconds = 10
-        /// Connections waiting for the operator's decision at once.
-        public var maxWaiting = 32
-        /// Unauthenticated connections one listener may hold; nil: three quarters of
-        /// `maxUnauthenticated` when there are several listeners (a flood on the LAN leaves room
-        /// on the tailnet), all of it with one.
-        public var maxUnauthenticatedPerListener: Int?
+        public var values = LimitValues(.admission)
+        public subscript(_ limit: Limit) -> Int {
+            get { values[limit] }
+            set { values[limit] = newValue }
+        }
         public init() {}
     }
 
@@ -371,16 +333,10 @@ public struct BridgeSettings: Sendable {
                 if let v = u["listen"] { settings.console.listen = try listen(v, "ui.listen", allowRemote: settings.console.allowRemote) }
             }
             if let admission = top["admission"] {
-                let a = try object(admission, "admission", keys: ["maxUnauthenticated", "maxUnauthenticatedPerAddress", "attemptsPerWindow", "unpairedDeadlineSeconds", "maxWaiting",
-                                                                  "windowSeconds", "lockoutSeconds", "maxUnauthenticatedPerListener"])
-                if let v = a["maxUnauthenticatedPerListener"] { settings.admission.maxUnauthenticatedPerListener = try count(v, "admission.maxUnauthenticatedPerListener", range: 1...100_000) }
-                if let v = a["maxUnauthenticated"] { settings.admission.maxUnauthenticated = try count(v, "admission.maxUnauthenticated", range: 1...100_000) }
-                if let v = a["maxUnauthenticatedPerAddress"] { settings.admission.maxUnauthenticatedPerAddress = try count(v, "admission.maxUnauthenticatedPerAddress", range: 1...100_000) }
-                if let v = a["attemptsPerWindow"] { settings.admission.attemptsPerWindow = try count(v, "admission.attemptsPerWindow", range: 1...1_000_000) }
-                if let v = a["windowSeconds"] { settings.admission.windowSeconds = try count(v, "admission.windowSeconds", range: 1...3600) }
-                if let v = a["unpairedDeadlineSeconds"] { settings.admission.unpairedDeadlineSeconds = try count(v, "admission.unpairedDeadlineSeconds", range: 1...600) }
-                if let v = a["maxWaiting"] { settings.admission.maxWaiting = try count(v, "admission.maxWaiting", range: 1...10_000) }
-                if let v = a["lockoutSeconds"] { settings.admission.lockoutSeconds = try count(v, "admission.lockoutSeconds", range: 0...86_400) }
+                let a = try object(admission, "admission", keys: Set(Limit.in(.admission).map(\.rawValue)))
+                for limit in Limit.in(.admission) {
+                    if let v = a[limit.rawValue] { settings.admission[limit] = try count(v, "admission.\(limit.rawValue)", range: limit.spec.range) }
+                }
             }
             if let gateway = top["gateway"] {
                 let g = try object(gateway, "gateway", keys: ["url", "tokenFile", "allowRemote", "enabled", "caFile", "auth", "owner", "protocol"])
@@ -441,36 +397,11 @@ public struct BridgeSettings: Sendable {
                 }
             }
             if let limits = top["limits"] {
-                let l = try object(limits, "limits", keys: ["agentPerMinute", "systemEventsPerMinute", "snapshotsPerMinute", "snapshotCommands",
-                                                           "maxResultBytes", "maxConcurrentInvokes", "defaultTimeoutMs", "maxTimeoutMs",
-                                                           "eventsPerMinute", "eventBytesPerMinute", "maxEventBytes", "statesPerMinute",
-                                                           "maxHoldMs", "heldPerNode", "heldTotal", "heldBytes",
-                                                           "canvasMaxResponseBytes", "canvasMaxHeaderBytes", "canvasConnectionsPerNode", "canvasConnections",
-                                                           "canvasRequestsPerMinute", "canvasHeadMs", "canvasIdleMs", "canvasRequestMs"])
-                if let v = l["canvasMaxResponseBytes"] { settings.limits.canvasMaxResponseBytes = try count(v, "limits.canvasMaxResponseBytes", range: 1024...(1 << 30)) }
-                if let v = l["canvasMaxHeaderBytes"] { settings.limits.canvasMaxHeaderBytes = try count(v, "limits.canvasMaxHeaderBytes", range: 1024...(256 << 10)) }
-                if let v = l["canvasConnectionsPerNode"] { settings.limits.canvasConnectionsPerNode = try count(v, "limits.canvasConnectionsPerNode", range: 1...1024) }
-                if let v = l["canvasConnections"] { settings.limits.canvasConnections = try count(v, "limits.canvasConnections", range: 1...65_536) }
-                if let v = l["canvasRequestsPerMinute"] { settings.limits.canvasRequestsPerMinute = try count(v, "limits.canvasRequestsPerMinute", range: 1...1_000_000) }
-                if let v = l["canvasHeadMs"] { settings.limits.canvasHeadMs = try count(v, "limits.canvasHeadMs", range: 100...600_000) }
-                if let v = l["canvasIdleMs"] { settings.limits.canvasIdleMs = try count(v, "limits.canvasIdleMs", range: 100...3_600_000) }
-                if let v = l["canvasRequestMs"] { settings.limits.canvasRequestMs = try count(v, "limits.canvasRequestMs", range: 1000...86_400_000) }
-                if let v = l["maxHoldMs"] { settings.limits.maxHoldMs = try count(v, "limits.maxHoldMs", range: 1000...86_400_000) }
-                if let v = l["heldPerNode"] { settings.limits.heldPerNode = try count(v, "limits.heldPerNode", range: 0...1024) }
-                if let v = l["heldTotal"] { settings.limits.heldTotal = try count(v, "limits.heldTotal", range: 0...65_536) }
-                if let v = l["heldBytes"] { settings.limits.heldBytes = try count(v, "limits.heldBytes", range: 0...(256 << 20)) }
-                if let v = l["agentPerMinute"] { settings.limits.agentPerMinute = try count(v, "limits.agentPerMinute", range: 1...100_000) }
-                if let v = l["systemEventsPerMinute"] { settings.limits.systemEventsPerMinute = try count(v, "limits.systemEventsPerMinute", range: 1...100_000) }
-                if let v = l["snapshotsPerMinute"] { settings.limits.snapshotsPerMinute = try count(v, "limits.snapshotsPerMinute", range: 1...100_000) }
+                let l = try object(limits, "limits", keys: Set(Limit.in(.limits).map(\.rawValue) + ["snapshotCommands"]))
+                for limit in Limit.in(.limits) {
+                    if let v = l[limit.rawValue] { settings.limits[limit] = try count(v, "limits.\(limit.rawValue)", range: limit.spec.range) }
+                }
                 if let v = l["snapshotCommands"] { settings.limits.snapshotCommands = try patterns(v, "limits.snapshotCommands", catalog: catalog) }
-                if let v = l["maxResultBytes"] { settings.limits.maxResultBytes = try count(v, "limits.maxResultBytes", range: 1024...(64 << 20)) }
-                if let v = l["maxConcurrentInvokes"] { settings.limits.maxConcurrentInvokes = try count(v, "limits.maxConcurrentInvokes", range: 1...1024) }
-                if let v = l["defaultTimeoutMs"] { settings.limits.defaultTimeoutMs = try count(v, "limits.defaultTimeoutMs", range: 100...3_600_000) }
-                if let v = l["maxTimeoutMs"] { settings.limits.maxTimeoutMs = try count(v, "limits.maxTimeoutMs", range: 100...3_600_000) }
-                if let v = l["eventsPerMinute"] { settings.limits.eventsPerMinute = try count(v, "limits.eventsPerMinute", range: 1...100_000) }
-                if let v = l["eventBytesPerMinute"] { settings.limits.eventBytesPerMinute = try count(v, "limits.eventBytesPerMinute", range: 1024...(64 << 20)) }
-                if let v = l["maxEventBytes"] { settings.limits.maxEventBytes = try count(v, "limits.maxEventBytes", range: 256...(1 << 20)) }
-                if let v = l["statesPerMinute"] { settings.limits.statesPerMinute = try count(v, "limits.statesPerMinute", range: 1...100_000) }
             }
             return settings
         }

@@ -9,7 +9,7 @@ public struct DescriptorBudget: Equatable, Sendable {
     public var unauthenticated: Int
     /// What the HTTP listeners (metrics, console) may hold together: each is capped.
     public var http: Int
-    /// The canvas relay's connections (`limits.canvasConnections`), each with its upstream one.
+    /// The canvas relay's connections (`limits[.canvasConnections]`), each with its upstream one.
     public var canvas: Int
 
     public init(paired: Int, openClaw: Bool, unauthenticated: Int, http: Int = 0, canvas: Int = 0) {

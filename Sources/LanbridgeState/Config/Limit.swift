@@ -1,0 +1,114 @@
+/// Every number an operator may set in `limits` and `admission` (config.json), once: its key, its
+/// default, the values it may take, its unit and what it bounds. The settings (`Limits`,
+/// `Admission`), the loader, the keys an unknown one is told of, `lanbridge config show`, the
+/// configuration's man page and README's table all read this one table (issue 49 §4); a test fails
+/// when README's table differs from it.
+public enum Limit: String, CaseIterable, Sendable, Hashable {
+    // limits: what a node and the gateway may do
+    case maxResultBytes, maxConcurrentInvokes, defaultTimeoutMs, maxTimeoutMs
+    case agentPerMinute, systemEventsPerMinute, snapshotsPerMinute
+    case eventsPerMinute, eventBytesPerMinute, maxEventBytes, statesPerMinute
+    case maxHoldMs, heldPerNode, heldTotal, heldBytes
+    // limits: the canvas relay
+    case canvasMaxResponseBytes, canvasMaxHeaderBytes, canvasConnectionsPerNode, canvasConnections
+    case canvasRequestsPerMinute, canvasHeadMs, canvasIdleMs, canvasRequestMs
+    // admission: connections before they prove a key
+    case maxUnauthenticated, maxUnauthenticatedPerAddress, maxUnauthenticatedPerListener, maxWaiting
+    case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
+
+    public enum Section: String, Sendable { case limits, admission }
+
+    public struct Spec: Sendable {
+        public let section: Section
+        /// nil: derived when not set (`maxUnauthenticatedPerListener`).
+        public let defaultValue: Int?
+        public let range: ClosedRange<Int>
+        public let unit: String
+        public let doc: String
+        /// The transports were sized by it when they started: a reload keeps the running value.
+        public let restartOnly: Bool
+
+        init(_ section: Section, _ defaultValue: Int?, _ range: ClosedRange<Int>, _ unit: String, _ doc: String, restartOnly: Bool = false) {
+            (self.section, self.defaultValue, self.range, self.unit, self.doc, self.restartOnly) = (section, defaultValue, range, unit, doc, restartOnly)
+        }
+    }
+
+    /// The table.
+    public var spec: Spec {
+        switch self {
+        case .maxResultBytes: Spec(.limits, 8 << 20, 1024...(64 << 20), "bytes",
+                                   "the largest invoke result relayed (bigger: PAYLOAD_TOO_LARGE); every message size the transports allow derives from it",
+                                   restartOnly: true)
+        case .maxConcurrentInvokes: Spec(.limits, 8, 1...1024, "invokes", "invokes in flight per node (more: RATE_LIMITED)")
+        case .defaultTimeoutMs: Spec(.limits, 30_000, 100...3_600_000, "ms", "an invoke's timeout when it names none")
+        case .maxTimeoutMs: Spec(.limits, 300_000, 100...3_600_000, "ms", "the longest timeout an invoke may ask for")
+        case .agentPerMinute: Spec(.limits, 30, 1...100_000, "per minute", "agent calls a node may forward to the gateway")
+        case .systemEventsPerMinute: Spec(.limits, 120, 1...100_000, "per minute", "system-event beacons per node")
+        case .snapshotsPerMinute: Spec(.limits, 30, 1...100_000, "per minute", "snapshot commands per node (a burst of a fifth of it)")
+        case .eventsPerMinute: Spec(.limits, 120, 1...100_000, "per minute", "a node's own events (more are dropped and counted)")
+        case .eventBytesPerMinute: Spec(.limits, 1 << 20, 1024...(64 << 20), "bytes a minute", "a node's own events, in bytes")
+        case .maxEventBytes: Spec(.limits, 64 << 10, 256...(1 << 20), "bytes", "the largest event a node may send")
+        case .statesPerMinute: Spec(.limits, 60, 1...100_000, "per minute", "foreground changes announced at once (more are coalesced)")
+        case .maxHoldMs: Spec(.limits, 600_000, 1000...86_400_000, "ms", "the longest an invoke may wait for its node (hold)")
+        case .heldPerNode: Spec(.limits, 16, 0...1024, "invokes", "invokes waiting for one node")
+        case .heldTotal: Spec(.limits, 256, 0...65_536, "invokes", "invokes waiting in all")
+        case .heldBytes: Spec(.limits, 4 << 20, 0...(256 << 20), "bytes", "parameters of waiting invokes, in all")
+        case .canvasMaxResponseBytes: Spec(.limits, 64 << 20, 1024...(1 << 30), "bytes", "the largest response the canvas relay passes on")
+        case .canvasMaxHeaderBytes: Spec(.limits, 16 << 10, 1024...(256 << 10), "bytes", "the largest request head the relay reads")
+        case .canvasConnectionsPerNode: Spec(.limits, 16, 1...1024, "connections", "relay connections per node")
+        case .canvasConnections: Spec(.limits, 256, 1...65_536, "connections",
+                                      "relay connections in all (those without a live capability yet go first, oldest first, when it is full)")
+        case .canvasRequestsPerMinute: Spec(.limits, 600, 1...1_000_000, "per minute", "relay requests per node")
+        case .canvasHeadMs: Spec(.limits, 10_000, 100...600_000, "ms", "for a request head to arrive (slowloris)")
+        case .canvasIdleMs: Spec(.limits, 60_000, 100...3_600_000, "ms", "a relay connection's silence (not a live-reload socket's)")
+        case .canvasRequestMs: Spec(.limits, 600_000, 1000...86_400_000, "ms", "one relayed response, in all")
+        case .maxUnauthenticated: Spec(.admission, 64, 1...100_000, "connections", "connections that have not proved a paired key (more: the busiest address's oldest goes)")
+        case .maxUnauthenticatedPerAddress: Spec(.admission, 8, 1...100_000, "connections", "such connections per source address (more: refused)")
+        case .maxUnauthenticatedPerListener: Spec(.admission, nil, 1...100_000, "connections",
+                                                  "such connections per listener; unset: three quarters of maxUnauthenticated with several listeners, all of it with one")
+        case .maxWaiting: Spec(.admission, 32, 1...10_000, "connections", "connections waiting for the operator's decision")
+        case .attemptsPerWindow: Spec(.admission, 20, 1...1_000_000, "connections", "attempts per address in a window (more: locked out)")
+        case .windowSeconds: Spec(.admission, 10, 1...3600, "seconds", "that window")
+        case .lockoutSeconds: Spec(.admission, 60, 0...86_400, "seconds", "how long an address stays locked out")
+        case .unpairedDeadlineSeconds: Spec(.admission, 10, 1...600, "seconds", "from accept to a paired session or a request waiting for the operator")
+        }
+    }
+
+    public static func `in`(_ section: Section) -> [Limit] { allCases.filter { $0.spec.section == section } }
+
+    /// The value as config.json and the tables write it: `8388608 (8 MiB)`.
+    public static func describe(_ value: Int, unit: String) -> String {
+        guard unit.hasPrefix("bytes"), value >= 1024, value % 1024 == 0 else { return String(value) }
+        let (size, name) = value % (1 << 20) == 0 ? (value >> 20, "MiB") : (value >> 10, "KiB")
+        return "\(value) (\(size) \(name))"
+    }
+
+    /// The Markdown table README carries (one row per key, in the table's order).
+    public static var markdownTable: String {
+        var rows = ["| key | default | range | unit | what it bounds |", "|---|---|---|---|---|"]
+        for limit in allCases {
+            let spec = limit.spec
+            let value = spec.defaultValue.map { describe($0, unit: spec.unit) } ?? "derived"
+            rows.append("| `\(spec.section.rawValue).\(limit.rawValue)` | \(value) | \(spec.range.lowerBound)–\(spec.range.upperBound) | \(spec.unit) | \(spec.doc) |")
+        }
+        return rows.joined(separator: "\n")
+    }
+}
+
+/// Values of one section of the table: every key's, the default where the config sets none.
+public struct LimitValues: Sendable, Equatable {
+    private var values: [Limit: Int]
+
+    init(_ section: Limit.Section) {
+        values = Dictionary(uniqueKeysWithValues: Limit.in(section).compactMap { limit in limit.spec.defaultValue.map { (limit, $0) } })
+    }
+
+    /// A key without a default reads 0 until set: use `value(_:)` for those.
+    public subscript(_ limit: Limit) -> Int {
+        get { values[limit] ?? 0 }
+        set { values[limit] = newValue }
+    }
+
+    /// nil for a key that has no default and was not set.
+    public func value(_ limit: Limit) -> Int? { values[limit] }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import LanbridgeState
+import Testing
+import TestSupport
+
+/// Issue 49 §4: each limit once. The table in `Limit` drives the settings, the loader and the key
+/// list; README's table is generated from it and must not drift (`LANBRIDGE_REGENERATE=1 swift test
+/// --filter LimitTableTests` writes it).
+struct LimitTableTests {
+    static let begin = "<!-- limits:begin (generated from Sources/LanbridgeState/Config/Limit.swift; LimitTableTests checks it) -->\n"
+    static let end = "\n<!-- limits:end -->"
+
+    @Test func readmesTableIsTheCodes() throws {
+        let url = Repository.url("README.md")
+        let readme = try String(contentsOf: url, encoding: .utf8)
+        let start = try #require(readme.range(of: Self.begin)), stop = try #require(readme.range(of: Self.end))
+        let shown = String(readme[start.upperBound..<stop.lowerBound])
+        if shown != Limit.markdownTable, ProcessInfo.processInfo.environment["LANBRIDGE_REGENERATE"] == "1" {
+            try (String(readme[..<start.upperBound]) + Limit.markdownTable + String(readme[stop.lowerBound...])).write(to: url, atomically: true, encoding: .utf8)
+            return
+        }
+        #expect(shown == Limit.markdownTable, "README's limits table differs from Limit.swift; regenerate it with LANBRIDGE_REGENERATE=1")
+    }
+
+    @Test func everyKeyLoadsWithinItsRangeAndNoneOutside() throws {
+        for limit in Limit.allCases {
+            let section = limit.spec.section.rawValue, range = limit.spec.range
+            let ok = try BridgeSettings.parse(Data(#"{"\#(section)": {"\#(limit.rawValue)": \#(range.upperBound)}}"#.utf8))
+            let value = section == "limits" ? ok.limits[limit] : ok.admission[limit]
+            #expect(value == range.upperBound, "\(limit)")
+            #expect(throws: BridgeSettings.ConfigError.self, "\(limit) above its range") {
+                try BridgeSettings.parse(Data(#"{"\#(section)": {"\#(limit.rawValue)": \#(range.upperBound + 1)}}"#.utf8))
+            }
+            if let defaultValue = limit.spec.defaultValue {
+                #expect(range.contains(defaultValue), "\(limit)'s default is within its range")
+                #expect((section == "limits" ? BridgeSettings().limits[limit] : BridgeSettings().admission[limit]) == defaultValue)
+            }
+        }
+        // An unknown key is told the table's keys.
+        do { _ = try BridgeSettings.parse(Data(#"{"limits": {"maxResultByte": 1}}"#.utf8)) } catch {
+            #expect(error.description.contains("maxResultBytes") && error.description.contains("canvasRequestMs"), "\(error)")
+        }
+    }
+}
