@@ -129,14 +129,13 @@ public enum BridgeServer {
         let admission = Admission(limits: configuration.admission, metrics: metrics, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: state.initial)
-        var core = BridgeCore(name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming,
-                              runtime: RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date()),
-                              initial: state.initial, pairedVersion: state.initialVersion, logger: logger)
-        core.gateway.configured = configuration.gateway != nil
-        core.gateway.openClaw = configuration.gateway?.wire == .openclaw
         // What is known before the listener, in the first runtime.json already.
-        if !configuration.mdns { core.runtime.mdns = "off" }
-        if configuration.gateway == nil { core.runtime.gateway = "off" }
+        var runtime = RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date())
+        if !configuration.mdns { runtime.mdns = "off" }
+        if configuration.gateway == nil { runtime.gateway = "off" }
+        let core = BridgeCore(name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming, runtime: runtime,
+                              initial: state.initial, pairedVersion: state.initialVersion,
+                              gateway: configuration.gateway.map { $0.wire == .openclaw ? .openClaw : .lanbridge }, logger: logger)
         io.forgetUnpairedPushTokens(Set(state.initial.paired.nodes.map(\.nodeId)))
         // One certificate for both TLS doors (the canvas relay, OpenClaw's apps), made once and kept.
         var doorTLS: DoorTLS?
@@ -269,17 +268,17 @@ public enum BridgeServer {
             gateway.wire == .lanbridge ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, logger: logger) : nil
         }
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
-            driver.setGatewayStatus("openclaw: a socket per connected node at \(gateway.endpoint)")
+            driver.submit(.gatewayStatus("openclaw: a socket per connected node at \(gateway.endpoint)"), order: .now)
         } else if link == nil {
-            driver.setGatewayStatus("off")
+            driver.submit(.gatewayStatus("off"), order: .now)
         }
         let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(fingerprint.description),
                                 "protocol": 1, "version": .string(BridgeServer.version)]
         let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
         let sharing = StateSharing.of(configuration.stateDirectory.url)
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
-        if control != nil { driver.setControlSocket(controlPath) }
-        if let consoleURL = listening.consoleURL { driver.setConsole(consoleURL) }
+        if control != nil { driver.submit(.controlSocket(controlPath), order: .now) }
+        if let consoleURL = listening.consoleURL { driver.submit(.console(consoleURL), order: .now) }
         driver.startTimers(pingInterval: configuration.pingInterval)
         // systemd (Type=notify): ready now; watchdog pings come from the relay's own loop, so a
         // wedged loop stops them and systemd restarts the daemon.
@@ -464,7 +463,7 @@ public enum BridgeServer {
         }
         let listening = bound.compactMap(\.localAddress).map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
         let urls = listening.map { "\(apps.tls ? "wss" : "ws")://\($0)" }
-        driver.setOpenClawApps(urls, tlsSha256: sha256)
+        driver.submit(.openClawApps(urls, tlsSha256: sha256), order: .now)
         logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(urls.joined(separator: ", "))",
                                                                "sha256": "\(sha256 ?? "none (plain ws)")"])
         // What OpenClaw's apps browse for (src/infra/bonjour.ts:152-210): iOS needs gatewayTls=1.
@@ -539,7 +538,7 @@ public enum BridgeServer {
     private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, extras: [AvahiPublisher.Extra] = [],
                                   driver: BridgeDriver, logger: Logger) -> AvahiPublisher? {
         guard configuration.mdns else {
-            driver.setAdvertising("off", name: nil)
+            driver.submit(.advertising("off", name: nil), order: .now)
             return nil
         }
         // On the first listener's interface: the LAN comes first (tailnets carry no multicast).
@@ -557,17 +556,17 @@ public enum BridgeServer {
             publisher.extras = extras
             publisher.onStatus = { status in
                 switch status {
-                case .waitingForDaemon: driver.setAdvertising("waiting for avahi-daemon", name: nil)
-                case let .registering(name): driver.setAdvertising("registering", name: name)
-                case let .published(name): driver.setAdvertising("published", name: name)
-                case let .failed(why): driver.setAdvertising("failed: \(why)", name: nil)
+                case .waitingForDaemon: driver.submit(.advertising("waiting for avahi-daemon", name: nil), order: .now)
+                case let .registering(name): driver.submit(.advertising("registering", name: name), order: .now)
+                case let .published(name): driver.submit(.advertising("published", name: name), order: .now)
+                case let .failed(why): driver.submit(.advertising("failed: \(why)", name: nil), order: .now)
                 }
             }
             try publisher.start()
             return publisher
         } catch {
             logger.warning("mDNS advertising unavailable (\(error)); nodes can still connect by address")
-            driver.setAdvertising("failed: \(error)", name: nil)
+            driver.submit(.advertising("failed: \(error)", name: nil), order: .now)
             return nil
         }
     }

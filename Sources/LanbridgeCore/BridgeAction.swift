@@ -50,6 +50,8 @@ package enum BridgeAction: Sendable {
     case openClawEvent(node: Fingerprint, event: String, payload: JSONValue, tag: String?)
     /// The node's canvas capability died (its session ended): close its relay connections.
     case canvasRevoked(Fingerprint)
+    /// The answer to `.canvasUse`.
+    case canvasUsed(reply: Int, CanvasUse)
     /// With the OpenClaw gateway protocol: ask the gateway for a fresh canvas capability for the
     /// node's socket (the node refreshed its own; issue 48 §5).
     case refreshUpstreamCanvas(Fingerprint)

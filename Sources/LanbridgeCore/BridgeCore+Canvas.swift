@@ -36,13 +36,12 @@ package struct CanvasUse: Sendable, Equatable {
 extension BridgeCore {
     /// A new certificate for both doors: status shows it, and every connected node hears its new
     /// pin (an unsolicited `canvas.grant`, id ""), its capability unchanged.
-    package mutating func canvasCertificateRotated(_ sha256: String, now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
+    mutating func canvasCertificateRotated(_ sha256: String, wall: Date) {
         if runtime.openClawAppsTlsSha256 != nil {
             runtime.openClawAppsTlsSha256 = sha256
             runtimeChanged = true
         }
-        guard var relay = canvasRelay else { return drain() }
+        guard var relay = canvasRelay else { return }
         relay.tlsSha256 = sha256
         canvasRelay = relay
         runtime.canvas?.tlsSha256 = sha256
@@ -53,21 +52,18 @@ extension BridgeCore {
             send(CanvasGrant(id: "", canvas: CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: sha256,
                                                           expiresAtMs: expires)), to: id)
         }
-        return drain()
     }
 
-    package mutating func setOpenClawApps(_ urls: [String], tlsSha256: String?) -> [BridgeAction] {
+    mutating func setOpenClawApps(_ urls: [String], tlsSha256: String?) {
         runtime.openClawApps = urls
         runtime.openClawAppsTlsSha256 = tlsSha256
         runtimeChanged = true
-        return drain()
     }
 
-    package mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) -> [BridgeAction] {
+    mutating func setCanvas(_ info: CanvasRelayInfo, status: RuntimeStatus.Canvas) {
         canvasRelay = info
         runtime.canvas = status
         runtimeChanged = true
-        return drain()
     }
 }
 
@@ -77,7 +73,7 @@ extension BridgeCore {
     package var canvasTTL: Double { Double(settings.canvas.capabilityTTLMs) / 1000 }
 
     /// A fresh capability for the node's new session, and what to tell it; nil without a relay.
-    package mutating func canvasGranted(to connection: Connection) -> CanvasAccess? {
+    mutating func canvasGranted(to connection: Connection) -> CanvasAccess? {
         guard let relay = canvasRelay, let host = connection.local else { return nil }
         let capability = CanvasGrants.mint(random(CanvasGrants.randomBytes))
         canvasGrants.grant(capability, node: connection.nodeId, expires: now.addingTimeInterval(canvasTTL))
@@ -86,7 +82,7 @@ extension BridgeCore {
     }
 
     /// `canvas.refresh`: the session's capability, extended (minted again if it had lapsed).
-    package mutating func canvasRefreshed(_ refresh: CanvasRefresh, for connection: Connection, wall: Date) -> CanvasGrant {
+    mutating func canvasRefreshed(_ refresh: CanvasRefresh, for connection: Connection, wall: Date) -> CanvasGrant {
         guard let relay = canvasRelay, let host = connection.local else {
             return CanvasGrant(id: refresh.id, canvas: nil, error: ErrorMessage(code: ErrorMessage.unavailable, message: "this bridge has no canvas host"))
         }
@@ -98,13 +94,13 @@ extension BridgeCore {
     }
 
     /// What the node is told: its relay URL, the pin, and when the capability lapses unused.
-    package func access(_ capability: String, host: String, relay: CanvasRelayInfo, from wall: Date) -> CanvasAccess {
+    func access(_ capability: String, host: String, relay: CanvasRelayInfo, from wall: Date) -> CanvasAccess {
         CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
                      expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000))
     }
 
     /// The node's last session ended: its capability dies now, and so do its relay connections.
-    package mutating func canvasSessionEnded(_ node: Fingerprint) {
+    mutating func canvasSessionEnded(_ node: Fingerprint) {
         guard canvasGrants.capability(of: node) != nil else { return }
         canvasGrants.revoke(node)
         actions.append(.canvasRevoked(node))
@@ -112,8 +108,7 @@ extension BridgeCore {
 
     /// The relay asks: whose capability is this, what does it open upstream, and which origins
     /// beyond the defaults may its pages reach (the config's and the node's own allow rules).
-    package mutating func canvasUse(_ capability: String, now: Moment) -> CanvasUse {
-        self.now = now
+    mutating func canvasUse(_ capability: String) -> CanvasUse {
         let lookup = canvasGrants.use(capability, now: now, ttl: canvasTTL, limits: settings.limits)
         guard case let .granted(node) = lookup else { return CanvasUse(lookup: lookup) }
         // Belt and braces: a grant is only as good as the paired session it was made for.
@@ -132,7 +127,7 @@ extension BridgeCore {
     }
 
     /// The node's relay origin (`https://host:port`), for the URL policy; nil without a grant.
-    package func canvasRelayBase(for connection: Connection?) -> String? {
+    func canvasRelayBase(for connection: Connection?) -> String? {
         guard let relay = canvasRelay, let connection, let host = connection.local,
               let capability = canvasGrants.capability(of: connection.nodeId) else { return nil }
         return Self.relayURL(host: host, port: relay.port, capability: capability)

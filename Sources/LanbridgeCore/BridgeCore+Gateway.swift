@@ -22,11 +22,11 @@ package struct GatewayLinkState {
     package var calls: [String: Call] = [:]
     package var nextCall = 0
 
-    package func isCurrent(_ generation: Int) -> Bool { up && generation == self.generation }
+    func isCurrent(_ generation: Int) -> Bool { up && generation == self.generation }
     package var nextDeadline: Moment? { calls.values.map(\.deadline).min() }
 
-    package mutating func linkUp(_ generation: Int) { (self.generation, up) = (generation, true) }
-    package mutating func linkDown() { up = false }
+    mutating func linkUp(_ generation: Int) { (self.generation, up) = (generation, true) }
+    mutating func linkDown() { up = false }
 }
 
 /// The gateway's view of the bridge (PROTOCOL.md §12): events it hears and calls nodes make to it.
@@ -44,17 +44,14 @@ extension BridgeCore {
     // MARK: - The link
 
     /// The link of this generation is up, and `bridge.hello` has gone out on it first.
-    package mutating func gatewayUp(_ generation: Int, now: Moment) -> [BridgeAction] {
-        self.now = now
+    mutating func gatewayUp(_ generation: Int) {
         gateway.linkUp(generation)
-        return drain()
     }
 
     /// The link dropped: the gateway's invokes in flight and nodes' calls waiting for it fail now
     /// instead of hanging. Nodes stay connected.
-    package mutating func gatewayDown(_ generation: Int, now: Moment) -> [BridgeAction] {
-        self.now = now
-        guard gateway.isCurrent(generation) else { return drain() }
+    mutating func gatewayDown(_ generation: Int) {
+        guard gateway.isCurrent(generation) else { return }
         gateway.linkDown()
         complete(router.gatewayLost())
         // Nobody is left to answer: what the link's gateway held is dropped, not run later.
@@ -64,42 +61,39 @@ extension BridgeCore {
             send(GatewayCallResult(id: call.callID, result: .failure(error)), to: call.connection)
         }
         gateway.calls.removeAll()
-        return drain()
     }
 
     /// The driver could not send events while the link was backed up; it reports how many once it
     /// drains, and the gateway hears the count.
-    package mutating func gatewayDrained(_ generation: Int, droppedEvents: Int) -> [BridgeAction] {
-        guard gateway.isCurrent(generation), droppedEvents > 0 else { return drain() }
+    mutating func gatewayDrained(_ generation: Int, droppedEvents: Int) {
+        guard gateway.isCurrent(generation), droppedEvents > 0 else { return }
         logger.warning("the gateway was not reading: \(droppedEvents) events were not sent")
         actions.append(.toGateway(generation: generation, .event(name: GatewayMethod.droppedEvent, payload: ["events": .number(Double(droppedEvents))])))
-        return drain()
     }
 
     /// The gateway answered a call a node made.
-    package mutating func gatewayAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>, generation: Int) -> [BridgeAction] {
+    mutating func gatewayAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>, generation: Int) {
         guard gateway.isCurrent(generation) else {
             logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
-            return drain()
+            return
         }
-        return callAnswered(id, result)
-    }
-
-    /// The OpenClaw gateway replied to a node's `node.event` made from its call.
-    package mutating func openClawEventAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [BridgeAction] {
         callAnswered(id, result)
     }
 
-    private mutating func callAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) -> [BridgeAction] {
-        guard let call = gateway.calls.removeValue(forKey: id) else {
-            logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
-            return drain()
-        }
-        if connections[call.connection] != nil { send(GatewayCallResult(id: call.callID, result: result), to: call.connection) }
-        return drain()
+    /// The OpenClaw gateway replied to a node's `node.event` made from its call.
+    mutating func openClawEventAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) {
+        callAnswered(id, result)
     }
 
-    package mutating func expireCalls(now: Moment) {
+    private mutating func callAnswered(_ id: String, _ result: Result<JSONValue?, ErrorMessage>) {
+        guard let call = gateway.calls.removeValue(forKey: id) else {
+            logger.notice("the gateway answered an unknown call", metadata: ["id": "\(id)"])
+            return
+        }
+        if connections[call.connection] != nil { send(GatewayCallResult(id: call.callID, result: result), to: call.connection) }
+    }
+
+    mutating func expireCalls(now: Moment) {
         for (id, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where call.deadline <= now {
             gateway.calls[id] = nil
             guard connections[call.connection] != nil else { continue }
@@ -110,7 +104,7 @@ extension BridgeCore {
 
     // MARK: - Events (bridge → gateway)
 
-    package mutating func emit(_ kind: NodeEventKind, node: Fingerprint, _ extra: [String: JSONValue] = [:]) {
+    mutating func emit(_ kind: NodeEventKind, node: Fingerprint, _ extra: [String: JSONValue] = [:]) {
         if gateway.openClaw { return announcePresence(kind, node: node) }
         guard gateway.up else { return }
         var payload: [String: JSONValue] = ["type": .string(kind.rawValue), "nodeId": .string(node.description)]
@@ -120,7 +114,7 @@ extension BridgeCore {
     }
 
     /// Pairing events, derived from what changed in the store, whoever changed it (the bridge or the CLI).
-    package mutating func announceChanges(from before: PairingState, to after: PairingState) {
+    mutating func announceChanges(from before: PairingState, to after: PairingState) {
         let oldRequests = Set(before.pending.requests.map(\.requestId))
         for request in after.pending.requests where !oldRequests.contains(request.requestId) {
             emit(.pairRequested, node: request.nodeId, ["requestId": .string(request.requestId), "displayName": .string(request.details.displayName),
@@ -146,7 +140,7 @@ extension BridgeCore {
 
     /// A paired node calls the gateway. Only `agent` (with an idempotency key) and `system-event`
     /// get through, within their rate limits; anything else is refused here and never reaches it.
-    package mutating func nodeCalled(_ call: GatewayCall, on connection: Connection, now: Moment) {
+    mutating func nodeCalled(_ call: GatewayCall, on connection: Connection, now: Moment) {
         let details: JSONValue = ["nodeId": .string(connection.nodeId.description), "method": .string(call.method)]
         func refuse(_ error: ErrorMessage) { send(GatewayCallResult(id: call.id, result: .failure(error)), to: connection.id) }
         guard GatewayMethod.nodeCallable.contains(call.method) else {

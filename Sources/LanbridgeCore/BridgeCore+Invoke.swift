@@ -14,8 +14,7 @@ extension BridgeCore {
 
     /// One request. The driver has made sure `lastState` is the store as it is now, so rules
     /// changed by `nodes allow|deny|revoke` a moment ago apply to this request, not the next.
-    package mutating func request(method: String, params: JSONValue?, from target: AnswerTarget, now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
+    mutating func request(method: String, params: JSONValue?, from target: AnswerTarget, wall: Date) {
         let origin: InvokeRouter.Origin = if case .gateway = target { .gateway } else { .operator }
         do throws(ErrorMessage) {
             switch method {
@@ -48,7 +47,6 @@ extension BridgeCore {
         } catch {
             answer(target, .failure(error))
         }
-        return drain()
     }
 
     /// `node.invoke.cancel {nodeId, idempotencyKey | id}`: the asker's own invoke, named by its
@@ -78,7 +76,7 @@ extension BridgeCore {
     /// Cancels the invoke to `node` whose waiter matches: one in flight (the node hears
     /// `invoke.cancel`) or one held for the node (it never runs). Its asker, and any retry joined
     /// to it, hears CANCELLED. False if there is none.
-    package mutating func cancel(node: Fingerprint, where matches: (Waiter) -> Bool) -> Bool {
+    mutating func cancel(node: Fingerprint, where matches: (Waiter) -> Bool) -> Bool {
         // Another node's invoke is not this cancel's to touch.
         if let requestID = waiters.first(where: { matches($0.value) })?.key, router.pending(requestID: requestID)?.nodeID == node.description,
            let (pending, outcome) = router.cancel(requestID: requestID) {
@@ -91,18 +89,18 @@ extension BridgeCore {
         return !cancelled.isEmpty
     }
 
-    package func describing(node: PairedNode, wall: Date) -> NodeDescription {
+    func describing(node: PairedNode, wall: Date) -> NodeDescription {
         NodeDescription(node, live: live[node.nodeId], policy: settings.policy, now: wall)
     }
 
     /// By ID through the index, else by display name.
-    package func lookUp(_ reference: String) throws -> PairedNode {
+    func lookUp(_ reference: String) throws -> PairedNode {
         if let id = Fingerprint(reference), let node = paired[id] { return node }
         return try lastState.node(matching: reference)
     }
 
     /// Retries with the same idempotency key run the command once.
-    package mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
+    mutating func invoke(_ request: InvokeRequest, origin: InvokeRouter.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
         guard let key = request.idempotencyKey else {
             run(request, origin: origin, for: target, slot: nil, now: now, wall: wall)
             return
@@ -192,7 +190,7 @@ extension BridgeCore {
     }
 
     /// Held invokes that stop waiting without running: each asker hears why.
-    package mutating func end(_ endings: [HeldInvokes.Ending]) {
+    mutating func end(_ endings: [HeldInvokes.Ending]) {
         guard !endings.isEmpty else { return }
         for ending in endings { finish(.failure(ending.error), for: ending.waiter, now: now) }
         metrics.held(held.count)
@@ -200,7 +198,7 @@ extension BridgeCore {
 
     /// Runs what waits for `node`, oldest first, as far as it can now: past the node's limit of
     /// invokes in flight the rest keep waiting (a result coming back runs the next).
-    package mutating func deliverHeld(_ node: Fingerprint, now: Moment, wall: Date) {
+    mutating func deliverHeld(_ node: Fingerprint, now: Moment, wall: Date) {
         // Unreadable rules run nothing: held invokes wait for the store (or their expiry).
         guard sessions[node] != nil, storeReadable else { return }
         let entries = held.take(node: node)
@@ -220,16 +218,14 @@ extension BridgeCore {
 
     /// The operator's control-socket client that asked these went away: their held invokes are
     /// dropped (answered to nobody), so nothing runs later that nobody waits for.
-    package mutating func controlLeft(_ tokens: Set<Int>, now: Moment) -> [BridgeAction] {
-        self.now = now
+    mutating func controlLeft(_ tokens: Set<Int>) {
         let left = held.askersLeft(tokens)
         for ending in left { logger.info("held invoke dropped: its asker left", metadata: ["command": "\(ending.entry.request.command)"]) }
         end(left)
-        return drain()
     }
 
     /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
-    package mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
+    mutating func resultReceived(_ result: InvokeResult.Received, size: Int, from connection: Connection, now: Moment) {
         let limit = settings.limits[.maxResultBytes]
         let outcome = router.received(result, from: connection.nodeId.description, connection: connection.id, now: now, size: size, limit: limit)
         metrics.relayed(bytes: size, toGateway: true)
@@ -251,27 +247,25 @@ extension BridgeCore {
     }
 
     /// The earliest deadline of anything in flight is due: invokes and gateway calls time out.
-    package mutating func timerFired(now: Moment) -> [BridgeAction] {
-        self.now = now
+    mutating func timerFired() {
         armedDeadline = nil
         complete(router.expire(now: now))
         expireCalls(now: now)
         end(held.expire(now: now))
         let next = [router.nextDeadline, gateway.nextDeadline, held.nextDeadline].compactMap { $0 }.min()
         if let next { arm(next) }
-        return drain()
     }
 
     /// One timer for everything in flight, set for the earliest deadline; a new deadline only
     /// moves it if it is sooner.
-    package mutating func arm(_ deadline: Moment) {
+    mutating func arm(_ deadline: Moment) {
         if let armed = armedDeadline, armed <= deadline { return }
         armedDeadline = deadline
         actions.append(.armTimer(deadline))
     }
 
     /// Hands finished invokes to whoever waits for them; logs results that came too late.
-    package mutating func complete(_ outcomes: [InvokeRouter.Outcome]) {
+    mutating func complete(_ outcomes: [InvokeRouter.Outcome]) {
         for outcome in outcomes {
             switch outcome {
             case let .complete(requestID, result):
@@ -288,7 +282,7 @@ extension BridgeCore {
     }
 
     /// Answers the asker, and every retry that waited on the same idempotency key.
-    package mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
+    mutating func finish(_ result: InvokeAnswer, for waiter: Waiter, now: Moment) {
         let outcome = if case let .failure(error) = result { error.code } else { "ok" }
         metrics.invoke(command: waiter.command, outcome: outcome, seconds: now.timeIntervalSince(waiter.started))
         answer(waiter.target, result)
@@ -300,7 +294,7 @@ extension BridgeCore {
 
     /// An answer goes only to the link generation that asked: an answer for a link that is gone
     /// is dropped, never handed to a later link that may reuse the request ID.
-    package mutating func answer(_ target: AnswerTarget, _ result: InvokeAnswer) {
+    mutating func answer(_ target: AnswerTarget, _ result: InvokeAnswer) {
         if case let .gateway(generation, requestID) = target, !gateway.isCurrent(generation) {
             logger.debug("dropped the answer to a request of an earlier gateway link", metadata: ["id": "\(requestID)", "link": "\(generation)"])
             return
@@ -311,7 +305,7 @@ extension BridgeCore {
     /// Writes the denial to the audit log. The same denial repeated within a minute is counted,
     /// not written each time, so a misbehaving gateway cannot flood the log or the disk; the count
     /// goes into the next entry.
-    package mutating func recordDenial(_ event: String = "invoke.denied", by actor: String, node: Fingerprint, what command: String, reason: String,
+    mutating func recordDenial(_ event: String = "invoke.denied", by actor: String, node: Fingerprint, what command: String, reason: String,
                                now: Moment, wall: Date) {
         let key = "\(event)/\(actor)/\(node)/\(command)/\(reason)"
         if let last = recentDenials[key], now.timeIntervalSince(last.written) < 60 {

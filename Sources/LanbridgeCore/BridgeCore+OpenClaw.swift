@@ -23,37 +23,32 @@ package struct NodePresence: Sendable, Equatable {
 /// Invokes from an OpenClaw gateway: the same gate, rules and fast-fail as §12's `node.invoke`.
 extension BridgeCore {
     /// The gateway invoked a command on one node's socket.
-    package mutating func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke, now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
+    mutating func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke, wall: Date) {
         let request = InvokeRequest(node: node.description, command: invoke.command, params: invoke.params,
                                     timeoutMs: invoke.timeoutMs, idempotencyKey: invoke.idempotencyKey)
         self.invoke(request, origin: .gateway, for: .openClaw(node: node, invokeID: invoke.id), now: now, wall: wall)
-        return drain()
     }
 
     /// The gateway cancelled an invoke on the node's socket (`node.invoke.cancel`): as §12's cancel.
-    package mutating func openClawCancel(node: Fingerprint, invokeID: String, now: Moment) -> [BridgeAction] {
-        self.now = now
+    mutating func openClawCancel(node: Fingerprint, invokeID: String) {
         let target = AnswerTarget.openClaw(node: node, invokeID: invokeID)
         if !cancel(node: node, where: { $0.target == target }) {
             logger.info("the gateway cancelled an invoke no longer in flight", metadata: ["node": "\(node)", "invoke": "\(invokeID)"])
         }
-        return drain()
     }
 
     /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
-    package mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) -> [BridgeAction] {
+    mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) {
         if live[node] != nil {
             live[node]?.gatewayDeviceId = deviceId
             live[node]?.gatewaySession = state
             live[node]?.gatewayApproval = approval
             runtimeChanged = true
         }
-        return drain()
     }
 
     /// OpenClaw's names of the commands a paired node's rules let the gateway ask of it.
-    package func openClawOffer(_ paired: PairedNode) -> [String] {
+    func openClawOffer(_ paired: PairedNode) -> [String] {
         let rules = self.rules[paired.nodeId] ?? CompiledRules(paired.access)
         return paired.details.commands.filter { command in
             switch settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
@@ -65,7 +60,7 @@ extension BridgeCore {
 
     /// After a change of rules or defaults: each connected node whose offer changed re-offers it,
     /// at once, on its gateway socket (the node itself stays connected).
-    package mutating func reofferChangedCommands() {
+    mutating func reofferChangedCommands() {
         guard gateway.openClaw else { return }
         for (node, id) in sessions.sorted(by: { $0.value < $1.value }) {
             guard let connection = connections[id], connection.isPaired, let offered = connection.openClawOffer,
@@ -80,7 +75,7 @@ extension BridgeCore {
     /// What of a node's own event may reach the OpenClaw gateway (`OpenClawNodeEvents.catalogue`),
     /// or nil: refused names are audited (once a minute per node and name, with a count), refused
     /// rates are counted with the node's dropped events.
-    package mutating func openClawEventPayload(_ event: NodeEvent, from connection: Connection, now: Moment, wall: Date) -> JSONValue? {
+    mutating func openClawEventPayload(_ event: NodeEvent, from connection: Connection, now: Moment, wall: Date) -> JSONValue? {
         let payload = event.payload ?? .null
         func refuse(_ reason: String) -> JSONValue? {
             logger.notice("refused an event for the gateway: \(reason)", metadata: meta(connection, ["event": "\(event.event)"]))
@@ -111,7 +106,7 @@ extension BridgeCore {
     }
 
     /// The §12 node events, as presence changes for the OpenClaw links.
-    package mutating func announcePresence(_ kind: NodeEventKind, node: Fingerprint) {
+    mutating func announcePresence(_ kind: NodeEventKind, node: Fingerprint) {
         let change: NodePresence.Change
         switch kind {
         case .connected:

@@ -9,7 +9,7 @@ import LanbridgeState
 extension BridgeCore {
     // MARK: - Pairing by code
 
-    package mutating func pairingRequested(_ request: PairRequest, on connection: Connection, now: Moment, wall: Date) {
+    mutating func pairingRequested(_ request: PairRequest, on connection: Connection, now: Moment, wall: Date) {
         guard case .unpaired = connection.phase, let commitment = try? Hex.decode(request.commitment), commitment.count == 32 else {
             return fail(connection.id, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected pairing request"))
         }
@@ -23,7 +23,7 @@ extension BridgeCore {
         updateStore(.challenge(key: connection.key, details: details, source: connection.address, now: wall, timing: pairingTiming), for: connection.id)
     }
 
-    package mutating func nonceRevealed(_ reveal: PairReveal, on connection: Connection, wall: Date) {
+    mutating func nonceRevealed(_ reveal: PairReveal, on connection: Connection, wall: Date) {
         guard case let .challenged(requestId, commitment, bridgeNonce) = connection.phase else {
             return fail(connection.id, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected reveal"))
         }
@@ -45,7 +45,7 @@ extension BridgeCore {
     /// An app with a device lanbridge does not know: a pending request in lanbridge's own store,
     /// then `NOT_PAIRED` with the request's ID and the command that approves it, which the app
     /// shows. It retries on its own; the approval takes at its next connect.
-    package mutating func appPairingRequested(_ claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
+    mutating func appPairingRequested(_ claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
         connections[connection.id]?.claimedName = details.displayName
         connections[connection.id]?.phase = .appRequesting
         updateStore(.appRequest(key: connection.key, claim, details: details, source: connection.address, now: wall, timing: pairingTiming), for: connection.id)
@@ -53,7 +53,7 @@ extension BridgeCore {
 
     /// An app with a setup code's bootstrap token: redeemed, it is paired with no request; a token
     /// that is not live falls back to an ordinary request the operator approves.
-    package mutating func appBootstrapRedeemed(_ token: String, claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
+    mutating func appBootstrapRedeemed(_ token: String, claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
         connections[connection.id]?.claimedName = details.displayName
         connections[connection.id]?.phase = .redeeming
         updateStore(.appBootstrap(token: token, key: connection.key, claim, details: details, defaultAccess: settings.defaultRules(forPlatform: details.platform),
@@ -73,7 +73,7 @@ extension BridgeCore {
 
     // MARK: - Pairing by invite
 
-    package mutating func inviteRedeemed(_ redeem: InviteRedeem, on connection: Connection, wall: Date) {
+    mutating func inviteRedeemed(_ redeem: InviteRedeem, on connection: Connection, wall: Date) {
         guard case let .invited(inviteID) = connection.phase, let secretBytes = try? Hex.decode(redeem.secret) else {
             return fail(connection.id, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected invite redemption"))
         }
@@ -86,11 +86,10 @@ extension BridgeCore {
     // MARK: - Outcomes
 
     /// A store change the core asked for is done (or failed).
-    package mutating func storeUpdated(_ operation: Int, _ result: Result<StoreOperation.Outcome, any Error>, now: Moment) -> [BridgeAction] {
-        self.now = now
-        guard let (id, change) = storeOperations.removeValue(forKey: operation) else { return drain() }
+    mutating func storeUpdated(_ operation: Int, _ result: Result<StoreOperation.Outcome, any Error>) {
+        guard let (id, change) = storeOperations.removeValue(forKey: operation) else { return }
         if case let .failure(error) = result, id == nil { logger.error("pairing store: \(error)") }
-        guard let id, let connection = connections[id] else { return drain() }
+        guard let id, let connection = connections[id] else { return }
         switch (change, connection.phase, result) {
         case let (.challenge, .requesting(commitment), .success(.challenged(pending))):
             if let lock = pending.locked {
@@ -147,12 +146,11 @@ extension BridgeCore {
         default:
             break
         }
-        return drain()
     }
 
     /// A connection whose request waits (or is challenged): approved, rejected or expired in
     /// `lastState`, it hears so; otherwise it keeps waiting.
-    package mutating func resolveWaiting(_ id: ConnectionID) {
+    mutating func resolveWaiting(_ id: ConnectionID) {
         guard let connection = connections[id], let requestId = connection.phase.requestId else { return }
         if lastState.node(withKey: connection.key) != nil {
             logger.info("pairing approved", metadata: meta(connection, ["request": "\(requestId)"]))
@@ -170,7 +168,7 @@ extension BridgeCore {
     /// The connection proved a paired key. Its welcome (or its pairing's outcome) is the first
     /// message the bridge sends it as paired (§9.1), and only then can invokes and pings find it;
     /// here that holds by construction, as nothing else runs in between.
-    package mutating func becomePaired(_ id: ConnectionID, announce outcome: PairResolved.Outcome? = nil) {
+    mutating func becomePaired(_ id: ConnectionID, announce outcome: PairResolved.Outcome? = nil) {
         guard var connection = connections[id] else { return }
         let replaced = pairedConnection(connection.nodeId).flatMap { $0.id != id ? $0 : nil }
         connection.phase = .paired

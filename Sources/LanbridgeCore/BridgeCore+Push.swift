@@ -6,7 +6,7 @@ import LanbridgeState
 extension BridgeCore {
     /// A paired node's `push.register`: checked whole, counted as one of its events, stored (the
     /// token never logged), then answered; with OpenClaw, an APNs token also goes to the gateway.
-    package mutating func pushRegistered(_ message: PushRegister, on connection: Connection, wall: Date) {
+    mutating func pushRegistered(_ message: PushRegister, on connection: Connection, wall: Date) {
         let registration: PushRegistration
         do throws(ErrorMessage) { registration = try message.validated() } catch {
             return send(PushResult(id: message.id, error: error), to: connection.id)
@@ -19,7 +19,7 @@ extension BridgeCore {
     }
 
     /// The store has it (or could not take it).
-    package mutating func pushStored(_ registration: PushRegistration, messageId: String, on connection: Connection, _ result: Result<StoreOperation.Outcome, any Error>) {
+    mutating func pushStored(_ registration: PushRegistration, messageId: String, on connection: Connection, _ result: Result<StoreOperation.Outcome, any Error>) {
         switch result {
         case .success:
             logger.info("push registration stored", metadata: meta(connection, ["provider": "\(registration.provider)"]))

@@ -21,63 +21,63 @@ package struct BridgeCore {
     package var random: @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
 
     package private(set) var settings: BridgeSettings
-    package var gate: InvokeGate
+    package internal(set) var gate: InvokeGate
     /// What runtime.json says but the nodes (its `nodes` is built from `live` when published).
-    package var runtime: RuntimeStatus
+    package internal(set) var runtime: RuntimeStatus
     /// The connected, paired nodes, by node: the live table the core decides with (issue 39 §2),
     /// apart from the file's model, which keys them by text.
-    package var live: [Fingerprint: RuntimeStatus.Node] = [:]
+    package internal(set) var live: [Fingerprint: RuntimeStatus.Node] = [:]
 
-    package var connections: [ConnectionID: Connection] = [:]
+    package internal(set) var connections: [ConnectionID: Connection] = [:]
     /// The live paired session of each node (one at most: a reconnect replaces the old one).
-    package var sessions: [Fingerprint: ConnectionID] = [:]
+    package internal(set) var sessions: [Fingerprint: ConnectionID] = [:]
 
     // The store, as last read.
-    package var lastState: PairingState
+    package internal(set) var lastState: PairingState
     /// paired.json's version (`PairingStore.pairedFileVersion`) that `lastState` came from.
-    package var pairedVersion: String
-    package var paired: [Fingerprint: PairedNode] = [:]
+    package internal(set) var pairedVersion: String
+    package internal(set) var paired: [Fingerprint: PairedNode] = [:]
     /// Their access rules, parsed once per change of paired.json.
-    package var rules: [Fingerprint: CompiledRules] = [:]
+    package internal(set) var rules: [Fingerprint: CompiledRules] = [:]
     /// False while the files cannot be read: new connections are refused rather than judged on
     /// stale rules.
-    package var storeReadable = true
+    package internal(set) var storeReadable = true
     /// Why not, while it cannot.
-    package var storeProblem: String?
+    package internal(set) var storeProblem: String?
 
     // Invokes and requests.
-    package var router: InvokeRouter
+    package internal(set) var router: InvokeRouter
     /// Who waits for each invoke in flight (by the router's request ID), and its idempotency slot.
-    package var waiters: [String: Waiter] = [:]
-    package var idempotency = IdempotencyCache()
+    package internal(set) var waiters: [String: Waiter] = [:]
+    package internal(set) var idempotency = IdempotencyCache()
     /// Invokes waiting for their node (`hold`), and when each node was last woken for them.
-    package var held = HeldInvokes()
-    package var buckets = RateBuckets()
-    package var nextRequest = 0
-    package var armedDeadline: Moment?
+    package internal(set) var held = HeldInvokes()
+    package internal(set) var buckets = RateBuckets()
+    package internal(set) var nextRequest = 0
+    package internal(set) var armedDeadline: Moment?
     /// Denials recently audited, by origin, node, command and reason.
-    package var recentDenials: [String: (written: Moment, suppressed: Int)] = [:]
+    package internal(set) var recentDenials: [String: (written: Moment, suppressed: Int)] = [:]
 
     // The gateway link.
-    package var gateway = GatewayLinkState()
+    package internal(set) var gateway = GatewayLinkState()
 
     // Pairing.
-    package var challengeLimits = ChallengeLimits()
+    package internal(set) var challengeLimits = ChallengeLimits()
     /// Store changes in progress, by operation ID, and the connection each one is for.
-    package var storeOperations: [Int: (connection: ConnectionID?, change: StoreOperation.Change)] = [:]
-    package var nextOperation = 0
+    package internal(set) var storeOperations: [Int: (connection: ConnectionID?, change: StoreOperation.Change)] = [:]
+    package internal(set) var nextOperation = 0
 
     /// Nodes seen since lastSeen was last written: flushed in one store update by `tick`, so a
     /// thousand nodes reconnecting cost one write of paired.json, not a thousand.
-    package var seen: Set<Fingerprint> = []
-    package var seenFlushed = Moment.distantPast
-    package var pingCounter = 0
+    package internal(set) var seen: Set<Fingerprint> = []
+    package internal(set) var seenFlushed = Moment.distantPast
+    package internal(set) var pingCounter = 0
 
     /// The moment of the event being handled (each event brings its own).
-    package var now = Moment.distantPast
+    package internal(set) var now = Moment.distantPast
     /// Actions of the event being handled.
-    package var actions: [BridgeAction] = []
-    package var runtimeChanged = false
+    package internal(set) var actions: [BridgeAction] = []
+    package internal(set) var runtimeChanged = false
 
     package struct Waiter {
         package var target: AnswerTarget
@@ -90,13 +90,16 @@ package struct BridgeCore {
 
     /// Counters and the latency histogram (observations only; nothing here decides).
     /// What to count, recorded; the driver counts it (`.count` actions).
-    package var metrics = CoreMetrics()
+    package internal(set) var metrics = CoreMetrics()
     /// The canvas relay, once it listens (nil: no canvas), and who may use it.
-    package var canvasRelay: CanvasRelayInfo?
-    package var canvasGrants = CanvasGrants()
+    package internal(set) var canvasRelay: CanvasRelayInfo?
+    package internal(set) var canvasGrants = CanvasGrants()
+
+    /// Which gateway the bridge links to, if any.
+    package enum GatewayKind: Sendable { case lanbridge, openClaw }
 
     package init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
-         initial: PairingState, pairedVersion: String, logger: Logger) {
+         initial: PairingState, pairedVersion: String, gateway kind: GatewayKind? = nil, logger: Logger) {
         self.name = name
         self.settings = settings
         self.pairingTiming = pairingTiming
@@ -107,6 +110,8 @@ package struct BridgeCore {
         held.limits = HeldInvokes.Limits(settings.limits)
         lastState = initial
         self.pairedVersion = pairedVersion
+        gateway.configured = kind != nil
+        gateway.openClaw = kind == .openClaw
         index(initial)
     }
 
@@ -120,7 +125,7 @@ package struct BridgeCore {
     }
 
     /// Ends an event: the actions it produced, with the runtime file's publication last.
-    package mutating func drain() -> [BridgeAction] {
+    mutating func drain() -> [BridgeAction] {
         if runtimeChanged {
             runtimeChanged = false
             actions.append(.publishRuntime)
@@ -135,12 +140,12 @@ package struct BridgeCore {
         return out
     }
 
-    package mutating func send(_ message: some SessionMessage, to id: ConnectionID) {
+    mutating func send(_ message: some SessionMessage, to id: ConnectionID) {
         actions.append(.send(id, message))
     }
 
     /// Sends a final error and closes the connection.
-    package mutating func fail(_ id: ConnectionID, _ error: ErrorMessage) {
+    mutating func fail(_ id: ConnectionID, _ error: ErrorMessage) {
         send(error, to: id)
         actions.append(.close(id))
         closed(id)
@@ -148,13 +153,13 @@ package struct BridgeCore {
 
     /// What log lines about a connection carry: the node's ID, its name (the paired one, else
     /// the one it claimed), and the peer address, always in the same form.
-    package func meta(_ connection: Connection, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
+    func meta(_ connection: Connection, _ extra: Logger.Metadata = [:]) -> Logger.Metadata {
         var fields: Logger.Metadata = ["node": "\(connection.nodeId)", "peer": "\(connection.peer)"]
         if let name = paired[connection.nodeId]?.details.displayName ?? connection.claimedName { fields["name"] = "\(name)" }
         return fields.merging(extra) { $1 }
     }
 
-    package func pairedConnection(_ node: Fingerprint) -> Connection? {
+    func pairedConnection(_ node: Fingerprint) -> Connection? {
         sessions[node].flatMap { connections[$0] }.flatMap { $0.isPaired ? $0 : nil }
     }
 
@@ -165,7 +170,7 @@ package struct BridgeCore {
     }
 
     /// One paired node into the index (a redeemed invite's at once, before the store's next read).
-    package mutating func index(_ node: PairedNode) {
+    mutating func index(_ node: PairedNode) {
         paired[node.nodeId] = node
         rules[node.nodeId] = CompiledRules(node.access)
     }
@@ -174,60 +179,53 @@ package struct BridgeCore {
 
     /// SIGHUP: new access-rule defaults, command sets and limits apply from the next decision on.
     /// Invokes in flight keep the rules they were admitted under.
-    package mutating func reload(_ new: BridgeSettings) -> [BridgeAction] {
+    mutating func reload(_ new: BridgeSettings) {
         settings = new
         gate = InvokeGate(settings: new)
         router.maxConcurrentPerNode = new.limits[.maxConcurrentInvokes]
         held.limits = HeldInvokes.Limits(new.limits)
         buckets.removeAll()  // rates refill under the new limits
         reofferChangedCommands()
-        return drain()
     }
 
-    package mutating func setAdvertising(_ status: String, name: String?) -> [BridgeAction] {
+    mutating func setAdvertising(_ status: String, name: String?) {
         (runtime.mdns, runtime.mdnsName) = (status, name)
         runtimeChanged = true
-        return drain()
     }
 
-    package mutating func setListening(_ addresses: [String], reachable: [String]) -> [BridgeAction] {
+    mutating func setListening(_ addresses: [String], reachable: [String]) {
         runtime.listening = addresses
         runtime.reachable = reachable
         runtimeChanged = true
-        return drain()
     }
 
-    package mutating func setGatewayStatus(_ status: String) -> [BridgeAction] {
+    mutating func setGatewayStatus(_ status: String) {
         if runtime.gateway != status {
             runtime.gateway = status
             runtimeChanged = true
         }
-        return drain()
     }
 
-    package mutating func setControlSocket(_ path: String) -> [BridgeAction] {
+    mutating func setControlSocket(_ path: String) {
         runtime.controlSocket = path
         runtimeChanged = true
-        return drain()
     }
 
-    package mutating func setConsole(_ url: String) -> [BridgeAction] {
+    mutating func setConsole(_ url: String) {
         runtime.console = url
         runtimeChanged = true
-        return drain()
     }
 
     // MARK: - Connections
 
     /// A connection finished its handshake. The driver has made sure `lastState` is the store as
     /// it is now (one `stat`).
-    package mutating func opened(_ opening: Opening, now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
+    mutating func opened(_ opening: Opening, wall: Date) {
         // The handshake checked the key's length; a malformed one is refused, never trapped on.
         guard let key = PublicKey(bytes: opening.handshake.remoteStaticKey), storeReadable else {
             if let slot = opening.slot { actions.append(.releaseSlot(slot)) }
             actions.append(.close(opening.id))
-            return drain()
+            return
         }
         let phase: Phase = if case let .invite(id) = opening.handshake.handshake { .invited(inviteID: id) }
             else if let node = lastState.node(withKey: key), node.openClawApp?.deviceId == opening.app?.claim.deviceId { .paired } else { .unpaired }
@@ -250,11 +248,10 @@ package struct BridgeCore {
             logger.info("unpaired node connected", metadata: meta(connection))
             send(Welcome(bridgeName: name, paired: false, nodeId: connection.nodeId), to: opening.id)
         }
-        return drain()
     }
 
     /// The connection's channel closed (or the core closed it).
-    package mutating func closed(_ id: ConnectionID) {
+    mutating func closed(_ id: ConnectionID) {
         guard let connection = connections.removeValue(forKey: id) else { return }
         if sessions[connection.nodeId] == id { sessions[connection.nodeId] = nil }
         if let slot = connection.slot { actions.append(.releaseSlot(slot)) }
@@ -270,32 +267,19 @@ package struct BridgeCore {
         emit(.disconnected, node: connection.nodeId)
     }
 
-    package mutating func channelClosed(_ id: ConnectionID, now: Moment) -> [BridgeAction] {
-        self.now = now
-        closed(id)
-        return drain()
-    }
-
-    /// One decrypted message from a node. One reader decides it: strict JSON, then its type.
-    /// Results keep their payload as the validated bytes they arrived in, to be spliced on.
-    package mutating func received(_ bytes: [UInt8], from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
-        received(SessionMessages.check(bytes), size: bytes.count, from: id, now: now, wall: wall)
-    }
-
     /// A message already read by `SessionMessages.read` (a large one is, off the relay loop).
-    package mutating func received(_ read: SessionMessages.Checked, size: Int, from id: ConnectionID, now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
-        guard let connection = connections[id] else { return drain() }
+    mutating func received(_ read: SessionMessages.Checked, size: Int, from id: ConnectionID, wall: Date) {
+        guard let connection = connections[id] else { return }
         let message: any SessionMessage
         do throws(SessionMessageError) {
             switch try read.get() {
             case let .result(result) where connection.isPaired:
                 resultReceived(result, size: size, from: connection, now: now)
-                return drain()
+                return
             case .result:
                 logger.notice("unpaired node sent \(InvokeResult.type)", metadata: meta(connection))
                 send(ErrorMessage(code: ErrorMessage.notPaired, message: "pair first"), to: id)
-                return drain()
+                return
             case let .message(decoded):
                 message = decoded
             }
@@ -307,7 +291,7 @@ package struct BridgeCore {
             }
             let reply = ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)")
             if connection.isPaired { send(reply, to: id) } else { fail(id, reply) }
-            return drain()
+            return
         }
         switch message {
         case let ping as Ping:
@@ -350,10 +334,9 @@ package struct BridgeCore {
         if !held.isEmpty, connection.isPaired, connections[id] != nil, held.count(forNode: connection.nodeId) > 0 {
             deliverHeld(connection.nodeId, now: now, wall: wall)
         }
-        return drain()
     }
 
-    package mutating func announceState(of id: ConnectionID) {
+    mutating func announceState(of id: ConnectionID) {
         guard let connection = connections[id] else { return }
         connections[id]?.announcedForeground = connection.foreground
         live[connection.nodeId]?.foreground = connection.foreground
@@ -363,7 +346,7 @@ package struct BridgeCore {
     }
 
     /// A node's own event, relayed within its limits: size, count and bytes a minute.
-    package mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment, wall: Date) {
+    mutating func nodeEvent(_ event: NodeEvent, size: Int, from connection: Connection, now: Moment, wall: Date) {
         let limits = settings.limits
         // With OpenClaw, the names the bridge makes from a node's calls are not a plain event's
         // to use: they start agent runs, which the `agent` limit counts.
@@ -390,8 +373,7 @@ package struct BridgeCore {
 
     /// The files changed (the CLI, or the bridge's own write): tell waiting nodes the operator's
     /// decision, drop revoked ones.
-    package mutating func storeChanged(_ state: PairingState, version: String, now: Moment) -> [BridgeAction] {
-        self.now = now
+    mutating func storeChanged(_ state: PairingState, version: String) {
         (storeReadable, storeProblem) = (true, nil)
         pairedVersion = version
         index(state)
@@ -420,21 +402,18 @@ package struct BridgeCore {
                 break
             }
         }
-        return drain()
     }
 
-    package mutating func storeUnreadable(_ error: any Error) -> [BridgeAction] {
+    mutating func storeUnreadable(_ error: any Error) {
         logger.error("cannot read the pairing store: \(error)")
         (storeReadable, storeProblem) = (false, "cannot read the pairing store: \(error)")
-        return drain()
     }
 
     // MARK: - Time
 
     /// Once a second: announces coalesced states, flushes lastSeen, and keeps pending requests
     /// alive or expires them. Writes the store only when something is due.
-    package mutating func tick(now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
+    mutating func tick(wall: Date) {
         for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 || connection.droppedResults > 0 {
             // The state it ends in is announced at once; the counts go to the log once a minute.
             if connection.announcedForeground != connection.foreground { announceState(of: connection.id) }
@@ -468,32 +447,29 @@ package struct BridgeCore {
         if due, !storeOperations.values.contains(where: { if case .maintain = $0.change { true } else { false } }) {
             updateStore(.maintain(waiting: waiting, now: wall, timing: pairingTiming), for: nil)
         }
-        return drain()
     }
 
     /// A ping to every connection, each written without waiting for any other.
-    package mutating func pingAll() -> [BridgeAction] {
+    mutating func pingAll() {
         pingCounter += 1
         for id in connections.keys.sorted() { send(Ping(id: pingCounter), to: id) }
-        return drain()
     }
 
-    package mutating func flushSeen(now: Moment, wall: Date) {
+    mutating func flushSeen(now: Moment, wall: Date) {
         guard !seen.isEmpty else { return }
         updateStore(.recordSeen(seen, now: wall), for: nil)
         seen.removeAll()
         seenFlushed = now
     }
 
-    package mutating func updateStore(_ change: StoreOperation.Change, for connection: ConnectionID?) {
+    mutating func updateStore(_ change: StoreOperation.Change, for connection: ConnectionID?) {
         nextOperation += 1
         storeOperations[nextOperation] = (connection, change)
         actions.append(.updateStore(StoreOperation(id: nextOperation, change: change)))
     }
 
     /// The bridge is stopping: lastSeen is written, invokes fail, connections close.
-    package mutating func shutdown(now: Moment, wall: Date) -> [BridgeAction] {
-        self.now = now
+    mutating func shutdown(wall: Date) {
         for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
         flushSeen(now: now, wall: wall)
         complete(router.cancelAll(forNode: nil, code: ErrorMessage.unavailable, "the bridge is stopping"))
@@ -501,6 +477,5 @@ package struct BridgeCore {
         for id in connections.keys.sorted() { actions.append(.close(id)) }
         connections.removeAll()
         sessions.removeAll()
-        return drain()
     }
 }

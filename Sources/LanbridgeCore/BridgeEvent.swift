@@ -41,36 +41,40 @@ package enum BridgeEvent {
     case console(String)
     case canvas(CanvasRelayInfo, status: RuntimeStatus.Canvas)
     case canvasCertificateRotated(sha256: String)
+    /// The canvas relay asks whose `capability` this is; the answer is `.canvasUsed(reply:)`.
+    case canvasUse(String, reply: Int)
+    /// A node's socket at an OpenClaw gateway was given (nil: lost) the gateway's canvas capability.
+    case canvasUpstream(node: Fingerprint, capability: String?)
     case openClawApps([String], tlsSha256: String?)
     case shutdown
 }
 
 extension BridgeCore {
-    /// The core's one entry point: an event and the time, the actions to carry out.
+    /// The core's one entry point: an event and the time, the actions to carry out. Adding an
+    /// event takes two edits: its case above, and its line here.
     package mutating func handle(_ event: BridgeEvent, now: Moment, wall: Date) -> [BridgeAction] {
-        // Every event brings its time, including those whose methods take none: nothing in the
-        // core decides with the previous event's clock.
+        // Every event brings its time: nothing in the core decides with the previous event's clock.
         self.now = now
-        return switch event {
-        case let .opened(opening): opened(opening, now: now, wall: wall)
-        case let .received(bytes, id): received(bytes, from: id, now: now, wall: wall)
-        case let .receivedRead(read, size, id): received(read, size: size, from: id, now: now, wall: wall)
-        case let .closed(id): channelClosed(id, now: now)
-        case let .request(method, params, target): request(method: method, params: params, from: target, now: now, wall: wall)
-        case let .gatewayUp(generation): gatewayUp(generation, now: now)
-        case let .gatewayDown(generation): gatewayDown(generation, now: now)
+        switch event {
+        case let .opened(opening): opened(opening, wall: wall)
+        case let .received(bytes, id): received(SessionMessages.check(bytes), size: bytes.count, from: id, wall: wall)
+        case let .receivedRead(read, size, id): received(read, size: size, from: id, wall: wall)
+        case let .closed(id): closed(id)
+        case let .request(method, params, target): request(method: method, params: params, from: target, wall: wall)
+        case let .gatewayUp(generation): gatewayUp(generation)
+        case let .gatewayDown(generation): gatewayDown(generation)
         case let .gatewayDrained(generation, dropped): gatewayDrained(generation, droppedEvents: dropped)
         case let .gatewayAnswered(id, result, generation): gatewayAnswered(id, result, generation: generation)
-        case let .controlLeft(tokens): controlLeft(tokens, now: now)
-        case let .openClawInvoke(node, invoke): openClawInvoke(node: node, invoke, now: now, wall: wall)
-        case let .openClawCancel(node, invokeID): openClawCancel(node: node, invokeID: invokeID, now: now)
+        case let .controlLeft(tokens): controlLeft(tokens)
+        case let .openClawInvoke(node, invoke): openClawInvoke(node: node, invoke, wall: wall)
+        case let .openClawCancel(node, invokeID): openClawCancel(node: node, invokeID: invokeID)
         case let .openClawSession(node, deviceId, state, approval): openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)
         case let .openClawEventAnswered(tag, result): openClawEventAnswered(tag, result)
-        case let .storeChanged(state, version): storeChanged(state, version: version, now: now)
+        case let .storeChanged(state, version): storeChanged(state, version: version)
         case let .storeUnreadable(error): storeUnreadable(error)
-        case let .storeUpdated(operation, result): storeUpdated(operation, result, now: now)
-        case .timerFired: timerFired(now: now)
-        case .tick: tick(now: now, wall: wall)
+        case let .storeUpdated(operation, result): storeUpdated(operation, result)
+        case .timerFired: timerFired()
+        case .tick: tick(wall: wall)
         case .pingAll: pingAll()
         case let .reload(settings): reload(settings)
         case let .listening(addresses, reachable): setListening(addresses, reachable: reachable)
@@ -79,9 +83,12 @@ extension BridgeCore {
         case let .controlSocket(path): setControlSocket(path)
         case let .console(url): setConsole(url)
         case let .canvas(info, status): setCanvas(info, status: status)
-        case let .canvasCertificateRotated(sha256): canvasCertificateRotated(sha256, now: now, wall: wall)
+        case let .canvasCertificateRotated(sha256): canvasCertificateRotated(sha256, wall: wall)
+        case let .canvasUse(capability, reply): actions.append(.canvasUsed(reply: reply, canvasUse(capability)))
+        case let .canvasUpstream(node, capability): canvasGrants.setUpstream(capability.map { CanvasGrants.Upstream(capability: $0) }, node: node)
         case let .openClawApps(urls, sha256): setOpenClawApps(urls, tlsSha256: sha256)
-        case .shutdown: shutdown(now: now, wall: wall)
+        case .shutdown: shutdown(wall: wall)
         }
+        return drain()
     }
 }

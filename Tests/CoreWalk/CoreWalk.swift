@@ -59,7 +59,7 @@ public struct CoreWalk {
     }
 
     /// The core LanbridgeBridgeTests start from too: one node paired under `key`, no link up.
-    package static func pairedCore(key: X25519.KeyPair, wall: Date) throws -> BridgeCore {
+    package static func pairedCore(key: X25519.KeyPair, wall: Date, gateway: BridgeCore.GatewayKind = .lanbridge) throws -> BridgeCore {
         var state = PairingState()
         let details = NodeDetails(displayName: "Ada's phone", platform: "ios", osVersion: "18", appVersion: "1", deviceModel: "x",
                                   caps: ["camera"], commands: ["camera.snap", "device.info"], flags: .init(requiresForeground: true))
@@ -67,10 +67,9 @@ public struct CoreWalk {
         let request = try state.requestPairing(key: publicKey, details: details, source: "10.0.0.5", now: wall)
         state.setCode("123456", requestId: request.requestId)
         _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: ["camera.snap", "device.info"]), now: wall)
-        var core = BridgeCore(name: "test", settings: BridgeSettings(), pairingTiming: .standard,
+        let core = BridgeCore(name: "test", settings: BridgeSettings(), pairingTiming: .standard,
                               runtime: RuntimeStatus(bridgeName: "test", listening: [], startedAt: wall),
-                              initial: state, pairedVersion: "v1", logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
-        core.gateway.configured = true
+                              initial: state, pairedVersion: "v1", gateway: gateway, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         return core
     }
 

@@ -12,7 +12,7 @@ struct BridgeCorePushTests {
     static let token = String(repeating: "0f", count: 32)
 
     func register(_ core: inout BridgeCore, _ fields: String, id: String = "p1") -> [BridgeAction] {
-        core.received(Array(#"{"type":"push.register","id":"\#(id)",\#(fields)}"#.utf8), from: 1, now: base.t0 + 1, wall: base.wall)
+        core.on(.received(Array(#"{"type":"push.register","id":"\#(id)",\#(fields)}"#.utf8), from: 1), now: base.t0 + 1, wall: base.wall)
     }
 
     static func stored(_ actions: [BridgeAction]) -> (id: Int, PushRegistration)? {
@@ -24,12 +24,12 @@ struct BridgeCorePushTests {
 
     @Test func aValidRegistrationIsStoredThenAnswered() throws {
         var core = try base.core()
-        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         let asked = register(&core, #""provider":"apns","token":"\#(Self.token)","environment":"sandbox","topic":"com.example.app""#)
         let (operation, registration) = try #require(Self.stored(asked))
         #expect(registration == PushRegistration(provider: "apns", token: Self.token, environment: "sandbox", topic: "com.example.app"))
         #expect(BridgeCoreTests.sent(asked, to: 1).isEmpty, "answered once stored, not before")
-        let done = core.storeUpdated(operation, .success(.done), now: base.t0 + 2)
+        let done = core.on(.storeUpdated(operation: operation, .success(.done)), now: base.t0 + 2)
         #expect(BridgeCoreTests.sent(done, to: 1).compactMap { $0 as? PushResult } == [PushResult(id: "p1")])
         #expect(!done.contains { if case .openClawEvent = $0 { true } else { false } }, "§12 mode: stored only")
     }
@@ -43,7 +43,7 @@ struct BridgeCorePushTests {
     ])
     func anInvalidRegistrationIsRefusedAndNothingIsStored(fields: String) throws {
         var core = try base.core()
-        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         let refused = register(&core, fields)
         #expect(Self.stored(refused) == nil)
         let answer = try #require(BridgeCoreTests.sent(refused, to: 1).compactMap { $0 as? PushResult }.first)
@@ -53,7 +53,7 @@ struct BridgeCorePushTests {
 
     @Test func registrationsCountAsEvents() throws {
         var core = try base.core()
-        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         var limited: PushResult?
         for n in 0...core.settings.limits[.eventsPerMinute] {
             limited = BridgeCoreTests.sent(register(&core, #""provider":"ntfy","token":"topic-\#(n)""#, id: "p\(n)"), to: 1).compactMap { $0 as? PushResult }.first
@@ -62,12 +62,11 @@ struct BridgeCorePushTests {
     }
 
     @Test func withOpenClawAnAPNsTokenGoesToTheGatewayAsItReadsIt() throws {
-        var core = try base.core(gatewayUp: false)
-        core.gateway.openClaw = true
-        _ = core.opened(base.opening(1), now: base.t0, wall: base.wall)
+        var core = try base.core(gatewayUp: false, gateway: .openClaw)
+        _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         let asked = register(&core, #""provider":"apns","token":"\#(Self.token)","environment":"production","topic":"com.example.app""#)
         let (operation, _) = try #require(Self.stored(asked))
-        let done = core.storeUpdated(operation, .success(.done), now: base.t0 + 2)
+        let done = core.on(.storeUpdated(operation: operation, .success(.done)), now: base.t0 + 2)
         let events = done.compactMap { if case let .openClawEvent(_, event, payload, _) = $0 { (event, payload) } else { nil } }
         #expect(events.count == 1 && events.first?.0 == "push.apns.register")
         #expect(events.first?.1 == ["transport": "direct", "token": .string(Self.token), "topic": "com.example.app", "environment": "production"])

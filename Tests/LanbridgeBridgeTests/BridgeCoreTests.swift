@@ -17,9 +17,9 @@ struct BridgeCoreTests {
 
     /// A core with one paired node (`camera.snap` and `device.info` allowed and declared) and a
     /// gateway link of generation 1 up.
-    func core(gatewayUp: Bool = true) throws -> BridgeCore {
-        var core = try CoreWalk.pairedCore(key: phoneKey, wall: wall)
-        if gatewayUp { _ = core.gatewayUp(1, now: t0) }
+    func core(gatewayUp: Bool = true, gateway: BridgeCore.GatewayKind = .lanbridge) throws -> BridgeCore {
+        var core = try CoreWalk.pairedCore(key: phoneKey, wall: wall, gateway: gateway)
+        if gatewayUp { _ = core.on(.gatewayUp(generation: 1), now: t0) }
         return core
     }
 
@@ -66,7 +66,7 @@ struct BridgeCoreTests {
     /// Bug: `welcome` was not always the bridge's first message on a paired session.
     @Test func theWelcomeIsThePairedSessionsFirstMessageAndItIsFindableOnlyAfter() throws {
         var core = try core()
-        let actions = core.opened(opening(1), now: t0, wall: wall)
+        let actions = core.on(.opened(opening(1)), now: t0, wall: wall)
         let toNode = actions.filter { if case .send(1, _) = $0 { true } else if case .authorize(1) = $0 { true } else { false } }
         guard case .authorize(1) = toNode.first, case let .send(1, welcome as Welcome) = toNode.dropFirst().first else {
             Issue.record("expected authorize then welcome, got \(toNode)")
@@ -75,19 +75,19 @@ struct BridgeCoreTests {
         #expect(welcome.paired)
         #expect(Self.events(actions) == ["connected"])
         // Within the same event nothing else could run; the next event finds the session.
-        let relayed = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1"), now: t0, wall: wall)
+        let relayed = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         #expect(Self.invokeSent(relayed) != nil)
     }
 
     /// Issue 25: a paired node learns where else the bridge listens; an unpaired key learns nothing.
     @Test func onlyAPairedNodesWelcomeListsTheBridgesAddresses() throws {
         var core = try core()
-        _ = core.setListening(["192.168.1.10:18790", "100.64.0.7:18790"], reachable: ["192.168.1.10:18790", "100.64.0.7:18790"])
-        let paired = Self.sent(core.opened(opening(1), now: t0, wall: wall), to: 1).compactMap { $0 as? Welcome }.first
+        _ = core.on(.listening(["192.168.1.10:18790", "100.64.0.7:18790"], reachable: ["192.168.1.10:18790", "100.64.0.7:18790"]))
+        let paired = Self.sent(core.on(.opened(opening(1)), now: t0, wall: wall), to: 1).compactMap { $0 as? Welcome }.first
         #expect(paired?.paired == true && paired?.addresses == ["192.168.1.10:18790", "100.64.0.7:18790"])
         let stranger = X25519.KeyPair.generate()
-        let actions = core.opened(.init(id: 2, handshake: .init(remoteStaticKey: stranger.publicKey, handshakeHash: [], version: 1, handshake: .xx),
-                                        address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3), now: t0, wall: wall)
+        let actions = core.on(.opened(.init(id: 2, handshake: .init(remoteStaticKey: stranger.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                                        address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3)), now: t0, wall: wall)
         let unpaired = Self.sent(actions, to: 2).compactMap { $0 as? Welcome }.first
         #expect(unpaired?.paired == false && unpaired?.addresses == nil)
     }
@@ -95,15 +95,15 @@ struct BridgeCoreTests {
     /// Bug: a replaced session announced `disconnected` then `connected`.
     @Test func aReplacedSessionIsNotADisconnect() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        let second = core.opened(opening(2), now: t0 + 1, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        let second = core.on(.opened(opening(2)), now: t0 + 1, wall: wall)
         #expect(Self.events(second) == ["connected"], "no disconnected for the old session")
         #expect(Self.sent(second, to: 1).contains { ($0 as? ErrorMessage)?.code == ErrorMessage.replaced })
         #expect(second.contains { if case .close(1) = $0 { true } else { false } })
         // The old channel's close arrives later: still nothing for the gateway.
-        #expect(Self.events(core.channelClosed(1, now: t0 + 2)) == [])
+        #expect(Self.events(core.on(.closed(1), now: t0 + 2)) == [])
         #expect(core.runtimeFile().nodes[nodeId] != nil, "the node is still connected")
-        #expect(Self.events(core.channelClosed(2, now: t0 + 3)) == ["disconnected"])
+        #expect(Self.events(core.on(.closed(2), now: t0 + 3)) == ["disconnected"])
     }
 
     /// Bug: two opens interleaving could share a connection ID. The driver now numbers channels
@@ -111,10 +111,10 @@ struct BridgeCoreTests {
     @Test func closingOneConnectionLeavesAnotherAlone() throws {
         var core = try core()
         let other = X25519.KeyPair.generate()
-        _ = core.opened(.init(id: 7, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
-                              address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3), now: t0, wall: wall)
-        _ = core.opened(opening(8), now: t0, wall: wall)
-        let closed = core.channelClosed(7, now: t0 + 1)
+        _ = core.on(.opened(.init(id: 7, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                              address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3)), now: t0, wall: wall)
+        _ = core.on(.opened(opening(8)), now: t0, wall: wall)
+        let closed = core.on(.closed(7), now: t0 + 1)
         #expect(closed.contains { if case .releaseSlot(3) = $0 { true } else { false } })
         #expect(core.connections[8] != nil && core.pairedConnection(Fingerprint(publicKey: phoneKey.publicKey))?.id == 8)
     }
@@ -123,19 +123,19 @@ struct BridgeCoreTests {
 
     @Test func anInvokeRoundTripsAndTimesOutOnTheFakeClock() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        let out = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1"), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         let sentInvoke = try #require(Self.invokeSent(out))
-        let answered = core.received(result(for: sentInvoke), from: 1, now: t0 + 0.01, wall: wall)
+        let answered = core.on(.received(result(for: sentInvoke), from: 1), now: t0 + 0.01, wall: wall)
         let answer = try #require(Self.answers(answered).first)
         #expect(answer.0 == .gateway(generation: 1, requestID: "g1"))
         guard case .success(.raw) = answer.1 else { Issue.record("\(answer.1)"); return }
 
-        let slow = core.request(method: GatewayMethod.nodeInvoke, params: invoke(timeoutMs: 500), from: .gateway(generation: 1, requestID: "g2"), now: t0 + 1, wall: wall)
+        let slow = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(timeoutMs: 500), from: .gateway(generation: 1, requestID: "g2")), now: t0 + 1, wall: wall)
         let deadline = try #require(slow.compactMap { if case let .armTimer(at) = $0 { at } else { nil } }.first)
         #expect(deadline <= t0 + 1.5)
-        #expect(Self.answers(core.timerFired(now: t0 + 1.2)).isEmpty, "not yet")
-        let timedOut = try #require(Self.answers(core.timerFired(now: t0 + 1.5)).first)
+        #expect(Self.answers(core.on(.timerFired, now: t0 + 1.2)).isEmpty, "not yet")
+        let timedOut = try #require(Self.answers(core.on(.timerFired, now: t0 + 1.5)).first)
         #expect(timedOut.0 == .gateway(generation: 1, requestID: "g2"))
         #expect((try? timedOut.1.get()) == nil && timedOut.1.failureCode == ErrorMessage.timeout)
     }
@@ -144,21 +144,21 @@ struct BridgeCoreTests {
     /// session finishing late answered whatever the new session had been sent under that ID.
     @Test func aResultOnlyAnswersOnTheConnectionItsInvokeWentOutOn() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        let out = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1"), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         let sentInvoke = try #require(Self.invokeSent(out))
         // The node reconnects: the old session's invoke fails at once (retryable), not after its timeout.
-        let replaced = core.opened(opening(2), now: t0 + 0.1, wall: wall)
+        let replaced = core.on(.opened(opening(2)), now: t0 + 0.1, wall: wall)
         let failed = try #require(Self.answers(replaced).first)
         #expect(failed.0 == .gateway(generation: 1, requestID: "g1") && failed.1.failureCode == ErrorMessage.nodeNotConnected)
         // The old handler's answer, arriving on the new connection, answers nothing.
-        let next = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g2"), now: t0 + 0.2, wall: wall)
+        let next = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g2")), now: t0 + 0.2, wall: wall)
         let second = try #require(Self.invokeSent(next))
         #expect(second.id != sentInvoke.id)
-        #expect(Self.answers(core.received(result(for: sentInvoke), from: 2, now: t0 + 0.3, wall: wall)).isEmpty)
+        #expect(Self.answers(core.on(.received(result(for: sentInvoke), from: 2), now: t0 + 0.3, wall: wall)).isEmpty)
         // Nor does anything on the old connection answer the new invoke.
-        #expect(Self.answers(core.received(result(for: second), from: 1, now: t0 + 0.3, wall: wall)).isEmpty)
-        let answer = try #require(Self.answers(core.received(result(for: second), from: 2, now: t0 + 0.4, wall: wall)).first)
+        #expect(Self.answers(core.on(.received(result(for: second), from: 1), now: t0 + 0.3, wall: wall)).isEmpty)
+        let answer = try #require(Self.answers(core.on(.received(result(for: second), from: 2), now: t0 + 0.4, wall: wall)).first)
         #expect(answer.0 == .gateway(generation: 1, requestID: "g2"))
     }
 
@@ -166,36 +166,36 @@ struct BridgeCoreTests {
     /// its answer was forgotten and ran the command again. The window is time and bytes now.
     @Test func aRetryAfterTenThousandOtherInvokesIsAnsweredFromTheWindow() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         func run(_ key: String, _ requestID: String, at now: Moment) throws -> [BridgeAction] {
-            let out = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: key), from: .gateway(generation: 1, requestID: requestID), now: now, wall: wall)
+            let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: key), from: .gateway(generation: 1, requestID: requestID)), now: now, wall: wall)
             guard let sent = Self.invokeSent(out) else { return out }
-            return core.received(result(for: sent), from: 1, now: now, wall: wall)
+            return core.on(.received(result(for: sent), from: 1), now: now, wall: wall)
         }
         _ = try run("sms-1", "g0", at: t0)
         for k in 0..<10_000 { _ = try run("other-\(k)", "g\(k + 1)", at: t0 + Double(k) / 1000) }
-        let retry = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "again"), now: t0 + 30, wall: wall)
+        let retry = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "again")), now: t0 + 30, wall: wall)
         #expect(Self.invokeSent(retry) == nil, "the command ran twice")
         #expect(Self.answers(retry).first?.0 == .gateway(generation: 1, requestID: "again"))
         // The window is 120 s: after it, the key is free again.
-        let later = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "later"), now: t0 + 200, wall: wall)
+        let later = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "later")), now: t0 + 200, wall: wall)
         #expect(Self.invokeSent(later) != nil)
     }
 
     /// Bug: an answer from before a reconnect could reach a restarted gateway under an ID it reused.
     @Test func anAnswerForAnEarlierLinkIsDropped() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        let out = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1"), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         let sentInvoke = try #require(Self.invokeSent(out))
-        let down = core.gatewayDown(1, now: t0 + 0.1)
+        let down = core.on(.gatewayDown(generation: 1), now: t0 + 0.1)
         #expect(Self.answers(down).isEmpty, "the link that asked is gone: its UNAVAILABLE goes nowhere")
-        _ = core.gatewayUp(2, now: t0 + 0.2)
-        let late = core.received(result(for: sentInvoke), from: 1, now: t0 + 0.3, wall: wall)
+        _ = core.on(.gatewayUp(generation: 2), now: t0 + 0.2)
+        let late = core.on(.received(result(for: sentInvoke), from: 1), now: t0 + 0.3, wall: wall)
         #expect(Self.answers(late).isEmpty, "the new link never hears of the old request")
         // The new link's own request with the same ID is answered on the new link.
-        let again = core.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 2, requestID: "g1"), now: t0 + 0.4, wall: wall)
-        let answered = core.received(result(for: try #require(Self.invokeSent(again))), from: 1, now: t0 + 0.5, wall: wall)
+        let again = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 2, requestID: "g1")), now: t0 + 0.4, wall: wall)
+        let answered = core.on(.received(result(for: try #require(Self.invokeSent(again))), from: 1), now: t0 + 0.5, wall: wall)
         #expect(Self.answers(answered).map(\.0) == [.gateway(generation: 2, requestID: "g1")])
     }
 
@@ -203,41 +203,41 @@ struct BridgeCoreTests {
     /// The core hands every ping out in one step; the driver writes each without waiting.
     @Test func pingsGoToEveryConnectionInOneStep() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         let other = X25519.KeyPair.generate()
-        _ = core.opened(.init(id: 2, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
-                              address: "10.0.0.9", peer: "10.0.0.9:1", slot: 1), now: t0, wall: wall)
-        let pings = core.pingAll()
+        _ = core.on(.opened(.init(id: 2, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                              address: "10.0.0.9", peer: "10.0.0.9:1", slot: 1)), now: t0, wall: wall)
+        let pings = core.on(.pingAll)
         #expect(Set(pings.compactMap { if case let .send(id, message) = $0, message is Ping { id } else { nil } }) == [1, 2])
     }
 
     @Test func idempotentRetriesShareOneRun() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        let first = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "a"), now: t0, wall: wall)
-        let operatorsOwn = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .control(9), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        let first = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "a")), now: t0, wall: wall)
+        let operatorsOwn = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .control(9)), now: t0, wall: wall)
         #expect(Self.invokeSent(operatorsOwn) != nil, "keys are per origin: the operator's runs on its own")
-        let gatewayRetry = core.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "b"), now: t0, wall: wall)
+        let gatewayRetry = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "b")), now: t0, wall: wall)
         #expect(Self.invokeSent(gatewayRetry) == nil, "the retry waits for the first run")
-        let done = core.received(result(for: try #require(Self.invokeSent(first))), from: 1, now: t0 + 0.1, wall: wall)
+        let done = core.on(.received(result(for: try #require(Self.invokeSent(first))), from: 1), now: t0 + 0.1, wall: wall)
         #expect(Set(Self.answers(done).map(\.0)) == [.gateway(generation: 1, requestID: "a"), .gateway(generation: 1, requestID: "b")])
     }
 
     @Test func theGatewayHearsAboutNothingWhileItsLinkIsDown() throws {
         var core = try core(gatewayUp: false)
-        #expect(core.opened(opening(1), now: t0, wall: wall).allSatisfy { if case .toGateway = $0 { false } else { true } })
+        #expect(core.on(.opened(opening(1)), now: t0, wall: wall).allSatisfy { if case .toGateway = $0 { false } else { true } })
         let call = Array("{\"type\":\"gateway.call\",\"id\":\"c1\",\"method\":\"system-event\",\"params\":{}}".utf8)
-        let refused = Self.sent(core.received(call, from: 1, now: t0, wall: wall), to: 1).compactMap { $0 as? GatewayCallResult }
+        let refused = Self.sent(core.on(.received(call, from: 1), now: t0, wall: wall), to: 1).compactMap { $0 as? GatewayCallResult }
         #expect(refused.first?.error?.code == ErrorMessage.unavailable)
     }
 
     @Test func aNodesCallToTheGatewayTimesOut() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         let call = Array("{\"type\":\"gateway.call\",\"id\":\"c1\",\"method\":\"system-event\",\"params\":{\"text\":\"hi\"}}".utf8)
-        let forwarded = core.received(call, from: 1, now: t0, wall: wall)
+        let forwarded = core.on(.received(call, from: 1), now: t0, wall: wall)
         #expect(forwarded.contains { if case let .toGateway(1, .request(_, method, params)) = $0 { method == "system-event" && params?["nodeId"] == .string(nodeId) } else { false } })
-        let expired = core.timerFired(now: t0 + BridgeCore.callTimeout)
+        let expired = core.on(.timerFired, now: t0 + BridgeCore.callTimeout)
         #expect(Self.sent(expired, to: 1).compactMap { $0 as? GatewayCallResult }.first?.error?.code == ErrorMessage.timeout)
     }
 
@@ -245,16 +245,16 @@ struct BridgeCoreTests {
     /// coalesced and the state it ends in is announced on the next tick.
     @Test func stateChangesAreCoalescedOnTheFakeClock() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         var announced: [String] = []
         for i in 0..<41 {  // false, true, …, false: the bucket's worth announced ends on true
             let state = Array("{\"type\":\"state\",\"foreground\":\(i % 2 == 1)}".utf8)
-            announced += Self.events(core.received(state, from: 1, now: t0, wall: wall))
+            announced += Self.events(core.on(.received(state, from: 1), now: t0, wall: wall))
         }
         #expect(announced.count == BridgeSettings().limits[.statesPerMinute] / 5, "a bucket's worth, then coalesced")
         #expect(announced.last == "foreground" && core.connections[1]?.foreground == false)
-        #expect(Self.events(core.tick(now: t0 + 1, wall: wall)) == ["background"], "the state it ends in, at the next tick")
-        #expect(Self.events(core.tick(now: t0 + 2, wall: wall)) == [], "and only once")
+        #expect(Self.events(core.on(.tick, now: t0 + 1, wall: wall)) == ["background"], "the state it ends in, at the next tick")
+        #expect(Self.events(core.on(.tick, now: t0 + 2, wall: wall)) == [], "and only once")
     }
 }
 

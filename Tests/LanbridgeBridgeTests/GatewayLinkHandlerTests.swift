@@ -25,10 +25,9 @@ struct GatewayLinkHandlerTests {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         let directory = StateDirectory(url: url)
         let channel = EmbeddedChannel()
-        var core = BridgeCore(name: "t", settings: BridgeSettings(), pairingTiming: .standard,
+        let core = BridgeCore(name: "t", settings: BridgeSettings(), pairingTiming: .standard,
                               runtime: RuntimeStatus(bridgeName: "t", listening: [], startedAt: Date()), initial: PairingState(),
-                              pairedVersion: PairingStore(directory: directory).pairedFileVersion(), logger: logger)
-        core.gateway.configured = true
+                              pairedVersion: PairingStore(directory: directory).pairedFileVersion(), gateway: .lanbridge, logger: logger)
         let io = StateIO(directory: directory, logger: logger)
         let driver = BridgeDriver(loop: channel.embeddedEventLoop, core: core, io: io, admission: Admission(limits: .init(), logger: logger),
                                   invites: InviteCache(store: PairingStore(directory: directory)), logger: logger)

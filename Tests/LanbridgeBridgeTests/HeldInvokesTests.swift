@@ -24,12 +24,12 @@ extension BridgeCoreTests {
 
     /// The node connects (connection 1) and says it is in the background.
     func connectInBackground(_ core: inout BridgeCore) {
-        _ = core.opened(opening(1), now: t0, wall: wall)
-        _ = core.received(state(false), from: 1, now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        _ = core.on(.received(state(false), from: 1), now: t0, wall: wall)
     }
 
     func ask(_ core: inout BridgeCore, _ params: JSONValue, id: String, at now: Moment) -> [BridgeAction] {
-        core.request(method: GatewayMethod.nodeInvoke, params: params, from: .gateway(generation: 1, requestID: id), now: now, wall: wall)
+        core.on(.request(method: GatewayMethod.nodeInvoke, params: params, from: .gateway(generation: 1, requestID: id)), now: now, wall: wall)
     }
 
     static func failure(_ actions: [BridgeAction]) -> ErrorMessage? {
@@ -41,22 +41,22 @@ extension BridgeCoreTests {
         connectInBackground(&core)
         let asked = ask(&core, held(), id: "g1", at: t0)
         #expect(Self.answers(asked).isEmpty && Self.invokeSent(asked) == nil, "held: neither answered nor sent")
-        let front = core.received(state(true), from: 1, now: t0 + 2, wall: wall)
+        let front = core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall)
         let sent = try #require(Self.invokeSent(front))
         #expect(sent.command == "camera.snap")
-        let done = core.received(result(for: sent), from: 1, now: t0 + 3, wall: wall)
+        let done = core.on(.received(result(for: sent), from: 1), now: t0 + 3, wall: wall)
         guard case .success? = Self.answers(done).first?.1 else { Issue.record("expected the node's result, got \(done)"); return }
         // Without hold, the fast-fail is as before.
-        _ = core.received(state(false), from: 1, now: t0 + 4, wall: wall)
+        _ = core.on(.received(state(false), from: 1), now: t0 + 4, wall: wall)
         #expect(Self.failure(ask(&core, invoke("camera.snap"), id: "g2", at: t0 + 4))?.code == ErrorMessage.backgroundUnavailable)
     }
 
     @Test func aHeldInvokeForADisconnectedNodeRunsWhenItReconnectsInOrder() throws {
         var core = try core()
         for n in 0..<3 { _ = ask(&core, held("device.info", params: ["n": .number(Double(n))]), id: "g\(n)", at: t0) }
-        let opened = core.opened(opening(1), now: t0 + 1, wall: wall)
+        let opened = core.on(.opened(opening(1)), now: t0 + 1, wall: wall)
         #expect(Self.invokeSent(opened) == nil, "delivered once the node says where it is, not before")
-        let delivered = Self.sent(core.received(state(true), from: 1, now: t0 + 1, wall: wall), to: 1).compactMap { $0 as? Invoke }
+        let delivered = Self.sent(core.on(.received(state(true), from: 1), now: t0 + 1, wall: wall), to: 1).compactMap { $0 as? Invoke }
         #expect(delivered.map { $0.params?["n"] } == [0, 1, 2], "in the order they were asked")
     }
 
@@ -64,26 +64,26 @@ extension BridgeCoreTests {
         var core = try core()
         connectInBackground(&core)
         _ = ask(&core, held(maxMs: 5000), id: "g1", at: t0)
-        #expect(Self.answers(core.timerFired(now: t0 + 4)).isEmpty)
-        let error = try #require(Self.failure(core.timerFired(now: t0 + 5)))
+        #expect(Self.answers(core.on(.timerFired, now: t0 + 4)).isEmpty)
+        let error = try #require(Self.failure(core.on(.timerFired, now: t0 + 5)))
         #expect(error.code == ErrorMessage.backgroundUnavailable && error.retryable == true)
         #expect(error.details?["held"] == true && error.details?["waitedMs"] == 5000)
         // And it is gone: coming to the front runs nothing.
-        #expect(Self.invokeSent(core.received(state(true), from: 1, now: t0 + 6, wall: wall)) == nil)
+        #expect(Self.invokeSent(core.on(.received(state(true), from: 1), now: t0 + 6, wall: wall)) == nil)
     }
 
     @Test func pastABoundTheNewestIsRefusedAndTheOthersStay() throws {
         var core = try core()
         var settings = BridgeSettings()
         settings.limits[.heldPerNode] = 2
-        _ = core.reload(settings)
+        _ = core.on(.reload(settings))
         _ = ask(&core, held("device.info"), id: "g1", at: t0)
         _ = ask(&core, held("device.info"), id: "g2", at: t0)
         let third = try #require(Self.failure(ask(&core, held("device.info"), id: "g3", at: t0)))
         #expect(third.code == ErrorMessage.holdLimit && third.retryable == true)
         #expect(core.held.count == 2)
         settings.limits[.maxHoldMs] = 1000
-        _ = core.reload(settings)
+        _ = core.on(.reload(settings))
         #expect(Self.failure(ask(&core, held("device.info", maxMs: 2000), id: "g4", at: t0))?.code == ErrorMessage.invalidRequest)
     }
 
@@ -92,20 +92,20 @@ extension BridgeCoreTests {
         _ = ask(&core, held("device.info", key: "same"), id: "g1", at: t0)
         _ = ask(&core, held("device.info", key: "same"), id: "g2", at: t0 + 1)
         #expect(core.held.count == 1, "the retry waits on the first, it is not held twice")
-        _ = core.opened(opening(1), now: t0 + 2, wall: wall)
-        let sent = Self.sent(core.received(state(true), from: 1, now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
+        _ = core.on(.opened(opening(1)), now: t0 + 2, wall: wall)
+        let sent = Self.sent(core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
         #expect(sent.count == 1)
-        let done = core.received(result(for: try #require(sent.first)), from: 1, now: t0 + 3, wall: wall)
+        let done = core.on(.received(result(for: try #require(sent.first)), from: 1), now: t0 + 3, wall: wall)
         #expect(Set(Self.answers(done).map(\.0)) == [.gateway(generation: 1, requestID: "g1"), .gateway(generation: 1, requestID: "g2")])
     }
 
     @Test func aDroppedGatewayLinkDropsItsHeldInvokes() throws {
         var core = try core()
         _ = ask(&core, held("device.info"), id: "g1", at: t0)
-        _ = core.gatewayDown(1, now: t0 + 1)
+        _ = core.on(.gatewayDown(generation: 1), now: t0 + 1)
         #expect(core.held.isEmpty)
-        _ = core.opened(opening(1), now: t0 + 2, wall: wall)
-        #expect(Self.invokeSent(core.received(state(true), from: 1, now: t0 + 2, wall: wall)) == nil, "nobody is left to answer")
+        _ = core.on(.opened(opening(1)), now: t0 + 2, wall: wall)
+        #expect(Self.invokeSent(core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall)) == nil, "nobody is left to answer")
     }
 
     @Test func aRevokedNodesHeldInvokesFailAtOnce() throws {
@@ -113,7 +113,7 @@ extension BridgeCoreTests {
         _ = ask(&core, held("device.info"), id: "g1", at: t0)
         var state = core.lastState
         _ = try state.revoke(matching: nodeId, now: wall)
-        let error = try #require(Self.failure(core.storeChanged(state, version: "v2", now: t0 + 1)))
+        let error = try #require(Self.failure(core.on(.storeChanged(state, version: "v2"), now: t0 + 1)))
         #expect(error.code == ErrorMessage.nodeNotFound && core.held.isEmpty)
     }
 }
@@ -129,7 +129,7 @@ extension BridgeCoreTests {
         var core = try core()
         var settings = BridgeSettings()
         settings.wake.exec = "/usr/local/lib/lanbridge/wake"
-        _ = core.reload(settings)
+        _ = core.on(.reload(settings))
         return core
     }
 
@@ -143,7 +143,7 @@ extension BridgeCoreTests {
         #expect(Self.wakes(ask(&core, held("camera.snap", maxMs: 60000), id: "g2", at: t0 + 29)).isEmpty, "not again within 30 s")
         #expect(Self.wakes(ask(&core, held("camera.snap", maxMs: 60000), id: "g3", at: t0 + 30)).count == 1, "again after 30 s")
         // A node that is away is woken for any held command, and says so.
-        _ = core.channelClosed(1, now: t0 + 31)
+        _ = core.on(.closed(1), now: t0 + 31)
         #expect(Self.wakes(ask(&core, held("device.info"), id: "g4", at: t0 + 61)).first?.why == ErrorMessage.nodeNotConnected)
     }
 
@@ -163,11 +163,11 @@ extension BridgeCoreTests {
     @Test func anOperatorWhoLeavesTakesTheirHeldInvokesAlong() throws {
         var core = try core()
         connectInBackground(&core)
-        _ = core.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5), now: t0, wall: wall)
+        _ = core.on(.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5)), now: t0, wall: wall)
         _ = ask(&core, held(), id: "g1", at: t0)
-        let left = core.controlLeft([5], now: t0 + 1)
+        let left = core.on(.controlLeft([5]), now: t0 + 1)
         #expect(Self.answers(left).map(\.0) == [.control(5)] && core.held.count == 1, "only the leaver's")
-        let front = Self.sent(core.received(state(true), from: 1, now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
+        let front = Self.sent(core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
         #expect(front.count == 1, "the gateway's still runs, the operator's does not")
     }
 }
@@ -185,8 +185,7 @@ extension BridgeCoreTests {
         var core = try core()
         connectInBackground(&core)
         _ = ask(&core, held(key: "k-held"), id: "g1", at: t0)
-        let cancelled = core.request(method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"),
-                                     from: .gateway(generation: 1, requestID: "c1"), now: t0 + 1, wall: wall)
+        let cancelled = core.on(.request(method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"), from: .gateway(generation: 1, requestID: "c1")), now: t0 + 1, wall: wall)
         let answers = Self.answers(cancelled)
         #expect(answers.contains { target, result in
             if case let .gateway(_, id) = target, id == "g1", case let .failure(error) = result { return error.code == ErrorMessage.cancelled }
@@ -196,7 +195,7 @@ extension BridgeCoreTests {
             if case let .gateway(_, id) = target, id == "c1", case let .success(.value(value?)) = result { return value["cancelled"] == true }
             return false
         }, "the cancel answers cancelled: true: \(answers)")
-        let front = core.received(state(true), from: 1, now: t0 + 2, wall: wall)
+        let front = core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall)
         #expect(Self.invokeSent(front) == nil, "a cancelled held invoke does not run when the node comes back")
     }
 }
@@ -206,21 +205,21 @@ extension BridgeCoreTests {
 extension BridgeCoreTests {
     @Test func whileTheStoreCannotBeReadNothingRunsAndTheCLIIsToldSo() throws {
         var core = try core()
-        _ = core.opened(opening(1), now: t0, wall: wall)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         struct TooManyFiles: Error {}
-        _ = core.storeUnreadable(TooManyFiles())
+        _ = core.on(.storeUnreadable(TooManyFiles()))
         let refused = Self.failure(ask(&core, invoke("device.info"), id: "g1", at: t0 + 1))
         #expect(refused?.code == ErrorMessage.unavailable && refused?.retryable == true, "\(String(describing: refused))")
-        let applied = core.request(method: BridgeCore.storeApplied, params: nil, from: .control(7), now: t0 + 1, wall: wall)
+        let applied = core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .control(7)), now: t0 + 1, wall: wall)
         #expect(Self.failure(applied)?.message.contains("cannot read the pairing store") == true, "\(applied)")
         // Readable again: it runs, and the CLI hears the version.
-        _ = core.storeChanged(core.lastState, version: "v2", now: t0 + 2)
+        _ = core.on(.storeChanged(core.lastState, version: "v2"), now: t0 + 2)
         #expect(Self.invokeSent(ask(&core, invoke("device.info"), id: "g2", at: t0 + 2)) != nil)
-        let version = Self.answers(core.request(method: BridgeCore.storeApplied, params: nil, from: .control(8), now: t0 + 2, wall: wall)).first?.1
+        let version = Self.answers(core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .control(8)), now: t0 + 2, wall: wall)).first?.1
         guard case let .success(.value(value?))? = version else { Issue.record("\(String(describing: version))"); return }
         #expect(value["version"] == "v2")
         // The gateway may not ask it.
-        #expect(Self.failure(core.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x"), now: t0 + 2, wall: wall))?.code
+        #expect(Self.failure(core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x")), now: t0 + 2, wall: wall))?.code
                 == ErrorMessage.unknownMethod)
     }
 }
@@ -323,9 +322,9 @@ extension BridgeCoreTests {
     @Test func aHeldInvokeHearsTheBridgeStop() throws {
         var core = try core()
         connectInBackground(&core)
-        _ = core.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5), now: t0, wall: wall)
+        _ = core.on(.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5)), now: t0, wall: wall)
         #expect(core.held.count == 1)
-        let stopped = core.shutdown(now: t0 + 1, wall: wall)
+        let stopped = core.on(.shutdown, now: t0 + 1, wall: wall)
         let error = try #require(Self.failure(stopped))
         #expect(Self.answers(stopped).map(\.0) == [.control(5)] && error.code == ErrorMessage.unavailable && error.retryable == true && core.held.isEmpty)
     }

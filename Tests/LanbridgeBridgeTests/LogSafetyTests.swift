@@ -80,13 +80,13 @@ extension BridgeCoreTests {
         func keep(_ actions: [BridgeAction]) {
             for case let .log(records) in actions { lines += records.map { "\($0.message)" } }
         }
-        keep(core.opened(opening(1), now: t0, wall: wall))
+        keep(core.on(.opened(opening(1)), now: t0, wall: wall))
         for n in 0..<1000 {
-            keep(core.received(Array("{\"type\":\"invoke.result\",\"id\":\"nope\(n)\",\"ok\":true,\"payload\":{}}".utf8), from: 1, now: t0 + Double(n) / 100, wall: wall))
+            keep(core.on(.received(Array("{\"type\":\"invoke.result\",\"id\":\"nope\(n)\",\"ok\":true,\"payload\":{}}".utf8), from: 1), now: t0 + Double(n) / 100, wall: wall))
         }
         let dropped = lines.filter { $0.contains("dropped") }
         #expect(dropped.count == 1, "the first is logged, the rest counted: \(dropped.count) lines")
-        keep(core.tick(now: t0 + 61, wall: wall))
+        keep(core.on(.tick, now: t0 + 61, wall: wall))
         let summary = lines.filter { $0.contains("dropped 999 more results") }
         #expect(summary.count == 1, "\(lines.suffix(3))")
     }

@@ -18,13 +18,18 @@ struct NodeSessionHandlerTests {
         init(loop: EmbeddedEventLoop) { self.loop = loop }
 
         func established(_ id: ConnectionID, _ handshake: SecureSession.HandshakeResult, address: String, peer: String) { events.append("established") }
-        func received(_ bytes: [UInt8], from id: ConnectionID) { events.append("message \(bytes.count)") }
+        func submit(_ event: BridgeEvent, order: BridgeDriver.Order) {
+            switch event {
+            case let .received(bytes, _): events.append("message \(bytes.count)")
+            case let .receivedRead(_, size, _): events.append("checked \(size)")
+            default: events.append("other")
+            }
+        }
         func check(_ bytes: [UInt8]) -> EventLoopFuture<SessionMessages.Checked> {
             events.append("checking \(bytes.count)")
             checks.append(loop.makePromise())
             return checks[checks.count - 1].futureResult
         }
-        func received(_ checked: SessionMessages.Checked, size: Int, from id: ConnectionID) { events.append("checked \(size)") }
         func closed(_ id: ConnectionID) { events.append("closed") }
     }
 

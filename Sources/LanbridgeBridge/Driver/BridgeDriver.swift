@@ -50,6 +50,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// Control-socket requests waiting for their answer, with the connection each came on.
     private var controlRequests: [Int: (promise: EventLoopPromise<InvokeAnswer>, client: Int)] = [:]
+    /// The relay's questions about capabilities, waiting for the core's `.canvasUsed`.
+    private var canvasReplies: [Int: EventLoopPromise<CanvasUse>] = [:]
+    private var nextCanvasReply = 0
     private var nextControl = 0
     private let controlClients = NIOLockedValueBox(0)
 
@@ -124,10 +127,6 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }
     }
 
-    func received(_ bytes: [UInt8], from id: ConnectionID) {
-        inOrder { [self] in timed("a \(bytes.count)-byte message from connection \(id)") { decide(.received(bytes, from: id)) } }
-    }
-
     /// Messages this large or larger are read (strict JSON, type, a result's payload) on a worker
     /// thread: a 16 MiB result holds the scanner for tens of milliseconds (longer if it is all
     /// keys), and every other node would wait for the relay loop meanwhile. Below it, the hop
@@ -138,10 +137,6 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     func check(_ bytes: [UInt8]) -> EventLoopFuture<SessionMessages.Checked> {
         NIOThreadPool.singleton.runIfActive(eventLoop: loop) { SessionMessages.check(bytes) }
             .recover { _ in SessionMessages.check(bytes) }  // no pool (never, in practice): read here
-    }
-
-    func received(_ checked: SessionMessages.Checked, size: Int, from id: ConnectionID) {
-        inOrder { [self] in timed("a \(size)-byte message from connection \(id)") { decide(.receivedRead(checked, size: size, from: id)) } }
     }
 
     func closed(_ id: ConnectionID) {
@@ -161,10 +156,6 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             canvasRelay = relay
             decide(.canvas(info, status: status))
         }.get()
-    }
-
-    func setOpenClawApps(_ urls: [String], tlsSha256: String?) {
-        loop.execute { [self] in decide(.openClawApps(urls, tlsSha256: tlsSha256)) }
     }
 
     static let canvasRotate = "canvas.rotateCertificate"
@@ -187,23 +178,21 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }
     }
 
-    /// Whose capability this is, and what it opens upstream (a hit extends it).
+    /// Whose capability this is, and what it opens upstream (a hit extends it): the core's
+    /// answer to `.canvasUse`, by way of its action.
     func canvasUse(_ capability: String) -> EventLoopFuture<CanvasUse> {
-        loop.submit { [self] in
-            let answer = core.canvasUse(capability, now: .now)
-            perform(core.drain())
-            return answer
+        let promise = loop.makePromise(of: CanvasUse.self)
+        loop.execute { [self] in
+            nextCanvasReply += 1
+            canvasReplies[nextCanvasReply] = promise
+            decide(.canvasUse(capability, reply: nextCanvasReply))
         }
+        return promise.futureResult
     }
 
     /// The canvas host refused the gateway's capability for `node` (401): a fresh one, or nil.
     func refreshUpstreamCanvas(_ node: Fingerprint) -> EventLoopFuture<String?> {
         loop.flatSubmit { [self] in openClaw?.refreshCanvas(for: node) ?? loop.makeSucceededFuture(nil) }
-    }
-
-    /// A node's OpenClaw socket was given (or lost) its canvas capability.
-    func canvasUpstream(_ capability: String?, node: Fingerprint) {
-        loop.execute { [self] in core.canvasGrants.setUpstream(capability.map { CanvasGrants.Upstream(capability: $0) }, node: node) }
     }
 
     // MARK: - The gateway (called on the loop by `GatewayLinkHandler`)
@@ -223,7 +212,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     func gatewayDown(_ generation: Int) {
         if link?.generation == generation { link = nil }
-        inOrder { [self] in decide(.gatewayDown(generation: generation)) }
+        submit(.gatewayDown(generation: generation))
     }
 
     func gatewayFrame(_ frame: GatewayFrame, generation: Int) {
@@ -231,39 +220,12 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         case let .request(id, method, params):
             // Decided on the store the core holds: inotify brings every change, and each CLI write
             // waits for the daemon to hold it (`store.applied`), so no `stat` per request.
-            inOrder { [self] in
-                timed("the gateway's \(method) request") {
-                    decide(.request(method: method, params: params, from: .gateway(generation: generation, requestID: id)))
-                }
-            }
+            submit(.request(method: method, params: params, from: .gateway(generation: generation, requestID: id)))
         case let .response(id, result):
-            inOrder { [self] in decide(.gatewayAnswered(id: id, result, generation: generation)) }
+            submit(.gatewayAnswered(id: id, result, generation: generation))
         case let .event(name, _):
             logger.debug("gateway event \(name)")
         }
-    }
-
-    func gatewayDrained(_ generation: Int, droppedEvents: Int) {
-        inOrder { [self] in decide(.gatewayDrained(generation: generation, droppedEvents: droppedEvents)) }
-    }
-
-    // MARK: - OpenClaw (called on the loop by `OpenClawLinks`)
-
-    func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke) {
-        inOrder { [self] in timed("an OpenClaw invoke for \(node)") { decide(.openClawInvoke(node: node, invoke)) } }
-    }
-
-    func openClawEventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
-        inOrder { [self] in decide(.openClawEventAnswered(tag: tag, result)) }
-    }
-
-    func openClawCancel(node: Fingerprint, invokeID: String) {
-        inOrder { [self] in decide(.openClawCancel(node: node, invokeID: invokeID)) }
-    }
-
-    /// May be called from anywhere: hops to the loop.
-    func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval? = nil) {
-        loop.execute { [self] in inOrder { [self] in decide(.openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)) } }
     }
 
     // MARK: - From elsewhere (these hop to the loop)
@@ -316,22 +278,6 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// (a request already on the loop could otherwise run under the old limits after it).
     func reload(_ settings: BridgeSettings) async {
         try? await loop.submit { [self] in decide(.reload(settings)) }.get()
-    }
-
-    func setAdvertising(_ status: String, name: String?) {
-        loop.execute { [self] in decide(.advertising(status, name: name)) }
-    }
-
-    func setControlSocket(_ path: String) {
-        loop.execute { [self] in decide(.controlSocket(path)) }
-    }
-
-    func setConsole(_ url: String) {
-        loop.execute { [self] in decide(.console(url)) }
-    }
-
-    func setGatewayStatus(_ status: String) {
-        loop.execute { [self] in decide(.gatewayStatus(status)) }
     }
 
     /// The addresses the bridge listens on; returns once runtime.json says so (the CLI, and
@@ -406,15 +352,13 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         loop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] task in
             guard !stopped else { return task.cancel() }
             admission.tick(now: .now)
-            inOrder { [self] in
-                timed("the once-a-second tick") { decide(.tick) }
-                trimHeapIfShrunk()
-            }
+            submit(.tick)
+            trimHeapIfShrunk()
         }
         let ping = TimeAmount.milliseconds(Int64(pingInterval * 1000))
         loop.scheduleRepeatedTask(initialDelay: ping, delay: ping) { [self] task in
             guard !stopped else { return task.cancel() }
-            inOrder { [self] in timed("the pings to every connection") { decide(.pingAll) } }
+            submit(.pingAll)
         }
     }
 
@@ -465,7 +409,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         io.read(on: loop).whenComplete { [self] result in
             reading = false
             switch result {
-            case let .success((version, state)): timed("the store's new state") { decide(.storeChanged(state, version: version)) }
+            case let .success((version, state)): timed(Self.label(.storeChanged(state, version: version))) { decide(.storeChanged(state, version: version)) }
             case let .failure(error): decide(.storeUnreadable(error))
             }
             // Changed again during the read: read again before anything held runs.
@@ -474,6 +418,47 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 return readStore()
             }
             while !held.isEmpty, !reading { held.removeFirst()() }
+        }
+    }
+
+    // MARK: - The one way in
+
+    /// How an event waits its turn.
+    enum Order {
+        /// After any event held for the store's read, in arrival order: a node's message, a
+        /// gateway frame, an OpenClaw socket's news.
+        case inOrder
+        /// Once the cached store is the one on disk (one `stat`): a new connection, the operator.
+        case freshStore
+        /// At once: the daemon's own setup and status.
+        case now
+    }
+
+    /// Every event for the core comes in here, from any thread (it hops to the loop). Each is
+    /// timed: one that holds the loop long is named in the stall log.
+    func submit(_ event: BridgeEvent, order: Order = .inOrder) {
+        guard loop.inEventLoop else { return loop.execute { [self] in submit(event, order: order) } }
+        let run = { [self] in timed(Self.label(event)) { decide(event) } }
+        switch order {
+        case .inOrder: inOrder(run)
+        case .freshStore: withFreshStore(run)
+        case .now: run()
+        }
+    }
+
+    /// What the stall log calls an event (made only for a slow one).
+    static func label(_ event: BridgeEvent) -> String {
+        switch event {
+        case let .received(bytes, id): "a \(bytes.count)-byte message from connection \(id)"
+        case let .receivedRead(_, size, id): "a \(size)-byte message from connection \(id)"
+        case let .request(method, _, _): "a \(method) request"
+        case let .openClawInvoke(node, _): "an OpenClaw invoke for \(node)"
+        case .storeChanged: "the store's new state"
+        case .storeUpdated: "a store update's outcome"
+        case .timerFired: "the invoke deadline timer"
+        case .tick: "the once-a-second tick"
+        case .pingAll: "the pings to every connection"
+        default: String(describing: event).prefix(60).description
         }
     }
 
@@ -514,6 +499,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 openClaw?.nodeEvent(event, payload: payload, tag: tag, on: node)
             case let .canvasRevoked(node):
                 canvasRelay?.revoke(node)
+            case let .canvasUsed(reply, use):
+                canvasReplies.removeValue(forKey: reply)?.succeed(use)
             case let .refreshUpstreamCanvas(node):
                 _ = openClaw?.refreshCanvas(for: node)
             case let .log(lines):
@@ -530,7 +517,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .updateStore(operation):
                 let store = io.store
                 io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in
-                    timed("a store update's outcome") { decide(.storeUpdated(operation: operation.id, result.mapError { $0 })) }
+                    decide(.storeUpdated(operation: operation.id, result.mapError { $0 }))
                     // The bridge's own change reaches the core now, not when inotify reports it.
                     if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending {
                         if reading { readAgain = true } else { readStore() }
@@ -556,7 +543,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .armTimer(deadline):
                 timer?.cancel()
                 timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in
-                    inOrder { [self] in timed("the invoke deadline timer") { decide(.timerFired) } }
+                    submit(.timerFired)
                 }
             }
         }

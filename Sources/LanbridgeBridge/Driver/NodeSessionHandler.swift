@@ -8,10 +8,9 @@ import NIOCore
 protocol NodeSessionDriver: AnyObject {
     var metrics: BridgeMetrics { get }
     func established(_ id: ConnectionID, _ handshake: SecureSession.HandshakeResult, address: String, peer: String)
-    func received(_ bytes: [UInt8], from id: ConnectionID)
+    func submit(_ event: BridgeEvent, order: BridgeDriver.Order)
     /// Reads a large message away from the relay loop; the outcome comes back on it.
     func check(_ bytes: [UInt8]) -> EventLoopFuture<SessionMessages.Checked>
-    func received(_ checked: SessionMessages.Checked, size: Int, from id: ConnectionID)
     func closed(_ id: ConnectionID)
 }
 
@@ -58,11 +57,11 @@ final class NodeSessionHandler: ChannelDuplexHandler {
             let loopBound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
             driver.check(bytes).whenSuccess { checked in
                 let (handler, context) = loopBound.value
-                handler.driver.received(checked, size: bytes.count, from: handler.id)
+                handler.driver.submit(.receivedRead(checked, size: bytes.count, from: handler.id), order: .inOrder)
                 handler.checked(context: context)
             }
         case let .message(bytes):
-            driver.received(bytes, from: id)
+            driver.submit(.received(bytes, from: id), order: .inOrder)
         }
     }
 

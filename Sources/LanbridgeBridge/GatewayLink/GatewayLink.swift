@@ -48,7 +48,7 @@ final class GatewayLink: Sendable {
     func run(hello: JSONValue) async {
         var backoff = self.backoff
         while !Task.isCancelled {
-            driver.setGatewayStatus("connecting to \(endpoint)")
+            driver.submit(.gatewayStatus("connecting to \(endpoint)"), order: .now)
             let started = Date()
             let reason: String
             do {
@@ -61,14 +61,14 @@ final class GatewayLink: Sendable {
             if Task.isCancelled { break }
             let wait = backoff.wait(lasted: Date().timeIntervalSince(started))
             let failures = backoff.failures
-            driver.setGatewayStatus("disconnected: \(reason); retrying in \(NumberText.fixed(wait)) s")
+            driver.submit(.gatewayStatus("disconnected: \(reason); retrying in \(NumberText.fixed(wait)) s"), order: .now)
             // The first failure is news; a gateway that stays down should not flood the journal.
             logger.log(level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
                        "gateway link down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["gateway": "\(endpoint)"])
             try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
             backoff.grow()
         }
-        driver.setGatewayStatus("off")
+        driver.submit(.gatewayStatus("off"), order: .now)
     }
 
     /// Nothing, not even the upgrade request, goes to a listener whose owner is not allowed; with
@@ -105,7 +105,7 @@ final class GatewayLink: Sendable {
         current.withLockedValue { $0 = channel }
         defer { current.withLockedValue { $0 = nil } }
         logger.info("gateway link up", metadata: ["gateway": "\(endpoint)"])
-        driver.setGatewayStatus("connected to \(endpoint)")
+        driver.submit(.gatewayStatus("connected to \(endpoint)"), order: .now)
         try await withTaskCancellationHandler {
             try? await channel.closeFuture.get()
         } onCancel: {

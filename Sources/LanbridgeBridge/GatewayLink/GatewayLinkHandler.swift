@@ -176,7 +176,7 @@ final class GatewayLinkHandler: ChannelDuplexHandler {
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
             if droppedEvents > 0 {
-                driver.gatewayDrained(generation, droppedEvents: droppedEvents)
+                driver.submit(.gatewayDrained(generation: generation, droppedEvents: droppedEvents))
                 droppedEvents = 0
             }
             if readHeld {

@@ -233,7 +233,7 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
             case let .authenticated(device):
                 driver.appEstablished(id, device, tlsSha256: tlsSha256, address: address, peer: PeerAddress.format(context.channel.remoteAddress))
             case let .toBridge(bytes):
-                driver.received(bytes, from: id)
+                driver.submit(.received(bytes, from: id))
             case let .close(code, reason):
                 guard !closing else { continue }
                 closing = true

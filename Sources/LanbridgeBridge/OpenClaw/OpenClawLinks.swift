@@ -186,7 +186,7 @@ final class OpenClawLinks: @unchecked Sendable {
 
     private func unavailable(_ tag: String?, _ message: String) {
         guard let tag else { return }
-        driver?.openClawEventAnswered(tag, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: message, retryable: true)))
+        driver?.submit(.openClawEventAnswered(tag: tag, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: message, retryable: true))))
     }
 
     /// A link ends: what waited for its socket is answered.
@@ -197,7 +197,7 @@ final class OpenClawLinks: @unchecked Sendable {
     }
 
     func eventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
-        driver?.openClawEventAnswered(tag, result)
+        driver?.submit(.openClawEventAnswered(tag: tag, result))
     }
 
     // MARK: - From a node's socket (on the loop)
@@ -214,13 +214,13 @@ final class OpenClawLinks: @unchecked Sendable {
         guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
         link.handler = nil
         link.answerCanvas(nil)
-        driver?.canvasUpstream(nil, node: handler.node)  // the gateway's capability died with the socket
+        driver?.submit(.canvasUpstream(node: handler.node, capability: nil))  // the gateway's capability died with the socket
     }
 
     /// The node's current socket was given a canvas capability by the gateway.
     func canvas(_ capability: String, from handler: OpenClawLinkHandler) {
         guard let link = nodes[handler.node], link.token == handler.linkToken, link.handler === handler else { return }
-        driver?.canvasUpstream(capability, node: handler.node)
+        driver?.submit(.canvasUpstream(node: handler.node, capability: capability))
         link.answerCanvas(capability)
     }
 
@@ -279,7 +279,7 @@ final class OpenClawLinks: @unchecked Sendable {
     private func publish(_ node: Fingerprint, deviceId: String, protocolVersion: Int) {
         let awaiting = nodes[node]?.surface?.awaiting ?? []
         let approval = awaiting.isEmpty ? nil : RuntimeStatus.GatewayApproval.commands(awaiting.sorted())
-        driver?.openClawSession(node: node, deviceId: deviceId, state: approval?.summary ?? "connected (protocol \(protocolVersion))", approval: approval)
+        driver?.submit(.openClawSession(node: node, deviceId: deviceId, state: approval?.summary ?? "connected (protocol \(protocolVersion))", approval: approval))
     }
 
     private func storeApproved(_ surface: OpenClawSurface, for node: Fingerprint) {
@@ -309,11 +309,11 @@ final class OpenClawLinks: @unchecked Sendable {
             logger.info("the OpenClaw gateway's operator approved the node's added commands", metadata: ["node": "\(node)"])
             publish(node, deviceId: handler.deviceId, protocolVersion: handler.protocolVersion)
         }
-        driver?.openClawInvoke(node: node, invoke)
+        driver?.submit(.openClawInvoke(node: node, invoke))
     }
 
     func cancel(_ invokeID: String, on node: Fingerprint) {
-        driver?.openClawCancel(node: node, invokeID: invokeID)
+        driver?.submit(.openClawCancel(node: node, invokeID: invokeID))
     }
 
     // MARK: - One node's socket, redialled while the node stays
@@ -344,7 +344,7 @@ final class OpenClawLinks: @unchecked Sendable {
         while !Task.isCancelled {
             if let commands = await onLink(node, token, \.commands) { configuration.commands = commands }
             // A re-offer is down for a moment only: the state it had stays until the session says more.
-            if retry != .reoffer { driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "connecting", approval: approval) }
+            if retry != .reoffer { driver?.submit(.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "connecting", approval: approval)) }
             let started = Date()
             let reason: String
             (reason, retry) = await connectOnce(node, token: token, configuration)
@@ -376,7 +376,7 @@ final class OpenClawLinks: @unchecked Sendable {
             }
             if retry != .reoffer {
                 logger.info("node's OpenClaw socket down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["node": "\(node)"])
-                driver?.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval)
+                driver?.submit(.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval))
             }
             if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
         }
