@@ -15,7 +15,9 @@ import Logging
 ///     gateway request whose link went down: its answer had nowhere to go;
 ///   - a revoked node is sent no invoke, and no invoke goes to a closed connection;
 ///   - the invokes in flight to the node never exceed `maxConcurrentInvokes`, nor those held
-///     their bounds.
+///     their bounds;
+///   - the canvas relay's every question about a capability is answered once, and a capability
+///     opens something only while its node has a paired session (issue 49: canvas use is an event).
 public struct CoreWalk {
     /// Where the walk's choices come from: a number in `0..<bound` each time.
     public protocol Choices {
@@ -40,6 +42,11 @@ public struct CoreWalk {
     var deadGenerations: Set<Int> = []
     /// Invokes sent to each connection, not yet answered by it.
     var outstanding: [ConnectionID: [Invoke]] = [:]
+    /// The node's canvas capabilities, as its welcomes and grants named them (newest last).
+    var capabilities: [String] = []
+    /// The relay's questions not answered yet, and the next one's number.
+    var canvasAsked: Set<Int> = []
+    var nextCanvasAsk = 0
     /// What broke a promise, by step (empty: all kept).
     public private(set) var problems: [String] = []
     /// The last steps walked and what the core did, to replay a failure by eye (`trace`).
@@ -56,6 +63,10 @@ public struct CoreWalk {
         core = try Self.pairedCore(key: key, wall: wall)
         state = core.lastState
         take(core.handle(.gatewayUp(generation: 1), now: now, wall: wall), step: "start")
+        // A canvas relay, so every paired session gets a capability to ask about.
+        take(core.handle(.canvas(CanvasRelayInfo(port: 18793, tlsSha256: String(repeating: "a", count: 64), upstreamOrigins: ["http://127.0.0.1:18789"]),
+                                 status: RuntimeStatus.Canvas(listening: ["127.0.0.1:18793"], tlsSha256: String(repeating: "a", count: 64), upstream: "x")),
+                         now: now, wall: wall), step: "start")
     }
 
     /// The core LanbridgeBridgeTests start from too: one node paired under `key`, no link up.
@@ -81,6 +92,7 @@ public struct CoreWalk {
         }
         take(core.handle(.shutdown, now: now, wall: wall), step: "shutdown")
         guard problems.isEmpty else { return }
+        if !canvasAsked.isEmpty { problems.append("the relay's questions never answered: \(canvasAsked.sorted().prefix(5))") }
         let unanswered = asked.filter { _, entry in
             if case let .gateway(generation, _) = entry.target, deadGenerations.contains(generation) { return false }
             return entry.answers == 0
@@ -104,7 +116,8 @@ public struct CoreWalk {
             let id = nextConnection
             open.insert(id)
             let opening = BridgeCore.Opening(id: id, handshake: .init(remoteStaticKey: key.publicKey, handshakeHash: Array(repeating: UInt8(id & 0xFF), count: 32),
-                                                                      version: 1, handshake: .xx), address: "10.0.0.5", peer: "10.0.0.5:\(4000 + id)", slot: nil)
+                                                                      version: 1, handshake: .xx), address: "10.0.0.5", peer: "10.0.0.5:\(4000 + id)", slot: nil,
+                                              local: "10.0.0.1")
             take(core.handle(.opened(opening), now: now, wall: wall), step: name)
         case 10..<15:  // a connection drops
             guard let picked = pick(openSorted) else { return false }
@@ -147,6 +160,20 @@ public struct CoreWalk {
                 revoked = true
                 take(core.handle(.storeChanged(state, version: "v-revoked"), now: now, wall: wall), step: name)
             }
+        case 85..<89:  // the canvas relay asks about the node's latest capability, an older one, or a made-up one
+            guard let which = choices.next(below: 3) else { return false }
+            let capability = which == 0 ? capabilities.last : which == 1 ? capabilities.first : "madeUpCapability-xxxxxxx"
+            nextCanvasAsk += 1
+            canvasAsked.insert(nextCanvasAsk)
+            let sessionUp = !revoked && open.contains { core.connections[$0]?.isPaired == true }
+            let actions = core.handle(.canvasUse(capability ?? "none", reply: nextCanvasAsk), now: now, wall: wall)
+            for case let .canvasUsed(_, use) in actions where !sessionUp {
+                if case .granted = use.lookup { problems.append("\(name): a capability opened the canvas with no paired session") }
+            }
+            take(actions, step: name)
+        case 89..<90:  // the node's socket at an OpenClaw gateway gets (or loses) the gateway's capability
+            guard let has = choices.next(below: 2) else { return false }
+            take(core.handle(.canvasUpstream(node: nodeId, capability: has == 1 ? "upstreamCapability-xxxxxx" : nil), now: now, wall: wall), step: name)
         case 80..<85:  // an operator's control client leaves
             let tokens = asked.values.compactMap { if case let .control(token) = $0.target, $0.answers == 0 { token } else { nil } }.sorted()
             guard let picked = pick(tokens) else { return false }
@@ -187,6 +214,12 @@ public struct CoreWalk {
                 open.remove(id)
                 outstanding[id] = nil
                 take(core.handle(.closed(id), now: now, wall: wall), step: step)  // the driver reports the close back; its answers count too
+            case let .send(_, welcome as Welcome):
+                if let url = welcome.canvas?.url { capabilities.append(String(url.split(separator: "/").last ?? "")) }
+            case let .send(_, grant as CanvasGrant):
+                if let url = grant.canvas?.url { capabilities.append(String(url.split(separator: "/").last ?? "")) }
+            case let .canvasUsed(reply, _):
+                if canvasAsked.remove(reply) == nil { problems.append("\(step): the relay's question \(reply) answered twice or never asked") }
             default:
                 break
             }
