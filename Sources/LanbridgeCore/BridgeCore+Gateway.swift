@@ -53,9 +53,9 @@ extension BridgeCore {
     mutating func gatewayDown(_ generation: Int) {
         guard gateway.isCurrent(generation) else { return }
         gateway.linkDown()
-        complete(router.gatewayLost())
         // Nobody is left to answer: what the link's gateway held is dropped, not run later.
-        end(held.gatewayLeft(generation))
+        book.gatewayLost(generation, now: now)
+        fold()
         let error = ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)
         for (_, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where connections[call.connection] != nil {
             send(GatewayCallResult(id: call.callID, result: .failure(error)), to: call.connection)

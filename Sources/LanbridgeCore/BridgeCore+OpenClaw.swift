@@ -79,7 +79,7 @@ extension BridgeCore {
         let payload = event.payload ?? .null
         func refuse(_ reason: String) -> JSONValue? {
             logger.notice("refused an event for the gateway: \(reason)", metadata: meta(connection, ["event": "\(event.event)"]))
-            recordDenial("event.denied", by: "node", node: connection.nodeId, what: event.event, reason: reason, now: now, wall: wall)
+            recordDenial("event.denied", by: "node", node: connection.nodeId, what: event.event, reason: reason, wall: wall)
             return nil
         }
         guard let entry = OpenClawNodeEvents.catalogue[event.event] else { return refuse("NOT_IN_CATALOGUE") }

@@ -224,10 +224,10 @@ public struct CoreWalk {
                 break
             }
         }
-        // The router's count: an invoke that timed out leaves it, though the node may still answer.
-        let limit = BridgeSettings().limits[.maxConcurrentInvokes], inFlight = core.router.inFlight(forNode: nodeId.description)
+        // The book's count: an invoke that timed out leaves it, though the node may still answer.
+        let limit = BridgeSettings().limits[.maxConcurrentInvokes], inFlight = core.book.inFlight(for: nodeId)
         if inFlight > limit { problems.append("\(step): \(inFlight) invokes in flight to the node, over \(limit)") }
-        let held = (core.held.count, core.held.limits)
+        let held = (core.book.held.count, core.book.held.limits)
         if held.0 > held.1.total || held.0 > held.1.perNode { problems.append("\(step): \(held.0) invokes held, over \(held.1)") }
     }
 

@@ -81,7 +81,7 @@ extension BridgeCoreTests {
         _ = ask(&core, held("device.info"), id: "g2", at: t0)
         let third = try #require(Self.failure(ask(&core, held("device.info"), id: "g3", at: t0)))
         #expect(third.code == ErrorMessage.holdLimit && third.retryable == true)
-        #expect(core.held.count == 2)
+        #expect(core.book.held.count == 2)
         settings.limits[.maxHoldMs] = 1000
         _ = core.on(.reload(settings))
         #expect(Self.failure(ask(&core, held("device.info", maxMs: 2000), id: "g4", at: t0))?.code == ErrorMessage.invalidRequest)
@@ -91,7 +91,7 @@ extension BridgeCoreTests {
         var core = try core()
         _ = ask(&core, held("device.info", key: "same"), id: "g1", at: t0)
         _ = ask(&core, held("device.info", key: "same"), id: "g2", at: t0 + 1)
-        #expect(core.held.count == 1, "the retry waits on the first, it is not held twice")
+        #expect(core.book.held.count == 1, "the retry waits on the first, it is not held twice")
         _ = core.on(.opened(opening(1)), now: t0 + 2, wall: wall)
         let sent = Self.sent(core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
         #expect(sent.count == 1)
@@ -103,7 +103,7 @@ extension BridgeCoreTests {
         var core = try core()
         _ = ask(&core, held("device.info"), id: "g1", at: t0)
         _ = core.on(.gatewayDown(generation: 1), now: t0 + 1)
-        #expect(core.held.isEmpty)
+        #expect(core.book.held.isEmpty)
         _ = core.on(.opened(opening(1)), now: t0 + 2, wall: wall)
         #expect(Self.invokeSent(core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall)) == nil, "nobody is left to answer")
     }
@@ -114,7 +114,7 @@ extension BridgeCoreTests {
         var state = core.lastState
         _ = try state.revoke(matching: nodeId, now: wall)
         let error = try #require(Self.failure(core.on(.storeChanged(state, version: "v2"), now: t0 + 1)))
-        #expect(error.code == ErrorMessage.nodeNotFound && core.held.isEmpty)
+        #expect(error.code == ErrorMessage.nodeNotFound && core.book.held.isEmpty)
     }
 }
 
@@ -166,7 +166,7 @@ extension BridgeCoreTests {
         _ = core.on(.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5)), now: t0, wall: wall)
         _ = ask(&core, held(), id: "g1", at: t0)
         let left = core.on(.controlLeft([5]), now: t0 + 1)
-        #expect(Self.answers(left).map(\.0) == [.control(5)] && core.held.count == 1, "only the leaver's")
+        #expect(Self.answers(left).map(\.0) == [.control(5)] && core.book.held.count == 1, "only the leaver's")
         let front = Self.sent(core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall), to: 1).compactMap { $0 as? Invoke }
         #expect(front.count == 1, "the gateway's still runs, the operator's does not")
     }
@@ -323,9 +323,9 @@ extension BridgeCoreTests {
         var core = try core()
         connectInBackground(&core)
         _ = core.on(.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5)), now: t0, wall: wall)
-        #expect(core.held.count == 1)
+        #expect(core.book.held.count == 1)
         let stopped = core.on(.shutdown, now: t0 + 1, wall: wall)
         let error = try #require(Self.failure(stopped))
-        #expect(Self.answers(stopped).map(\.0) == [.control(5)] && error.code == ErrorMessage.unavailable && error.retryable == true && core.held.isEmpty)
+        #expect(Self.answers(stopped).map(\.0) == [.control(5)] && error.code == ErrorMessage.unavailable && error.retryable == true && core.book.held.isEmpty)
     }
 }

@@ -12,11 +12,11 @@ import Testing
 
     /// One keyed invoke run to its answer.
     func run(_ cache: inout IdempotencyCache, key: String, node: String, at now: Moment) {
-        guard case .run = cache.start(key, request: Array(key.utf8), node: node, now: now) else {
+        guard case .run = cache.start(.init(.gateway, key), request: Array(key.utf8), node: node, now: now) else {
             Issue.record("a fresh key should run")
             return
         }
-        _ = cache.finish(key, Self.answer, keep: true, now: now)
+        _ = cache.finish(.init(.gateway, key), Self.answer, keep: true, now: now)
     }
 
     @Test func aNodeInvokedWithoutPauseKeepsOneWindowOfItems() {
@@ -64,8 +64,8 @@ import Testing
     func fill(_ cache: inout IdempotencyCache, count: Int, size: Int, prefix: String = "k", node: (Int) -> String) {
         let big: IdempotencyCache.Answer = .success(.raw(ArraySlice(repeating: UInt8(ascii: "x"), count: size)))
         for n in 0..<count {
-            _ = cache.start("\(prefix)\(n)", request: [], node: node(n), now: t0 + Double(n) / 100)
-            _ = cache.finish("\(prefix)\(n)", big, keep: true, now: t0 + Double(n) / 100)
+            _ = cache.start(.init(.gateway, "\(prefix)\(n)"), request: [], node: node(n), now: t0 + Double(n) / 100)
+            _ = cache.finish(.init(.gateway, "\(prefix)\(n)"), big, keep: true, now: t0 + Double(n) / 100)
         }
     }
 
@@ -76,11 +76,11 @@ import Testing
         #expect(footprint.bytesByNode <= IdempotencyCache.maxBytesPerNode)
         #expect(footprint.queuedByNode == footprint.entries, "the node's queue holds only what is kept: \(footprint)")
         // The oldest went; the newest is still answered.
-        guard case .answered = cache.start("big199", request: [], node: "node-a", now: t0 + 3) else {
+        guard case .answered = cache.start(.init(.gateway, "big199"), request: [], node: "node-a", now: t0 + 3) else {
             Issue.record("the newest answer should still be kept")
             return
         }
-        guard case .run = cache.start("big0", request: [], node: "node-a", now: t0 + 3) else {
+        guard case .run = cache.start(.init(.gateway, "big0"), request: [], node: "node-a", now: t0 + 3) else {
             Issue.record("the oldest answer should have gone over the node's budget")
             return
         }

@@ -337,7 +337,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// peak of 8 MiB or more (the nodes left, the idempotency window passed), the heap is trimmed
     /// on the I/O thread, at most once a minute, so the memory goes back to the system (issue 41).
     private func trimHeapIfShrunk() {
-        let held = core.idempotency.bytesKept + core.connections.count * (16 << 10)
+        let held = core.book.idempotency.bytesKept + core.connections.count * (16 << 10)
         heldPeak = max(heldPeak, held)
         guard heldPeak >= 8 << 20, held < heldPeak / 4, NIODeadline.now() - lastTrim >= .minutes(1) else { return }
         (heldPeak, lastTrim) = (held, .now())

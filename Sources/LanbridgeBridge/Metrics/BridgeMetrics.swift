@@ -59,7 +59,7 @@ public final class BridgeMetrics: Sendable {
 
     func gatewayReconnect() { counter("lanbridge_gateway_reconnects_total")?.increment() }
 
-    /// A node's result nobody waited for any more, by `InvokeRouter.DropReason`.
+    /// A node's result nobody waited for any more, by `InvokeBook.DropReason`.
     func resultDropped(_ reason: String) { counter("lanbridge_results_dropped_total", ("reason", reason))?.increment() }
 
     /// Invokes waiting for their node (`hold`) now.

@@ -19,7 +19,7 @@ import LanbridgeState
 ///
 /// The rules come before connectedness, so a denied command says FORBIDDEN whether or not the
 /// node is there; a refused invoke spends no rate token. Results are held to `maxResultBytes`
-/// when they come back (`InvokeRouter`).
+/// when they come back (`InvokeBook`).
 package struct InvokeGate {
     package var limits: BridgeSettings.Limits
     package var policy: AccessPolicy

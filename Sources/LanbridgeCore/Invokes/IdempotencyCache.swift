@@ -11,6 +11,7 @@ import LanbridgeProtocol
 /// the oldest answers go first.
 package struct IdempotencyCache {
     package typealias Answer = Result<InvokePayload, ErrorMessage>
+    package typealias Key = InvokeBook.Slot
 
     package static let keepFor: TimeInterval = 120
     package static let maxBytesPerNode = 4 << 20
@@ -39,12 +40,12 @@ package struct IdempotencyCache {
 
     /// Kept answers in the order they were kept (so, of time): every node's, and each node's.
     private struct Queue {
-        package var items: [(serial: Int, key: String)] = []
+        package var items: [(serial: Int, key: Key)] = []
         package var head = 0
         package var isEmpty: Bool { head == items.count }
         package var count: Int { items.count - head }
-        package var first: (serial: Int, key: String)? { isEmpty ? nil : items[head] }
-        package mutating func append(_ item: (serial: Int, key: String)) { items.append(item) }
+        package var first: (serial: Int, key: Key)? { isEmpty ? nil : items[head] }
+        package mutating func append(_ item: (serial: Int, key: Key)) { items.append(item) }
         package mutating func removeFirst() {
             head += 1
             if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
@@ -52,7 +53,7 @@ package struct IdempotencyCache {
         }
     }
 
-    private var entries: [String: Entry] = [:]
+    private var entries: [Key: Entry] = [:]
     private var kept = Queue()
     private var keptByNode: [String: Queue] = [:]
     private var bytes = 0
@@ -69,7 +70,7 @@ package struct IdempotencyCache {
 
     /// Called before running, with a digest of the request (`request`) and the node it is for;
     /// `.wait` means call `join`.
-    package mutating func start(_ key: String, request: [UInt8], node: String, now: Moment) -> Start {
+    package mutating func start(_ key: Key, request: [UInt8], node: String, now: Moment) -> Start {
         expire(now: now)
         switch entries[key] {
         case let entry? where entry.request != request:
@@ -87,14 +88,14 @@ package struct IdempotencyCache {
     }
 
     /// Another asker waits for the running attempt's answer; false if there is none.
-    package mutating func join(_ key: String, _ target: AnswerTarget) -> Bool {
+    package mutating func join(_ key: Key, _ target: AnswerTarget) -> Bool {
         guard case .running? = entries[key]?.state else { return false }
         entries[key]?.append(waiting: target)
         return true
     }
 
     /// Records the answer; returns every retry that waited for it.
-    package mutating func finish(_ key: String, _ answer: Answer, keep: Bool, now: Moment) -> [AnswerTarget] {
+    package mutating func finish(_ key: Key, _ answer: Answer, keep: Bool, now: Moment) -> [AnswerTarget] {
         guard let entry = entries[key] else { return [] }
         let waiting: [AnswerTarget] = if case let .running(waiting) = entry.state { waiting } else { [] }
         guard keep else {
@@ -105,7 +106,7 @@ package struct IdempotencyCache {
         // A raw payload is a slice of the node's whole message: kept on its own, so what is
         // counted is what is held.
         let answer: Answer = if case let .success(.raw(bytes)) = answer { .success(.raw(ArraySlice(Array(bytes)))) } else { answer }
-        let cost = Self.entryOverhead + key.utf8.count + entry.request.count + Self.size(of: answer)
+        let cost = Self.entryOverhead + key.key.utf8.count + entry.request.count + Self.size(of: answer)
         entries[key]?.state = .done(answer, at: now, serial: serial, cost: cost)
         kept.append((serial, key))
         keptByNode[entry.node, default: Queue()].append((serial, key))
@@ -148,7 +149,7 @@ package struct IdempotencyCache {
     /// every forgotten item at its head now, or it would keep each key a busy node was ever asked
     /// with (issue 41). Answers are forgotten oldest first, by node budget, global budget or age
     /// alike, so a node's forgotten items are always at the head of its queue.
-    private mutating func forget(_ item: (serial: Int, key: String)) {
+    private mutating func forget(_ item: (serial: Int, key: Key)) {
         guard let entry = entries[item.key], case let .done(_, _, serial, cost) = entry.state, serial == item.serial else { return }
         entries[item.key] = nil
         bytes -= cost
@@ -162,7 +163,7 @@ package struct IdempotencyCache {
         while let first = keptByNode[entry.node]?.first, !isKept(first) { keptByNode[entry.node]?.removeFirst() }
     }
 
-    private func isKept(_ item: (serial: Int, key: String)) -> Bool {
+    private func isKept(_ item: (serial: Int, key: Key)) -> Bool {
         guard let entry = entries[item.key], case let .done(_, _, serial, _) = entry.state else { return false }
         return serial == item.serial
     }

@@ -20,9 +20,9 @@ package struct HeldInvokes {
 
     package struct Entry {
         package var request: InvokeRequest
-        package var origin: InvokeRouter.Origin
+        package var origin: InvokeBook.Origin
         /// Who asked, for which idempotency slot, and when (`started`: waiting counts as latency).
-        package var waiter: BridgeCore.Waiter
+        package var waiter: InvokeBook.Waiter
         /// When holding ends.
         package var expires: Moment
         package var bytes: Int
@@ -34,7 +34,7 @@ package struct HeldInvokes {
     package struct Ending {
         package var entry: Entry
         package var error: ErrorMessage
-        package var waiter: BridgeCore.Waiter { entry.waiter }
+        package var waiter: InvokeBook.Waiter { entry.waiter }
     }
 
     package enum Verdict: Equatable {
@@ -100,7 +100,7 @@ package struct HeldInvokes {
     }
 
     /// `node.invoke.cancel` named a held invoke of `node`: it never runs.
-    package mutating func cancel(node: Fingerprint, where matches: (BridgeCore.Waiter) -> Bool) -> [Ending] {
+    package mutating func cancel(node: Fingerprint, where matches: (InvokeBook.Waiter) -> Bool) -> [Ending] {
         remove(node: node) { matches($0.waiter) }.map {
             Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.cancelled, message: "\($0.request.command) was cancelled while it was held",
                                                   details: $0.refusal.details, retryable: false))

@@ -1,0 +1,118 @@
+import FoundationEssentials
+import LanbridgeCrypto
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+
+/// The pairing store as it changes, and time as it passes: what is due is written, once.
+extension BridgeCore {
+    // MARK: - The store
+
+    /// The files changed (the CLI, or the bridge's own write): tell waiting nodes the operator's
+    /// decision, drop revoked ones.
+    mutating func storeChanged(_ state: PairingState, version: String) {
+        (storeReadable, storeProblem) = (true, nil)
+        pairedVersion = version
+        index(state)
+        announceChanges(from: lastState, to: state)
+        lastState = state
+        reofferChangedCommands()
+        actions.append(.replaceInvites(state))
+        let pairedNow = paired
+        book.heldRevoked(where: { pairedNow[$0] == nil }, now: now)
+        fold()
+        for connection in connections.values.sorted(by: { $0.id < $1.id }) {
+            switch connection.phase {
+            case .waiting, .challenged:
+                resolveWaiting(connection.id)
+            case .paired where state.node(withKey: connection.key) == nil:
+                logger.info("pairing revoked; dropping the node", metadata: meta(connection))
+                book.revoked(connection.nodeId, now: now)
+                fold()
+                send(Revoked(nodeId: connection.nodeId), to: connection.id)
+                actions.append(.close(connection.id))
+                connections[connection.id] = nil
+                sessions[connection.nodeId] = nil
+                canvasSessionEnded(connection.nodeId)
+                buckets.forget(connection.nodeId)
+                if live.removeValue(forKey: connection.nodeId) != nil { runtimeChanged = true }
+            default:
+                break
+            }
+        }
+    }
+
+    mutating func storeUnreadable(_ error: any Error) {
+        logger.error("cannot read the pairing store: \(error)")
+        (storeReadable, storeProblem) = (false, "cannot read the pairing store: \(error)")
+    }
+
+    // MARK: - Time
+
+    /// Once a second: announces coalesced states, flushes lastSeen, and keeps pending requests
+    /// alive or expires them. Writes the store only when something is due.
+    mutating func tick(wall: Date) {
+        for connection in connections.values where connection.coalescedStates > 0 || connection.droppedEvents > 0 || connection.droppedResults > 0 {
+            // The state it ends in is announced at once; the counts go to the log once a minute.
+            if connection.announcedForeground != connection.foreground { announceState(of: connection.id) }
+            guard now.timeIntervalSince(connection.summarised) >= 60 else { continue }
+            if connection.coalescedStates > 0 {
+                logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits[.statesPerMinute]) a minute)",
+                              metadata: meta(connection))
+            }
+            if connection.droppedEvents > 0 {
+                logger.notice("dropped \(connection.droppedEvents) events from this node (over its event limits)", metadata: meta(connection))
+            }
+            if connection.droppedResults > 0 {
+                logger.notice("dropped \(connection.droppedResults) more results from this node that answered no invoke in flight",
+                              metadata: meta(connection))
+            }
+            connections[connection.id]?.coalescedStates = 0
+            connections[connection.id]?.droppedEvents = 0
+            connections[connection.id]?.droppedResults = 0
+            connections[connection.id]?.summarised = now
+        }
+        if !seen.isEmpty, now.timeIntervalSince(seenFlushed) >= 30 { flushSeen(now: now, wall: wall) }
+        let waiting = Set(connections.values.compactMap { c -> String? in if case let .waiting(id) = c.phase { id } else { nil } })
+        // The cached state (kept current by inotify and the version check) is enough to tell
+        // whether anything is due; reading the files every second would cost O(paired nodes).
+        let due = lastState.pending.requests.contains { request in
+            request.expiresAt <= wall
+                || (waiting.contains(request.requestId) && request.expiresAt.timeIntervalSince(wall) < pairingTiming.timeToLive / 2
+                    && request.expiresAt < request.createdAt.addingTimeInterval(pairingTiming.hardCap))
+        }
+        if due, !storeOperations.values.contains(where: { if case .maintain = $0.change { true } else { false } }) {
+            updateStore(.maintain(waiting: waiting, now: wall, timing: pairingTiming), for: nil)
+        }
+    }
+
+    /// A ping to every connection, each written without waiting for any other.
+    mutating func pingAll() {
+        pingCounter += 1
+        for id in connections.keys.sorted() { send(Ping(id: pingCounter), to: id) }
+    }
+
+    mutating func flushSeen(now: Moment, wall: Date) {
+        guard !seen.isEmpty else { return }
+        updateStore(.recordSeen(seen, now: wall), for: nil)
+        seen.removeAll()
+        seenFlushed = now
+    }
+
+    mutating func updateStore(_ change: StoreOperation.Change, for connection: ConnectionID?) {
+        nextOperation += 1
+        storeOperations[nextOperation] = (connection, change)
+        actions.append(.updateStore(StoreOperation(id: nextOperation, change: change)))
+    }
+
+    /// The bridge is stopping: lastSeen is written, invokes fail, connections close.
+    mutating func shutdown(wall: Date) {
+        for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
+        flushSeen(now: now, wall: wall)
+        book.stopping(now: now)
+        fold()
+        for id in connections.keys.sorted() { actions.append(.close(id)) }
+        connections.removeAll()
+        sessions.removeAll()
+    }
+}
