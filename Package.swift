@@ -72,7 +72,12 @@ let package = Package(
         .target(name: "LanbridgeProtocol", dependencies: ["LanbridgeCrypto"]),
         // Files a node app needs too (state directory, atomic and secret files, identity): portable.
         .target(name: "LanbridgeFiles", dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]),
-        .target(name: "LanbridgeState", dependencies: ["LanbridgeFiles", "LanbridgeProtocol", "LanbridgeCrypto"]),
+        // The state as values (pairing state, access policy, settings, runtime status, audit entries):
+        // no file is read or written here, so the core, which depends on it, cannot reach one.
+        .target(name: "LanbridgeState", dependencies: ["LanbridgeProtocol", "LanbridgeCrypto"]),
+        // The state's files: the pairing store, the audit log, push tokens, OpenClaw identities,
+        // runtime.json and config.json as read.
+        .target(name: "LanbridgeStores", dependencies: ["LanbridgeState", "LanbridgeFiles", "LanbridgeProtocol", "LanbridgeCrypto"]),
         // The Noise session on a NIO channel, shared by the bridge and node apps: NIOCore only.
         .target(
             name: "LanbridgeTransport",
@@ -107,7 +112,7 @@ let package = Package(
         .target(
             name: "LanbridgeBridge",
             dependencies: [
-                "LanbridgeCore", "LanbridgeNet", "LanbridgeState", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode", "CMalloc",
+                "LanbridgeCore", "LanbridgeNet", "LanbridgeState", "LanbridgeStores", "LanbridgeProtocol", "LanbridgeDiscovery", "CQRencode", "CMalloc",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
@@ -119,7 +124,7 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
-        // The client library node apps link: only what a phone app can (scripts/check-node-closure
+        // The client library node apps link: only what a phone app can (scripts/check-closures
         // fails if a bridge-only target, NIOSSL, NIOWebSocket or NIOHTTP1 creeps in).
         .target(
             name: "LanbridgeNode",
@@ -151,7 +156,7 @@ let package = Package(
             dependencies: [
                 "LanbridgeBridge",
                 "LanbridgeNode",  // discover browse --domain: the SDK's wide-area browser
-                "LanbridgeState",
+                "LanbridgeState", "LanbridgeStores",
                 "LanbridgeProtocol",
                 "LanbridgeDiscovery",
                 "CQRencode",
@@ -161,7 +166,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "lanbridge-bench",
-            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState", "LanbridgeTransport", "TestSupport",
+            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState", "LanbridgeStores", "LanbridgeTransport", "TestSupport",
                            .product(name: "Logging", package: "swift-log"),
                            .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                            .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")]
@@ -170,7 +175,7 @@ let package = Package(
         // Test-only helper process: hammers the pairing store so tests can race and SIGKILL it.
         .executableTarget(
             name: "lanbridge-store-stress",
-            dependencies: ["LanbridgeState"],
+            dependencies: ["LanbridgeState", "LanbridgeStores"],
             path: "Tests/Tools/store-stress"
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport"),
@@ -182,11 +187,17 @@ let package = Package(
         ),
         .testTarget(
             name: "LanbridgeStateTests",
-            dependencies: ["LanbridgeState", "TestSupport"]
+            dependencies: ["LanbridgeState", "LanbridgeStores", "TestSupport"]
+        ),
+        // The core's decisions alone, on a fake clock: no NIO, no files.
+        .testTarget(
+            name: "LanbridgeCoreTests",
+            dependencies: ["LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "TestSupport",
+                           .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "LanbridgeBridgeTests",
-            dependencies: ["LanbridgeBridge", "LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
+            dependencies: ["LanbridgeBridge", "LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeStores", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
                            .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
                            .product(name: "NIOPosix", package: "swift-nio")]
         ),
@@ -194,7 +205,7 @@ let package = Package(
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "LanbridgeNet", "LanbridgeState", "LanbridgeNode", "TestSupport",
+                "LanbridgeNet", "LanbridgeState", "LanbridgeStores", "LanbridgeNode", "TestSupport",
                 "lanbridge", "lanbridge-store-stress", "lanbridge-node-sim", "lanbridge-gateway-sim",
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import Glibc
+import LanbridgeCore
 import LanbridgeCrypto
 import LanbridgeDiscovery
 import LanbridgeFiles

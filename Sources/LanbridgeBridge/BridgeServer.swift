@@ -3,6 +3,7 @@ import LanbridgeCrypto
 import LanbridgeCore
 import LanbridgeDiscovery
 import LanbridgeNet
+import LanbridgeStores
 import LanbridgeTransport
 import LanbridgeProtocol
 import LanbridgeFiles
@@ -154,7 +155,8 @@ public enum BridgeServer {
         var openClawLinks: OpenClawLinks?
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
             let links = OpenClawLinks(.init(dialer: GatewayDialer(gateway), token: gateway.token, version: BridgeServer.version,
-                                            maxMessageSize: configuration.settings.limits.gatewayMessageBytes),
+                                            maxMessageSize: configuration.settings.limits.gatewayMessageBytes,
+                                            timing: OpenClawRedial.Timing(configuration.settings.limits)),
                                       devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
             links.forgetAllBut(Set(state.initial.paired.nodes.map(\.nodeId)))
             try await loop.submit { driver.openClaw = links }.get()

@@ -4,6 +4,7 @@ import LanbridgeNode
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 import Logging
 
 /// How long an approval takes to reach the waiting node on its open connection: from the moment the

@@ -4,6 +4,7 @@ import LanbridgeNet
 import LanbridgeFiles
 import LanbridgeBridge
 import LanbridgeState
+import LanbridgeStores
 
 struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import FoundationEssentials
 import LanbridgeBridge
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 /// `lanbridge canvas`: the canvas relay's certificate.
 struct CanvasCommand: ParsableCommand {

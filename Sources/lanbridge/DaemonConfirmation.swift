@@ -3,6 +3,7 @@ import FoundationEssentials
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 /// A change to paired.json (revoke, block, allow, deny, remove a rule, approve, rename, unblock) is
 /// reported as done only once the running daemon holds it: the CLI asks the daemon which

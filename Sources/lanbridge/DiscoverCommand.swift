@@ -6,6 +6,7 @@ import LanbridgeFiles
 import LanbridgeNode
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 struct DiscoverCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -4,6 +4,7 @@ import LanbridgeDiscovery
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 
 struct DoctorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

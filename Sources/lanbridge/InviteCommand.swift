@@ -5,6 +5,7 @@ import LanbridgeDiscovery
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 
 struct InviteCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 /// `nodes allow|deny|describe`: one node's access rules, edited and shown from the files, so they
 /// work with or without the daemon; a running daemon applies a change to the very next invoke.

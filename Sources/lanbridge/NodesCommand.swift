@@ -4,6 +4,7 @@ import Glibc
 import LanbridgeBridge
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 struct NodesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

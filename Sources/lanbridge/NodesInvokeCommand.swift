@@ -3,6 +3,7 @@ import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 extension NodesCommand {
     struct Invoke: ParsableCommand {

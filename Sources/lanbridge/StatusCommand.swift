@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 struct StatusCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -3,6 +3,7 @@ import FoundationEssentials
 import Glibc
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 struct UICommand: ParsableCommand {
     static let configuration = CommandConfiguration(

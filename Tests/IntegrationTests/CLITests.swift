@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeFiles
 import LanbridgeState
 import LanbridgeProtocol
+import LanbridgeStores
 import Testing
 import TestSupport
 

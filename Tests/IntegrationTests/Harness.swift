@@ -1,6 +1,7 @@
 import Foundation
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 import TestSupport
 
 /// A real `lanbridge serve` on loopback, with its own state directory.

@@ -3,6 +3,7 @@ import LanbridgeCrypto
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import Testing
 import TestSupport
 

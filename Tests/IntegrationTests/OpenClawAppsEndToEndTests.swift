@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import Testing
 import TestSupport
 

@@ -3,6 +3,7 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 import Testing
 import TestSupport
 

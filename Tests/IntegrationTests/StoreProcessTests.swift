@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 import Testing
 import TestSupport
 

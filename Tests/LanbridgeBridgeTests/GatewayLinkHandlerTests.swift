@@ -6,6 +6,7 @@ import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeNet
 import LanbridgeState
+import LanbridgeStores
 import Logging
 import NIOCore
 import NIOEmbedded

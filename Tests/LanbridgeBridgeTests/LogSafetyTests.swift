@@ -70,28 +70,6 @@ final class CapturedLog: @unchecked Sendable {
     }
 }
 
-extension BridgeCoreTests {
-    /// 983,394 lines in 10 s came from one node answering invokes that did not exist.
-    @Test func resultsForNoInvokeAreLoggedOnceAMinuteWithACount() throws {
-        var core = try core()
-        core.logger.level = .trace
-        // The core's lines leave as `.log` actions (issue 39): what the driver would log.
-        var lines: [String] = []
-        func keep(_ actions: [BridgeAction]) {
-            for case let .log(records) in actions { lines += records.map { "\($0.message)" } }
-        }
-        keep(core.on(.opened(opening(1)), now: t0, wall: wall))
-        for n in 0..<1000 {
-            keep(core.on(.received(Array("{\"type\":\"invoke.result\",\"id\":\"nope\(n)\",\"ok\":true,\"payload\":{}}".utf8), from: 1), now: t0 + Double(n) / 100, wall: wall))
-        }
-        let dropped = lines.filter { $0.contains("dropped") }
-        #expect(dropped.count == 1, "the first is logged, the rest counted: \(dropped.count) lines")
-        keep(core.on(.tick, now: t0 + 61, wall: wall))
-        let summary = lines.filter { $0.contains("dropped 999 more results") }
-        #expect(summary.count == 1, "\(lines.suffix(3))")
-    }
-}
-
 /// Issue 36 §3: the wake hook's output never carries the push token, in any form the hook prints it.
 @Suite struct WakeHookOutputTests {
     func firstLine(_ text: String, hiding token: String) -> String {

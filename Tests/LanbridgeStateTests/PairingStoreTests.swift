@@ -3,6 +3,7 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeFiles
 @testable import LanbridgeState
+import LanbridgeStores
 import Synchronization
 import Testing
 import TestSupport

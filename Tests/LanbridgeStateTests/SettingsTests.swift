@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeState
+import LanbridgeStores
 import Testing
 import TestSupport
 

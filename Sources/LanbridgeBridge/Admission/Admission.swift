@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanbridgeCore
 import LanbridgeProtocol
 import Logging
 import NIOConcurrencyHelpers

@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import NIOConcurrencyHelpers
 
 /// The PSKs of live invites, copied out of invites.json whenever it changes, so the handshake can

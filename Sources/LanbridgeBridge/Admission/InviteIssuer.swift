@@ -3,13 +3,11 @@ import LanbridgeDiscovery
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 /// Creates an invite and its URI: `lanbridge invite` and the console, one path.
 public enum InviteIssuer {
-    public struct Issued: Sendable, Equatable {
-        public let uri: InviteURI
-        public let expiresAt: Date
-    }
+    public typealias Issued = IssuedInvite
 
     /// Devices dial `ListeningAddress.dialable(host:port:runtime:)`, first choice in the URI's
     /// authority, the rest as `a=`. Everything is checked before the invite is written.

@@ -11,14 +11,13 @@ import NIOSSL
 
 /// The canvas relay (issue 37 §1): HTTPS on the bridge's LAN addresses, for paired nodes only.
 /// Each connection carries one request: its head is read and decided (`CanvasRequest`), its
-/// capability looked up in the core (`BridgeCore.canvasUse`), and only then is the canvas host
+/// capability looked up in the core (a `.canvasUse` event), and only then is the canvas host
 /// dialled, with the head rebuilt for it. From there `CanvasExchange` decides what moves: the
 /// response, read as HTTP and filtered, or, after a checked switch, the live-reload socket's
 /// frames. Backpressure both ways.
 ///
 /// Bounds (all in `limits`): the head's size and arrival time, idle and total time, the
-/// response's size, connections per node and in all. Connections that have not shown a live
-/// capability yet count in all, and when all is full the oldest of them is closed for a new one.
+/// response's size, connections per node and in all (`CanvasConnectionTable` decides which go).
 final class CanvasRelay: @unchecked Sendable {
     struct Configuration {
         var tls: DoorTLS
@@ -33,22 +32,15 @@ final class CanvasRelay: @unchecked Sendable {
     let configuration: Configuration
     private let driver: BridgeDriver
     private let logger: Logger
-    private let table = NIOLockedValueBox(Connections())
+    private let table: NIOLockedValueBox<CanvasConnectionTable<any Channel>>
     /// Its own thread: TLS handshakes and bulk bytes never run on the core's loop, so a flood at
     /// the relay delays no invoke beyond sharing the CPU.
     let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
     private let refusals = NIOLockedValueBox(RefusalSummary())
 
-    struct Connections {
-        var nextID = 0
-        /// Connections without a live capability yet, oldest first (by ID).
-        var unproven: [Int: any Channel] = [:]
-        var byNode: [Fingerprint: [Int: any Channel]] = [:]
-        var total: Int { unproven.count + byNode.values.reduce(0) { $0 + $1.count } }
-    }
-
     init(_ configuration: Configuration, driver: BridgeDriver, logger: Logger) {
         self.configuration = configuration
+        table = NIOLockedValueBox(CanvasConnectionTable(total: configuration.limits[.canvasConnections], perNode: configuration.limits[.canvasConnectionsPerNode]))
         self.driver = driver
         self.logger = logger
     }
@@ -83,20 +75,11 @@ final class CanvasRelay: @unchecked Sendable {
             .bind(host: host, port: port).get()
     }
 
-    // MARK: - Connections (any loop; the table is locked)
+    // MARK: - Connections (any loop; the table decides, under its lock)
 
     /// A new connection's ID, or nil when every slot is held by a connection that proved a capability.
     private func admit(_ channel: any Channel) -> Int? {
-        let (id, evicted): (Int?, (any Channel)?) = table.withLockedValue { t in
-            var evicted: (any Channel)?
-            if t.total >= configuration.limits[.canvasConnections] {
-                guard let oldest = t.unproven.keys.min() else { return (nil, nil) }
-                evicted = t.unproven.removeValue(forKey: oldest)
-            }
-            t.nextID += 1
-            t.unproven[t.nextID] = channel
-            return (t.nextID, evicted)
-        }
+        let (id, evicted) = table.withLockedValue { $0.admit(channel) }
         if let evicted { evicted.close(promise: nil) }
         if evicted != nil || id == nil { refused("canvasConnections", peer: channel.remoteAddress) }
         return id
@@ -104,37 +87,25 @@ final class CanvasRelay: @unchecked Sendable {
 
     /// The connection showed a live capability for `node`: false when the node holds its bound already.
     func proven(_ id: Int, ticket: DescriptorGate.Ticket?, node: Fingerprint) -> Bool {
-        let proven = table.withLockedValue { t in
-            guard let channel = t.unproven.removeValue(forKey: id) else { return false }  // evicted meanwhile
-            guard t.byNode[node, default: [:]].count < configuration.limits[.canvasConnectionsPerNode] else { return false }
-            t.byNode[node, default: [:]][id] = channel
-            return true
-        }
+        let proven = table.withLockedValue { $0.prove(id, node: node) }
         if proven { driver.descriptors?.prove(ticket) }
         return proven
     }
 
     func closed(_ id: Int, node: Fingerprint?) {
-        table.withLockedValue { t in
-            t.unproven[id] = nil
-            if let node {
-                t.byNode[node]?[id] = nil
-                if t.byNode[node]?.isEmpty == true { t.byNode[node] = nil }
-            }
-        }
+        table.withLockedValue { $0.closed(id, node: node) }
     }
 
     /// The node's capability died: its connections close now (live-reload sockets included).
     func revoke(_ node: Fingerprint) {
-        let channels = table.withLockedValue { $0.byNode.removeValue(forKey: node) } ?? [:]
-        for channel in channels.values { channel.close(promise: nil) }
+        for channel in table.withLockedValue({ $0.revoke(node) }) { channel.close(promise: nil) }
     }
 
-    var connectionCount: Int { table.withLockedValue { $0.total } }
+    var connectionCount: Int { table.withLockedValue { $0.count } }
 
     /// After its listeners closed: every connection goes, then the thread.
     func stop() async {
-        let open = table.withLockedValue { t in Array(t.unproven.values) + t.byNode.values.flatMap(\.values) }
+        let open = table.withLockedValue { $0.all }
         for channel in open { try? await channel.close() }
         try? await group.shutdownGracefully()
     }
@@ -174,19 +145,6 @@ final class CanvasRelay: @unchecked Sendable {
         if let count = refusals.withLockedValue({ $0.note(reason, now: .now) }) {
             logger.warning("canvas relay refused a request: \(reason)\(reason.hasPrefix("canvas") ? " (limits.\(reason))" : "")",
                            metadata: ["peer": "\(PeerAddress.format(peer))", "since": "\(count)"])
-        }
-    }
-
-    /// Per reason (a fixed set): the first refusal is logged at once, then one line a minute with
-    /// the count since, so a flood names every bound it hits without flooding the log.
-    struct RefusalSummary {
-        var counts: [String: Int] = [:]
-        var logged: [String: Moment] = [:]
-        mutating func note(_ reason: String, now: Moment) -> Int? {
-            counts[reason, default: 0] += 1
-            guard now.timeIntervalSince(logged[reason] ?? .distantPast) >= 60 else { return nil }
-            defer { (counts[reason], logged[reason]) = (0, now) }
-            return counts[reason]
         }
     }
 }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanbridgeCore
 import LanbridgeCrypto
 import LanbridgeProtocol
 import NIOConcurrencyHelpers

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanbridgeState
+import LanbridgeStores
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix

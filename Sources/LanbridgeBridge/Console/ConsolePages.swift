@@ -1,7 +1,9 @@
 import FoundationEssentials
+import LanbridgeCore
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 
 /// The console's pages, rendered from the same files and descriptions the CLI prints
 /// (`nodes pending`, `nodes describe`, `invite list`, `audit`, `status`). Every value a node or

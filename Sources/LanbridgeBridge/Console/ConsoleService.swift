@@ -1,7 +1,9 @@
 import FoundationEssentials
+import LanbridgeCore
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeCore
 import LanbridgeNet
+import LanbridgeStores
 import LanbridgeTransport
 import LanbridgeProtocol
 import LanbridgeState
@@ -355,7 +356,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             submit(.tick)
             trimHeapIfShrunk()
         }
-        let ping = TimeAmount.milliseconds(Int64(pingInterval * 1000))
+        let ping = TimeAmount.interval(pingInterval)
         loop.scheduleRepeatedTask(initialDelay: ping, delay: ping) { [self] task in
             guard !stopped else { return task.cancel() }
             submit(.pingAll)

@@ -56,7 +56,7 @@ enum OpenClawAppDoor {
         let id = driver.accepted(channel, slot: slot, ticket: ticket)
         channel.closeFuture.whenComplete { _ in driver.closed(id) }
         // TLS, the upgrade and the connect within the admission's deadline, like a Noise handshake.
-        let deadline = channel.eventLoop.scheduleTask(in: .milliseconds(Int64(handshakeTimeout * 1000))) { channel.close(promise: nil) }
+        let deadline = channel.eventLoop.scheduleTask(in: .interval(handshakeTimeout)) { channel.close(promise: nil) }
         let sync = channel.pipeline.syncOperations
         // The certificate this connection is served is the one its request records (a rotation
         // meanwhile changes the next connection's, not this one's).

@@ -4,6 +4,7 @@ import LanbridgeNet
 import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -14,9 +15,9 @@ import NIOCore
 /// so the gateway sees the node come and go; it redials with backoff while the node stays.
 ///
 /// The gateway is dialled as §12's (`GatewayDialer`: `wss://`, loopback `ws://` or `unix:`, a local
-/// listener's owner checked before the upgrade request), and at most
-/// `maxConnecting` handshakes are under way at once (the gateway allows 32 unauthenticated
-/// sockets per address, and every node's socket comes from the bridge's).
+/// listener's owner checked before the upgrade request), and at most `limits.openClawConnecting`
+/// handshakes are under way at once (the gateway allows 32 unauthenticated sockets per address,
+/// and every node's socket comes from the bridge's). When to redial is `OpenClawRedial`'s to say.
 ///
 /// Everything but the redial tasks runs on the driver's event loop.
 final class OpenClawLinks: @unchecked Sendable {
@@ -25,8 +26,7 @@ final class OpenClawLinks: @unchecked Sendable {
         var token: SecureBytes?
         var version: String
         var maxMessageSize: Int
-        var maxConnecting = 4
-        var backoff: ClosedRange<TimeInterval> = 0.5...30
+        var timing: OpenClawRedial.Timing
     }
 
     private final class NodeLink {
@@ -42,14 +42,16 @@ final class OpenClawLinks: @unchecked Sendable {
         var loggedAwaiting: Set<String> = []
         /// While the gateway holds added commands: the next re-offer, which picks up an approval.
         var reoffer: Scheduled<Void>?
-        var reofferDelay = OpenClawLinks.reofferDelays.lowerBound
+        var reofferSchedule: ReofferSchedule
         /// What the node said while its socket was re-offering or reconnecting: sent once it is up
-        /// again, or answered UNAVAILABLE after `eventWait`.
+        /// again, or answered UNAVAILABLE after `timing.eventWait`.
         var waiting: [WaitingEvent] = []
         /// The relay waits for a fresh canvas capability (its request met 401): answered by the
-        /// gateway's reply, the socket's end, or `canvasWait`.
+        /// gateway's reply, the socket's end, or `timing.canvasWait`.
         var canvasWaiters: [EventLoopPromise<String?>] = []
-        init(token: Int, foreground: Bool, commands: [String]) { (self.token, self.foreground, self.commands) = (token, foreground, commands) }
+        init(token: Int, foreground: Bool, commands: [String], reoffer: ClosedRange<TimeInterval>) {
+            (self.token, self.foreground, self.commands, reofferSchedule) = (token, foreground, commands, ReofferSchedule(reoffer))
+        }
 
         func stop() {
             task?.cancel()
@@ -73,18 +75,10 @@ final class OpenClawLinks: @unchecked Sendable {
         let expiry: Scheduled<Void>
     }
 
-    /// How long a node's call waits for its socket while that re-offers or reconnects (issue 36:
-    /// a voice transcript sent right after a rule change was lost), and how many may wait.
-    static let eventWait: TimeAmount = .seconds(5)
-    static let maxWaitingEvents = 16
+    /// A node's call waits for its socket while that re-offers or reconnects (issue 36: a voice
+    /// transcript sent right after a rule change was lost), `timing.eventWait`, `timing.waitingEvents` at most.
     private var nextWaiting = 0
-
-    /// The gateway applies an approval of added commands only at the node's next connect, and
-    /// drops a request not approved in 5 minutes (openclaw-gateway-protocol.md §3.2): while it holds
-    /// some, the node's socket reconnects when idle after these delays, doubling.
-    static let reofferDelays: ClosedRange<TimeAmount> = .seconds(5) ... .seconds(120)
-    /// While the gateway holds the device itself, it is asked again this often.
-    static let deviceApprovalRetry: TimeInterval = 10
+    private var timing: OpenClawRedial.Timing { options.timing }
 
     let loop: any EventLoop
     private weak var driver: BridgeDriver?
@@ -99,7 +93,7 @@ final class OpenClawLinks: @unchecked Sendable {
 
     init(_ options: Options, devices: OpenClawDevices, driver: BridgeDriver, logger: Logger) {
         (self.options, self.devices, self.driver, loop, self.logger) = (options, devices, driver, driver.loop, logger)
-        connecting = ConnectSlots(options.maxConnecting)
+        connecting = ConnectSlots(options.timing.connecting)
     }
 
     /// At start: identities of nodes revoked while the daemon was down go.
@@ -122,7 +116,7 @@ final class OpenClawLinks: @unchecked Sendable {
             // A session replacing another keeps the node's socket.
             guard nodes[node] == nil else { return offer(commands, on: node) }
             nextToken += 1
-            let link = NodeLink(token: nextToken, foreground: foreground, commands: commands)
+            let link = NodeLink(token: nextToken, foreground: foreground, commands: commands, reoffer: timing.reoffer)
             nodes[node] = link
             let token = link.token
             link.task = Task { await self.run(node, token: token, details: details) }
@@ -171,15 +165,15 @@ final class OpenClawLinks: @unchecked Sendable {
     func nodeEvent(_ event: String, payload: JSONValue, tag: String?, on node: Fingerprint) {
         guard let link = nodes[node] else { return unavailable(tag, "the node has no session at the OpenClaw gateway") }
         if let handler = link.handler, handler.isReady { return handler.nodeEvent(event, payload: payload, tag: tag) }
-        guard link.waiting.count < Self.maxWaitingEvents else {
-            return unavailable(tag, "\(Self.maxWaitingEvents) calls already wait for the node's gateway session")
+        guard link.waiting.count < timing.waitingEvents else {
+            return unavailable(tag, "\(timing.waitingEvents) calls already wait for the node's gateway session")
         }
         nextWaiting += 1
         let id = nextWaiting
-        let expiry = loop.scheduleTask(in: Self.eventWait) { [weak self, weak link] in
+        let expiry = loop.scheduleTask(in: .interval(timing.eventWait)) { [weak self, weak link] in
             guard let self, let link, let index = link.waiting.firstIndex(where: { $0.id == id }) else { return }
             let expired = link.waiting.remove(at: index)
-            unavailable(expired.tag, "the node's gateway session was not up within \(Self.eventWait.nanoseconds / 1_000_000_000) s")
+            unavailable(expired.tag, "the node's gateway session was not up within \(NumberText.fixed(self.timing.eventWait)) s")
         }
         link.waiting.append(WaitingEvent(id: id, event: event, payload: payload, tag: tag, expiry: expiry))
     }
@@ -224,9 +218,6 @@ final class OpenClawLinks: @unchecked Sendable {
         link.answerCanvas(capability)
     }
 
-    /// How long the relay waits for the gateway's fresh capability before it gives up on a request.
-    static let canvasWait = TimeAmount.seconds(5)
-
     /// A fresh canvas capability for the node's socket (on the loop): the relay's request met 401,
     /// or the node refreshed its own. nil when the node has no socket up, or no answer in time.
     func refreshCanvas(for node: Fingerprint) -> EventLoopFuture<String?> {
@@ -235,7 +226,8 @@ final class OpenClawLinks: @unchecked Sendable {
         link.canvasWaiters.append(promise)
         if link.canvasWaiters.count == 1 { handler.refreshCanvas() }  // one request for all who wait
         // Answered once: by the reply or the socket's end (which take it from the list), or here.
-        let expiry = loop.scheduleTask(in: Self.canvasWait) { [weak link] in
+        // The relay waits `timing.canvasWait` for the gateway's fresh capability, then gives up on the request.
+        let expiry = loop.scheduleTask(in: .interval(timing.canvasWait)) { [weak link] in
             guard let link, let index = link.canvasWaiters.firstIndex(where: { $0.futureResult === promise.futureResult }) else { return }
             link.canvasWaiters.remove(at: index)
             promise.succeed(nil)
@@ -259,8 +251,9 @@ final class OpenClawLinks: @unchecked Sendable {
                                metadata: ["node": "\(node)"])
             }
             link.reoffer?.cancel()
-            link.reoffer = loop.scheduleTask(in: link.reofferDelay) { [weak link] in link?.handler?.reoffer() }
-            link.reofferDelay = min(link.reofferDelay * 2, Self.reofferDelays.upperBound)
+            // The gateway applies an approval of added commands only at the node's next connect, and
+            // drops a request not approved in 5 minutes (openclaw-gateway-protocol.md §3.2).
+            link.reoffer = loop.scheduleTask(in: .interval(link.reofferSchedule.next())) { [weak link] in link?.handler?.reoffer() }
         }
         // What waited for the socket goes now, in order, before a re-offer can close it again.
         let waiting = link.waiting
@@ -303,7 +296,8 @@ final class OpenClawLinks: @unchecked Sendable {
         if let link = nodes[node], var surface = link.surface, let name = OpenClawCommands.openClawName(invoke.command), surface.invoked(name) {
             // Held back until its operator approved: so the approval is in.
             link.surface = surface
-            (link.loggedAwaiting, link.reofferDelay) = ([], Self.reofferDelays.lowerBound)
+            link.loggedAwaiting = []
+            link.reofferSchedule.reset()
             link.reoffer?.cancel()
             storeApproved(surface, for: node)
             logger.info("the OpenClaw gateway's operator approved the node's added commands", metadata: ["node": "\(node)"])
@@ -337,9 +331,9 @@ final class OpenClawLinks: @unchecked Sendable {
             instanceId: node.description, version: options.version, modelIdentifier: details.deviceModel,
             caps: details.caps, commands: commands,
             sharedToken: options.token.map { $0.withUnsafeBytes { String(decoding: $0, as: UTF8.self) } }, deviceToken: record.deviceToken)
-        var backoff = Backoff(initial: options.backoff.lowerBound, maximum: options.backoff.upperBound, resetAfter: 30)
-        // Shown until the gateway lets the device in: redials do not hide it. Logged once per request.
-        var approval: RuntimeStatus.GatewayApproval?, loggedHold: RuntimeStatus.GatewayApproval?
+        var redial = OpenClawRedial(timing)
+        // Shown until the gateway lets the device in: redials do not hide it.
+        var approval: RuntimeStatus.GatewayApproval?
         var retry = OpenClawNodeSession.Retry.backoff
         while !Task.isCancelled {
             if let commands = await onLink(node, token, \.commands) { configuration.commands = commands }
@@ -349,36 +343,22 @@ final class OpenClawLinks: @unchecked Sendable {
             let reason: String
             (reason, retry) = await connectOnce(node, token: token, configuration)
             if Task.isCancelled { break }
-            var wait = backoff.wait(lasted: Date().timeIntervalSince(started))
-            approval = nil
-            switch retry {
-            case .signV2:
-                configuration.signature = .v2
-                wait = 0
-            case .sharedToken:
+            let next = redial.ended(retry, lasted: Date().timeIntervalSince(started))
+            approval = next.approval
+            if next.signV2 { configuration.signature = .v2 }
+            if next.forgetDeviceToken {
                 configuration.deviceToken = nil
                 try? devicesLock.withLock { try devices.setDeviceToken(nil, for: node) }
-                wait = 0
-            case .reoffer:
-                wait = 0
-            case let .deviceApproval(requestId):
-                let held = RuntimeStatus.GatewayApproval.device(requestId)
-                if held != loggedHold {
-                    logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(held.summary)")
-                }
-                (approval, loggedHold) = (held, held)
-                wait = Self.deviceApprovalRetry
-            case let .operatorNeeded(hint):
-                logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)")
-                wait = options.backoff.upperBound
-            case .backoff:
-                backoff.grow()
             }
-            if retry != .reoffer {
-                logger.info("node's OpenClaw socket down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["node": "\(node)"])
+            if let held = next.approval, next.newHold {
+                logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(held.summary)")
+            }
+            if case let .operatorNeeded(hint) = retry { logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)") }
+            if !next.quiet {
+                logger.info("node's OpenClaw socket down (\(reason)); retrying in \(NumberText.fixed(next.wait)) s", metadata: ["node": "\(node)"])
                 driver?.submit(.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval))
             }
-            if wait > 0 { try? await Task.sleep(for: .milliseconds(Int(wait * 1000))) }
+            if next.wait > 0 { try? await Task.sleep(for: .milliseconds(Int(next.wait * 1000))) }
         }
     }
 

@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore

@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanbridgeProtocol
 import LanbridgeCore
 import LanbridgeState
+import LanbridgeStores
 
 // The core decides a store change (`StoreOperation`); this carries it out, on StateIO's thread.
 extension StoreOperation {

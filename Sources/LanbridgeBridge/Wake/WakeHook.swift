@@ -5,6 +5,7 @@ import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeCore
 import LanbridgeState
+import LanbridgeStores
 import Logging
 import NIOConcurrencyHelpers
 

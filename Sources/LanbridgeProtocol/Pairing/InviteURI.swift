@@ -66,3 +66,10 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
         return nil
     }
 }
+
+/// An invite just written, and its URI (`InviteIssuer`): shown once, then only its expiry is.
+public struct IssuedInvite: Sendable, Equatable {
+    public let uri: InviteURI
+    public let expiresAt: Date
+    public init(uri: InviteURI, expiresAt: Date) { (self.uri, self.expiresAt) = (uri, expiresAt) }
+}

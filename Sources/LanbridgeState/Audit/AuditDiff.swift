@@ -4,7 +4,7 @@ import LanbridgeProtocol
 extension AuditEntry {
     /// The audit entries that describe one store update, derived from the state before and after,
     /// so that no caller can change pairings without leaving a record.
-    static func changes(from before: PairingState, to after: PairingState, actor: String, now: Date) -> [AuditEntry] {
+    public static func changes(from before: PairingState, to after: PairingState, actor: String, now: Date) -> [AuditEntry] {
         var entries: [AuditEntry] = []
         func add(_ event: String, node: Fingerprint?, request: String? = nil, _ detail: String? = nil) {
             entries.append(AuditEntry(time: now, event: event, actor: actor, nodeId: node?.description, requestId: request, detail: detail))

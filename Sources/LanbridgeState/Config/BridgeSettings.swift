@@ -1,5 +1,4 @@
 import FoundationEssentials
-import LanbridgeFiles
 import LanbridgeProtocol
 
 /// The operator's config file (`config.json` in the state directory, or `--config`): gateway link,
@@ -181,19 +180,7 @@ public struct BridgeSettings: Sendable {
         public let path: String
         public let message: String
         public var description: String { path.isEmpty ? "\(file): \(message)" : "\(file): \(path): \(message)" }
-    }
-
-    /// Loads the config in the state directory; its absence means the defaults.
-    public static func load(directory: StateDirectory) throws(ConfigError) -> BridgeSettings {
-        try load(from: directory.file(fileName), required: false)
-    }
-
-    public static func load(from url: URL, required: Bool = true) throws(ConfigError) -> BridgeSettings {
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            if !required, !FileManager.default.fileExists(atPath: url.path) { return BridgeSettings() }
-            throw ConfigError(file: url.path, path: "", message: "cannot read the file")
-        }
-        return try parse(data, file: url.path)
+        public init(file: String, path: String, message: String) { (self.file, self.path, self.message) = (file, path, message) }
     }
 
     public static func parse(_ data: Data, file: String = fileName) throws(ConfigError) -> BridgeSettings {

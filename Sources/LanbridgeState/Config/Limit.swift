@@ -12,6 +12,9 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     // limits: the canvas relay
     case canvasMaxResponseBytes, canvasMaxHeaderBytes, canvasConnectionsPerNode, canvasConnections
     case canvasRequestsPerMinute, canvasHeadMs, canvasIdleMs, canvasRequestMs
+    // limits: each node's socket at an OpenClaw gateway (`gateway.protocol: "openclaw"`)
+    case openClawConnecting, openClawRedialMinMs, openClawRedialMaxMs, openClawDeviceRetryMs
+    case openClawReofferMinMs, openClawReofferMaxMs, openClawEventWaitMs, openClawWaitingEvents, openClawCanvasWaitMs
     // admission: connections before they prove a key
     case maxUnauthenticated, maxUnauthenticatedPerAddress, maxUnauthenticatedPerListener, maxWaiting
     case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
@@ -62,6 +65,24 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         case .canvasHeadMs: Spec(.limits, 10_000, 100...600_000, "ms", "for a request head to arrive (slowloris)")
         case .canvasIdleMs: Spec(.limits, 60_000, 100...3_600_000, "ms", "a relay connection's silence (not a live-reload socket's)")
         case .canvasRequestMs: Spec(.limits, 600_000, 1000...86_400_000, "ms", "one relayed response, in all")
+        case .openClawConnecting: Spec(.limits, 4, 1...32, "sockets",
+                                       "node sockets in their handshake with the OpenClaw gateway at once (it allows 32 unauthenticated per address)",
+                                       restartOnly: true)
+        case .openClawRedialMinMs: Spec(.limits, 500, 100...60_000, "ms", "the first wait before a node's OpenClaw socket redials (doubling, with jitter)",
+                                        restartOnly: true)
+        case .openClawRedialMaxMs: Spec(.limits, 30_000, 1000...600_000, "ms", "the longest such wait; also the wait after a refusal only its operator can fix",
+                                        restartOnly: true)
+        case .openClawDeviceRetryMs: Spec(.limits, 10_000, 1000...600_000, "ms",
+                                          "how often the gateway is asked again while it holds a node's device for its operator", restartOnly: true)
+        case .openClawReofferMinMs: Spec(.limits, 5000, 1000...600_000, "ms",
+                                         "while the gateway holds added commands: the first idle reconnect that picks up an approval (doubling)",
+                                         restartOnly: true)
+        case .openClawReofferMaxMs: Spec(.limits, 120_000, 1000...3_600_000, "ms", "the longest wait between such reconnects", restartOnly: true)
+        case .openClawEventWaitMs: Spec(.limits, 5000, 100...60_000, "ms", "how long a node's call waits for its socket while that reconnects (then UNAVAILABLE)",
+                                        restartOnly: true)
+        case .openClawWaitingEvents: Spec(.limits, 16, 0...1024, "calls", "such calls waiting per node (more: UNAVAILABLE at once)", restartOnly: true)
+        case .openClawCanvasWaitMs: Spec(.limits, 5000, 100...60_000, "ms",
+                                         "for the gateway's fresh canvas capability after its canvas host refused the one held", restartOnly: true)
         case .maxUnauthenticated: Spec(.admission, 64, 1...100_000, "connections", "connections that have not proved a paired key (more: the busiest address's oldest goes)")
         case .maxUnauthenticatedPerAddress: Spec(.admission, 8, 1...100_000, "connections", "such connections per source address (more: refused)")
         case .maxUnauthenticatedPerListener: Spec(.admission, nil, 1...100_000, "connections",

@@ -85,23 +85,10 @@ extension PairingState {
     }
 }
 
-extension PairingStore {
-    /// `nodes allow|deny` and the console: the pattern is checked against the known commands and
-    /// the node's declared ones before anything is written, so a typo is refused, not kept.
-    public func addRule(_ pattern: String, allowing: Bool, node reference: String, catalog: CommandCatalog,
-                        actor: String = AuditLog.currentUser) throws -> PairedNode {
-        if OriginPattern.isOrigin(pattern) {
-            do { _ = try OriginPattern(pattern) } catch { throw CanvasOriginRefused(origin: pattern, reason: error.reason) }
-        } else {
-            _ = try catalog.check(pattern, also: try read().node(matching: reference).details.commands)
-        }
-        return try update(actor: actor) { allowing ? try $0.allow(pattern, node: reference) : try $0.deny(pattern, node: reference) }
-    }
-}
-
 /// `nodes allow|deny NODE ORIGIN` with an origin that does not read as one.
 public struct CanvasOriginRefused: Error, CustomStringConvertible {
     public let origin: String
     public let reason: String
     public var description: String { "bad origin \"\(SafeText.escape(origin))\": \(reason) (for example https://example.com or https://*.example.com:8443)" }
+    public init(origin: String, reason: String) { (self.origin, self.reason) = (origin, reason) }
 }

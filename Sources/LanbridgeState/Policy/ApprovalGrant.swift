@@ -54,16 +54,3 @@ extension CompiledRules {
     }
 }
 
-extension PairingStore {
-    /// `nodes approve` and the console's Approve: the node gets its platform's defaults (with the
-    /// config's changes) and `grant`. A wrong code is written (counted on the request, so audited)
-    /// before it is refused.
-    public func approve(_ requestId: String, code: String?, unverified: Bool, grant: ApprovalGrant, settings: BridgeSettings,
-                        actor: String = AuditLog.currentUser, now: Date = Date()) throws -> PairedNode {
-        try update(actor: actor) { state in
-            let details = state.request(requestId)?.details
-            let access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
-            return Result { try state.approve(requestId: requestId, code: code, unverified: unverified, access: access, now: now) }
-        }.get()
-    }
-}

@@ -1,5 +1,4 @@
 import FoundationEssentials
-import LanbridgeFiles
 import Glibc
 
 /// What the running daemon knows that the files do not: which nodes are connected, and whether they
@@ -97,32 +96,5 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
 
     public init(pid: Int32 = getpid(), bridgeName: String, listening: [String], startedAt: Date, nodes: [String: Node] = [:]) {
         (self.pid, self.bridgeName, self.listening, self.startedAt, self.nodes) = (pid, bridgeName, listening, startedAt, nodes)
-    }
-}
-
-public struct RuntimeStatusFile: Sendable {
-    public static let fileName = "runtime.json"
-    public let url: URL
-
-    public init(directory: StateDirectory) {
-        url = directory.file(Self.fileName)
-    }
-
-    /// Replaced atomically but not synced: it describes a running process, and after a crash the
-    /// process it names is gone anyway (`read` checks).
-    public func write(_ status: RuntimeStatus) throws {
-        try AtomicFile.write(StateJSON.encode(status), to: url, durable: false)
-    }
-
-    /// The daemon's status, or nil when no daemon is running.
-    public func read() -> RuntimeStatus? {
-        guard let data = try? Data(contentsOf: url), let status = try? StateJSON.decoder.decode(RuntimeStatus.self, from: data) else {
-            return nil
-        }
-        return kill(status.pid, 0) == 0 || errno == EPERM ? status : nil
-    }
-
-    public func remove() {
-        unlink(url.path)
     }
 }

@@ -10,6 +10,7 @@ import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 
 /// Unbuffered, so a line the test reads is a commit that already happened.
 func say(_ line: String) {

@@ -1,5 +1,6 @@
 import FoundationEssentials
 import LanbridgeFiles
+import LanbridgeState
 
 /// What `lanbridge status` says, from the files alone (runtime.json and the store): the CLI prints
 /// it, the console renders it.

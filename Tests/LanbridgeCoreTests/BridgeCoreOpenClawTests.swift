@@ -1,6 +1,5 @@
 import Foundation
 import LanbridgeCrypto
-@testable import LanbridgeBridge
 @testable import LanbridgeCore
 @testable import LanbridgeProtocol
 @testable import LanbridgeState

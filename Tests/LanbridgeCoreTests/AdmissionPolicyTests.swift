@@ -1,5 +1,5 @@
 import Foundation
-import LanbridgeBridge
+import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeState
 import Testing

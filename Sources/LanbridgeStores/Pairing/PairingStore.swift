@@ -3,6 +3,7 @@ import Glibc
 import LanbridgeFiles
 import LanbridgeCrypto
 import LanbridgeProtocol
+import LanbridgeState
 
 /// paired.json and pending.json in the state directory, shared by the daemon and the CLI.
 ///

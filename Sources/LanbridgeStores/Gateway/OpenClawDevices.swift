@@ -2,6 +2,7 @@ import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeFiles
 import LanbridgeProtocol
+import LanbridgeState
 
 /// The identities lanbridge holds at an OpenClaw gateway, one per paired node
 /// (`openclaw-devices.json`, mode 0600: the seeds and the gateway's device tokens are secrets).

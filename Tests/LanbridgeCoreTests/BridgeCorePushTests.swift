@@ -1,5 +1,4 @@
 import Foundation
-@testable import LanbridgeBridge
 @testable import LanbridgeCore
 @testable import LanbridgeProtocol
 @testable import LanbridgeState
