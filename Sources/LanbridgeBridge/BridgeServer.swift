@@ -574,13 +574,6 @@ public enum BridgeServer {
     }
 }
 
-extension Optional {
-    func asyncMap<T>(_ transform: (Wrapped) async throws -> T) async rethrows -> T? {
-        guard let self else { return nil }
-        return try await transform(self)
-    }
-}
-
 extension BridgeServer.Reloaded {
     /// Which parts differ, for the log.
     static func changes(from old: Self, to new: Self) -> [String] {

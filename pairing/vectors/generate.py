@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Regenerates the vectors in this folder from sdk/python/lanbridge_wire.py, an implementation
+"""Regenerates the vectors in this folder from pairing/lanbridge_wire.py (beside the spec; the Python SDK links to it), an implementation
 written from PROTOCOL.md on the independent `noiseprotocol` package (pip install noiseprotocol).
 The Swift tests check lanbridge against these files byte for byte.
 
@@ -11,7 +11,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "sdk", "python"))
+sys.path.insert(0, os.path.join(HERE, ".."))
 import lanbridge_wire as w  # noqa: E402
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey  # noqa: E402
 from cryptography.hazmat.primitives import serialization  # noqa: E402

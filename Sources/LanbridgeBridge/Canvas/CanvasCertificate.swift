@@ -1,4 +1,6 @@
-import CNIOBoringSSL
+// BoringSSL as NIOSSL builds it: swift-nio-ssl offers no product for it, so it cannot be declared
+// in Package.swift; it is the only P-256 and X.509 code in the graph, and this file its only user.
+internal import CNIOBoringSSL
 import FoundationEssentials
 import LanbridgeCrypto
 import LanbridgeFiles

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """An independent lanbridge peer for the interop tests: Python `noiseprotocol` underneath,
-the wire format from sdk/python/lanbridge_wire.py (written from PROTOCOL.md).
+the wire format from pairing/lanbridge_wire.py (written from PROTOCOL.md).
 
     noise_peer.py connect PORT STATIC_HEX [INVITE_SECRET_HEX]   # node role (initiator)
     noise_peer.py listen STATIC_HEX [INVITE_SECRET_HEX]         # bridge role (responder)
