@@ -107,8 +107,12 @@ let package = Package(
         ),
         // Random event sequences through the core, its invariants checked after each step: run by
         // LanbridgeBridgeTests (seeded) and by Fuzz/ (libFuzzer's bytes choose the events).
-        .target(name: "LanbridgeCoreWalk", dependencies: ["LanbridgeCore", "LanbridgeState", "LanbridgeProtocol", "LanbridgeCrypto",
-                                                          .product(name: "Logging", package: "swift-log")], path: "Tests/CoreWalk"),
+        .target(
+            name: "LanbridgeCoreWalk",
+            dependencies: [
+                "LanbridgeCore", "LanbridgeState", "LanbridgeProtocol", "LanbridgeCrypto",
+                .product(name: "Logging", package: "swift-log"),
+            ], path: "Tests/CoreWalk"),
         .target(
             name: "LanbridgeBridge",
             dependencies: [
@@ -142,15 +146,19 @@ let package = Package(
         .target(name: "LanbridgeNodeTesting", dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeCrypto"]),
         .executableTarget(
             name: "lanbridge-node-sim",
-            dependencies: ["LanbridgeNode", "LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "Logging", package: "swift-log")],
+            dependencies: [
+                "LanbridgeNode", "LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeDiscovery", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "examples/node-sim"
         ),
         .executableTarget(
             name: "lanbridge-gateway-sim",
-            dependencies: ["LanbridgeNet", "LanbridgeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
-                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
-                           .product(name: "NIOConcurrencyHelpers", package: "swift-nio")],
+            dependencies: [
+                "LanbridgeNet", "LanbridgeProtocol", .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
             path: "examples/gateway"
         ),
         .executableTarget(
@@ -168,10 +176,12 @@ let package = Package(
         ),
         .executableTarget(
             name: "lanbridge-bench",
-            dependencies: ["LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState", "LanbridgeStores", "LanbridgeTransport", "TestSupport",
-                           .product(name: "Logging", package: "swift-log"),
-                           .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
-                           .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio")]
+            dependencies: [
+                "LanbridgeProtocol", "LanbridgeCrypto", "LanbridgeBridge", "LanbridgeNode", "LanbridgeState", "LanbridgeStores", "LanbridgeTransport", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+            ]
         ),
 
         // Test-only helper process: hammers the pairing store so tests can race and SIGKILL it.
@@ -194,14 +204,18 @@ let package = Package(
         // The core's decisions alone, on a fake clock: no NIO, no files.
         .testTarget(
             name: "LanbridgeCoreTests",
-            dependencies: ["LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "TestSupport",
-                           .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeCrypto", "TestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "LanbridgeBridgeTests",
-            dependencies: ["LanbridgeBridge", "LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeStores", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
-                           .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
-                           .product(name: "NIOPosix", package: "swift-nio")]
+            dependencies: [
+                "LanbridgeBridge", "LanbridgeCore", "LanbridgeCoreWalk", "LanbridgeProtocol", "LanbridgeState", "LanbridgeStores", "LanbridgeCrypto", "LanbridgeNet", "TestSupport",
+                .product(name: "NIOEmbedded", package: "swift-nio"), .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ]
         ),
         .testTarget(name: "LanbridgeNodeTests", dependencies: ["LanbridgeNode", "LanbridgeNodeTesting", .product(name: "NIOPosix", package: "swift-nio")]),
         .testTarget(

@@ -11,7 +11,11 @@ let package = Package(
     name: "lanbridge-fuzz",
     dependencies: [.package(name: "lanbridge", path: "..")],
     targets: [
-        .executableTarget(name: "lanbridge-fuzz", dependencies: [.product(name: "LanbridgeProtocol", package: "lanbridge"),
-                                                                 .product(name: "LanbridgeCoreWalk", package: "lanbridge")]),
+        .executableTarget(
+            name: "lanbridge-fuzz",
+            dependencies: [
+                .product(name: "LanbridgeProtocol", package: "lanbridge"),
+                .product(name: "LanbridgeCoreWalk", package: "lanbridge"),
+            ])
     ]
 )

@@ -57,8 +57,10 @@ extension BridgeConfiguration {
     /// The configuration `serve` runs with. `warn` hears what is allowed but worth saying. Throws
     /// `Problem`, or the store's and the endpoint's own errors (a token file that cannot be read,
     /// a gateway URL refused).
-    public init(stateDirectory: StateDirectory, settings: BridgeSettings, overrides: Overrides, interfaces: [NetworkInterfaces.Address],
-                hostName: String, warn: (String) -> Void) throws {
+    public init(
+        stateDirectory: StateDirectory, settings: BridgeSettings, overrides: Overrides, interfaces: [NetworkInterfaces.Address],
+        hostName: String, warn: (String) -> Void
+    ) throws {
         self.init(stateDirectory: stateDirectory, name: overrides.name ?? hostName)
         self.settings = settings
         port = overrides.port
@@ -105,7 +107,9 @@ extension BridgeConfiguration {
             let text = overrides.openClawAppsListen ?? apps.listen ?? ":\(BridgeSettings.OpenClawApps.defaultPort)"
             guard let place = CanvasListen(text) else { throw Problem.usage("--openclaw-apps-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
             if apps.plainWebSocket {
-                warn("OpenClaw's apps connect over plain ws:// (openclawApps.plainWebSocket): Android only, and anyone on the LAN can read the traffic; it is refused on public addresses")
+                warn(
+                    "OpenClaw's apps connect over plain ws:// (openclawApps.plainWebSocket): Android only, and anyone on the LAN can read the traffic; it is refused on public addresses"
+                )
             }
             openClawApps = (place, !apps.plainWebSocket)
         }

@@ -171,4 +171,3 @@ extension BridgeSettings.Wake {
         return nil
     }
 }
-

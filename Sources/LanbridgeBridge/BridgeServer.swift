@@ -33,8 +33,10 @@ public enum BridgeServer {
 
     /// `hangups` yields once per SIGHUP; `reload` reads the files again (throwing keeps the
     /// running settings).
-    public static func run(configuration: BridgeConfiguration, logger: Logger, hangups: AsyncStream<Void>? = nil,
-                           reload: (@Sendable () throws -> Reloaded)? = nil, onListening: @Sendable (Int) -> Void = { _ in }) async throws {
+    public static func run(
+        configuration: BridgeConfiguration, logger: Logger, hangups: AsyncStream<Void>? = nil,
+        reload: (@Sendable () throws -> Reloaded)? = nil, onListening: @Sendable (Int) -> Void = { _ in }
+    ) async throws {
         guard !configuration.listen.isEmpty else { throw BridgeConfiguration.ListenProblem.empty }
         let state = try openState(configuration, logger: logger)
         defer {
@@ -79,8 +81,9 @@ public enum BridgeServer {
         StateSharing.reconcile(configuration.stateDirectory.url, secrets: [IdentityStore.fileName])
         let identity = try IdentityStore(directory: configuration.stateDirectory).loadOrCreate()
         // Watch before the first read, so no change the CLI makes from here on goes unseen.
-        let watcher = try StoreWatcher(directory: configuration.stateDirectory.url,
-                                       files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
+        let watcher = try StoreWatcher(
+            directory: configuration.stateDirectory.url,
+            files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
         let initialVersion = PairingStore(directory: configuration.stateDirectory).pairedFileVersion()
         let initial: PairingState
         do {
@@ -89,14 +92,16 @@ public enum BridgeServer {
             watcher.stop()
             throw error
         }
-        let descriptors = DescriptorBudget(paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
-                                           unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
-                                           http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
-                                           canvas: configuration.canvas == nil ? 0 : configuration.settings.limits[.canvasConnections])
+        let descriptors = DescriptorBudget(
+            paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
+            unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
+            http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
+            canvas: configuration.canvas == nil ? 0 : configuration.settings.limits[.canvasConnections])
         let openFileLimit = OpenFileLimit.raise(toward: descriptors.needed)
         if let shortfall = descriptors.shortfall(limit: openFileLimit) { logger.warning("\(shortfall)") }
-        return OpenedState(daemonLock: daemonLock, identity: identity, watcher: watcher, initialVersion: initialVersion, initial: initial,
-                           openFileLimit: openFileLimit, listenerBounds: descriptors.needed)
+        return OpenedState(
+            daemonLock: daemonLock, identity: identity, watcher: watcher, initialVersion: initialVersion, initial: initial,
+            openFileLimit: openFileLimit, listenerBounds: descriptors.needed)
     }
 
     /// The relay's parts, before any listener: the core, its driver on one event loop, the
@@ -118,15 +123,19 @@ public enum BridgeServer {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let io = StateIO(directory: configuration.stateDirectory, logger: logger)
         let registry = PrometheusCollectorRegistry()
-        let metrics = configuration.metrics == nil ? BridgeMetrics.disabled : BridgeMetrics(factory: {
-            var factory = PrometheusMetricsFactory(registry: registry)
-            factory.durationHistogramBuckets["lanbridge_invoke_duration_seconds"] = [
-                .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-                .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
-                .seconds(10), .seconds(30), .seconds(60),
-            ]
-            return factory
-        }())
+        let metrics =
+            configuration.metrics == nil
+            ? BridgeMetrics.disabled
+            : BridgeMetrics(
+                factory: {
+                    var factory = PrometheusMetricsFactory(registry: registry)
+                    factory.durationHistogramBuckets["lanbridge_invoke_duration_seconds"] = [
+                        .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
+                        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
+                        .seconds(10), .seconds(30), .seconds(60),
+                    ]
+                    return factory
+                }())
         let admission = Admission(limits: configuration.admission, metrics: metrics, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: state.initial)
@@ -134,9 +143,10 @@ public enum BridgeServer {
         var runtime = RuntimeStatus(bridgeName: configuration.name, listening: [], startedAt: Date())
         if !configuration.mdns { runtime.mdns = "off" }
         if configuration.gateway == nil { runtime.gateway = "off" }
-        let core = BridgeCore(name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming, runtime: runtime,
-                              initial: state.initial, pairedVersion: state.initialVersion,
-                              gateway: configuration.gateway.map { $0.wire == .openclaw ? .openClaw : .lanbridge }, logger: logger)
+        let core = BridgeCore(
+            name: configuration.name, settings: configuration.settings, pairingTiming: configuration.pairingTiming, runtime: runtime,
+            initial: state.initial, pairedVersion: state.initialVersion,
+            gateway: configuration.gateway.map { $0.wire == .openclaw ? .openClaw : .lanbridge }, logger: logger)
         io.forgetUnpairedPushTokens(Set(state.initial.paired.nodes.map(\.nodeId)))
         // One certificate for both TLS doors (the canvas relay, OpenClaw's apps), made once and kept.
         var doorTLS: DoorTLS?
@@ -147,17 +157,24 @@ public enum BridgeServer {
             }
         }
         let descriptors = DescriptorGate(capacity: DescriptorGate.capacity(limit: state.openFileLimit), metrics: metrics, logger: logger)
-        logger.info("descriptor budget for every listener", metadata: ["descriptors": "\(descriptors.capacity)", "openFileLimit": "\(state.openFileLimit)",
-                                                                     "reserve": "\(DescriptorGate.reserve)", "listenerBounds": "\(state.listenerBounds)"])
-        let driver = BridgeDriver(loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, doorTLS: doorTLS,
-                                  descriptors: descriptors, logger: logger)
+        logger.info(
+            "descriptor budget for every listener",
+            metadata: [
+                "descriptors": "\(descriptors.capacity)", "openFileLimit": "\(state.openFileLimit)",
+                "reserve": "\(DescriptorGate.reserve)", "listenerBounds": "\(state.listenerBounds)",
+            ])
+        let driver = BridgeDriver(
+            loop: loop, core: core, io: io, admission: admission, invites: invites, metrics: metrics, doorTLS: doorTLS,
+            descriptors: descriptors, logger: logger)
         // Before the listener: the first node to connect gets its socket at the gateway.
         var openClawLinks: OpenClawLinks?
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
-            let links = OpenClawLinks(.init(dialer: GatewayDialer(gateway), token: gateway.token, version: BridgeServer.version,
-                                            maxMessageSize: configuration.settings.limits.gatewayMessageBytes,
-                                            timing: OpenClawRedial.Timing(configuration.settings.limits)),
-                                      devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
+            let links = OpenClawLinks(
+                .init(
+                    dialer: GatewayDialer(gateway), token: gateway.token, version: BridgeServer.version,
+                    maxMessageSize: configuration.settings.limits.gatewayMessageBytes,
+                    timing: OpenClawRedial.Timing(configuration.settings.limits)),
+                devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
             links.forgetAllBut(Set(state.initial.paired.nodes.map(\.nodeId)))
             try await loop.submit { driver.openClaw = links }.get()
             openClawLinks = links
@@ -186,8 +203,9 @@ public enum BridgeServer {
     private static func bindAll(_ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, logger: Logger) async throws -> Listening {
         let (loop, io, driver) = (relay.loop, relay.io, relay.driver)
         let console = try configuration.console.map { _ in
-            try ConsoleParts(auth: ConsoleAuth(), events: ConsoleEvents(directory: configuration.stateDirectory.url),
-                             settings: NIOLockedValueBox(configuration.settings))
+            try ConsoleParts(
+                auth: ConsoleAuth(), events: ConsoleEvents(directory: configuration.stateDirectory.url),
+                settings: NIOLockedValueBox(configuration.settings))
         }
         let listeners: [HTTPListener]
         do {
@@ -212,14 +230,17 @@ public enum BridgeServer {
         // An IPv6 address in brackets, so "host:port" splits at the right colon.
         let listeningList = configuration.listen.map { ReachableAddress(host: $0.host, port: port).description }
         let addresses = listeningList.joined(separator: ", ")
-        let reach = BridgeReach.addresses(listen: configuration.listen, port: port, configured: configuration.addresses,
-                                          interfaces: NetworkInterfaces.addresses())
+        let reach = BridgeReach.addresses(
+            listen: configuration.listen, port: port, configured: configuration.addresses,
+            interfaces: NetworkInterfaces.addresses())
         await driver.setListening(listeningList, reachable: reach.map(\.description))
-        logger.info("lanbridge listening", metadata: [
-            "address": "\(listeningList[0])", "addresses": "\(addresses)", "reachable": "\(reach.map(\.description).joined(separator: ", "))",
-            "name": "\(configuration.name)",
-            "fingerprint": "\(Fingerprint(publicKey: state.identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
-        ])
+        logger.info(
+            "lanbridge listening",
+            metadata: [
+                "address": "\(listeningList[0])", "addresses": "\(addresses)", "reachable": "\(reach.map(\.description).joined(separator: ", "))",
+                "name": "\(configuration.name)",
+                "fingerprint": "\(Fingerprint(publicKey: state.identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
+            ])
         let canvasRelay: CanvasRelay?, canvasListeners: [any Channel], appDoors: [any Channel], appAdvertisement: AvahiPublisher.Extra?
         do {
             (canvasRelay, canvasListeners) = try await startCanvasRelay(configuration, driver: driver, logger: logger)
@@ -236,8 +257,9 @@ public enum BridgeServer {
             await io.finish(on: loop)
             throw error
         }
-        return Listening(monitoring: monitoring, console: console, consoleURL: consoleURL, servers: servers, port: port, addresses: addresses,
-                         canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, appAdvertisement: appAdvertisement)
+        return Listening(
+            monitoring: monitoring, console: console, consoleURL: consoleURL, servers: servers, port: port, addresses: addresses,
+            canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, appAdvertisement: appAdvertisement)
     }
 
     /// What runs beside the listeners: the mDNS advertisement, the gateway link, the control
@@ -253,12 +275,15 @@ public enum BridgeServer {
         let watchdog: RepeatedTask?
     }
 
-    private static func startServices(_ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, listening: Listening,
-                                      logger: Logger) async throws -> Services {
+    private static func startServices(
+        _ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, listening: Listening,
+        logger: Logger
+    ) async throws -> Services {
         let driver = relay.driver
         let fingerprint = Fingerprint(publicKey: state.identity.publicKey)
-        let publisher = advertise(configuration, port: listening.port, fingerprint: fingerprint, extras: listening.appAdvertisement.map { [$0] } ?? [],
-                                  driver: driver, logger: logger)
+        let publisher = advertise(
+            configuration, port: listening.port, fingerprint: fingerprint, extras: listening.appAdvertisement.map { [$0] } ?? [],
+            driver: driver, logger: logger)
         // OpenClaw's apps read the certificate's fingerprint from the TXT: a rotation announces the new one.
         if let publisher, let extra = listening.appAdvertisement {
             driver.doorCertificateRotated = { sha256 in
@@ -274,8 +299,10 @@ public enum BridgeServer {
         } else if link == nil {
             driver.submit(.gatewayStatus("off"), order: .now)
         }
-        let hello: JSONValue = ["bridgeName": .string(configuration.name), "fingerprint": .string(fingerprint.description),
-                                "protocol": 1, "version": .string(BridgeServer.version)]
+        let hello: JSONValue = [
+            "bridgeName": .string(configuration.name), "fingerprint": .string(fingerprint.description),
+            "protocol": 1, "version": .string(BridgeServer.version),
+        ]
         let controlPath = configuration.stateDirectory.file(ControlSocket.fileName).path
         let sharing = StateSharing.of(configuration.stateDirectory.url)
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
@@ -289,14 +316,17 @@ public enum BridgeServer {
             relay.loop.scheduleRepeatedTask(initialDelay: .zero, delay: interval) { _ in notifier?.watchdog() }
         }
         notifier?.ready(status: "listening on \(listening.addresses)")
-        return Services(publisher: publisher, link: link, hello: hello, control: control, controlPath: controlPath, sharing: sharing,
-                        notifier: notifier, watchdog: watchdog)
+        return Services(
+            publisher: publisher, link: link, hello: hello, control: control, controlPath: controlPath, sharing: sharing,
+            notifier: notifier, watchdog: watchdog)
     }
 
     /// Until cancelled (SIGTERM, SIGINT): the store watcher, reloads, the gateway link, the
     /// console's events and the control socket, each a task; cancellation closes the listeners.
-    private static func serve(_ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, listening: Listening, services: Services,
-                              hangups: AsyncStream<Void>?, reload: (@Sendable () throws -> Reloaded)?, logger: Logger) async {
+    private static func serve(
+        _ configuration: BridgeConfiguration, state: OpenedState, relay: Relay, listening: Listening, services: Services,
+        hangups: AsyncStream<Void>?, reload: (@Sendable () throws -> Reloaded)?, logger: Logger
+    ) async {
         let (driver, watcher, console) = (relay.driver, state.watcher, listening.console)
         await withTaskCancellationHandler {
             await withDiscardingTaskGroup { group in
@@ -305,8 +335,9 @@ public enum BridgeServer {
                 }
                 if let hangups, let reload {
                     group.addTask {
-                        await applyReloads(hangups, reload: reload, from: configuration, driver: driver, console: console, link: services.link,
-                                           notifier: services.notifier, listening: listening.addresses, logger: logger)
+                        await applyReloads(
+                            hangups, reload: reload, from: configuration, driver: driver, console: console, link: services.link,
+                            notifier: services.notifier, listening: listening.addresses, logger: logger)
                     }
                 }
                 if let link = services.link {
@@ -317,8 +348,9 @@ public enum BridgeServer {
                 }
                 if let control = services.control {
                     group.addTask {
-                        await serveControl(control, driver: driver, sharing: services.sharing,
-                                           console: console.flatMap { parts in listening.consoleURL.map { (parts.auth, $0) } }, logger: logger)
+                        await serveControl(
+                            control, driver: driver, sharing: services.sharing,
+                            console: console.flatMap { parts in listening.consoleURL.map { (parts.auth, $0) } }, logger: logger)
                     }
                 }
                 for server in listening.servers { try? await server.closeFuture.get() }
@@ -347,8 +379,10 @@ public enum BridgeServer {
     }
 
     /// The operator's control socket: each connection served on its own, until the socket closes.
-    private static func serveControl(_ control: NIOAsyncChannel<ControlSocket.Connection, Never>, driver: BridgeDriver, sharing: StateSharing,
-                                     console: (auth: ConsoleAuth, url: String)?, logger: Logger) async {
+    private static func serveControl(
+        _ control: NIOAsyncChannel<ControlSocket.Connection, Never>, driver: BridgeDriver, sharing: StateSharing,
+        console: (auth: ConsoleAuth, url: String)?, logger: Logger
+    ) async {
         try? await control.executeThenClose { inbound in
             try await withThrowingDiscardingTaskGroup { connections in
                 for try await connection in inbound {
@@ -360,9 +394,11 @@ public enum BridgeServer {
 
     /// SIGHUP: read the files again and apply what may change while running (access rules, limits
     /// but the transports' sizes, the gateway token); say what changed and what waits for a restart.
-    private static func applyReloads(_ hangups: AsyncStream<Void>, reload: @Sendable () throws -> Reloaded, from configuration: BridgeConfiguration,
-                                     driver: BridgeDriver, console: ConsoleParts?, link: GatewayLink?, notifier: ServiceNotifier?,
-                                     listening: String, logger: Logger) async {
+    private static func applyReloads(
+        _ hangups: AsyncStream<Void>, reload: @Sendable () throws -> Reloaded, from configuration: BridgeConfiguration,
+        driver: BridgeDriver, console: ConsoleParts?, link: GatewayLink?, notifier: ServiceNotifier?,
+        listening: String, logger: Logger
+    ) async {
         var current = Reloaded(settings: configuration.settings, gatewayToken: configuration.gateway?.token)
         for await _ in hangups {
             notifier?.reloading()
@@ -372,7 +408,8 @@ public enum BridgeServer {
                 let kept: [String]
                 (next.settings.limits, kept) = current.settings.limits.reloaded(to: next.settings.limits)
                 if !kept.isEmpty {
-                    logger.warning("\(kept.joined(separator: ", ")) applies after a restart: the message sizes the transports allow were fixed when they started; kept the running value")
+                    logger.warning(
+                        "\(kept.joined(separator: ", ")) applies after a restart: the message sizes the transports allow were fixed when they started; kept the running value")
                 }
                 let changes = Reloaded.changes(from: current, to: next)
                 await driver.reload(next.settings)
@@ -384,7 +421,8 @@ public enum BridgeServer {
                 }
                 let (was, now) = (current.settings, next.settings)
                 if (now.canvas.enabled, now.canvas.listen, now.canvas.upstream) != (was.canvas.enabled, was.canvas.listen, was.canvas.upstream)
-                    || now.openClawApps != was.openClawApps {
+                    || now.openClawApps != was.openClawApps
+                {
                     logger.warning("the canvas relay's address and upstream, and the door for OpenClaw's apps, apply after a restart (what a canvas may load applies now)")
                 }
                 current = next
@@ -397,7 +435,8 @@ public enum BridgeServer {
     /// The canvas relay, if configured: its certificate (made once), its listeners, and the core
     /// told where it is. Its failure to start stops the daemon only if the admin chose its address.
     private static func startCanvasRelay(_ configuration: BridgeConfiguration, driver: BridgeDriver, logger: Logger) async throws
-        -> (CanvasRelay?, [any Channel]) {
+        -> (CanvasRelay?, [any Channel])
+    {
         guard let canvas = configuration.canvas else { return (nil, []) }
         var relay: CanvasRelay?
         var bound: [any Channel] = []
@@ -405,8 +444,10 @@ public enum BridgeServer {
             guard let tls = driver.doorTLS else {
                 throw CanvasCertificate.Problem(description: "\(CanvasCertificate.fileName) is unreadable; `lanbridge canvas rotate-cert` makes a new one")
             }
-            let made = CanvasRelay(.init(tls: tls, upstream: canvas.upstream, limits: configuration.settings.limits,
-                                         upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
+            let made = CanvasRelay(
+                .init(
+                    tls: tls, upstream: canvas.upstream, limits: configuration.settings.limits,
+                    upstreamNeedsCapability: canvas.openClaw), driver: driver, logger: logger)
             relay = made
             var port = canvas.listen.port
             for host in canvas.listen.host.map({ [$0] }) ?? configuration.listen.map(\.host) {
@@ -417,10 +458,15 @@ public enum BridgeServer {
             let listening = bound.compactMap { $0.localAddress }.map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
             let origins = CanvasRelayInfo.origins(of: canvas.upstream)
             let sha256 = tls.served.sha256
-            await driver.setCanvas(made, CanvasRelayInfo(port: port, tlsSha256: sha256, upstreamOrigins: origins),
-                                   status: RuntimeStatus.Canvas(listening: listening, tlsSha256: sha256, upstream: canvas.upstream.description))
-            logger.info("canvas relay listening", metadata: ["canvas": "\(listening.joined(separator: ", "))", "upstream": "\(canvas.upstream)",
-                                                             "sha256": "\(sha256)"])
+            await driver.setCanvas(
+                made, CanvasRelayInfo(port: port, tlsSha256: sha256, upstreamOrigins: origins),
+                status: RuntimeStatus.Canvas(listening: listening, tlsSha256: sha256, upstream: canvas.upstream.description))
+            logger.info(
+                "canvas relay listening",
+                metadata: [
+                    "canvas": "\(listening.joined(separator: ", "))", "upstream": "\(canvas.upstream)",
+                    "sha256": "\(sha256)",
+                ])
         } catch {
             for channel in bound { channel.close(promise: nil) }
             await relay?.stop()
@@ -437,12 +483,14 @@ public enum BridgeServer {
     /// certificate (the canvas relay's), on each listen address or the one named. Plain ws only
     /// where the operator opted in, and never on an address that is not private.
     private static func startOpenClawAppDoor(_ configuration: BridgeConfiguration, admission: Admission, driver: BridgeDriver, logger: Logger) async throws
-        -> ([any Channel], AvahiPublisher.Extra?) {
+        -> ([any Channel], AvahiPublisher.Extra?)
+    {
         guard let apps = configuration.openClawApps else { return ([], nil) }
         let tls = apps.tls ? driver.doorTLS : nil
         let sha256 = tls?.served.sha256
-        let options = OpenClawAppDoor.Options(tls: tls, idleTimeout: .seconds(75), maxFrameBytes: configuration.settings.limits.sessionMessageBytes,
-                                              descriptorsEach: configuration.gateway?.wire == .openclaw ? 2 : 1)
+        let options = OpenClawAppDoor.Options(
+            tls: tls, idleTimeout: .seconds(75), maxFrameBytes: configuration.settings.limits.sessionMessageBytes,
+            descriptorsEach: configuration.gateway?.wire == .openclaw ? 2 : 1)
         var bound: [any Channel] = []
         var port = apps.listen.port
         do {
@@ -466,8 +514,12 @@ public enum BridgeServer {
         let listening = bound.compactMap(\.localAddress).map { ReachableAddress(host: $0.ipAddress ?? "?", port: $0.port ?? port).description }
         let urls = listening.map { "\(apps.tls ? "wss" : "ws")://\($0)" }
         driver.submit(.openClawApps(urls, tlsSha256: sha256), order: .now)
-        logger.info("OpenClaw apps door listening", metadata: ["openclawApps": "\(urls.joined(separator: ", "))",
-                                                               "sha256": "\(sha256 ?? "none (plain ws)")"])
+        logger.info(
+            "OpenClaw apps door listening",
+            metadata: [
+                "openclawApps": "\(urls.joined(separator: ", "))",
+                "sha256": "\(sha256 ?? "none (plain ws)")",
+            ])
         // What OpenClaw's apps browse for (src/infra/bonjour.ts:152-210): iOS needs gatewayTls=1.
         let host = ProcessInfo.processInfo.hostName.split(separator: ".").first.map(String.init) ?? "lanbridge"
         var txt = ["role=gateway", "transport=gateway", "gatewayPort=\(port)", "lanHost=\(host).local", "displayName=\(configuration.name)"]
@@ -477,8 +529,10 @@ public enum BridgeServer {
 
     /// One listener per `listen` entry, all on one port: the first picks it when `port` is 0.
     /// If any cannot bind, those already bound are closed and the start fails.
-    private static func bindListeners(_ configuration: BridgeConfiguration, identity: X25519.KeyPair, admission: Admission,
-                                      invites: InviteCache, driver: BridgeDriver, logger: Logger) async throws -> [any Channel] {
+    private static func bindListeners(
+        _ configuration: BridgeConfiguration, identity: X25519.KeyPair, admission: Admission,
+        invites: InviteCache, driver: BridgeDriver, logger: Logger
+    ) async throws -> [any Channel] {
         var servers: [any Channel] = []
         var port = configuration.port
         do {
@@ -493,8 +547,9 @@ public enum BridgeServer {
                         .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                         .childChannelInitializer { channel in
                             channel.eventLoop.makeCompletedFuture {
-                                try admit(channel, listener: listener, configuration: configuration, identity: identity, admission: admission,
-                                          invites: invites, driver: driver, logger: logger)
+                                try admit(
+                                    channel, listener: listener, configuration: configuration, identity: identity, admission: admission,
+                                    invites: invites, driver: driver, logger: logger)
                             }
                         }
                         .bind(host: bind.host, port: port).get()
@@ -511,8 +566,10 @@ public enum BridgeServer {
 
     /// A new node connection: admitted (or refused) by the admission policy, then given its
     /// handshake and its place in the driver.
-    private static func admit(_ channel: any Channel, listener: Int, configuration: BridgeConfiguration, identity: X25519.KeyPair,
-                              admission: Admission, invites: InviteCache, driver: BridgeDriver, logger: Logger) throws {
+    private static func admit(
+        _ channel: any Channel, listener: Int, configuration: BridgeConfiguration, identity: X25519.KeyPair,
+        admission: Admission, invites: InviteCache, driver: BridgeDriver, logger: Logger
+    ) throws {
         let address = channel.remoteAddress?.ipAddress ?? "?"
         let decision = admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) })
         guard case let .admit(slot, _, handshakeTimeout) = decision else {
@@ -537,8 +594,10 @@ public enum BridgeServer {
     }
 
     /// Starts advertising, unless turned off. A missing avahi-daemon is a warning, never a reason not to serve.
-    private static func advertise(_ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, extras: [AvahiPublisher.Extra] = [],
-                                  driver: BridgeDriver, logger: Logger) -> AvahiPublisher? {
+    private static func advertise(
+        _ configuration: BridgeConfiguration, port: Int, fingerprint: Fingerprint, extras: [AvahiPublisher.Extra] = [],
+        driver: BridgeDriver, logger: Logger
+    ) -> AvahiPublisher? {
         guard configuration.mdns else {
             driver.submit(.advertising("off", name: nil), order: .now)
             return nil
@@ -552,9 +611,10 @@ public enum BridgeServer {
             interface = NetworkInterfaces.index(of: "127.0.0.1")
         }
         do {
-            let publisher = try AvahiPublisher(name: configuration.name, port: port,
-                                               advertisement: BridgeAdvertisement(shortFingerprint: fingerprint.short, name: configuration.name),
-                                               interfaceIndex: interface, logger: logger)
+            let publisher = try AvahiPublisher(
+                name: configuration.name, port: port,
+                advertisement: BridgeAdvertisement(shortFingerprint: fingerprint.short, name: configuration.name),
+                interfaceIndex: interface, logger: logger)
             publisher.extras = extras
             publisher.onStatus = { status in
                 switch status {
@@ -580,7 +640,8 @@ extension BridgeServer.Reloaded {
         var changed: [String] = []
         if old.settings.limits != new.settings.limits { changed.append("limits") }
         if old.settings.policy != new.settings.policy || old.settings.defaultsAdd != new.settings.defaultsAdd
-            || old.settings.defaultsRemove != new.settings.defaultsRemove || old.settings.extraCommands != new.settings.extraCommands {
+            || old.settings.defaultsRemove != new.settings.defaultsRemove || old.settings.extraCommands != new.settings.extraCommands
+        {
             changed.append("access rules")
         }
         let oldToken = old.gatewayToken?.withUnsafeBytes { Array($0) }, newToken = new.gatewayToken?.withUnsafeBytes { Array($0) }

@@ -49,8 +49,12 @@ extension BridgeCore {
         for (node, id) in sessions.sorted(by: { $0.value < $1.value }) {
             guard let connection = connections[id], let host = connection.local, let capability = canvasGrants.capability(of: node) else { continue }
             let expires = canvasGrants.expiry(of: node).map { Int64(($0.timeIntervalSince(now) + wall.timeIntervalSince1970) * 1000) } ?? 0
-            send(CanvasGrant(id: "", canvas: CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: sha256,
-                                                          expiresAtMs: expires)), to: id)
+            send(
+                CanvasGrant(
+                    id: "",
+                    canvas: CanvasAccess(
+                        url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: sha256,
+                        expiresAtMs: expires)), to: id)
         }
     }
 
@@ -95,8 +99,9 @@ extension BridgeCore {
 
     /// What the node is told: its relay URL, the pin, and when the capability lapses unused.
     func access(_ capability: String, host: String, relay: CanvasRelayInfo, from wall: Date) -> CanvasAccess {
-        CanvasAccess(url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
-                     expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000))
+        CanvasAccess(
+            url: Self.relayURL(host: host, port: relay.port, capability: capability), tlsSha256: relay.tlsSha256,
+            expiresAtMs: Int64((wall.timeIntervalSince1970 + canvasTTL) * 1000))
     }
 
     /// The node's last session ended: its capability dies now, and so do its relay connections.
@@ -116,8 +121,9 @@ extension BridgeCore {
             canvasSessionEnded(node)
             return CanvasUse(lookup: .unknown)
         }
-        return CanvasUse(lookup: lookup, upstream: canvasGrants.upstream[node]?.capability,
-                         origins: settings.canvas.allowOrigins + CompiledRules(pairedNode.access).origins.allow)
+        return CanvasUse(
+            lookup: lookup, upstream: canvasGrants.upstream[node]?.capability,
+            origins: settings.canvas.allowOrigins + CompiledRules(pairedNode.access).origins.allow)
     }
 
     /// `https://host:port/__openclaw__/cap/<capability>`: the shape OpenClaw's apps expect of
@@ -129,7 +135,8 @@ extension BridgeCore {
     /// The node's relay origin (`https://host:port`), for the URL policy; nil without a grant.
     func canvasRelayBase(for connection: Connection?) -> String? {
         guard let relay = canvasRelay, let connection, let host = connection.local,
-              let capability = canvasGrants.capability(of: connection.nodeId) else { return nil }
+            let capability = canvasGrants.capability(of: connection.nodeId)
+        else { return nil }
         return Self.relayURL(host: host, port: relay.port, capability: capability)
     }
 }

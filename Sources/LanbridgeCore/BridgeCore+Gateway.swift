@@ -97,8 +97,12 @@ extension BridgeCore {
         for (id, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where call.deadline <= now {
             gateway.calls[id] = nil
             guard connections[call.connection] != nil else { continue }
-            send(GatewayCallResult(id: call.callID, result: .failure(ErrorMessage(
-                code: ErrorMessage.timeout, message: "the gateway did not answer \(call.method) in time", retryable: true))), to: call.connection)
+            send(
+                GatewayCallResult(
+                    id: call.callID,
+                    result: .failure(
+                        ErrorMessage(
+                            code: ErrorMessage.timeout, message: "the gateway did not answer \(call.method) in time", retryable: true))), to: call.connection)
         }
     }
 
@@ -117,8 +121,12 @@ extension BridgeCore {
     mutating func announceChanges(from before: PairingState, to after: PairingState) {
         let oldRequests = Set(before.pending.requests.map(\.requestId))
         for request in after.pending.requests where !oldRequests.contains(request.requestId) {
-            emit(.pairRequested, node: request.nodeId, ["requestId": .string(request.requestId), "displayName": .string(request.details.displayName),
-                                                        "platform": .string(request.details.platform)])
+            emit(
+                .pairRequested, node: request.nodeId,
+                [
+                    "requestId": .string(request.requestId), "displayName": .string(request.details.displayName),
+                    "platform": .string(request.details.platform),
+                ])
         }
         let pairedKeys = Set(after.paired.nodes.map(\.publicKey))
         let newRequests = Set(after.pending.requests.map(\.requestId))
@@ -159,16 +167,20 @@ extension BridgeCore {
         }
         if case let .limited(retryAfterMs) = buckets.take(isAgent ? .agent : .systemEvent, node: connection.nodeId, limits: settings.limits, now: now) {
             let perMinute = isAgent ? settings.limits[.agentPerMinute] : settings.limits[.systemEventsPerMinute]
-            return refuse(ErrorMessage(code: ErrorMessage.rateLimited, message: "at most \(perMinute) \(call.method) calls a minute",
-                                       details: details, retryable: true, retryAfterMs: retryAfterMs))
+            return refuse(
+                ErrorMessage(
+                    code: ErrorMessage.rateLimited, message: "at most \(perMinute) \(call.method) calls a minute",
+                    details: details, retryable: true, retryAfterMs: retryAfterMs))
         }
         guard gateway.configured else {
             return refuse(ErrorMessage(code: ErrorMessage.unavailable, message: "no gateway is configured", details: details, retryable: true))
         }
         if gateway.openClaw {
             // On the node's own socket, as the node.event OpenClaw's agent path acts on.
-            let (event, payload) = isAgent ? OpenClawNodeEvents.agent(params, idempotencyKey: call.idempotencyKey ?? "")
-                                           : OpenClawNodeEvents.systemEvent(params)
+            let (event, payload) =
+                isAgent
+                ? OpenClawNodeEvents.agent(params, idempotencyKey: call.idempotencyKey ?? "")
+                : OpenClawNodeEvents.systemEvent(params)
             let id = awaitCall(call, from: connection, now: now)
             actions.append(.openClawEvent(node: connection.nodeId, event: event, payload: payload, tag: id))
             return

@@ -26,8 +26,9 @@ extension BridgeCore {
                 // Fail closed: rules that cannot be read are not rules to judge an invoke by (a
                 // revoke written while the daemon could not read it must still hold).
                 guard storeReadable else {
-                    throw ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge cannot read its pairing store, so it runs nothing until it can",
-                                       retryable: true, retryAfterMs: 1000)
+                    throw ErrorMessage(
+                        code: ErrorMessage.unavailable, message: "the bridge cannot read its pairing store, so it runs nothing until it can",
+                        retryable: true, retryAfterMs: 1000)
                 }
                 invoke(try InvokeRequest(params: params), origin: origin, for: target, now: now, wall: wall)
             case Self.storeApplied where origin == .operator:
@@ -59,10 +60,11 @@ extension BridgeCore {
         guard let node = try? lookUp(reference) else {
             throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "no paired node \"\(reference)\"", details: ["nodeId": .string(reference)])
         }
-        let waiting: AnswerTarget? = switch target {
+        let waiting: AnswerTarget? =
+            switch target {
             case let .gateway(generation, _): id.map { .gateway(generation: generation, requestID: $0) }
             default: nil  // the control socket names its invokes by key only
-        }
+            }
         let slot = key.map { InvokeBook.Slot(origin, $0) }
         let found = cancel(node: node.nodeId, where: { waiter in slot != nil ? waiter.slot == slot : waiting != nil && waiter.target == waiting })
         return ["cancelled": .bool(found), "nodeId": .string(node.nodeId.description)]
@@ -97,8 +99,12 @@ extension BridgeCore {
         case let .answered(earlier):
             answer(target, earlier)
         case .conflict:
-            answer(target, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "idempotencyKey \"\(key)\" was used for a different request",
-                                                 details: ["nodeId": .string(request.node), "command": .string(request.command)], retryable: false)))
+            answer(
+                target,
+                .failure(
+                    ErrorMessage(
+                        code: ErrorMessage.invalidRequest, message: "idempotencyKey \"\(key)\" was used for a different request",
+                        details: ["nodeId": .string(request.node), "command": .string(request.command)], retryable: false)))
         case .joined:
             logger.info("idempotent retry joined the invoke under way", metadata: ["node": "\(node)", "command": "\(request.command)"])
         case .vanished:
@@ -111,8 +117,10 @@ extension BridgeCore {
 
     /// Decides and relays, refuses, or holds. Returns `held` back when it still cannot run.
     @discardableResult
-    private mutating func run(_ request: InvokeRequest, origin: InvokeBook.Origin, for target: AnswerTarget, slot: InvokeBook.Slot?, wall: Date,
-                              held heldEntry: HeldInvokes.Entry? = nil) -> HeldInvokes.Entry? {
+    private mutating func run(
+        _ request: InvokeRequest, origin: InvokeBook.Origin, for target: AnswerTarget, slot: InvokeBook.Slot?, wall: Date,
+        held heldEntry: HeldInvokes.Entry? = nil
+    ) -> HeldInvokes.Entry? {
         let node = Result { try lookUp(request.node) }
         let found = try? node.get()
         let session = found.flatMap { pairedConnection($0.nodeId) }.map {
@@ -120,13 +128,18 @@ extension BridgeCore {
         }
         // A held invoke keeps the waiter it was asked with: its latency counts the wait.
         let waiter = heldEntry?.waiter ?? InvokeBook.Waiter(target: target, slot: slot, command: request.command, started: now)
-        let canvas = InvokeGate.CanvasPlace(relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
-                                            upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
+        let canvas = InvokeGate.CanvasPlace(
+            relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
+            upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
         switch gate.decide(request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now, canvas: canvas) {
         case let .refuse(error, denied):
             if let denied, let node = found {
-                logger.notice("invoke denied: \(denied)", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)",
-                                                                     "command": "\(request.command)", "origin": "\(origin.rawValue)"])
+                logger.notice(
+                    "invoke denied: \(denied)",
+                    metadata: [
+                        "node": "\(node.nodeId)", "name": "\(node.details.displayName)",
+                        "command": "\(request.command)", "origin": "\(origin.rawValue)",
+                    ])
                 recordDenial(by: origin.rawValue, node: node.nodeId, what: request.command, reason: denied.code, wall: wall)
             }
             book.finish(waiter, .failure(error), now: now)
@@ -135,19 +148,29 @@ extension BridgeCore {
                 entry.refusal = refusal
                 return entry
             }
-            let entry = HeldInvokes.Entry(request: request, origin: origin, waiter: waiter, expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
-                                          bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal)
+            let entry = HeldInvokes.Entry(
+                request: request, origin: origin, waiter: waiter, expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
+                bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal)
             if case let .held(wake) = book.hold(entry, node: node, hook: settings.wake, now: now) {
-                logger.info("invoke held", metadata: ["node": "\(node.nodeId)", "command": "\(request.command)", "why": "\(refusal.code)",
-                                                     "maxMs": "\(request.holdMs ?? 0)"])
+                logger.info(
+                    "invoke held",
+                    metadata: [
+                        "node": "\(node.nodeId)", "command": "\(request.command)", "why": "\(refusal.code)",
+                        "maxMs": "\(request.holdMs ?? 0)",
+                    ])
                 if let wake { actions.append(.wake(wake)) }
             }
         case let .relay(node, connection, timeoutMs, params):
-            book.send(node: node.nodeId, connection: connection, command: request.command, params: params, timeoutMs: timeoutMs, origin: origin,
-                      waiter: waiter, now: now)
+            book.send(
+                node: node.nodeId, connection: connection, command: request.command, params: params, timeoutMs: timeoutMs, origin: origin,
+                waiter: waiter, now: now)
             if let heldEntry {
-                logger.info("held invoke delivered", metadata: ["node": "\(node.nodeId)", "command": "\(request.command)",
-                                                               "waitedMs": "\(Int(now.timeIntervalSince(heldEntry.waiter.started) * 1000))"])
+                logger.info(
+                    "held invoke delivered",
+                    metadata: [
+                        "node": "\(node.nodeId)", "command": "\(request.command)",
+                        "waitedMs": "\(Int(now.timeIntervalSince(heldEntry.waiter.started) * 1000))",
+                    ])
             }
         }
         return nil
@@ -242,7 +265,11 @@ extension BridgeCore {
     /// goes into the next entry.
     mutating func recordDenial(_ event: String = "invoke.denied", by actor: String, node: Fingerprint, what command: String, reason: String, wall: Date) {
         guard let repeated = book.denial("\(event)/\(actor)/\(node)/\(command)/\(reason)", now: now) else { return }
-        actions.append(.audit([AuditEntry(time: wall, event: event, actor: actor, nodeId: node.description,
-                                          detail: "\(command): \(reason)" + (repeated > 0 ? " (and \(repeated) more in the minute before)" : ""))]))
+        actions.append(
+            .audit([
+                AuditEntry(
+                    time: wall, event: event, actor: actor, nodeId: node.description,
+                    detail: "\(command): \(reason)" + (repeated > 0 ? " (and \(repeated) more in the minute before)" : ""))
+            ]))
     }
 }

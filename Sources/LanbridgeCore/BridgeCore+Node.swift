@@ -15,10 +15,13 @@ extension BridgeCore {
             actions.append(.close(opening.id))
             return
         }
-        let phase: Phase = if case let .invite(id) = opening.handshake.handshake { .invited(inviteID: id) }
-            else if let node = lastState.node(withKey: key), node.openClawApp?.deviceId == opening.app?.claim.deviceId { .paired } else { .unpaired }
-        var connection = Connection(id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
-                                    handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
+        let phase: Phase =
+            if case let .invite(id) = opening.handshake.handshake {
+                .invited(inviteID: id)
+            } else if let node = lastState.node(withKey: key), node.openClawApp?.deviceId == opening.app?.claim.deviceId { .paired } else { .unpaired }
+        var connection = Connection(
+            id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
+            handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
         connection.app = opening.app?.claim
         connections[opening.id] = connection
         if lastState.isBlocked(key) {
@@ -51,7 +54,8 @@ extension BridgeCore {
         if connection.isPaired, sessions[connection.nodeId] == nil { canvasSessionEnded(connection.nodeId) }
         // A replaced session closing is not the node going away.
         guard connection.isPaired, !connection.replaced, sessions[connection.nodeId] == nil,
-              live.removeValue(forKey: connection.nodeId) != nil else { return }
+            live.removeValue(forKey: connection.nodeId) != nil
+        else { return }
         runtimeChanged = true
         logger.info("node disconnected", metadata: meta(connection))
         seen.insert(connection.nodeId)
@@ -142,10 +146,12 @@ extension BridgeCore {
         let limits = settings.limits
         // With OpenClaw, the names the bridge makes from a node's calls are not a plain event's
         // to use: they start agent runs, which the `agent` limit counts.
-        let refusal: String? = if gateway.openClaw, OpenClawNodeEvents.reserved.contains(event.event) { "\(event.event) comes only from its calls" }
-            else if size > limits[.maxEventBytes] { "larger than \(limits[.maxEventBytes]) bytes" }
-            else if case .limited = buckets.take(.event, node: connection.nodeId, limits: limits, now: now) { "over \(limits[.eventsPerMinute]) events a minute" }
-            else if case .limited = buckets.take(.eventBytes, node: connection.nodeId, count: size, limits: limits, now: now) {
+        let refusal: String? =
+            if gateway.openClaw, OpenClawNodeEvents.reserved.contains(event.event) { "\(event.event) comes only from its calls" } else if size > limits[.maxEventBytes] {
+                "larger than \(limits[.maxEventBytes]) bytes"
+            } else if case .limited = buckets.take(.event, node: connection.nodeId, limits: limits, now: now) {
+                "over \(limits[.eventsPerMinute]) events a minute"
+            } else if case .limited = buckets.take(.eventBytes, node: connection.nodeId, count: size, limits: limits, now: now) {
                 "over \(limits[.eventBytesPerMinute]) event bytes a minute"
             } else { nil }
         if let refusal {

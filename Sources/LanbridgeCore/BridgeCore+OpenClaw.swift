@@ -24,8 +24,9 @@ package struct NodePresence: Sendable, Equatable {
 extension BridgeCore {
     /// The gateway invoked a command on one node's socket.
     mutating func openClawInvoke(node: Fingerprint, _ invoke: OpenClawNodeSession.Invoke, wall: Date) {
-        let request = InvokeRequest(node: node.description, command: invoke.command, params: invoke.params,
-                                    timeoutMs: invoke.timeoutMs, idempotencyKey: invoke.idempotencyKey)
+        let request = InvokeRequest(
+            node: node.description, command: invoke.command, params: invoke.params,
+            timeoutMs: invoke.timeoutMs, idempotencyKey: invoke.idempotencyKey)
         self.invoke(request, origin: .gateway, for: .openClaw(node: node, invokeID: invoke.id), now: now, wall: wall)
     }
 
@@ -64,7 +65,8 @@ extension BridgeCore {
         guard gateway.openClaw else { return }
         for (node, id) in sessions.sorted(by: { $0.value < $1.value }) {
             guard let connection = connections[id], connection.isPaired, let offered = connection.openClawOffer,
-                  let paired = paired[node] else { continue }
+                let paired = paired[node]
+            else { continue }
             let commands = openClawOffer(paired)
             guard commands != offered else { continue }
             connections[id]?.openClawOffer = commands
@@ -98,7 +100,9 @@ extension BridgeCore {
             }
         }
         if entry.wakesAgent, case .limited = buckets.take(.agent, node: connection.nodeId, limits: settings.limits, now: now) {
-            if connection.droppedEvents == 0 { logger.notice("dropped an event that wakes the agent: over \(settings.limits[.agentPerMinute]) a minute", metadata: meta(connection)) }
+            if connection.droppedEvents == 0 {
+                logger.notice("dropped an event that wakes the agent: over \(settings.limits[.agentPerMinute]) a minute", metadata: meta(connection))
+            }
             connections[connection.id]?.droppedEvents += 1
             return nil
         }

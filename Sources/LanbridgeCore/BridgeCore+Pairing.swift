@@ -29,9 +29,11 @@ extension BridgeCore {
         }
         let h = connection.handshakeHash
         guard let nodeNonce = try? Hex.decode(reveal.nonce), nodeNonce.count == VerificationCode.nonceLength,
-              VerificationCode.verify(commitment: commitment, handshakeHash: h, nodeNonce: nodeNonce) else {
-            logger.warning("pairing commitment did not match: possible man in the middle; request locked",
-                           metadata: meta(connection, ["request": "\(requestId)"]))
+            VerificationCode.verify(commitment: commitment, handshakeHash: h, nodeNonce: nodeNonce)
+        else {
+            logger.warning(
+                "pairing commitment did not match: possible man in the middle; request locked",
+                metadata: meta(connection, ["request": "\(requestId)"]))
             updateStore(.commitmentFailed(requestId: requestId), for: nil)
             return fail(connection.id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "the revealed nonce does not match its commitment"))
         }
@@ -56,19 +58,24 @@ extension BridgeCore {
     mutating func appBootstrapRedeemed(_ token: String, claim: OpenClawAppClaim, details: NodeDetails, on connection: Connection, wall: Date) {
         connections[connection.id]?.claimedName = details.displayName
         connections[connection.id]?.phase = .redeeming
-        updateStore(.appBootstrap(token: token, key: connection.key, claim, details: details, defaultAccess: settings.defaultRules(forPlatform: details.platform),
-                                  now: wall), for: connection.id)
+        updateStore(
+            .appBootstrap(
+                token: token, key: connection.key, claim, details: details, defaultAccess: settings.defaultRules(forPlatform: details.platform),
+                now: wall), for: connection.id)
     }
 
     /// What the app shows while it waits (OpenClaw's `details.userMessage`/`actionCommand`).
     package static func appPairingRequired(_ requestId: String) -> ErrorMessage {
-        ErrorMessage(code: ErrorMessage.notPaired, message: "pairing required", details: [
-            "code": "PAIRING_REQUIRED", "requestId": .string(requestId), "reason": "not-paired",
-            "title": "Approve this device on the bridge",
-            "userMessage": "lanbridge holds this device's request. On the bridge, check that the certificate fingerprint this device showed matches `lanbridge status`, then approve it.",
-            "actionLabel": "Approve on the bridge",
-            "actionCommand": .string("lanbridge nodes approve \(requestId)"),
-        ])
+        ErrorMessage(
+            code: ErrorMessage.notPaired, message: "pairing required",
+            details: [
+                "code": "PAIRING_REQUIRED", "requestId": .string(requestId), "reason": "not-paired",
+                "title": "Approve this device on the bridge",
+                "userMessage":
+                    "lanbridge holds this device's request. On the bridge, check that the certificate fingerprint this device showed matches `lanbridge status`, then approve it.",
+                "actionLabel": "Approve on the bridge",
+                "actionCommand": .string("lanbridge nodes approve \(requestId)"),
+            ])
     }
 
     // MARK: - Pairing by invite
@@ -79,8 +86,10 @@ extension BridgeCore {
         }
         let details = redeem.details.sanitized()
         connections[connection.id]?.phase = .redeeming
-        updateStore(.redeemInvite(id: inviteID, secret: SecureBytes(copying: secretBytes), key: connection.key, details: details,
-                                  defaultAccess: settings.defaultRules(forPlatform: details.platform), now: wall), for: connection.id)
+        updateStore(
+            .redeemInvite(
+                id: inviteID, secret: SecureBytes(copying: secretBytes), key: connection.key, details: details,
+                defaultAccess: settings.defaultRules(forPlatform: details.platform), now: wall), for: connection.id)
     }
 
     // MARK: - Outcomes
@@ -99,8 +108,14 @@ extension BridgeCore {
             }
             let bridgeNonce = random(VerificationCode.nonceLength)
             connections[id]?.phase = .challenged(requestId: pending.requestId, commitment: commitment, bridgeNonce: bridgeNonce)
-            logger.info("pairing requested", metadata: meta(connection, ["request": "\(pending.requestId)",
-                                                                        "challenge": "\(pending.challenges)/\(PairingState.Limits.challengesPerRequest)"]))
+            logger.info(
+                "pairing requested",
+                metadata: meta(
+                    connection,
+                    [
+                        "request": "\(pending.requestId)",
+                        "challenge": "\(pending.challenges)/\(PairingState.Limits.challengesPerRequest)",
+                    ]))
             send(PairChallenge(requestId: pending.requestId, nonce: Hex.encode(bridgeNonce), expiresAt: pending.expiresAt), to: id)
         case let (.challenge, _, .failure(error as PairingError)):
             fail(id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "\(error)", retryable: error.isRetryable))
@@ -122,8 +137,14 @@ extension BridgeCore {
             index(node)
             becomePaired(id, announce: .approved)
         case let (.appRequest, .appRequesting, .success(.challenged(pending))):
-            logger.info("pairing requested by an OpenClaw app", metadata: meta(connection, ["request": "\(pending.requestId)",
-                                                                                          "device": "\(pending.openClawApp?.deviceId.prefix(16) ?? "")"]))
+            logger.info(
+                "pairing requested by an OpenClaw app",
+                metadata: meta(
+                    connection,
+                    [
+                        "request": "\(pending.requestId)",
+                        "device": "\(pending.openClawApp?.deviceId.prefix(16) ?? "")",
+                    ]))
             fail(id, Self.appPairingRequired(pending.requestId))
         case let (.appBootstrap, .redeeming, .success(.redeemed(node))):
             logger.info("OpenClaw app paired by setup code", metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)"])
@@ -159,9 +180,11 @@ extension BridgeCore {
             let expired = lastState.pending.expired.contains { $0.requestId == requestId }
             logger.info("pairing \(expired ? "expired" : "rejected")", metadata: meta(connection, ["request": "\(requestId)"]))
             send(PairResolved(outcome: expired ? .expired : .rejected, nodeId: connection.nodeId), to: id)
-            fail(id, expired
-                ? ErrorMessage(code: ErrorMessage.pairingExpired, message: "the pairing request expired; ask again", retryable: true)
-                : ErrorMessage(code: ErrorMessage.pairingRejected, message: "the operator rejected this device"))
+            fail(
+                id,
+                expired
+                    ? ErrorMessage(code: ErrorMessage.pairingExpired, message: "the pairing request expired; ask again", retryable: true)
+                    : ErrorMessage(code: ErrorMessage.pairingRejected, message: "the operator rejected this device"))
         }
     }
 
@@ -198,8 +221,9 @@ extension BridgeCore {
         sessions[connection.nodeId] = id
         seen.insert(connection.nodeId)
         let previous = live[connection.nodeId]
-        live[connection.nodeId] = RuntimeStatus.Node(address: connection.address, foreground: connection.foreground,
-                                                                           connectedAt: connection.connectedAt)
+        live[connection.nodeId] = RuntimeStatus.Node(
+            address: connection.address, foreground: connection.foreground,
+            connectedAt: connection.connectedAt)
         // A session that replaces another keeps the node's gateway socket, and so its state.
         live[connection.nodeId]?.gatewayDeviceId = previous?.gatewayDeviceId
         live[connection.nodeId]?.gatewaySession = previous?.gatewaySession

@@ -12,8 +12,12 @@ extension BridgeCore {
             return send(PushResult(id: message.id, error: error), to: connection.id)
         }
         if case .limited = buckets.take(.event, node: connection.nodeId, limits: settings.limits, now: now) {
-            return send(PushResult(id: message.id, error: ErrorMessage(code: ErrorMessage.rateLimited, message: "over \(settings.limits[.eventsPerMinute]) events a minute",
-                                                                      retryable: true)), to: connection.id)
+            return send(
+                PushResult(
+                    id: message.id,
+                    error: ErrorMessage(
+                        code: ErrorMessage.rateLimited, message: "over \(settings.limits[.eventsPerMinute]) events a minute",
+                        retryable: true)), to: connection.id)
         }
         updateStore(.registerPush(node: connection.nodeId, registration, messageId: message.id, now: wall), for: connection.id)
     }
@@ -29,8 +33,9 @@ extension BridgeCore {
             }
         case let .failure(error):
             logger.error("cannot store a push registration: \(error)", metadata: meta(connection))
-            send(PushResult(id: messageId, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge cannot store it right now", retryable: true)),
-                 to: connection.id)
+            send(
+                PushResult(id: messageId, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge cannot store it right now", retryable: true)),
+                to: connection.id)
         }
     }
 }

@@ -57,15 +57,17 @@ extension BridgeCore {
             if connection.announcedForeground != connection.foreground { announceState(of: connection.id) }
             guard now.timeIntervalSince(connection.summarised) >= 60 else { continue }
             if connection.coalescedStates > 0 {
-                logger.notice("\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits[.statesPerMinute]) a minute)",
-                              metadata: meta(connection))
+                logger.notice(
+                    "\(connection.coalescedStates) state changes from this node coalesced (over \(settings.limits[.statesPerMinute]) a minute)",
+                    metadata: meta(connection))
             }
             if connection.droppedEvents > 0 {
                 logger.notice("dropped \(connection.droppedEvents) events from this node (over its event limits)", metadata: meta(connection))
             }
             if connection.droppedResults > 0 {
-                logger.notice("dropped \(connection.droppedResults) more results from this node that answered no invoke in flight",
-                              metadata: meta(connection))
+                logger.notice(
+                    "dropped \(connection.droppedResults) more results from this node that answered no invoke in flight",
+                    metadata: meta(connection))
             }
             connections[connection.id]?.coalescedStates = 0
             connections[connection.id]?.droppedEvents = 0

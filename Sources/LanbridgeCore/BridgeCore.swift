@@ -80,8 +80,10 @@ package struct BridgeCore {
     /// Which gateway the bridge links to, if any.
     package enum GatewayKind: Sendable { case lanbridge, openClaw }
 
-    package init(name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
-         initial: PairingState, pairedVersion: String, gateway kind: GatewayKind? = nil, logger: Logger) {
+    package init(
+        name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
+        initial: PairingState, pairedVersion: String, gateway kind: GatewayKind? = nil, logger: Logger
+    ) {
         self.name = name
         self.settings = settings
         self.pairingTiming = pairingTiming

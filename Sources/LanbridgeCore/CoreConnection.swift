@@ -87,8 +87,10 @@ extension BridgeCore {
         /// One of OpenClaw's apps: what its connect proved (its `handshake` is a stand-in).
         package var app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
 
-        package init(id: ConnectionID, handshake: SecureSession.HandshakeResult, address: String, peer: String, slot: AdmissionSlot?,
-                     local: String? = nil, app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil) {
+        package init(
+            id: ConnectionID, handshake: SecureSession.HandshakeResult, address: String, peer: String, slot: AdmissionSlot?,
+            local: String? = nil, app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
+        ) {
             (self.id, self.handshake, self.address, self.peer, self.slot, self.local, self.app) = (id, handshake, address, peer, slot, local, app)
         }
     }

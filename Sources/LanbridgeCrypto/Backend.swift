@@ -13,11 +13,14 @@ protocol CryptoBackend {
     /// X25519(secret, public) into `out`; false when the result is all zeros (a low-order point).
     static func x25519(secret: UnsafeRawBufferPointer, public: UnsafeRawBufferPointer, into out: UnsafeMutableRawBufferPointer) -> Bool
     /// ChaCha20-Poly1305 (RFC 8439): encrypts `text` in place and writes the 16-byte tag.
-    static func seal(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer,
-                     text: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer)
+    static func seal(
+        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer,
+        text: UnsafeMutableRawBufferPointer, tag: UnsafeMutableRawBufferPointer)
     /// Verifies `tag` and decrypts `text` in place; false (and `text` unchanged) on any tampering.
-    static func open(key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer,
-                     text: UnsafeMutableRawBufferPointer, tag: UnsafeRawBufferPointer) -> Bool
+    static func open(
+        key: UnsafeRawBufferPointer, nonce: UnsafeRawBufferPointer, ad: UnsafeRawBufferPointer,
+        text: UnsafeMutableRawBufferPointer, tag: UnsafeRawBufferPointer
+    ) -> Bool
     /// SHA-256 of the concatenation of `parts`.
     static func sha256(_ parts: [any ContiguousByteStorage]) -> [UInt8]
     /// HMAC-SHA-256(key, concatenation of `parts`) into the 32-byte `out`.
@@ -33,11 +36,11 @@ protocol CryptoBackend {
 }
 
 #if Sodium
-typealias Backend = SodiumBackend
+    typealias Backend = SodiumBackend
 #elseif SwiftCrypto
-typealias Backend = SwiftCryptoBackend
+    typealias Backend = SwiftCryptoBackend
 #else
-#error("enable the Sodium or the SwiftCrypto trait of the lanbridge package")
+    #error("enable the Sodium or the SwiftCrypto trait of the lanbridge package")
 #endif
 
 /// Which backend this build uses.

@@ -49,8 +49,9 @@ public enum ChaChaPoly {
         let ok = withNonce(nonce) { npub in
             key.withUnsafeBytes { k in
                 ad.withUnsafeBytes { a in
-                    Backend.open(key: k, nonce: npub, ad: a, text: UnsafeMutableRawBufferPointer(rebasing: region[..<textCount]),
-                                 tag: UnsafeRawBufferPointer(rebasing: region[textCount...]))
+                    Backend.open(
+                        key: k, nonce: npub, ad: a, text: UnsafeMutableRawBufferPointer(rebasing: region[..<textCount]),
+                        tag: UnsafeRawBufferPointer(rebasing: region[textCount...]))
                 }
             }
         }

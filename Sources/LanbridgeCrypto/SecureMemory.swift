@@ -1,7 +1,7 @@
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Memory handling for secrets, the same whichever crypto backend is built.
@@ -10,9 +10,9 @@ public enum SecureMemory {
     public static func wipe(_ buffer: UnsafeMutableRawBufferPointer) {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return }
         #if canImport(Glibc)
-        explicit_bzero(base, buffer.count)
+            explicit_bzero(base, buffer.count)
         #else
-        _ = memset_s(base, buffer.count, 0, buffer.count)
+            _ = memset_s(base, buffer.count, 0, buffer.count)
         #endif
     }
 

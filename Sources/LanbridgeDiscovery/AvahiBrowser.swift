@@ -62,8 +62,10 @@ private final class BrowseSession: @unchecked Sendable {
             }, userdata)
     }
 
-    private func browserEvent(_ event: AvahiBrowserEvent, interface: AvahiIfIndex, proto: AvahiProtocol,
-                              name: UnsafePointer<CChar>, type: UnsafePointer<CChar>, domain: UnsafePointer<CChar>) {
+    private func browserEvent(
+        _ event: AvahiBrowserEvent, interface: AvahiIfIndex, proto: AvahiProtocol,
+        name: UnsafePointer<CChar>, type: UnsafePointer<CChar>, domain: UnsafePointer<CChar>
+    ) {
         switch event {
         case AVAHI_BROWSER_NEW:
             guard let client = loop.client else { return }
@@ -77,12 +79,14 @@ private final class BrowseSession: @unchecked Sendable {
                     var strings: [String] = []
                     var item = txt
                     while let current = item {
-                        strings.append(String(decoding: UnsafeRawBufferPointer(start: avahi_string_list_get_text(current), count: avahi_string_list_get_size(current)), as: UTF8.self))
+                        strings.append(
+                            String(decoding: UnsafeRawBufferPointer(start: avahi_string_list_get_text(current), count: avahi_string_list_get_size(current)), as: UTF8.self))
                         item = avahi_string_list_get_next(current)
                     }
-                    let bridge = DiscoveredBridge(name: String(cString: name), host: String(cString: host),
-                                                  addresses: [String(cString: text)], port: Int(port),
-                                                  advertisement: BridgeAdvertisement(txt: strings))
+                    let bridge = DiscoveredBridge(
+                        name: String(cString: name), host: String(cString: host),
+                        addresses: [String(cString: text)], port: Int(port),
+                        advertisement: BridgeAdvertisement(txt: strings))
                     Unmanaged<BrowseSession>.fromOpaque(userdata).takeUnretainedValue().continuation.yield(.found(bridge))
                 }, userdata)
         case AVAHI_BROWSER_REMOVE:

@@ -47,10 +47,12 @@ final class AvahiClientLoop: @unchecked Sendable {
     private func makeClient() throws {
         var error: Int32 = 0
         let userdata = Unmanaged.passUnretained(self).toOpaque()
-        let made = avahi_client_new(avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL, { client, state, userdata in
-            guard let client, let userdata else { return }
-            Unmanaged<AvahiClientLoop>.fromOpaque(userdata).takeUnretainedValue().stateChanged(client, state)
-        }, userdata, &error)
+        let made = avahi_client_new(
+            avahi_threaded_poll_get(poll), AVAHI_CLIENT_NO_FAIL,
+            { client, state, userdata in
+                guard let client, let userdata else { return }
+                Unmanaged<AvahiClientLoop>.fromOpaque(userdata).takeUnretainedValue().stateChanged(client, state)
+            }, userdata, &error)
         guard let made else { throw AvahiError(code: error, context: "client") }
         client = made
     }

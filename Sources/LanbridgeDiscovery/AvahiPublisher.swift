@@ -69,8 +69,9 @@ public final class AvahiPublisher: @unchecked Sendable {
             guard let group, avahi_entry_group_is_empty(group) == 0 else { return }
             let ordered = avahi_string_list_reverse(txt.reduce(nil as UnsafeMutablePointer<AvahiStringList>?) { avahi_string_list_add($0, $1) })
             defer { avahi_string_list_free(ordered) }
-            let rc = avahi_entry_group_update_service_txt_strlst(group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
-                                                                  name, type, nil, ordered)
+            let rc = avahi_entry_group_update_service_txt_strlst(
+                group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
+                name, type, nil, ordered)
             if rc != 0 { logger.warning("mDNS: cannot update the TXT of \(type): \(String(cString: avahi_strerror(rc)))") }
         }
     }
@@ -102,7 +103,9 @@ public final class AvahiPublisher: @unchecked Sendable {
         case AVAHI_CLIENT_CONNECTING:
             if !warnedAboutDaemon {
                 warnedAboutDaemon = true
-                logger.warning("avahi-daemon is not reachable, so nodes cannot discover this bridge; they can still connect by address. Fix: apt-get install avahi-daemon && systemctl start avahi-daemon (lanbridge keeps retrying)")
+                logger.warning(
+                    "avahi-daemon is not reachable, so nodes cannot discover this bridge; they can still connect by address. Fix: apt-get install avahi-daemon && systemctl start avahi-daemon (lanbridge keeps retrying)"
+                )
             }
             set(.waitingForDaemon)
         case AVAHI_CLIENT_FAILURE:
@@ -117,10 +120,12 @@ public final class AvahiPublisher: @unchecked Sendable {
     private func createService(_ client: OpaquePointer) {
         if group == nil {
             let userdata = Unmanaged.passUnretained(self).toOpaque()
-            group = avahi_entry_group_new(client, { group, state, userdata in
-                guard let userdata else { return }
-                Unmanaged<AvahiPublisher>.fromOpaque(userdata).takeUnretainedValue().groupStateChanged(state)
-            }, userdata)
+            group = avahi_entry_group_new(
+                client,
+                { group, state, userdata in
+                    guard let userdata else { return }
+                    Unmanaged<AvahiPublisher>.fromOpaque(userdata).takeUnretainedValue().groupStateChanged(state)
+                }, userdata)
         }
         guard let group else { return set(.failed("cannot create an entry group")) }
         guard avahi_entry_group_is_empty(group) != 0 else { return }
@@ -144,15 +149,20 @@ public final class AvahiPublisher: @unchecked Sendable {
         // avahi_string_list_add prepends; reversing (in place, new head) keeps the first entry first on the wire.
         let ordered = avahi_string_list_reverse(txt.reduce(nil as UnsafeMutablePointer<AvahiStringList>?) { avahi_string_list_add($0, $1) })
         defer { avahi_string_list_free(ordered) }
-        return avahi_entry_group_add_service_strlst(group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
-                                                    name, type, nil, nil, port, ordered)
+        return avahi_entry_group_add_service_strlst(
+            group, interfaceIndex, Int32(AVAHI_PROTO_UNSPEC), AvahiPublishFlags(rawValue: 0),
+            name, type, nil, nil, port, ordered)
     }
 
     private func groupStateChanged(_ state: AvahiEntryGroupState) {
         switch state {
         case AVAHI_ENTRY_GROUP_ESTABLISHED:
-            logger.info("advertised on mDNS", metadata: ["name": "\(name)", "type": "\(([BridgeAdvertisement.serviceType] + extras.map(\.type)).joined(separator: ", "))",
-                                                         "port": "\(port)"])
+            logger.info(
+                "advertised on mDNS",
+                metadata: [
+                    "name": "\(name)", "type": "\(([BridgeAdvertisement.serviceType] + extras.map(\.type)).joined(separator: ", "))",
+                    "port": "\(port)",
+                ])
             set(.published(name: name))
         case AVAHI_ENTRY_GROUP_COLLISION:
             rename()

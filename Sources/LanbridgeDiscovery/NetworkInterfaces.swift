@@ -25,9 +25,10 @@ public enum NetworkInterfaces {
             let length = socklen_t(family == AF_INET ? MemoryLayout<sockaddr_in>.size : MemoryLayout<sockaddr_in6>.size)
             guard getnameinfo(sockaddr, length, &host, socklen_t(host.count), nil, 0, NI_NUMERICHOST) == 0 else { return nil }
             let flags = Int32(entry.pointee.ifa_flags)
-            return Address(interface: String(cString: entry.pointee.ifa_name), index: Int32(if_nametoindex(entry.pointee.ifa_name)),
-                           address: String(cString: host), isIPv4: family == AF_INET,
-                           isLoopback: flags & Int32(IFF_LOOPBACK) != 0, isUp: flags & Int32(IFF_UP) != 0)
+            return Address(
+                interface: String(cString: entry.pointee.ifa_name), index: Int32(if_nametoindex(entry.pointee.ifa_name)),
+                address: String(cString: host), isIPv4: family == AF_INET,
+                isLoopback: flags & Int32(IFF_LOOPBACK) != 0, isUp: flags & Int32(IFF_UP) != 0)
         }
     }
 

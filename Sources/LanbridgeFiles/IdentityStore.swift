@@ -1,14 +1,14 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeCrypto
 import LanbridgeProtocol
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The long-term X25519 key pair of a bridge or a node, in `identity.key` (mode 0600).
@@ -55,7 +55,8 @@ public struct IdentityStore: Sendable {
         let exists = lstat(url.path, &info) == 0
         if exists, access(url.path, R_OK) != 0, errno == EACCES {
             guard let text = try? String(contentsOf: publicURL, encoding: .utf8),
-                  let key = PublicKey(base64: text.trimmingWhitespaceAndNewlines()) else { throw KeyNotReadable(url: url) }
+                let key = PublicKey(base64: text.trimmingWhitespaceAndNewlines())
+            else { throw KeyNotReadable(url: url) }
             return key.bytes
         }
         if !exists {

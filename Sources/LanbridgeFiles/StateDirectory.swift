@@ -1,13 +1,13 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeProtocol
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// Where lanbridge keeps its identity and pairing files.
@@ -24,12 +24,15 @@ public struct StateDirectory: Sendable, Equatable {
         self.url = url
     }
 
-    public static func resolve(override: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
-                               isRoot: Bool = geteuid() == 0, system: String = system) -> StateDirectory {
+    public static func resolve(
+        override: String? = nil, environment: [String: String] = ProcessInfo.processInfo.environment,
+        isRoot: Bool = geteuid() == 0, system: String = system
+    ) -> StateDirectory {
         if let override, !override.isEmpty { return StateDirectory(url: URL(fileURLWithPath: override)) }
         if let dir = environment["LANBRIDGE_STATE_DIR"], !dir.isEmpty { return StateDirectory(url: URL(fileURLWithPath: dir)) }
         if isRoot || access(system, R_OK | W_OK | X_OK) == 0 { return StateDirectory(url: URL(fileURLWithPath: system)) }
-        let xdg = environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
+        let xdg =
+            environment["XDG_STATE_HOME"].flatMap { $0.isEmpty ? nil : $0 }
             ?? (environment["HOME"] ?? FileManager.default.homeDirectoryForCurrentUser.path) + "/.local/state"
         return StateDirectory(url: URL(fileURLWithPath: xdg).appendingPathComponent("lanbridge"))
     }

@@ -72,7 +72,8 @@ public struct LineLogHandler: LogHandler {
             return "\(clock) \(event.level.rawValue.uppercased().padded(to: 7)) \(SafeText.escape("\(event.message)"))\(extra)"
         }
         let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(time.formatted(.iso8601))", "level=\(event.level)"]
-        return (head + ["logger=\(label)", "msg=\(SafeText.quote("\(event.message)"))"]
+        return
+            (head + ["logger=\(label)", "msg=\(SafeText.quote("\(event.message)"))"]
             + fields.map { "\(SafeText.escape($0.key))=\(SafeText.quote("\($0.value)"))" }).joined(separator: " ")
     }
 }

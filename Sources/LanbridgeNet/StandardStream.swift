@@ -12,9 +12,9 @@ public enum StandardStream {
             var offset = 0
             while offset < buffer.count, let base = buffer.baseAddress {
                 #if canImport(Glibc)
-                let written = Glibc.write(toError ? 2 : 1, base + offset, buffer.count - offset)
+                    let written = Glibc.write(toError ? 2 : 1, base + offset, buffer.count - offset)
                 #else
-                let written = Darwin.write(toError ? 2 : 1, base + offset, buffer.count - offset)
+                    let written = Darwin.write(toError ? 2 : 1, base + offset, buffer.count - offset)
                 #endif
                 if written > 0 { offset += written } else if written < 0 && errno == EINTR { continue } else { return }
             }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeProtocol
 
@@ -19,8 +19,10 @@ enum BridgeDialer {
     static let maxCandidates = 8
 
     /// Without repeats, first choice first.
-    static func candidates(discovered: [ReachableAddress], last: ReachableAddress?, configured: [ReachableAddress],
-                           learned: [ReachableAddress]) -> [ReachableAddress] {
+    static func candidates(
+        discovered: [ReachableAddress], last: ReachableAddress?, configured: [ReachableAddress],
+        learned: [ReachableAddress]
+    ) -> [ReachableAddress] {
         var seen = Set<ReachableAddress>()
         return Array((discovered + (last.map { [$0] } ?? []) + configured + learned).filter { seen.insert($0).inserted }.prefix(maxCandidates))
     }
@@ -45,9 +47,11 @@ enum BridgeDialer {
     /// Runs `attempt` on the candidates, staggered, and returns the first success with its
     /// address. Attempts still running then are cancelled, and what they return later is handed
     /// to `discard` (so a connection that completes late is closed, not leaked).
-    static func race<T: Sendable>(_ candidates: [ReachableAddress], stagger: Duration = stagger,
-                                  attempt: @escaping @Sendable (ReachableAddress) async throws -> T,
-                                  discard: @escaping @Sendable (T) -> Void) async throws -> (T, ReachableAddress) {
+    static func race<T: Sendable>(
+        _ candidates: [ReachableAddress], stagger: Duration = stagger,
+        attempt: @escaping @Sendable (ReachableAddress) async throws -> T,
+        discard: @escaping @Sendable (T) -> Void
+    ) async throws -> (T, ReachableAddress) {
         let (outcomes, sink) = AsyncStream.makeStream(of: RaceOutcome<T>.self)
         var tasks: [Task<T, any Error>] = []
         var timer: Task<Void, Never>?

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeCrypto
 import LanbridgeProtocol
@@ -202,8 +202,10 @@ public actor NodeClient {
     /// `idempotencyKey`, so a retry is not run twice) and `system-event` are allowed; the bridge
     /// refuses anything else with `FORBIDDEN`. Throws the bridge's or gateway's code, `UNAVAILABLE`
     /// when not connected (or the connection closes), `TIMEOUT` when no answer comes in `timeout`.
-    public func call(_ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil,
-                     timeout: Duration = .seconds(30)) async throws(LanbridgeError) -> JSONValue? {
+    public func call(
+        _ method: String, params: JSONValue? = nil, idempotencyKey: String? = nil,
+        timeout: Duration = .seconds(30)
+    ) async throws(LanbridgeError) -> JSONValue? {
         try await request(timeout: timeout) { GatewayCall(id: "c\($0)", method: method, params: params, idempotencyKey: idempotencyKey) }
     }
 
@@ -213,8 +215,10 @@ public actor NodeClient {
     /// bridge keeps the token from logs and from the CLI's output; with an OpenClaw gateway an APNs
     /// token also reaches the gateway, for its own wake. Throws `INVALID_REQUEST` (checked here
     /// first), `RATE_LIMITED` (it counts as one of the node's events), `UNAVAILABLE`, `TIMEOUT`.
-    public func registerPush(provider: String, token: String, environment: String? = nil, topic: String? = nil,
-                             timeout: Duration = .seconds(30)) async throws(LanbridgeError) {
+    public func registerPush(
+        provider: String, token: String, environment: String? = nil, topic: String? = nil,
+        timeout: Duration = .seconds(30)
+    ) async throws(LanbridgeError) {
         let check = PushRegister(id: "", provider: provider, token: token, environment: environment, topic: topic)
         do throws(ErrorMessage) { _ = try check.validated() } catch { throw LanbridgeError(error) }
         _ = try await request(timeout: timeout) { PushRegister(id: "p\($0)", provider: provider, token: token, environment: environment, topic: topic) }
@@ -326,9 +330,10 @@ public actor NodeClient {
     /// The addresses to try now, first choice first.
     private func candidates(configured: [ReachableAddress], invite: InviteURI?) -> [ReachableAddress] {
         guard invite == nil, let pin else { return configured }
-        return BridgeDialer.candidates(discovered: discovered.keys.sorted().flatMap { discovered[$0] ?? [] },
-                                       last: ReachableAddress(host: pin.host, port: pin.port), configured: configured,
-                                       learned: ReachableAddress.list(pin.addresses ?? []))
+        return BridgeDialer.candidates(
+            discovered: discovered.keys.sorted().flatMap { discovered[$0] ?? [] },
+            last: ReachableAddress(host: pin.host, port: pin.port), configured: configured,
+            learned: ReachableAddress.list(pin.addresses ?? []))
     }
 
     // MARK: - One connection
@@ -346,21 +351,24 @@ public actor NodeClient {
         let expected = pin?.publicKey.bytes
         let dialed: Dialed, address: ReachableAddress
         do {
-            (dialed, address) = try await BridgeDialer.race(candidates, attempt: { address in
-                let connection = try await transport.connect(host: address.host, port: address.port, identity: identity, invite: invite, on: eventLoop)
-                do {
-                    var iterator = connection.events.makeAsyncIterator()
-                    guard case let .established(bridgeKey, handshakeHash) = try await iterator.next() else {
-                        throw invite == nil ? DialError.closedDuringHandshake
-                            : ClientError.inviteRefused("closed before the handshake finished (used, expired or unknown invite)")
+            (dialed, address) = try await BridgeDialer.race(
+                candidates,
+                attempt: { address in
+                    let connection = try await transport.connect(host: address.host, port: address.port, identity: identity, invite: invite, on: eventLoop)
+                    do {
+                        var iterator = connection.events.makeAsyncIterator()
+                        guard case let .established(bridgeKey, handshakeHash) = try await iterator.next() else {
+                            throw invite == nil
+                                ? DialError.closedDuringHandshake
+                                : ClientError.inviteRefused("closed before the handshake finished (used, expired or unknown invite)")
+                        }
+                        try Self.checkBridgeKey(bridgeKey, pinned: expected, invite: invite)
+                        return Dialed(connection: connection, bridgeKey: bridgeKey, handshakeHash: handshakeHash)
+                    } catch {
+                        connection.close()
+                        throw error
                     }
-                    try Self.checkBridgeKey(bridgeKey, pinned: expected, invite: invite)
-                    return Dialed(connection: connection, bridgeKey: bridgeKey, handshakeHash: handshakeHash)
-                } catch {
-                    connection.close()
-                    throw error
-                }
-            }, discard: { $0.connection.close() })
+                }, discard: { $0.connection.close() })
         } catch let failed as BridgeDialer.AllFailed {
             // One address: its verdict stands (a wrong key is someone in the middle). Several: a
             // wrong key at one (a stale address now used by another bridge) fails only that one.
@@ -383,8 +391,10 @@ public actor NodeClient {
         self.connection = connection
         sessionGeneration += 1
         let bridgeKey = PublicKey(bytes: dialed.bridgeKey)
-        session = NodeSession(.init(details: configuration.details, handshakeHash: dialed.handshakeHash, pinned: pin != nil,
-                                    inviteSecret: invite?.secret, nodeNonce: SecureRandom.bytes(VerificationCode.nonceLength), foreground: foreground))
+        session = NodeSession(
+            .init(
+                details: configuration.details, handshakeHash: dialed.handshakeHash, pinned: pin != nil,
+                inviteSecret: invite?.secret, nodeNonce: SecureRandom.bytes(VerificationCode.nonceLength), foreground: foreground))
         defer {
             connection.close()
             handleQuietly(.closed)
@@ -447,8 +457,10 @@ public actor NodeClient {
     }
 
     /// Carries out what the session decided. A failure ends the connection by throwing.
-    private func perform(_ actions: [NodeSession.Action], bridgeKey: PublicKey? = nil, address: ReachableAddress? = nil, invite: InviteURI? = nil,
-                         generation: Int? = nil, on connection: NodeConnection? = nil) async throws {
+    private func perform(
+        _ actions: [NodeSession.Action], bridgeKey: PublicKey? = nil, address: ReachableAddress? = nil, invite: InviteURI? = nil,
+        generation: Int? = nil, on connection: NodeConnection? = nil
+    ) async throws {
         let connection = connection ?? self.connection
         let generation = generation ?? sessionGeneration
         for action in actions {
@@ -532,8 +544,9 @@ public actor NodeClient {
     private func remember(_ key: PublicKey, name: String, address: ReachableAddress, addresses: [String]?) throws {
         let listed = addresses.map { ReachableAddress.list($0).map(\.description) }
         if pin == nil {
-            let newPin = BridgePin(publicKey: key, fingerprint: key.fingerprint, host: address.host, port: address.port,
-                                   addresses: listed, bridgeName: name, pairedAt: Date())
+            let newPin = BridgePin(
+                publicKey: key, fingerprint: key.fingerprint, host: address.host, port: address.port,
+                addresses: listed, bridgeName: name, pairedAt: Date())
             try store.save(newPin)
             pin = newPin
             emit.yield(.paired(bridgeFingerprint: key.fingerprint.description))

@@ -48,10 +48,12 @@ public struct NodeConnection: Sendable {
     /// A connection from its parts: `send` writes one encoded message, `authorize` tells the
     /// transport the bridge accepted this node (a TCP session lifts its pre-pairing size limits),
     /// `close` ends it (and must end `events`).
-    public init(events: AsyncThrowingStream<NodeTransportEvent, any Error>,
-                send: @escaping @Sendable ([UInt8]) async throws -> Void,
-                authorize: @escaping @Sendable () async throws -> Void = {},
-                close: @escaping @Sendable () -> Void) {
+    public init(
+        events: AsyncThrowingStream<NodeTransportEvent, any Error>,
+        send: @escaping @Sendable ([UInt8]) async throws -> Void,
+        authorize: @escaping @Sendable () async throws -> Void = {},
+        close: @escaping @Sendable () -> Void
+    ) {
         self.events = events
         (sendMessage, authorizeSession, closeConnection) = (send, authorize, close)
     }
@@ -73,8 +75,10 @@ public struct TCPNodeTransport: NodeTransport {
     private let logger: Logger
 
     /// A transport with the given limits.
-    public init(connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(45),
-                logger: Logger = Logger(label: "lanbridge.node")) {
+    public init(
+        connectTimeout: Duration = .seconds(10), readTimeout: Duration = .seconds(45),
+        logger: Logger = Logger(label: "lanbridge.node")
+    ) {
         (self.connectTimeout, self.readTimeout, self.logger) = (connectTimeout, readTimeout, logger)
     }
 

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeProtocol
 import NIOCore
@@ -94,8 +94,9 @@ struct UnicastResolver: Sendable {
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             let envelope = unwrapInboundIn(data)
             guard envelope.remoteAddress == expected.server,
-                  let response = try? DNS.parse(Array(envelope.data.readableBytesView)),
-                  response.id == expected.id, response.question?.name == expected.name, response.question?.type == expected.type else { return }
+                let response = try? DNS.parse(Array(envelope.data.readableBytesView)),
+                response.id == expected.id, response.question?.name == expected.name, response.question?.type == expected.type
+            else { return }
             finish(.success(response))
         }
 

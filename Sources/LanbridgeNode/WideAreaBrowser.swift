@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeProtocol
 import NIOCore
@@ -91,18 +91,21 @@ public struct WideAreaBrowser: BridgeDiscovery {
                 return (priority, port, target)
             }.min { $0.priority < $1.priority }
             guard let srv, srv.port > 0 else { continue }
-            let txt = records.lazy.compactMap { record -> [String]? in
-                guard record.name == instance, case let .txt(strings) = record.data else { return nil }
-                return strings.map { String(decoding: $0, as: UTF8.self) }
-            }.first ?? []
+            let txt =
+                records.lazy.compactMap { record -> [String]? in
+                    guard record.name == instance, case let .txt(strings) = record.data else { return nil }
+                    return strings.map { String(decoding: $0, as: UTF8.self) }
+                }.first ?? []
             var addresses = Self.addresses(of: srv.target, in: records)
             if addresses.isEmpty {
                 addresses = Self.addresses(of: srv.target, in: try await lookup(srv.target, .a) + lookup(srv.target, .aaaa))
             }
             guard !addresses.isEmpty else { continue }
             let label = String(decoding: instance.labels[0], as: UTF8.self)
-            bridges.append(DiscoveredBridge(name: "\(label).\(zone)", host: srv.target.description, addresses: Array(addresses.prefix(ReachableAddress.maxCount)),
-                                            port: Int(srv.port), advertisement: BridgeAdvertisement(txt: txt)))
+            bridges.append(
+                DiscoveredBridge(
+                    name: "\(label).\(zone)", host: srv.target.description, addresses: Array(addresses.prefix(ReachableAddress.maxCount)),
+                    port: Int(srv.port), advertisement: BridgeAdvertisement(txt: txt)))
         }
         return bridges
     }
@@ -110,11 +113,12 @@ public struct WideAreaBrowser: BridgeDiscovery {
     static func addresses(of host: DNS.Name, in records: [DNS.Record]) -> [String] {
         var out: [String] = []
         for record in records where record.name == host {
-            let text: String? = switch record.data {
-            case let .a(bytes): bytes.map(String.init).joined(separator: ".")
-            case let .aaaa(bytes): try? SocketAddress(packedIPAddress: ByteBuffer(bytes: bytes), port: 0).ipAddress
-            default: nil
-            }
+            let text: String? =
+                switch record.data {
+                case let .a(bytes): bytes.map(String.init).joined(separator: ".")
+                case let .aaaa(bytes): try? SocketAddress(packedIPAddress: ByteBuffer(bytes: bytes), port: 0).ipAddress
+                default: nil
+                }
             if let text, !out.contains(text) { out.append(text) }
         }
         return out

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeCrypto
 import LanbridgeNode
@@ -73,7 +73,9 @@ public actor FakeBridge: NodeTransport {
     private var links: [String: Link] = [:]
     private var pending: [String: (nodeID: String, code: String)] = [:]
     private var invokes: [String: (nodeID: String, continuation: CheckedContinuation<Result<JSONValue?, LanbridgeError>, Never>)] = [:]
-    private var gateway: Gateway = { method, _ in .failure(LanbridgeError(code: LanbridgeError.unavailable, message: "no gateway behind the fake bridge for \(method)", retryable: true)) }
+    private var gateway: Gateway = { method, _ in
+        .failure(LanbridgeError(code: LanbridgeError.unavailable, message: "no gateway behind the fake bridge for \(method)", retryable: true))
+    }
     private var log: [Observation] = []
     private var cursor = 0
     /// Each takes an observation (and resumes its caller) or declines it.
@@ -187,15 +189,19 @@ public actor FakeBridge: NodeTransport {
     /// the connection drops first. No deadline: a handler that never returns hangs the test.
     /// Cancelling the calling task cancels the invoke as a gateway's `node.invoke.cancel` does:
     /// the node hears `invoke.cancel`, and this throws `CANCELLED` at once.
-    public func invoke(_ nodeID: String, _ command: String, params: JSONValue? = nil,
-                       timeoutMs: Int = 30_000) async throws(LanbridgeError) -> JSONValue? {
+    public func invoke(
+        _ nodeID: String, _ command: String, params: JSONValue? = nil,
+        timeoutMs: Int = 30_000
+    ) async throws(LanbridgeError) -> JSONValue? {
         guard let link = links[nodeID], link.authenticated else {
             throw LanbridgeError(code: ErrorMessage.nodeNotConnected, message: "\(nodeID) is not connected", retryable: true)
         }
         if !link.foreground, link.details?.flags.requiresForeground ?? true,
-           foregroundCommands.contains(where: { $0.matches(command) }) {
-            throw LanbridgeError(code: ErrorMessage.backgroundUnavailable, message: "\(command) needs the foreground",
-                                 retryable: true, retryAfterMs: 5000)
+            foregroundCommands.contains(where: { $0.matches(command) })
+        {
+            throw LanbridgeError(
+                code: ErrorMessage.backgroundUnavailable, message: "\(command) needs the foreground",
+                retryable: true, retryAfterMs: 5000)
         }
         counter += 1
         let id = "i\(counter)"
@@ -260,8 +266,9 @@ public actor FakeBridge: NodeTransport {
             send(PairChallenge(requestId: link.requestId!, nonce: Hex.encode(link.bridgeNonce!), expiresAt: Date() + 300), to: nodeID)
         case let reveal as PairReveal where !link.authenticated:
             guard let commitment = link.commitment, let bridgeNonce = link.bridgeNonce, let requestId = link.requestId,
-                  let details = link.details, let nodeNonce = try? Hex.decode(reveal.nonce),
-                  VerificationCode.verify(commitment: commitment, handshakeHash: link.handshakeHash, nodeNonce: nodeNonce) else {
+                let details = link.details, let nodeNonce = try? Hex.decode(reveal.nonce),
+                VerificationCode.verify(commitment: commitment, handshakeHash: link.handshakeHash, nodeNonce: nodeNonce)
+            else {
                 send(ErrorMessage(code: ErrorMessage.pairingFailed, message: "the commitment did not match"), to: nodeID)
                 return disconnect(nodeID)
             }
@@ -301,14 +308,17 @@ public actor FakeBridge: NodeTransport {
                 send(PushResult(id: register.id, error: error), to: nodeID)
             }
         case let result as InvokeResult where link.authenticated:
-            invokes.removeValue(forKey: result.id)?.continuation.resume(returning: result.ok
-                ? .success(result.payload)
-                : .failure(LanbridgeError(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed"))))
+            invokes.removeValue(forKey: result.id)?.continuation.resume(
+                returning: result.ok
+                    ? .success(result.payload)
+                    : .failure(LanbridgeError(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed"))))
         case is Pong:
             break
         default:
-            send(ErrorMessage(code: link.authenticated ? ErrorMessage.badMessage : ErrorMessage.notPaired,
-                              message: "\(type(of: message).type) is not expected now"), to: nodeID)
+            send(
+                ErrorMessage(
+                    code: link.authenticated ? ErrorMessage.badMessage : ErrorMessage.notPaired,
+                    message: "\(type(of: message).type) is not expected now"), to: nodeID)
         }
     }
 

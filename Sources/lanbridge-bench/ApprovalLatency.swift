@@ -31,8 +31,9 @@ func approvalLatencies(count: Int = ChallengeLimits.perAddress) async throws -> 
     var latencies: [Double] = []
     for i in 0..<count {
         let nodeState = state.appendingPathComponent("node-\(i)")
-        let client = try NodeClient(configuration: .init(stateDirectory: nodeState, details: NodeDetails(displayName: "bench \(i)", platform: "linux")),
-                                    logger: quiet)
+        let client = try NodeClient(
+            configuration: .init(stateDirectory: nodeState, details: NodeDetails(displayName: "bench \(i)", platform: "linux")),
+            logger: quiet)
         let run = Task { try await client.run(host: "127.0.0.1", port: port) }
         var events = client.events.makeAsyncIterator()
         var start = ContinuousClock.now

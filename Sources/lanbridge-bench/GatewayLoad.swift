@@ -31,15 +31,19 @@ enum GatewayLoad {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                let upgrader = NIOWebSocketServerUpgrader(maxFrameSize: 1 << 26, shouldUpgrade: { channel, _ in
-                    channel.eventLoop.makeSucceededFuture(HTTPHeaders())
-                }, upgradePipelineHandler: { channel, _ in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(NIOWebSocketFrameAggregator(
-                            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: 1 << 26))
-                        try channel.pipeline.syncOperations.addHandler(LinkHandler(state: state))
-                    }
-                })
+                let upgrader = NIOWebSocketServerUpgrader(
+                    maxFrameSize: 1 << 26,
+                    shouldUpgrade: { channel, _ in
+                        channel.eventLoop.makeSucceededFuture(HTTPHeaders())
+                    },
+                    upgradePipelineHandler: { channel, _ in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(
+                                NIOWebSocketFrameAggregator(
+                                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1 << 16, maxAccumulatedFrameSize: 1 << 26))
+                            try channel.pipeline.syncOperations.addHandler(LinkHandler(state: state))
+                        }
+                    })
                 return channel.pipeline.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { _ in }))
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -72,7 +76,9 @@ enum GatewayLoad {
                 let (bytes, times) = try await state.large(node: words[1], count: Int(words[2])!).get()
                 say("large \(bytes) " + times.map { String(format: "%.1f", $0) }.joined(separator: " "))
             case "bystander":
-                let large = words[4].hasPrefix("w") ? ("device.echo", "{\"wideKeys\":\(words[4].dropFirst())}")
+                let large =
+                    words[4].hasPrefix("w")
+                    ? ("device.echo", "{\"wideKeys\":\(words[4].dropFirst())}")
                     : ("canvas.snapshot", "{\"width\":\(words[4]),\"height\":\(words[4])}")
                 let (samples, bytes) = try await state.bystander(node: words[1], big: words[2], results: Int(words[3])!, large: large).get()
                 say("bystander \(percentile(samples, 0.5)) \(percentile(samples, 0.99)) \(samples.count) \(bytes)")
@@ -126,8 +132,9 @@ final class LoadState: @unchecked Sendable {
     init(loop: any EventLoop) { self.loop = loop }
 
     func frame(node: String, id: Int, command: String = "device.echo", params: String = GatewayLoad.payload) -> [UInt8] {
-        Array(("{\"type\":\"req\",\"id\":\"\(id)\",\"method\":\"node.invoke\",\"params\":{\"nodeId\":\"\(node)\",\"command\":\"\(command)\","
-               + "\"params\":\(params),\"idempotencyKey\":\"k\(id)\"}}").utf8)
+        Array(
+            ("{\"type\":\"req\",\"id\":\"\(id)\",\"method\":\"node.invoke\",\"params\":{\"nodeId\":\"\(node)\",\"command\":\"\(command)\","
+                + "\"params\":\(params),\"idempotencyKey\":\"k\(id)\"}}").utf8)
     }
 
     func nodeConnected(_ id: String) {

@@ -107,10 +107,12 @@ func establishedPair() throws -> (SecureSession, SecureSession) {
     return (node, bridge)
 }
 
-let handshakesPerSecond = wanted("handshakes") ? try rate {
-    for _ in 0..<20 { _ = try establishedPair() }
-    return 20
-} : 0
+let handshakesPerSecond =
+    wanted("handshakes")
+    ? try rate {
+        for _ in 0..<20 { _ = try establishedPair() }
+        return 20
+    } : 0
 // Per XX handshake, both ends together: 2 ephemeral key generations (base-point multiplications)
 // and 6 DH operations (ee, es, se on each side).
 let handshakeCeiling = 1 / (2 / basePerSecond + 6 / dhPerSecond)
@@ -136,8 +138,9 @@ var figures: [Figure] = []
 @MainActor func report(_ figure: Figure) {
     figures.append(figure)
     guard !asJSON else { return }
-    print(pad(figure.name, 52) + pad(String(format: "%.1f %@", figure.measured, figure.unit), 22)
-          + pad(String(format: "%.1f %@", figure.ceiling, figure.unit), 22) + String(format: "%.2f", figure.ratio))
+    print(
+        pad(figure.name, 52) + pad(String(format: "%.1f %@", figure.measured, figure.unit), 22)
+            + pad(String(format: "%.1f %@", figure.ceiling, figure.unit), 22) + String(format: "%.2f", figure.ratio))
     fflush(nil)
 }
 if !asJSON {
@@ -146,14 +149,18 @@ if !asJSON {
     print(pad("figure", 52) + pad("lanbridge", 22) + pad("baseline", 22) + "ratio")
 }
 if wanted("handshakes") {
-    report(Figure(name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
-                  measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"))
+    report(
+        Figure(
+            name: "XX handshakes per second per core (both ends)", unit: "handshakes/s",
+            measured: handshakesPerSecond, ceiling: handshakeCeiling, ceilingSource: "2 x25519 base + 6 x25519 DH"))
 }
 for (label, size) in [("1 KiB", 1024), ("1 MiB", 1 << 20)] where wanted("transport, \(label)") {
-    report(Figure(name: "transport, \(label) messages (seal + open)", unit: "MB/s",
-                  measured: try transportBytesPerSecond(messageSize: size) / 1e6,
-                  ceiling: try rawAEADBytesPerSecond(messageSize: size) / 1e6,
-                  ceilingSource: "raw ChaCha20-Poly1305 seal+open of the same message in the same chunks"))
+    report(
+        Figure(
+            name: "transport, \(label) messages (seal + open)", unit: "MB/s",
+            measured: try transportBytesPerSecond(messageSize: size) / 1e6,
+            ceiling: try rawAEADBytesPerSecond(messageSize: size) / 1e6,
+            ceilingSource: "raw ChaCha20-Poly1305 seal+open of the same message in the same chunks"))
 }
 
 // MARK: - The scanner under adversarial shapes
@@ -168,8 +175,10 @@ func scannerBytesPerSecond(_ shape: JSONShape) throws -> Double {
 }
 let plainScan = wanted("scanner") ? try scannerBytesPerSecond(.plain) : 0
 for shape in JSONShape.allCases where shape != .plain && wanted("scanner, 4 MiB \(shape.rawValue)") {
-    report(Figure(name: "scanner, 4 MiB \(shape.rawValue)", unit: "MB/s", measured: try scannerBytesPerSecond(shape) / 1e6,
-                  ceiling: plainScan / 1e6, ceilingSource: "the scanner on a plain object of the same size (long strings), same run"))
+    report(
+        Figure(
+            name: "scanner, 4 MiB \(shape.rawValue)", unit: "MB/s", measured: try scannerBytesPerSecond(shape) / 1e6,
+            ceiling: plainScan / 1e6, ceilingSource: "the scanner on a plain object of the same size (long strings), same run"))
 }
 
 let approvals = wanted("approval") ? try await approvalLatencies() : []
@@ -187,11 +196,17 @@ struct Report: Encodable {
 if asJSON {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-    print(String(decoding: try encoder.encode(Report(secondsPerFigure: secondsPerFigure, allocator: allocator, x25519DHPerSecond: dhPerSecond,
-                                                     x25519BasePerSecond: basePerSecond, figures: figures,
-                                                     approvalLatencyMs: ["p50": approvalP50, "p99": approvalP99, "budget": 200])), as: UTF8.self))
+    print(
+        String(
+            decoding: try encoder.encode(
+                Report(
+                    secondsPerFigure: secondsPerFigure, allocator: allocator, x25519DHPerSecond: dhPerSecond,
+                    x25519BasePerSecond: basePerSecond, figures: figures,
+                    approvalLatencyMs: ["p50": approvalP50, "p99": approvalP99, "budget": 200])), as: UTF8.self))
 } else if !approvals.isEmpty {
     print("")
-    print(String(format: "approval reaches the waiting node (%d pairings): p50 %.1f ms, p99 %.1f ms; budget 200 ms (p99/budget %.2f)",
-                 approvals.count, approvalP50, approvalP99, approvalP99 / 200))
+    print(
+        String(
+            format: "approval reaches the waiting node (%d pairings): p50 %.1f ms, p99 %.1f ms; budget 200 ms (p99/budget %.2f)",
+            approvals.count, approvalP50, approvalP99, approvalP99 / 200))
 }

@@ -20,7 +20,8 @@ struct Duration: ExpressibleByArgument {
         let (number, scale) = units.first { argument.hasSuffix($0.0) }.map { (String(argument.dropLast($0.0.count)), $0.1) } ?? (argument, 1)
         // Digits and one dot only: no "inf", "nan", "1e300" or signs.
         guard !number.isEmpty, number.utf8.allSatisfy({ (0x30...0x39).contains($0) || $0 == 0x2E }), number.utf8.filter({ $0 == 0x2E }).count <= 1,
-              let value = Double(number), value.isFinite, value > 0, value * scale <= Self.maximum, value * scale >= 0.001 else { return nil }
+            let value = Double(number), value.isFinite, value > 0, value * scale <= Self.maximum, value * scale >= 0.001
+        else { return nil }
         seconds = value * scale
     }
 

@@ -10,13 +10,15 @@ struct AuditCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "audit",
         abstract: "Show or verify the audit log of pairing decisions.",
-        discussion: "Every pairing request, approval, rejection, expiry, revoke, block and key change is appended to audit.jsonl in the state directory. Each line carries the SHA-256 of the line before it, so an edited or deleted line breaks the chain at the next one.",
+        discussion:
+            "Every pairing request, approval, rejection, expiry, revoke, block and key change is appended to audit.jsonl in the state directory. Each line carries the SHA-256 of the line before it, so an edited or deleted line breaks the chain at the next one.",
         subcommands: [Show.self, Verify.self]
     )
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print the audit log.",
-                                                        discussion: "--follow keeps printing entries as they are appended (one line each; one JSON object per line with --json), like tail -f.")
+        static let configuration = CommandConfiguration(
+            abstract: "Print the audit log.",
+            discussion: "--follow keeps printing entries as they are appended (one line each; one JSON object per line with --json), like tail -f.")
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
         @Flag(help: "Keep printing new entries as they are appended (Ctrl-C to stop).") var follow = false
@@ -30,9 +32,11 @@ struct AuditCommand: AsyncParsableCommand {
                 if follow { return emit(entries) }
                 if json { return try Output.json(entries) }
                 guard !entries.isEmpty else { return print("The audit log is empty.") }
-                Output.table(["TIME", "EVENT", "ACTOR", "NODE ID", "REQUEST", "DETAIL"], entries.map {
-                    [$0.time.formatted(.iso8601), $0.event, $0.actor, $0.nodeId ?? "-", $0.requestId ?? "-", $0.detail ?? ""]
-                })
+                Output.table(
+                    ["TIME", "EVENT", "ACTOR", "NODE ID", "REQUEST", "DETAIL"],
+                    entries.map {
+                        [$0.time.formatted(.iso8601), $0.event, $0.actor, $0.nodeId ?? "-", $0.requestId ?? "-", $0.detail ?? ""]
+                    })
             }
             guard follow else { return }
             let watcher = try StoreWatcher(directory: state.directory.url, files: [AuditLog.fileName])
@@ -47,7 +51,9 @@ struct AuditCommand: AsyncParsableCommand {
         /// One line per entry, written at once (a pipe must not hold it back).
         private func emit(_ entries: [AuditEntry]) {
             for entry in entries {
-                let line = json ? String(decoding: (try? AuditLog.encoder.encode(entry)) ?? Data(), as: UTF8.self)
+                let line =
+                    json
+                    ? String(decoding: (try? AuditLog.encoder.encode(entry)) ?? Data(), as: UTF8.self)
                     : [entry.time.formatted(.iso8601), entry.event, entry.actor, entry.nodeId ?? "-", entry.requestId ?? "-", entry.detail ?? ""].joined(separator: "  ")
                 StandardStream.writeLine(line, toError: false)
             }
@@ -58,10 +64,10 @@ struct AuditCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Check the log: the hash chain, its anchored head, and that it explains every paired node; exits 1 if not.",
             discussion: """
-            Finds: a line changed, inserted or removed anywhere (the chain breaks at the next line); lines cut off the end (audit.head records the count and the last line's hash); a paired node with no approval or invite redemption in the log.
+                Finds: a line changed, inserted or removed anywhere (the chain breaks at the next line); lines cut off the end (audit.head records the count and the last line's hash); a paired node with no approval or invite redemption in the log.
 
-            Cannot find: the log and audit.head rewritten together by someone who can write the state directory (the chain has no secret; keep a copy of audit.head elsewhere for that). Lines past the head (a crash between an append and the head's update, or another writer) are reported, not failed.
-            """)
+                Cannot find: the log and audit.head rewritten together by someone who can write the state directory (the chain has no secret; keep a copy of audit.head elsewhere for that). Lines past the head (a crash between an append and the head's update, or another writer) are reported, not failed.
+                """)
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -79,8 +85,10 @@ struct AuditCommand: AsyncParsableCommand {
                     struct Report: Encodable {
                         let lines: Int; let intact: Bool; let brokenAt: [Int]; let truncated: String?; let unanchored: Int; let unexplainedNodes: [String]
                     }
-                    try Output.json(Report(lines: result.lines, intact: intact, brokenAt: result.brokenAt, truncated: result.truncated,
-                                           unanchored: result.unanchored, unexplainedNodes: unexplained))
+                    try Output.json(
+                        Report(
+                            lines: result.lines, intact: intact, brokenAt: result.brokenAt, truncated: result.truncated,
+                            unanchored: result.unanchored, unexplainedNodes: unexplained))
                 } else {
                     if !result.brokenAt.isEmpty { print("Audit log TAMPERED: the chain breaks at line \(result.brokenAt.map(String.init).joined(separator: ", ")).") }
                     if let truncated = result.truncated { print("Audit log TRUNCATED: \(truncated).") }

@@ -1,7 +1,7 @@
 import FoundationEssentials
 import LanbridgeProtocol
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Talks to the running daemon over its control socket: one request frame out, one response

@@ -38,8 +38,9 @@ enum DaemonConfirmation {
         } catch {
             problem = "\(error)"
         }
-        Output.note("lanbridge: \(what) is on disk, but the running daemon has not applied it: \(problem). "
-                    + "Until it can read the store it runs no invoke; check `lanbridge status` and the daemon's log.")
+        Output.note(
+            "lanbridge: \(what) is on disk, but the running daemon has not applied it: \(problem). "
+                + "Until it can read the store it runs no invoke; check `lanbridge status` and the daemon's log.")
         throw ExitCode(75)
     }
 }

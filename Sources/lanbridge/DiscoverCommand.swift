@@ -22,13 +22,13 @@ extension DiscoverCommand {
         static let configuration = CommandConfiguration(
             abstract: "List lanbridge bridges advertised on the LAN (mDNS, through avahi-daemon), or in a DNS zone; the default.",
             discussion: """
-            Names, addresses and fingerprints here are hints from the network: a node trusts only the key its handshake proves. If nothing shows up, run `lanbridge doctor`.
+                Names, addresses and fingerprints here are hints from the network: a node trusts only the key its handshake proves. If nothing shows up, run `lanbridge doctor`.
 
-            With --domain, asks unicast DNS for `_lanbridge._tcp` in that zone instead (wide-area DNS-SD, as nodes given that domain do): a check that the records from `lanbridge discover records` are served.
+                With --domain, asks unicast DNS for `_lanbridge._tcp` in that zone instead (wide-area DNS-SD, as nodes given that domain do): a check that the records from `lanbridge discover records` are served.
 
-              $ lanbridge discover browse --domain bridges.example.com
-              $ lanbridge discover browse --domain bridges.example.com --resolver 100.100.100.100
-            """
+                  $ lanbridge discover browse --domain bridges.example.com
+                  $ lanbridge discover browse --domain bridges.example.com --resolver 100.100.100.100
+                """
         )
 
         @Option(help: "How long to listen: 2s, 500ms is written 0.5s.") var timeout = Duration(argument: "2s")!
@@ -61,9 +61,11 @@ extension DiscoverCommand {
             }
             if json { return try Output.json(bridges) }
             guard !bridges.isEmpty else { return print(domain.map { "No bridges listed in \($0)." } ?? "No bridges found in \(Output.duration(timeout.seconds)).") }
-            Output.table(["NAME", "ADDRESS", "PORT", "FINGERPRINT (hint)", "PROTOCOL"], bridges.map {
-                [$0.name, $0.addresses.joined(separator: ","), String($0.port), $0.shortFingerprint ?? "?", $0.versions ?? "?"]
-            })
+            Output.table(
+                ["NAME", "ADDRESS", "PORT", "FINGERPRINT (hint)", "PROTOCOL"],
+                bridges.map {
+                    [$0.name, $0.addresses.joined(separator: ","), String($0.port), $0.shortFingerprint ?? "?", $0.versions ?? "?"]
+                })
         }
     }
 
@@ -71,13 +73,13 @@ extension DiscoverCommand {
         static let configuration = CommandConfiguration(
             abstract: "Print the DNS-SD records that advertise this bridge in a unicast DNS zone (wide-area, RFC 6763 §11).",
             discussion: """
-            For nodes that cannot hear the bridge's mDNS (another subnet, a VPN or tailnet): put these records in a zone you control, and a node that browses `_lanbridge._tcp` in that domain finds the bridge. The TXT is the one mDNS carries; as on the LAN, everything here is a hint, and the node trusts only the key its handshake proves.
+                For nodes that cannot hear the bridge's mDNS (another subnet, a VPN or tailnet): put these records in a zone you control, and a node that browses `_lanbridge._tcp` in that domain finds the bridge. The TXT is the one mDNS carries; as on the LAN, everything here is a hint, and the node trusts only the key its handshake proves.
 
-              $ lanbridge discover records --domain bridges.example.com --host 100.101.102.103
-              $ lanbridge discover records --domain home.arpa --json
+                  $ lanbridge discover records --domain bridges.example.com --host 100.101.102.103
+                  $ lanbridge discover records --domain home.arpa --json
 
-            Defaults come from the running daemon (its name and port) or this machine. A --host that is an IP address is published as lanbridge.DOMAIN with an A or AAAA record; a host name is used as it is.
-            """)
+                Defaults come from the running daemon (its name and port) or this machine. A --host that is an IP address is published as lanbridge.DOMAIN with an A or AAAA record; a host name is used as it is.
+                """)
         @OptionGroup var state: StateOptions
         @Option(help: "The DNS zone to advertise in, e.g. bridges.example.com.") var domain: String
         @Option(help: "Address or host name nodes dial. Default: the running daemon's address, else this host's first LAN address (as for invites).") var host: String?
@@ -100,9 +102,10 @@ extension DiscoverCommand {
                 let isAddress = GatewayEndpoint.isIPAddress(dial)
                 let key = try IdentityStore(directory: state.directory).publicKey(creating: false)
                 let instance = name ?? runtime?.bridgeName ?? ProcessInfo.processInfo.hostName
-                let records = WideAreaRecords(domain: domain, instance: instance, target: isAddress ? "lanbridge" : dial,
-                                              port: dialPort, addresses: isAddress ? [dial] : [],
-                                              advertisement: BridgeAdvertisement(shortFingerprint: Fingerprint(publicKey: key).short, name: instance))
+                let records = WideAreaRecords(
+                    domain: domain, instance: instance, target: isAddress ? "lanbridge" : dial,
+                    port: dialPort, addresses: isAddress ? [dial] : [],
+                    advertisement: BridgeAdvertisement(shortFingerprint: Fingerprint(publicKey: key).short, name: instance))
                 if json { return try Output.json(records.records) }
                 print(records.zoneFile(ttl: ttl))
             }

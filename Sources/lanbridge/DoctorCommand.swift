@@ -10,7 +10,8 @@ struct DoctorCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "doctor",
         abstract: "Check what nodes need to find and reach this bridge.",
-        discussion: "Checks the state directory's privacy, the identity, the config file, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on, the name it is advertised under and the gateway link. Exits 1 if anything needs fixing; a WARN (a sensitive command an old default granted) wants a decision but does not change the exit code."
+        discussion:
+            "Checks the state directory's privacy, the identity, the config file, avahi-daemon, and (when `lanbridge serve` runs) the addresses it listens on, the name it is advertised under and the gateway link. Exits 1 if anything needs fixing; a WARN (a sensitive command an old default granted) wants a decision but does not change the exit code."
     )
 
     @OptionGroup var state: StateOptions
@@ -31,7 +32,8 @@ struct DoctorCommand: ParsableCommand {
         if !FileManager.default.fileExists(atPath: directory.url.path) {
             checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) will be created (mode 0700) on first use", fix: nil))
         } else if let problem = directory.privacyProblem() {
-            checks.append(Check(name: "state directory", ok: false, detail: "\(directory.url.path): \(problem)", fix: "chmod 700 \(directory.url.path) (or 770 to share it with its group)"))
+            checks.append(
+                Check(name: "state directory", ok: false, detail: "\(directory.url.path): \(problem)", fix: "chmod 700 \(directory.url.path) (or 770 to share it with its group)"))
         } else {
             checks.append(Check(name: "state directory", ok: true, detail: "\(directory.url.path) is \(directory.sharingDescription)", fix: nil))
         }
@@ -49,10 +51,12 @@ struct DoctorCommand: ParsableCommand {
                 let current = try PairingStore(directory: directory).read()
                 checks.append(Check(name: "store", ok: true, detail: "\(current.paired.nodes.count) paired, \(current.pending.requests.count) pending", fix: nil))
                 for node in current.paired.nodes where !node.grantedByOldDefault.isEmpty {
-                    checks.append(Check(name: "grants of \(node.nodeId)", ok: true,
-                                        detail: "\(node.details.displayName) holds \(node.grantedByOldDefault.joined(separator: ", ")), granted by an old default, not on purpose",
-                                        fix: "keep: lanbridge nodes allow \(node.nodeId) --confirm-defaults; or take away: lanbridge nodes deny \(node.nodeId) COMMAND",
-                                        warning: true))
+                    checks.append(
+                        Check(
+                            name: "grants of \(node.nodeId)", ok: true,
+                            detail: "\(node.details.displayName) holds \(node.grantedByOldDefault.joined(separator: ", ")), granted by an old default, not on purpose",
+                            fix: "keep: lanbridge nodes allow \(node.nodeId) --confirm-defaults; or take away: lanbridge nodes deny \(node.nodeId) COMMAND",
+                            warning: true))
                 }
             } catch {
                 checks.append(Check(name: "store", ok: false, detail: "\(error)", fix: "repair the named file or move it aside; `lanbridge serve` will not start until then"))
@@ -67,8 +71,10 @@ struct DoctorCommand: ParsableCommand {
             case let .success(version):
                 checks.append(Check(name: "avahi-daemon", ok: true, detail: "reachable (\(version))", fix: nil))
             case let .failure(error):
-                checks.append(Check(name: "avahi-daemon", ok: false, detail: "\(error): nodes cannot discover the bridge (they can still connect by address)",
-                                    fix: "apt-get install avahi-daemon && systemctl enable --now avahi-daemon"))
+                checks.append(
+                    Check(
+                        name: "avahi-daemon", ok: false, detail: "\(error): nodes cannot discover the bridge (they can still connect by address)",
+                        fix: "apt-get install avahi-daemon && systemctl enable --now avahi-daemon"))
             }
         }
         do {
@@ -78,11 +84,14 @@ struct DoctorCommand: ParsableCommand {
             checks.append(Check(name: "config", ok: false, detail: "\(error)", fix: "correct the named entry; see pairing/PROTOCOL.md §12.8"))
         }
         if let runtime {
-            checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is running (pid \(runtime.pid)), listening on \(runtime.listening.joined(separator: ", "))", fix: nil))
+            checks.append(
+                Check(name: "daemon", ok: true, detail: "lanbridge serve is running (pid \(runtime.pid)), listening on \(runtime.listening.joined(separator: ", "))", fix: nil))
             let published = runtime.mdns == "published"
-            checks.append(Check(name: "mDNS", ok: published || runtime.mdns == "off",
-                                detail: published ? "advertised as \"\(runtime.mdnsName ?? "?")\" (_lanbridge._tcp)" : "advertising: \(runtime.mdns ?? "unknown")",
-                                fix: published || runtime.mdns == "off" ? nil : "see the avahi-daemon check"))
+            checks.append(
+                Check(
+                    name: "mDNS", ok: published || runtime.mdns == "off",
+                    detail: published ? "advertised as \"\(runtime.mdnsName ?? "?")\" (_lanbridge._tcp)" : "advertising: \(runtime.mdns ?? "unknown")",
+                    fix: published || runtime.mdns == "off" ? nil : "see the avahi-daemon check"))
             let link = runtime.gateway ?? "unknown"
             if link.hasPrefix("openclaw") {
                 // One socket per connected node: each is a check of its own.
@@ -92,28 +101,39 @@ struct DoctorCommand: ParsableCommand {
                     let device = live.gatewayDeviceId.map { " (device \($0.prefix(16))…)" } ?? ""
                     if let approval = live.gatewayApproval {
                         // The gateway's own approval, its operator's to give: a decision, not a fault.
-                        checks.append(Check(name: "gateway session \(node)", ok: true, detail: "\(approval.summary)\(device)",
-                                            fix: "on the gateway's host: \(approval.kind == .commands ? "openclaw nodes pending, then " : "")\(approval.approveWith)",
-                                            warning: true))
+                        checks.append(
+                            Check(
+                                name: "gateway session \(node)", ok: true, detail: "\(approval.summary)\(device)",
+                                fix: "on the gateway's host: \(approval.kind == .commands ? "openclaw nodes pending, then " : "")\(approval.approveWith)",
+                                warning: true))
                         continue
                     }
                     let up = session.hasPrefix("connected")
-                    checks.append(Check(name: "gateway session \(node)", ok: up, detail: "\(session)\(device)",
-                                        fix: up ? nil : "is the OpenClaw gateway running, and does it accept the token (gateway.tokenFile)?"))
+                    checks.append(
+                        Check(
+                            name: "gateway session \(node)", ok: up, detail: "\(session)\(device)",
+                            fix: up ? nil : "is the OpenClaw gateway running, and does it accept the token (gateway.tokenFile)?"))
                 }
             } else {
                 let linked = link.hasPrefix("connected") || link == "off"
-                checks.append(Check(name: "gateway link", ok: linked, detail: link,
-                                    fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
+                checks.append(
+                    Check(
+                        name: "gateway link", ok: linked, detail: link,
+                        fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
             }
             // The agent's canvas: with an OpenClaw gateway there is a canvas host, so no relay is a
             // canvas nodes cannot load (a taken default port turns it off with only a warning).
             let settings = try? state.settings()
             if let canvas = runtime.canvas {
-                checks.append(Check(name: "canvas relay", ok: true, detail: "https://\(canvas.listening.joined(separator: ", https://")) from \(canvas.upstream), certificate sha256 \(canvas.tlsSha256)", fix: nil))
+                checks.append(
+                    Check(
+                        name: "canvas relay", ok: true,
+                        detail: "https://\(canvas.listening.joined(separator: ", https://")) from \(canvas.upstream), certificate sha256 \(canvas.tlsSha256)", fix: nil))
             } else if link.hasPrefix("openclaw"), settings?.canvas.enabled != false {
-                checks.append(Check(name: "canvas relay", ok: true, detail: "off: nodes cannot load the agent's canvas pages",
-                                    fix: "see the daemon's log (\"canvas relay off\"): choose a free port with canvas.listen or --canvas-listen", warning: true))
+                checks.append(
+                    Check(
+                        name: "canvas relay", ok: true, detail: "off: nodes cannot load the agent's canvas pages",
+                        fix: "see the daemon's log (\"canvas relay off\"): choose a free port with canvas.listen or --canvas-listen", warning: true))
             }
             if let apps = runtime.openClawApps {
                 checks.append(Check(name: "OpenClaw's apps", ok: true, detail: "their door is open at \(apps.joined(separator: ", "))", fix: nil))

@@ -6,9 +6,11 @@ import LanbridgeState
 /// beyond its platform's everyday defaults. Sensitive commands (capture, sending, running code,
 /// personal data, input) are never granted by default, only named here or with `nodes allow`.
 struct GrantOptions: ParsableArguments {
-    @Option(name: .customLong("allow"), help: ArgumentHelp(
-        "Also grant this command or pattern, beyond the platform's everyday defaults; repeatable, or comma-separated (camera.snap,location.get).",
-        valueName: "command"))
+    @Option(
+        name: .customLong("allow"),
+        help: ArgumentHelp(
+            "Also grant this command or pattern, beyond the platform's everyday defaults; repeatable, or comma-separated (camera.snap,location.get).",
+            valueName: "command"))
     var allow: [String] = []
 
     @Flag(help: "Also grant every sensitive command the device declares (camera, screen, microphone, SMS, location, input, system.run), on purpose.")
@@ -19,7 +21,9 @@ struct GrantOptions: ParsableArguments {
         let patterns = try allow.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }.map { item in
             do { return try catalog.check(item, also: declared).description } catch { throw ValidationError("--allow: \(error)") }
         }
-        if patterns.contains("*") { throw ValidationError("--allow: `*` grants every command, now and later; grant it after pairing with `lanbridge nodes allow NODE '*' --allow-everything`") }
+        if patterns.contains("*") {
+            throw ValidationError("--allow: `*` grants every command, now and later; grant it after pairing with `lanbridge nodes allow NODE '*' --allow-everything`")
+        }
         return ApprovalGrant(allow: patterns, allowSensitive: allowSensitive)
     }
 }

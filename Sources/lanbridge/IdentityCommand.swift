@@ -9,8 +9,8 @@ struct IdentityCommand: ParsableCommand {
         commandName: "identity",
         abstract: "Print this bridge's fingerprint, creating its key pair on first use.",
         discussion: """
-        The fingerprint (e.g. 7K2M-9QXD-3HJA-PW4T) is what a node pins after pairing; read it aloud to check a node is talking to this bridge. The private key is never printed.
-        """
+            The fingerprint (e.g. 7K2M-9QXD-3HJA-PW4T) is what a node pins after pairing; read it aloud to check a node is talking to this bridge. The private key is never printed.
+            """
     )
 
     @OptionGroup var state: StateOptions
@@ -28,8 +28,9 @@ struct IdentityCommand: ParsableCommand {
             let store = IdentityStore(directory: state.directory)
             let existed = FileManager.default.fileExists(atPath: store.url.path)
             guard let publicKey = PublicKey(bytes: try store.publicKey(creating: true)) else { throw ExitCode.failure }
-            let report = Report(fingerprint: publicKey.fingerprint.description, publicKey: publicKey.base64,
-                                keyFile: store.url.path, created: !existed)
+            let report = Report(
+                fingerprint: publicKey.fingerprint.description, publicKey: publicKey.base64,
+                keyFile: store.url.path, created: !existed)
             if json { return try Output.json(report) }
             if report.created { Output.note("Created a new bridge identity in \(report.keyFile)") }
             print("fingerprint  \(report.fingerprint)")

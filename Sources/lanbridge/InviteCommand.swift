@@ -34,9 +34,11 @@ struct InviteCommand: ParsableCommand {
                     let extra = (row.grant?.allow ?? []) + (row.grant?.allowSensitive == true ? ["every sensitive command it declares"] : [])
                     return "platform defaults" + (extra.isEmpty ? "" : " + " + extra.joined(separator: ","))
                 }
-                Output.table(["INVITE", "NAME", "GRANTS", "LEFT"], rows.map {
-                    [$0.id, $0.name ?? "-", grants($0), Output.duration($0.expiresAt.timeIntervalSince(now))]
-                })
+                Output.table(
+                    ["INVITE", "NAME", "GRANTS", "LEFT"],
+                    rows.map {
+                        [$0.id, $0.name ?? "-", grants($0), Output.duration($0.expiresAt.timeIntervalSince(now))]
+                    })
             }
         }
     }
@@ -62,16 +64,16 @@ extension InviteCommand {
         static let configuration = CommandConfiguration(
             abstract: "Create a one-time invite that pairs a device without a code (the default).",
             discussion: """
-            Prints a lanbridge:// URI and the same as a QR code. A device that uses it pairs at once, over a Noise XXpsk3 handshake keyed by the invite's secret, and pins this bridge's fingerprint from the URI. The invite works once and expires; only hashes of its secret are stored. Treat the URI like a password until it is used.
+                Prints a lanbridge:// URI and the same as a QR code. A device that uses it pairs at once, over a Noise XXpsk3 handshake keyed by the invite's secret, and pins this bridge's fingerprint from the URI. The invite works once and expires; only hashes of its secret are stored. Treat the URI like a password until it is used.
 
-            The device gets its platform's everyday commands; --allow and --allow-sensitive pre-authorise more, as on `nodes approve`:
+                The device gets its platform's everyday commands; --allow and --allow-sensitive pre-authorise more, as on `nodes approve`:
 
-              $ lanbridge invite --name "Ada's phone" --allow camera.snap
+                  $ lanbridge invite --name "Ada's phone" --allow camera.snap
 
-            With --openclaw it prints an OpenClaw setup code instead, for OpenClaw's own iOS and Android apps (the daemon runs with --openclaw-apps): paste or scan it in the app's gateway setup. It carries the front door's wss:// URL and a single-use bootstrap token that pairs the app at once; unlike approving a request by its certificate fingerprint, only the holder of the code can pair.
+                With --openclaw it prints an OpenClaw setup code instead, for OpenClaw's own iOS and Android apps (the daemon runs with --openclaw-apps): paste or scan it in the app's gateway setup. It carries the front door's wss:// URL and a single-use bootstrap token that pairs the app at once; unlike approving a request by its certificate fingerprint, only the holder of the code can pair.
 
-              $ lanbridge invite --openclaw --name "Ada's iPhone"
-            """
+                  $ lanbridge invite --openclaw --name "Ada's iPhone"
+                """
         )
 
         @OptionGroup var state: StateOptions
@@ -98,8 +100,9 @@ extension InviteCommand {
                     if runtime != nil, runtime?.openClawApps == nil {
                         Output.note("note: the running daemon has no door for OpenClaw's apps; start it with --openclaw-apps (or openclawApps.enabled)")
                     }
-                    let setup = try InviteIssuer.issueOpenClaw(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
-                                                              host: host?.name, port: port?.value, runtime: runtime)
+                    let setup = try InviteIssuer.issueOpenClaw(
+                        directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
+                        host: host?.name, port: port?.value, runtime: runtime)
                     if json { return try Output.json(setup) }
                     if !noQR, let qr = QRCode(setup.setupCode) { print(qr.terminal) }
                     print(setup.setupCode)
@@ -107,8 +110,9 @@ extension InviteCommand {
                     if let sha = runtime?.canvas?.tlsSha256 { print("The app will show the bridge's certificate: sha256 \(sha).") }
                     return
                 }
-                let issued = try InviteIssuer.issue(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
-                                                    host: host?.name, port: port?.value, runtime: runtime)
+                let issued = try InviteIssuer.issue(
+                    directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
+                    host: host?.name, port: port?.value, runtime: runtime)
                 let (uri, expires) = (issued.uri, issued.expiresAt)
                 if json {
                     struct Report: Encodable { let uri: String; let expiresAt: Date }

@@ -11,18 +11,18 @@ extension NodesCommand {
         static let configuration = CommandConfiguration(
             abstract: "Let a node run a command (or a pattern such as canvas.*).",
             discussion: """
-            A command runs only when it is allowed here AND the node declared it when it paired. Patterns are checked against the known commands (and the node's declared ones), so a typo is refused instead of never matching.
+                A command runs only when it is allowed here AND the node declared it when it paired. Patterns are checked against the known commands (and the node's declared ones), so a typo is refused instead of never matching.
 
-              $ lanbridge nodes allow Pixel-7 device.echo
-              $ lanbridge nodes allow Pixel-7 device.echo --remove     # take the rule out again
+                  $ lanbridge nodes allow Pixel-7 device.echo
+                  $ lanbridge nodes allow Pixel-7 device.echo --remove     # take the rule out again
 
-            `*` allows every command the node declared, present and future: it needs --allow-everything.
+                `*` allows every command the node declared, present and future: it needs --allow-everything.
 
-            Sensitive commands (capture, microphone, SMS, location, input, system.run) granted here are recorded as confirmed. Before 0.8.0 the platform defaults granted some of them on their own; `doctor` and `nodes describe` flag those as "granted by an old default" until you keep them or take them away:
+                Sensitive commands (capture, microphone, SMS, location, input, system.run) granted here are recorded as confirmed. Before 0.8.0 the platform defaults granted some of them on their own; `doctor` and `nodes describe` flag those as "granted by an old default" until you keep them or take them away:
 
-              $ lanbridge nodes allow Pixel-7 --confirm-defaults       # keep them
-              $ lanbridge nodes deny Pixel-7 camera.snap               # or take one away
-            """)
+                  $ lanbridge nodes allow Pixel-7 --confirm-defaults       # keep them
+                  $ lanbridge nodes deny Pixel-7 camera.snap               # or take one away
+                """)
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name.") var node: String
         @Argument(help: "Command or pattern: camera.snap, canvas.*.") var pattern: String?
@@ -58,15 +58,19 @@ extension NodesCommand {
             let kept = try store.read().node(matching: node).grantedByOldDefault
             let updated = kept.isEmpty ? try store.read().node(matching: node) : try store.update { try $0.confirmDefaults(node: node) }
             if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
-            print(kept.isEmpty ? "\(updated.details.displayName) (\(updated.nodeId)) holds nothing granted by an old default."
-                  : "Kept \(kept.joined(separator: ", ")) for \(updated.details.displayName) (\(updated.nodeId)), now as confirmed grants.")
+            print(
+                kept.isEmpty
+                    ? "\(updated.details.displayName) (\(updated.nodeId)) holds nothing granted by an old default."
+                    : "Kept \(kept.joined(separator: ", ")) for \(updated.details.displayName) (\(updated.nodeId)), now as confirmed grants.")
         }
     }
 
     struct Deny: ParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Stop a node running a command or pattern.",
-            discussion: "Removes an identical allow rule and records a deny rule, which wins over wildcards: `nodes deny <node> canvas.eval` keeps the rest of canvas.* allowed. `--remove` takes a deny rule out again.")
+            discussion:
+                "Removes an identical allow rule and records a deny rule, which wins over wildcards: `nodes deny <node> canvas.eval` keeps the rest of canvas.* allowed. `--remove` takes a deny rule out again."
+        )
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name.") var node: String
         @Argument(help: "Command or pattern.") var pattern: String
@@ -97,17 +101,18 @@ extension NodesCommand {
                 let d = NodeDescription(found, live: live, policy: settings.policy, now: Date())
                 if json { return try Output.json(d) }
                 let state = d.connected ? (d.foreground == false ? "connected, in the background" : "connected, in the foreground") : "offline"
-                print("""
-                \(d.displayName) (\(d.nodeId))
-                  platform:   \(d.platform) \(d.osVersion ?? "")  app \(d.appVersion ?? "?")  model \(d.deviceModel ?? "?")
-                  state:      \(state)\(d.address.map { " from \($0)" } ?? "")
-                  paired:     \(d.pairedAt.formatted(.iso8601)) by \(d.pairingMethod.rawValue)
-                  declared:   \(list(d.declaredCommands))
-                  allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default, not on purpose; keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
-                  deny:       \(list(d.access.deny))
-                  may run:    \(list(d.allowedCommands))
-                  flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
-                """)
+                print(
+                    """
+                    \(d.displayName) (\(d.nodeId))
+                      platform:   \(d.platform) \(d.osVersion ?? "")  app \(d.appVersion ?? "?")  model \(d.deviceModel ?? "?")
+                      state:      \(state)\(d.address.map { " from \($0)" } ?? "")
+                      paired:     \(d.pairedAt.formatted(.iso8601)) by \(d.pairingMethod.rawValue)
+                      declared:   \(list(d.declaredCommands))
+                      allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default, not on purpose; keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
+                      deny:       \(list(d.access.deny))
+                      may run:    \(list(d.allowedCommands))
+                      flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
+                    """)
                 for withheld in d.withheld ?? [] {
                     print("  withheld:   \(withheld.command): \(withheld.reason) (`lanbridge nodes allow \(d.nodeId) \(withheld.command)`)")
                 }
@@ -115,7 +120,9 @@ extension NodesCommand {
                     print("  OpenClaw app: \(app.clientId), device \(app.deviceId), approved on certificate sha256 \(app.tlsSha256 ?? "none (plain ws)")")
                 }
                 if let push = d.push {
-                    print("  push:       \(push.provider)\(push.environment.map { " (\($0))" } ?? "")\(push.topic.map { " for \($0)" } ?? ""), registered \(push.registeredAt.formatted(.iso8601)), token sha256 \(push.tokenHash)…")
+                    print(
+                        "  push:       \(push.provider)\(push.environment.map { " (\($0))" } ?? "")\(push.topic.map { " for \($0)" } ?? ""), registered \(push.registeredAt.formatted(.iso8601)), token sha256 \(push.tokenHash)…"
+                    )
                 }
                 if let device = d.gatewayDeviceId {
                     print("  gateway:    OpenClaw device \(device): \(d.gatewaySession ?? "?")")

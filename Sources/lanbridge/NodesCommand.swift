@@ -11,26 +11,29 @@ struct NodesCommand: AsyncParsableCommand {
         commandName: "nodes",
         abstract: "Approve, list and revoke devices; edit what they may run; invoke commands.",
         discussion: """
-        A typical approval, over SSH if need be:
+            A typical approval, over SSH if need be:
 
-          $ lanbridge nodes pending
-          $ lanbridge nodes approve k3f9q2xm --code 048213   # the code the device shows
+              $ lanbridge nodes pending
+              $ lanbridge nodes approve k3f9q2xm --code 048213   # the code the device shows
 
-        These commands edit the state files directly, under a lock shared with the daemon, so they work whether or not `lanbridge serve` is running; a running daemon acts on the change at once.
-        """,
-        subcommands: [Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Invoke.self, Revoke.self,
-                      Rename.self, Unblock.self]
+            These commands edit the state files directly, under a lock shared with the daemon, so they work whether or not `lanbridge serve` is running; a running daemon acts on the change at once.
+            """,
+        subcommands: [
+            Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Invoke.self, Revoke.self,
+            Rename.self, Unblock.self,
+        ]
     )
 
     struct Pending: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show pairing requests waiting for approval.",
-                                                        discussion: """
-            CODE is the code the device shows once it has finished the code exchange; until then "(waiting)". TRIES counts the code challenges the device has had (at most \(PairingState.Limits.challengesPerRequest): each new one is a new code), and WRONG the `approve --code` attempts that gave another code.
+        static let configuration = CommandConfiguration(
+            abstract: "Show pairing requests waiting for approval.",
+            discussion: """
+                CODE is the code the device shows once it has finished the code exchange; until then "(waiting)". TRIES counts the code challenges the device has had (at most \(PairingState.Limits.challengesPerRequest): each new one is a new code), and WRONG the `approve --code` attempts that gave another code.
 
-            LOCKED marks a request that can never be approved: the device asked for new codes too often, or its commitment failed (what a man in the middle looks like). Reject it; the device must start over.
+                LOCKED marks a request that can never be approved: the device asked for new codes too often, or its commitment failed (what a man in the middle looks like). Reject it; the device must start over.
 
-            KEY CHANGED marks a request whose name looks like an already-paired device under a new key; SAME NAME, one whose name another pending request also has. Check with the device's owner before approving.
-            """)
+                KEY CHANGED marks a request whose name looks like an already-paired device under a new key; SAME NAME, one whose name another pending request also has. Check with the device's owner before approving.
+                """)
         @OptionGroup var state: StateOptions
         @Flag(help: "Print JSON.") var json = false
         @Flag(help: "Keep watching: print the list again whenever it changes (Ctrl-C to stop).") var watch = false
@@ -72,58 +75,70 @@ struct NodesCommand: AsyncParsableCommand {
                 let live = current.pending.requests.filter { $0.expiresAt > now }
                 let rows = live.map { r in
                     let previous = current.keyChange(for: r)
-                    return Row(requestId: r.requestId, nodeId: r.nodeId.description, displayName: r.details.displayName,
-                               platform: r.details.platform, sourceAddress: r.sourceAddress, code: r.locked == nil ? r.code : nil,
-                               createdAt: r.createdAt, expiresAt: r.expiresAt, ageSeconds: Int(now.timeIntervalSince(r.createdAt)),
-                               secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
-                               keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
-                               sensitiveCommands: r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil },
-                               challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue, openClawApp: r.openClawApp)
+                    return Row(
+                        requestId: r.requestId, nodeId: r.nodeId.description, displayName: r.details.displayName,
+                        platform: r.details.platform, sourceAddress: r.sourceAddress, code: r.locked == nil ? r.code : nil,
+                        createdAt: r.createdAt, expiresAt: r.expiresAt, ageSeconds: Int(now.timeIntervalSince(r.createdAt)),
+                        secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
+                        keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
+                        sensitiveCommands: r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil },
+                        challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue, openClawApp: r.openClawApp)
                 }
                 if json { return try Output.json(rows) }
                 if live.count >= PairingState.Limits.maxPending * 3 / 4 {
-                    Output.note("warning: \(live.count) of \(PairingState.Limits.maxPending) pending slots in use; new requests now push out the oldest. A flood from one address: `lanbridge nodes reject --from ADDRESS`.")
+                    Output.note(
+                        "warning: \(live.count) of \(PairingState.Limits.maxPending) pending slots in use; new requests now push out the oldest. A flood from one address: `lanbridge nodes reject --from ADDRESS`."
+                    )
                 }
                 guard !rows.isEmpty else { return print("No pending pairing requests.") }
-                Output.table(["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CODE", "TRIES", "WRONG", ""], rows.map {
-                    [$0.requestId, $0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via openclaw-app"), $0.sourceAddress ?? "-",
-                     Output.duration(Double($0.ageSeconds)),
-                     Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.openClawApp != nil ? "(none: app)" : $0.code ?? "(waiting)",
-                     "\($0.challenges)/\(PairingState.Limits.challengesPerRequest)", "\($0.codeMismatches)",
-                     [$0.locked.map { "LOCKED: \($0)" }, $0.keyChanged ? "KEY CHANGED" : nil, $0.sameNameAs.isEmpty ? nil : "SAME NAME"]
-                        .compactMap { $0 }.joined(separator: ", ")]
-                })
+                Output.table(
+                    ["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CODE", "TRIES", "WRONG", ""],
+                    rows.map {
+                        [
+                            $0.requestId, $0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via openclaw-app"), $0.sourceAddress ?? "-",
+                            Output.duration(Double($0.ageSeconds)),
+                            Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.openClawApp != nil ? "(none: app)" : $0.code ?? "(waiting)",
+                            "\($0.challenges)/\(PairingState.Limits.challengesPerRequest)", "\($0.codeMismatches)",
+                            [$0.locked.map { "LOCKED: \($0)" }, $0.keyChanged ? "KEY CHANGED" : nil, $0.sameNameAs.isEmpty ? nil : "SAME NAME"]
+                                .compactMap { $0 }.joined(separator: ", "),
+                        ]
+                    })
                 for row in rows {
                     guard let app = row.openClawApp else { continue }
-                    print("\(row.requestId) is one of OpenClaw's apps (\(app.clientId)), which shows no code: approve it only if the certificate fingerprint it showed is \(app.tlsSha256 ?? "(plain ws: none)")")
+                    print(
+                        "\(row.requestId) is one of OpenClaw's apps (\(app.clientId)), which shows no code: approve it only if the certificate fingerprint it showed is \(app.tlsSha256 ?? "(plain ws: none)")"
+                    )
                 }
                 for row in rows where !row.sensitiveCommands.isEmpty && row.locked == nil {
-                    print("\(row.requestId) also declares \(row.sensitiveCommands.joined(separator: ", ")) (sensitive): approving grants them only with --allow CMD or --allow-sensitive")
+                    print(
+                        "\(row.requestId) also declares \(row.sensitiveCommands.joined(separator: ", ")) (sensitive): approving grants them only with --allow CMD or --allow-sensitive"
+                    )
                 }
             }
         }
     }
 
     struct Approve: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Approve a pairing request.",
-                                                        discussion: """
-            Pass --code with the code the device shows: the approval goes through only if it matches, and this is what defeats a man in the middle. A wrong code changes nothing but is written to the audit log and counted in `nodes pending`.
+        static let configuration = CommandConfiguration(
+            abstract: "Approve a pairing request.",
+            discussion: """
+                Pass --code with the code the device shows: the approval goes through only if it matches, and this is what defeats a man in the middle. A wrong code changes nothing but is written to the audit log and counted in `nodes pending`.
 
-            --unverified approves without comparing codes. Anyone on the network who raced the real device would pass; it is recorded as unverified in the audit log. A request whose device has not shown a code yet, or that is LOCKED, cannot be approved at all. The node is told on its open connection.
+                --unverified approves without comparing codes. Anyone on the network who raced the real device would pass; it is recorded as unverified in the audit log. A request whose device has not shown a code yet, or that is LOCKED, cannot be approved at all. The node is told on its open connection.
 
-            The node gets its platform's everyday commands (canvas, camera.list, system.info). Sensitive ones (camera and screen capture, microphone, SMS, location, input, system.run) only if named:
+                The node gets its platform's everyday commands (canvas, camera.list, system.info). Sensitive ones (camera and screen capture, microphone, SMS, location, input, system.run) only if named:
 
-              $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow camera.snap
-              $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow-sensitive   # all it declares
+                  $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow camera.snap
+                  $ lanbridge nodes approve 3f2a9c1e --code 048213 --allow-sensitive   # all it declares
 
-            The output lists what was granted and each declared command that was not, with the line that grants it later.
+                The output lists what was granted and each declared command that was not, with the line that grants it later.
 
-            One of OpenClaw's own apps (PLATFORM shows `via openclaw-app` in `nodes pending`) shows no code but the bridge's certificate fingerprint: pass its first 6 characters as --fingerprint, as the app shows them. They are compared with the certificate this bridge served that app, and a mismatch is refused and audited like a wrong code (or pair the app with `lanbridge invite --openclaw` instead):
+                One of OpenClaw's own apps (PLATFORM shows `via openclaw-app` in `nodes pending`) shows no code but the bridge's certificate fingerprint: pass its first 6 characters as --fingerprint, as the app shows them. They are compared with the certificate this bridge served that app, and a mismatch is refused and audited like a wrong code (or pair the app with `lanbridge invite --openclaw` instead):
 
-              $ lanbridge nodes approve 7c01d4aa --fingerprint 0b9635
+                  $ lanbridge nodes approve 7c01d4aa --fingerprint 0b9635
 
-            Without --code (or --fingerprint) at a terminal, it asks for it. --json does not skip the check.
-            """)
+                Without --code (or --fingerprint) at a terminal, it asks for it. --json does not skip the check.
+                """)
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
         @Option(help: "The 6-digit code the device shows; must match.") var code: String?
@@ -153,13 +168,17 @@ struct NodesCommand: AsyncParsableCommand {
                 // What the device shows, compared by the store: its code, or for OpenClaw's apps the
                 // start of the certificate fingerprint. Asked for at a terminal; never skipped but by --unverified.
                 let app = request?.openClawApp != nil
-                if app, code != nil { throw ValidationError("\(requestId) is one of OpenClaw's apps, which shows no code: pass --fingerprint with the first 6 characters of the fingerprint it shows") }
+                if app, code != nil {
+                    throw ValidationError("\(requestId) is one of OpenClaw's apps, which shows no code: pass --fingerprint with the first 6 characters of the fingerprint it shows")
+                }
                 if !app, fingerprint != nil { throw ValidationError("\(requestId) is not one of OpenClaw's apps: pass --code with the 6 digits the device shows") }
                 var shown = app ? fingerprint?.lowercased() : code
                 if shown == nil, !unverified {
                     guard let typed = Prompt.ask(app ? "The first 6 characters of the certificate fingerprint the app shows: " : "The 6-digit code the device shows: ") else {
-                        throw ValidationError(app ? "give --fingerprint with the first 6 characters of the fingerprint the app shows (or --unverified to skip the comparison, at the risk it names)"
-                                                  : "give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)")
+                        throw ValidationError(
+                            app
+                                ? "give --fingerprint with the first 6 characters of the fingerprint the app shows (or --unverified to skip the comparison, at the risk it names)"
+                                : "give --code with the code the device shows (or --unverified to skip the comparison, at the risk it names)")
                     }
                     shown = app ? typed.lowercased() : typed
                 }
@@ -175,8 +194,9 @@ struct NodesCommand: AsyncParsableCommand {
     }
 
     struct Reject: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Reject a pairing request, or every request from one address.",
-                                                        discussion: "`lanbridge nodes reject --from 192.168.1.77 --block` clears a flood of requests from one machine at once.")
+        static let configuration = CommandConfiguration(
+            abstract: "Reject a pairing request, or every request from one address.",
+            discussion: "`lanbridge nodes reject --from 192.168.1.77 --block` clears a flood of requests from one machine at once.")
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String?
         @Option(help: "Reject every pending request from this source address instead.") var from: String?
@@ -207,8 +227,11 @@ struct NodesCommand: AsyncParsableCommand {
     }
 
     struct List: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Show paired devices.",
-                                                        discussion: "Connection and foreground state come from the running daemon; without one every node shows as offline. --json prints the same node objects as `nodes describe --json` and the gateway's node.list.")
+        static let configuration = CommandConfiguration(
+            abstract: "Show paired devices.",
+            discussion:
+                "Connection and foreground state come from the running daemon; without one every node shows as offline. --json prints the same node objects as `nodes describe --json` and the gateway's node.list."
+        )
         @OptionGroup var state: StateOptions
         @Flag(help: "Only nodes connected now.") var connected = false
         @Flag(help: "Print JSON.") var json = false
@@ -225,12 +248,16 @@ struct NodesCommand: AsyncParsableCommand {
                     return print(connected ? "No node is connected." : "No paired nodes. Pair one with `lanbridge nodes pending` or `lanbridge invite`.")
                 }
                 if runtime == nil { Output.note("(the daemon is not running: connection state unknown)") }
-                Output.table(["NODE ID", "NAME", "PLATFORM", "STATE", "LAST SEEN", "ALLOWED"], rows.map {
-                    [$0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via \($0.openClawApp?.clientId ?? "openclaw-app")"),
-                     $0.connected ? ($0.foreground == false ? "connected, background" : "connected") : "offline",
-                     $0.connected ? "now" : Output.duration(Date().timeIntervalSince($0.lastSeen)) + " ago",
-                     $0.access.allow.isEmpty ? "-" : $0.access.allow.joined(separator: ",")]
-                })
+                Output.table(
+                    ["NODE ID", "NAME", "PLATFORM", "STATE", "LAST SEEN", "ALLOWED"],
+                    rows.map {
+                        [
+                            $0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via \($0.openClawApp?.clientId ?? "openclaw-app")"),
+                            $0.connected ? ($0.foreground == false ? "connected, background" : "connected") : "offline",
+                            $0.connected ? "now" : Output.duration(Date().timeIntervalSince($0.lastSeen)) + " ago",
+                            $0.access.allow.isEmpty ? "-" : $0.access.allow.joined(separator: ","),
+                        ]
+                    })
             }
         }
     }
@@ -253,8 +280,9 @@ struct NodesCommand: AsyncParsableCommand {
     }
 
     struct Rename: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Give a paired device another display name.",
-                                                        discussion: "  $ lanbridge nodes rename 7K2M-9QXD-3HJA-PW4T \"Kitchen tablet\"")
+        static let configuration = CommandConfiguration(
+            abstract: "Give a paired device another display name.",
+            discussion: "  $ lanbridge nodes rename 7K2M-9QXD-3HJA-PW4T \"Kitchen tablet\"")
         @OptionGroup var state: StateOptions
         @Argument(help: "Node ID or display name.") var node: String
         @Argument(help: "The new display name (control characters are removed, 64 characters at most).") var name: String

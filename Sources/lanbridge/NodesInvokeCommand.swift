@@ -10,30 +10,32 @@ extension NodesCommand {
         static let configuration = CommandConfiguration(
             abstract: "Run a command on a connected node, through the running daemon.",
             discussion: """
-            The invoke goes through the daemon's control socket (control.sock in the state directory, owner only) and meets exactly the checks a gateway's would: access rules, declared commands, foreground, rate limits, size limits.
+                The invoke goes through the daemon's control socket (control.sock in the state directory, owner only) and meets exactly the checks a gateway's would: access rules, declared commands, foreground, rate limits, size limits.
 
-              $ lanbridge nodes invoke --node Pixel-7 --command system.info
-              $ lanbridge nodes invoke --node Pixel-7 --command canvas.navigate --params '{"url":"https://example.com"}'
-              $ lanbridge nodes invoke --node Pixel-7 --command canvas.snapshot --out snap.png
-              $ lanbridge nodes invoke --node Pixel-7 --command camera.snap --hold 2m --out photo.jpg
+                  $ lanbridge nodes invoke --node Pixel-7 --command system.info
+                  $ lanbridge nodes invoke --node Pixel-7 --command canvas.navigate --params '{"url":"https://example.com"}'
+                  $ lanbridge nodes invoke --node Pixel-7 --command canvas.snapshot --out snap.png
+                  $ lanbridge nodes invoke --node Pixel-7 --command camera.snap --hold 2m --out photo.jpg
 
-            With --hold, a node that is away or in the background (for a command that needs the foreground) is waited for, up to that long, instead of refused at once: the command runs when the node is back, and the config's wake hook (if any) is run to bring it back. Interrupting the command drops the held invoke.
+                With --hold, a node that is away or in the background (for a command that needs the foreground) is waited for, up to that long, instead of refused at once: the command runs when the node is back, and the config's wake hook (if any) is run to bring it back. Interrupting the command drops the held invoke.
 
-            With --out, a result carrying base64 data (a snapshot) is written to the file, and the printed result says where.
+                With --out, a result carrying base64 data (a snapshot) is written to the file, and the printed result says where.
 
-            Exit codes: 0 done; 1 refused or failed (FORBIDDEN, NODE_NOT_FOUND, COMMAND_FAILED, PAYLOAD_TOO_LARGE); 69 the daemon is not running; 75 try again later (NODE_NOT_CONNECTED, NODE_BACKGROUND_UNAVAILABLE, RATE_LIMITED, TIMEOUT, UNAVAILABLE).
-            """)
+                Exit codes: 0 done; 1 refused or failed (FORBIDDEN, NODE_NOT_FOUND, COMMAND_FAILED, PAYLOAD_TOO_LARGE); 69 the daemon is not running; 75 try again later (NODE_NOT_CONNECTED, NODE_BACKGROUND_UNAVAILABLE, RATE_LIMITED, TIMEOUT, UNAVAILABLE).
+                """)
         @OptionGroup var state: StateOptions
         @Option(help: "Node ID or display name.") var node: String
         @Option(help: "Command, e.g. canvas.snapshot.") var command: String
         @Option(help: ArgumentHelp("Parameters as a JSON object.", valueName: "json")) var params: String?
         @Option(help: ArgumentHelp("How long the node may take: 500ms, 30s, 5m (at most the bridge's maxTimeoutMs).", valueName: "duration")) var timeout: Duration?
-        @Option(help: ArgumentHelp("Wait this long for a node that is away or in the background: 30s, 5m (at most the bridge's maxHoldMs).", valueName: "duration")) var hold: Duration?
+        @Option(help: ArgumentHelp("Wait this long for a node that is away or in the background: 30s, 5m (at most the bridge's maxHoldMs).", valueName: "duration")) var hold:
+            Duration?
         @Option(help: ArgumentHelp("Write the result's base64 data (a PNG snapshot) to this file.", valueName: "file")) var out: String?
         @Flag(help: "Print the whole answer as JSON (errors too).") var json = false
 
         func validate() throws {
-            if let params, case .object? = try? JSONDecoder().decode(JSONValue.self, from: Data(params.utf8)) {} else if params != nil {
+            if let params, case .object? = try? JSONDecoder().decode(JSONValue.self, from: Data(params.utf8)) {
+            } else if params != nil {
                 throw ValidationError("--params must be a JSON object, e.g. '{\"url\":\"https://example.com\"}'")
             }
         }
@@ -41,16 +43,19 @@ extension NodesCommand {
         func run() throws {
             try Output.run {
                 let parsed = try params.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
-                var request: [String: JSONValue] = ["nodeId": .string(node), "command": .string(command),
-                                                    "idempotencyKey": .string(Hex.encode(SecureRandom.bytes(12)))]
+                var request: [String: JSONValue] = [
+                    "nodeId": .string(node), "command": .string(command),
+                    "idempotencyKey": .string(Hex.encode(SecureRandom.bytes(12))),
+                ]
                 if let parsed { request["params"] = parsed }
                 if let timeout { request["timeoutMs"] = .number(Double(timeout.milliseconds)) }
                 if let hold { request["hold"] = ["maxMs": .number(Double(hold.milliseconds))] }
                 let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
                 let answer: Result<JSONValue?, ErrorMessage>
                 do {
-                    answer = try ControlClient(path: path).request(method: GatewayMethod.nodeInvoke, params: .object(request),
-                                                                   timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
+                    answer = try ControlClient(path: path).request(
+                        method: GatewayMethod.nodeInvoke, params: .object(request),
+                        timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
                 } catch let error as ControlClient.NotRunning {
                     Output.note("lanbridge: \(error)")
                     throw ExitCode(69)  // EX_UNAVAILABLE
@@ -62,8 +67,10 @@ extension NodesCommand {
                 case let .failure(error):
                     if json { try Output.json(["ok": .bool(false), "error": JSONValue(encoding: error)] as JSONValue) }
                     Output.note("lanbridge: \(error.code): \(error.message)" + (error.retryAfterMs.map { " (retry after \($0) ms)" } ?? ""))
-                    let tryAgain = [ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited,
-                                    ErrorMessage.timeout, ErrorMessage.unavailable]
+                    let tryAgain = [
+                        ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited,
+                        ErrorMessage.timeout, ErrorMessage.unavailable,
+                    ]
                     throw ExitCode(tryAgain.contains(error.code) ? 75 : 1)
                 }
             }

@@ -67,7 +67,9 @@ enum Output {
         case let error as StoreError:
             note("lanbridge: \(error)")
             if case let .io(url, reason) = error, reason.hasSuffix(String(cString: strerror(EACCES))) {
-                note("lanbridge: \(url.deletingLastPathComponent().path) is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo")
+                note(
+                    "lanbridge: \(url.deletingLastPathComponent().path) is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo"
+                )
                 return ExitCode(77)  // EX_NOPERM
             }
             switch error {
@@ -93,8 +95,9 @@ extension Output {
         let rows = rows.map { $0.map(SafeText.escape) }
         let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
         for row in [header] + rows {
-            print(zip(row, widths).map { $0.0.padded(to: $0.1) }.joined(separator: "  ")
-                .trimmingWhitespace())
+            print(
+                zip(row, widths).map { $0.0.padded(to: $0.1) }.joined(separator: "  ")
+                    .trimmingWhitespace())
         }
     }
 

@@ -5,10 +5,17 @@ import LanbridgeState
 
 /// Options every command that touches the state directory shares.
 struct StateOptions: ParsableArguments {
-    @Option(name: .long, help: ArgumentHelp("State directory.", discussion: "Default: $LANBRIDGE_STATE_DIR, /var/lib/lanbridge (root, or a member of its group), or $XDG_STATE_HOME/lanbridge.", valueName: "dir"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "State directory.", discussion: "Default: $LANBRIDGE_STATE_DIR, /var/lib/lanbridge (root, or a member of its group), or $XDG_STATE_HOME/lanbridge.", valueName: "dir"))
     var stateDir: String?
 
-    @Option(name: .long, help: ArgumentHelp("Config file (access-rule defaults, limits, gateway).", discussion: "Default: $LANBRIDGE_CONFIG, else config.json in the state directory if it exists.", valueName: "file"))
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "Config file (access-rule defaults, limits, gateway).", discussion: "Default: $LANBRIDGE_CONFIG, else config.json in the state directory if it exists.",
+            valueName: "file"))
     var config: String?
 
     var directory: StateDirectory { StateDirectory.resolve(override: stateDir) }

@@ -38,7 +38,9 @@ struct StatusCommand: ParsableCommand {
             }
             if !json {
                 let n = report.nodes
-                print("  nodes:      \(n.connected) connected (\(n.foreground) in the foreground) of \(n.paired) paired; \(n.pending) pending, \(n.blocked) blocked, \(n.invites) live invites")
+                print(
+                    "  nodes:      \(n.connected) connected (\(n.foreground) in the foreground) of \(n.paired) paired; \(n.pending) pending, \(n.blocked) blocked, \(n.invites) live invites"
+                )
                 for session in report.gatewaySessions {
                     print("  at gateway: \(session.nodeId) as \(session.deviceId.prefix(16))…: \(session.session)")
                 }

@@ -10,22 +10,22 @@ struct UICommand: ParsableCommand {
         commandName: "ui",
         abstract: "Open the approval console in a browser: prints a one-time login link.",
         discussion: """
-        The running daemon serves the console on loopback (127.0.0.1:18791 unless `serve --ui-listen` or ui.listen says otherwise). This asks it, over its control socket, for a login link: valid once, for 60 seconds, and only for you. The kernel tells the daemon which user each loopback connection belongs to, so the link and the session it opens answer to your uid alone: another user of this machine who sees the link or the session cookie gets 403. Any member of the lanbridge group, or root, may ask.
+            The running daemon serves the console on loopback (127.0.0.1:18791 unless `serve --ui-listen` or ui.listen says otherwise). This asks it, over its control socket, for a login link: valid once, for 60 seconds, and only for you. The kernel tells the daemon which user each loopback connection belongs to, so the link and the session it opens answer to your uid alone: another user of this machine who sees the link or the session cookie gets 403. Any member of the lanbridge group, or root, may ask.
 
-          $ lanbridge ui
-          Open within 60 s (once): http://127.0.0.1:18791/login?token=…
+              $ lanbridge ui
+              Open within 60 s (once): http://127.0.0.1:18791/login?token=…
 
-        With a desktop session it also opens the link: it writes a page that forwards to it into a 0600 file in your runtime directory ($XDG_RUNTIME_DIR/lanbridge/) and opens that file, so the token never appears on a command line. Over SSH, forward the port first, from your own machine:
+            With a desktop session it also opens the link: it writes a page that forwards to it into a 0600 file in your runtime directory ($XDG_RUNTIME_DIR/lanbridge/) and opens that file, so the token never appears on a command line. Over SSH, forward the port first, from your own machine:
 
-          $ ssh -L 18791:127.0.0.1:18791 you@this-server
+              $ ssh -L 18791:127.0.0.1:18791 you@this-server
 
-        and open the link there (the tunnel's end on this machine is your uid). Under sudo the link is for the user who ran sudo; root may name another with --user. The token leaves the address bar once used; a session ends after 12 hours idle, with Log out, or with --logout-all.
+            and open the link there (the tunnel's end on this machine is your uid). Under sudo the link is for the user who ran sudo; root may name another with --user. The token leaves the address bar once used; a session ends after 12 hours idle, with Log out, or with --logout-all.
 
-          $ lanbridge ui --sessions        # your console sessions: when each began and was last used
-          $ lanbridge ui --logout-all      # ends them all, and any link not yet opened
+              $ lanbridge ui --sessions        # your console sessions: when each began and was last used
+              $ lanbridge ui --logout-all      # ends them all, and any link not yet opened
 
-        Exit codes: 0 done; 69 the daemon is not running, or its console is off; 77 --user names another user and you are not root.
-        """)
+            Exit codes: 0 done; 69 the daemon is not running, or its console is off; 77 --user names another user and you are not root.
+            """)
 
     @OptionGroup var state: StateOptions
     @Flag(help: "Only print the link; do not start a browser.") var noOpen = false
@@ -66,7 +66,11 @@ struct UICommand: ParsableCommand {
     private func targetUID() throws -> UInt32? {
         if let user {
             let uid: UInt32
-            if let number = UInt32(user) { uid = number } else if let entry = getpwnam(user) { uid = entry.pointee.pw_uid } else {
+            if let number = UInt32(user) {
+                uid = number
+            } else if let entry = getpwnam(user) {
+                uid = entry.pointee.pw_uid
+            } else {
                 throw ValidationError("no such user: \(user)")
             }
             guard getuid() == 0 || uid == getuid() else {
@@ -113,7 +117,8 @@ struct UICommand: ParsableCommand {
     /// and the browser is given the file's path, so the token is in no process's argv or environment.
     private func open(_ url: String) {
         let environment = ProcessInfo.processInfo.environment
-        let base = environment["XDG_RUNTIME_DIR"].map { URL(fileURLWithPath: $0) }
+        let base =
+            environment["XDG_RUNTIME_DIR"].map { URL(fileURLWithPath: $0) }
             ?? FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache")
         let directory = base.appendingPathComponent("lanbridge")
         // One file, overwritten each time: it holds only the latest link, which works once, for a minute, for this uid.

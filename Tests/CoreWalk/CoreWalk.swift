@@ -64,23 +64,28 @@ public struct CoreWalk {
         state = core.lastState
         take(core.handle(.gatewayUp(generation: 1), now: now, wall: wall), step: "start")
         // A canvas relay, so every paired session gets a capability to ask about.
-        take(core.handle(.canvas(CanvasRelayInfo(port: 18793, tlsSha256: String(repeating: "a", count: 64), upstreamOrigins: ["http://127.0.0.1:18789"]),
-                                 status: RuntimeStatus.Canvas(listening: ["127.0.0.1:18793"], tlsSha256: String(repeating: "a", count: 64), upstream: "x")),
-                         now: now, wall: wall), step: "start")
+        take(
+            core.handle(
+                .canvas(
+                    CanvasRelayInfo(port: 18793, tlsSha256: String(repeating: "a", count: 64), upstreamOrigins: ["http://127.0.0.1:18789"]),
+                    status: RuntimeStatus.Canvas(listening: ["127.0.0.1:18793"], tlsSha256: String(repeating: "a", count: 64), upstream: "x")),
+                now: now, wall: wall), step: "start")
     }
 
     /// The core LanbridgeBridgeTests start from too: one node paired under `key`, no link up.
     package static func pairedCore(key: X25519.KeyPair, wall: Date, gateway: BridgeCore.GatewayKind = .lanbridge) throws -> BridgeCore {
         var state = PairingState()
-        let details = NodeDetails(displayName: "Ada's phone", platform: "ios", osVersion: "18", appVersion: "1", deviceModel: "x",
-                                  caps: ["camera"], commands: ["camera.snap", "device.info"], flags: .init(requiresForeground: true))
+        let details = NodeDetails(
+            displayName: "Ada's phone", platform: "ios", osVersion: "18", appVersion: "1", deviceModel: "x",
+            caps: ["camera"], commands: ["camera.snap", "device.info"], flags: .init(requiresForeground: true))
         guard let publicKey = PublicKey(bytes: key.publicKey) else { throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "a bad test key") }
         let request = try state.requestPairing(key: publicKey, details: details, source: "10.0.0.5", now: wall)
         state.setCode("123456", requestId: request.requestId)
         _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: ["camera.snap", "device.info"]), now: wall)
-        let core = BridgeCore(name: "test", settings: BridgeSettings(), pairingTiming: .standard,
-                              runtime: RuntimeStatus(bridgeName: "test", listening: [], startedAt: wall),
-                              initial: state, pairedVersion: "v1", gateway: gateway, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+        let core = BridgeCore(
+            name: "test", settings: BridgeSettings(), pairingTiming: .standard,
+            runtime: RuntimeStatus(bridgeName: "test", listening: [], startedAt: wall),
+            initial: state, pairedVersion: "v1", gateway: gateway, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
         return core
     }
 
@@ -115,9 +120,12 @@ public struct CoreWalk {
             nextConnection += 1
             let id = nextConnection
             open.insert(id)
-            let opening = BridgeCore.Opening(id: id, handshake: .init(remoteStaticKey: key.publicKey, handshakeHash: Array(repeating: UInt8(id & 0xFF), count: 32),
-                                                                      version: 1, handshake: .xx), address: "10.0.0.5", peer: "10.0.0.5:\(4000 + id)", slot: nil,
-                                              local: "10.0.0.1")
+            let opening = BridgeCore.Opening(
+                id: id,
+                handshake: .init(
+                    remoteStaticKey: key.publicKey, handshakeHash: Array(repeating: UInt8(id & 0xFF), count: 32),
+                    version: 1, handshake: .xx), address: "10.0.0.5", peer: "10.0.0.5:\(4000 + id)", slot: nil,
+                local: "10.0.0.1")
             take(core.handle(.opened(opening), now: now, wall: wall), step: name)
         case 10..<15:  // a connection drops
             guard let picked = pick(openSorted) else { return false }
@@ -236,8 +244,10 @@ public struct CoreWalk {
         nextRequest += 1
         let target: AnswerTarget = control ? .control(nextRequest) : .gateway(generation: generation, requestID: "r\(nextRequest)")
         asked[Self.key(of: target)] = (target, 0)
-        var params: [String: JSONValue] = ["nodeId": .string(nodeId.description), "command": .string(command), "idempotencyKey": .string("k\(nextRequest)"),
-                                           "timeoutMs": .number(Double([50, 500, 5000][nextRequest % 3]))]
+        var params: [String: JSONValue] = [
+            "nodeId": .string(nodeId.description), "command": .string(command), "idempotencyKey": .string("k\(nextRequest)"),
+            "timeoutMs": .number(Double([50, 500, 5000][nextRequest % 3])),
+        ]
         if let holdMs { params["hold"] = ["maxMs": .number(Double(holdMs))] }
         return core.handle(.request(method: GatewayMethod.nodeInvoke, params: .object(params), from: target), now: now, wall: wall)
     }

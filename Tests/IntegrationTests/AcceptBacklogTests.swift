@@ -18,8 +18,10 @@ struct AcceptBacklogTests {
         let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         ss.waitUntilExit()
         let columns = output.split(whereSeparator: \.isWhitespace)
-        let somaxconn = Int((try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8))?
-            .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 4096
+        let somaxconn =
+            Int(
+                (try? String(contentsOfFile: "/proc/sys/net/core/somaxconn", encoding: .utf8))?
+                    .trimmingCharacters(in: .whitespacesAndNewlines) ?? "") ?? 4096
         #expect(columns.count >= 3 && Int(columns[2]) == min(Int(BridgeServer.acceptBacklog), somaxconn), "ss said: \(output)")
     }
 }

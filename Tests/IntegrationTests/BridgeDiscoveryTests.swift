@@ -41,8 +41,9 @@ struct BridgeDiscoveryTests {
         try lan.startAvahi()
         let browser = try lan.browser(type: "_openclaw-gw._tcp")
         _ = try browser.waitForLine { $0 == "browsing" }
-        let bridge = try BridgeDaemon(arguments: ["--openclaw-apps", "--openclaw-apps-listen", "0", "--no-gateway"], mdns: true,
-                                      launcher: lan.launcher(lan.host), bind: "lan", name: "Office bridge")
+        let bridge = try BridgeDaemon(
+            arguments: ["--openclaw-apps", "--openclaw-apps-listen", "0", "--no-gateway"], mdns: true,
+            launcher: lan.launcher(lan.host), bind: "lan", name: "Office bridge")
         defer { bridge.stop() }
         let line = try bridge.waitForLog("OpenClaw apps door listening")
         let seen = try peer(browser, "added", "Office bridge")

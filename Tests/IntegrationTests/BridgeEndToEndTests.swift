@@ -108,8 +108,13 @@ struct BridgeEndToEndTests {
 
     @Test func anInviteWorksExactlyOnce() throws {
         let bridge = try BridgeDaemon()
-        let uri = try CLI.json(InviteReport.self, ["invite", "--name", "Tablet", "--host", "127.0.0.1", "--port", String(bridge.port),
-                                                   "--state-dir", bridge.state.path]).uri
+        let uri = try CLI.json(
+            InviteReport.self,
+            [
+                "invite", "--name", "Tablet", "--host", "127.0.0.1", "--port", String(bridge.port),
+                "--state-dir", bridge.state.path,
+            ]
+        ).uri
         let first = try SimulatedNode(arguments: ["--invite", uri, "--platform", "android"])
         try first.waitFor("paired")
         try first.waitFor("connected")
@@ -144,8 +149,9 @@ struct BridgeEndToEndTests {
         // Something to leak, if anything leaked.
         let paired = try SimulatedNode(port: bridge.port, arguments: ["--name", "secret-device"])
         try paired.pair(with: bridge)
-        let probe = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                     [Repository.url("Tests/IntegrationTests/python/unpaired_probe.py").path, String(bridge.port)])
+        let probe = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/unpaired_probe.py").path, String(bridge.port)])
         var replies: [String] = []
         while let line = try probe.nextLine() { replies.append(line) }
         #expect(probe.wait() == 0, "\(probe.standardError)")
@@ -161,9 +167,10 @@ struct BridgeEndToEndTests {
 
     @Test func aHandshakeFloodFromOneAddressDoesNotStopAnotherNodePairing() throws {
         let bridge = try BridgeDaemon()
-        let flood = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                     [Repository.url("Tests/IntegrationTests/python/flood.py").path, String(bridge.port), "127.0.0.2", "300"],
-                                     standardInput: true)
+        let flood = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/flood.py").path, String(bridge.port), "127.0.0.2", "300"],
+            standardInput: true)
         _ = try flood.waitForLine { $0 == "flood done" }
         try bridge.waitForLog("refused connection: 127.0.0.2")  // over the per-address cap, then locked out
         let node = try SimulatedNode(port: bridge.port)
@@ -202,8 +209,9 @@ extension BridgeEndToEndTests {
     /// PROTOCOL.md is enough: a Python client written from it pairs by code with the real daemon.
     @Test func anIndependentPythonClientPairsByCode() throws {
         let bridge = try BridgeDaemon()
-        let python = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                      [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port)])
+        let python = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port)])
         let shown = try python.waitForLine { $0.hasPrefix("code ") }.split(separator: " ")
         let pending = try CLI.json([PendingRow].self, ["nodes", "pending", "--state-dir", bridge.state.path])
         #expect(pending.first?.code == String(shown[1]), "both sides derived the same code")
@@ -248,8 +256,9 @@ extension BridgeEndToEndTests {
     @Test func aHostileDisplayNameCannotDriveTheOperatorsTerminal() throws {
         let bridge = try BridgeDaemon()
         let hostile = "Ada\u{1B}[2K\u{1B}[1A\rcode 000000\u{07}"
-        let python = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                      [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port), hostile])
+        let python = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port), hostile])
         _ = try python.waitForLine { $0.hasPrefix("code ") }
         let listing = try CLI.run(["nodes", "pending", "--state-dir", bridge.state.path])
         #expect(listing.status == 0)

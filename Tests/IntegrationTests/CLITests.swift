@@ -61,8 +61,10 @@ struct CLITests {
     func pairedState() throws -> (TemporaryDirectory, String) {
         let dir = TemporaryDirectory()
         let node = try PairingStore(directory: StateDirectory(url: dir.url)).update { state in
-            let request = try state.challenge(key: PublicKey(bytes: Array(repeating: 7, count: 32))!, details: NodeDetails(
-                displayName: "Tablet", platform: "linux", commands: ["system.info", "device.echo"]), source: nil, now: Date())
+            let request = try state.challenge(
+                key: PublicKey(bytes: Array(repeating: 7, count: 32))!,
+                details: NodeDetails(
+                    displayName: "Tablet", platform: "linux", commands: ["system.info", "device.echo"]), source: nil, now: Date())
             state.setCode("123456", requestId: request.requestId)
             return try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: ["system.info"]), now: Date())
         }
@@ -93,8 +95,9 @@ struct CLITests {
         let writable = try run(["serve", "--state-dir", dir.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"])
         #expect(writable.status == 78 && writable.stderr.contains("other users could replace the pairing files"), "\(writable.stderr)")
         chmod(dir.path, 0o755)
-        let readable = try launch("lanbridge", ["serve", "--state-dir", dir.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"],
-                                  mergeStandardError: true)
+        let readable = try launch(
+            "lanbridge", ["serve", "--state-dir", dir.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"],
+            mergeStandardError: true)
         _ = try readable.waitForLine { $0.contains("lets other users in") }
         _ = try readable.waitForLine { $0.contains("lanbridge listening") }  // a warning: it serves
         readable.signal(SIGTERM)

@@ -16,8 +16,16 @@ struct CancelEndToEndTests {
         let answered = DispatchSemaphore(value: 0)
         let slow = NIOLockedValueBox<Result<SimulatedGateway.Answer, any Error>?>(nil)
         Thread.detachNewThread {
-            slow.withLockedValue { $0 = Result { try gateway.call("POST", "/invoke", body: ["nodeId": .string(nodeID), "command": "device.echo",
-                                                                                           "params": ["delayMs": 60000], "idempotencyKey": "slow-1"]) } }
+            slow.withLockedValue {
+                $0 = Result {
+                    try gateway.call(
+                        "POST", "/invoke",
+                        body: [
+                            "nodeId": .string(nodeID), "command": "device.echo",
+                            "params": ["delayMs": 60000], "idempotencyKey": "slow-1",
+                        ])
+                }
+            }
             answered.signal()
         }
         try stack.node.waitFor("invoke")

@@ -25,8 +25,9 @@ struct CanvasContentPolicyTests {
             let pages = root.url.appendingPathComponent("__openclaw__/canvas")
             try FileManager.default.createDirectory(at: pages, withIntermediateDirectories: true)
             try FileManager.default.copyItem(at: Repository.url("Tests/IntegrationTests/canvas/attack.html"), to: pages.appendingPathComponent("attack.html"))
-            host = try ChildProcess(URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
-                                    mergeStandardError: true)
+            host = try ChildProcess(
+                URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
+                mergeStandardError: true)
             let hostPort = Int(try host.waitForLine(timeout: 30) { $0.contains("Serving HTTP") }.split(separator: " ")[5]) ?? 0
             sink = try ChildProcess(URL(fileURLWithPath: Python.executable), [Repository.url("Tests/IntegrationTests/python/http_sink.py").path])
             sinkPort = Int(try sink.waitForLine(timeout: 30) { $0.hasPrefix("listening ") }.dropFirst("listening ".count)) ?? 0

@@ -83,8 +83,9 @@ struct CanvasEndToEndTests {
         let echo = try Self.fetch(stack.canvas.url + "/__openclaw__/canvas/echo", stack.canvas.sha256)
         #expect(echo.status == 200 && echo.body.contains(stack.canvas.capability) && !echo.body.contains(upstreamCapability), "\(echo.all)")
         let redirect = try Self.fetch(stack.canvas.url + "/__openclaw__/canvas/redirect", stack.canvas.sha256)
-        #expect(redirect.status == 302 && !redirect.all.joined().contains(upstreamCapability) && redirect.all.joined().contains(stack.canvas.capability),
-                "\(redirect.all)")
+        #expect(
+            redirect.status == 302 && !redirect.all.joined().contains(upstreamCapability) && redirect.all.joined().contains(stack.canvas.capability),
+            "\(redirect.all)")
         // A wrong pin is refused by the client before any request goes.
         let wrongPin = try Self.webview(["fetch", stack.canvas.url + "/__openclaw__/a2ui/", String(repeating: "0", count: 64)])
         #expect(wrongPin.joined().contains("PinMismatch") || wrongPin.joined().contains("pinned"), "\(wrongPin)")
@@ -170,8 +171,9 @@ struct CanvasEndToEndTests {
         try FileManager.default.createDirectory(at: pages, withIntermediateDirectories: true)
         try Data("<p>static canvas</p>".utf8).write(to: pages.appendingPathComponent("hello.html"))
         try Data("private".utf8).write(to: root.url.appendingPathComponent("secret.txt"))
-        let server = try ChildProcess(URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
-                                      mergeStandardError: true)
+        let server = try ChildProcess(
+            URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
+            mergeStandardError: true)
         let port = Int(try server.waitForLine(timeout: 30) { $0.contains("Serving HTTP") }.split(separator: " ")[5]) ?? 0
         let state = TemporaryDirectory("bridge")
         try Data(#"{"canvas": {"upstream": "http://127.0.0.1:\#(port)"}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
@@ -226,8 +228,10 @@ struct CanvasEndToEndTests {
         let port = URLComponents(string: first.canvas.url)?.port ?? 0
         let state = TemporaryDirectory("bridge")
         try Data(#"{"canvas": {"upstream": "http://127.0.0.1:9"}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
-        let refused = try CLI.run(["serve", "--state-dir", state.path, "--bind", "loopback", "--port", "0", "--no-mdns", "--no-ui", "--no-gateway",
-                                   "--canvas-listen", String(port)])
+        let refused = try CLI.run([
+            "serve", "--state-dir", state.path, "--bind", "loopback", "--port", "0", "--no-mdns", "--no-ui", "--no-gateway",
+            "--canvas-listen", String(port),
+        ])
         #expect(refused.status != 0 && (refused.stderr + refused.stdout).contains(String(port)), "\(refused)")
     }
 
@@ -249,16 +253,16 @@ struct CanvasEndToEndTests {
         let cap = stack.canvas.capability, origin = stack.canvas.origin, pin = stack.canvas.sha256
         let other = String(cap.reversed())
         let targets = [
-            "/__openclaw__/a2ui/",                                   // no capability
-            "/__openclaw__/cap/\(other)/__openclaw__/a2ui/",          // a wrong one
-            "/__openclaw__/cap/\(cap)/",                              // not a canvas path
-            "/__openclaw__/cap/\(cap)/v1/models",                     // the gateway's own routes
+            "/__openclaw__/a2ui/",  // no capability
+            "/__openclaw__/cap/\(other)/__openclaw__/a2ui/",  // a wrong one
+            "/__openclaw__/cap/\(cap)/",  // not a canvas path
+            "/__openclaw__/cap/\(cap)/v1/models",  // the gateway's own routes
             "/__openclaw__/cap/\(cap)/__openclaw__/a2ui/../../v1/models",
             "/__openclaw__/cap/\(cap)/__openclaw__/a2ui/%2e%2e/%2e%2e/v1/models",
             "/__openclaw__/cap/\(cap)/__openclaw__/a2ui/%2E%2E%2Fsecret",
             "/__openclaw__/cap/\(cap)/__openclaw__/a2ui/..%5c..%5cv1",
             "/__openclaw__/cap/\(cap)/__openclaw__/canvas//etc/passwd",
-            "/__openclaw__/cap/\(cap)/__openclaw__/ws",               // the live socket without an upgrade
+            "/__openclaw__/cap/\(cap)/__openclaw__/ws",  // the live socket without an upgrade
             "/?oc_cap=\(cap)",
         ]
         for target in targets {
@@ -303,8 +307,9 @@ struct CanvasEndToEndTests {
         #expect(navigate["ok"] == true, "\(navigate)")
         // The node-sim echoes canvas.navigate's params: the URL it got is its relay's.
         if case let .string(text)? = navigate["payloadJSON"] {
-            #expect(text.contains(stack.canvas.url.replacingOccurrences(of: "/", with: "\\/") + "\\/__openclaw__\\/canvas\\/page.html")
-                        || text.contains(stack.canvas.url + "/__openclaw__/canvas/page.html"), "\(text)")
+            #expect(
+                text.contains(stack.canvas.url.replacingOccurrences(of: "/", with: "\\/") + "\\/__openclaw__\\/canvas\\/page.html")
+                    || text.contains(stack.canvas.url + "/__openclaw__/canvas/page.html"), "\(text)")
             #expect(!text.contains("UPSTREAMcap") && !text.contains("127.0.0.1:\(stack.gateway.port)"), "\(text)")
         }
         let lan = try stack.gateway.invoke(stack.device, "canvas.navigate", params: #"{"url":"https://192.168.1.1/admin"}"#)

@@ -6,8 +6,9 @@ import TestSupport
 /// serving the canvas with a single-page fallback (`try_files … /index.html`), which is what makes
 /// smuggling work against a relay that passes bytes. A paired node tries it every way the review
 /// did; nginx's own access log says what reached it.
-@Suite(.enabled(if: Nginx.missing == nil, Comment(rawValue: Nginx.missing ?? "")),
-       .enabled(if: Python.hasModule("websockets"), "needs Python's websockets (scripts/setup installs it)"))
+@Suite(
+    .enabled(if: Nginx.missing == nil, Comment(rawValue: Nginx.missing ?? "")),
+    .enabled(if: Python.hasModule("websockets"), "needs Python's websockets (scripts/setup installs it)"))
 struct CanvasSmugglingTests {
     /// A bridge in §12 mode with nginx as its canvas host, and one paired node.
     struct Stack {
@@ -50,8 +51,10 @@ struct CanvasSmugglingTests {
     @Test func halfAnUpgradeIsRefusedAndNothingBehindItReachesTheHost() throws {
         let stack = try Stack()
         let head = "GET /__openclaw__/cap/\(stack.canvas.capability)/__openclaw__/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
-        let lines = try CanvasEndToEndTests.webview(["smuggle", stack.canvas.origin, stack.canvas.sha256,
-                                                     try Self.json(head + Self.smuggled.joined()), try Self.json(Self.later)])
+        let lines = try CanvasEndToEndTests.webview([
+            "smuggle", stack.canvas.origin, stack.canvas.sha256,
+            try Self.json(head + Self.smuggled.joined()), try Self.json(Self.later),
+        ])
         #expect(lines.first == "status 404", "\(lines)")
         let reached = try stack.requestsReachingTheHost()
         #expect(!reached.contains { $0.contains("/admin") || $0.contains("/not-canvas") || $0.contains("DELETE") || $0.contains("/__openclaw__/ws") }, "\(reached)")
@@ -62,10 +65,13 @@ struct CanvasSmugglingTests {
     /// is never sent.
     @Test func aWholeUpgradeToAHostThatDoesNotSwitchGetsItsAnswerAndNothingMore() throws {
         let stack = try Stack()
-        let head = "GET /__openclaw__/ws?oc_cap=\(stack.canvas.capability) HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        let head =
+            "GET /__openclaw__/ws?oc_cap=\(stack.canvas.capability) HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
-        let lines = try CanvasEndToEndTests.webview(["smuggle", stack.canvas.origin, stack.canvas.sha256,
-                                                     try Self.json(head + Self.smuggled.joined()), try Self.json(Self.later)])
+        let lines = try CanvasEndToEndTests.webview([
+            "smuggle", stack.canvas.origin, stack.canvas.sha256,
+            try Self.json(head + Self.smuggled.joined()), try Self.json(Self.later),
+        ])
         #expect(lines == ["status 200", "closed"], "\(lines)")
         let reached = try stack.requestsReachingTheHost()
         #expect(reached.count == 2 && reached[0].contains("GET /__openclaw__/ws "), "\(reached)")
@@ -75,8 +81,9 @@ struct CanvasSmugglingTests {
     /// Live reload through nginx to a real WebSocket server still works; a page that speaks on it
     /// (a data frame) is cut off, and the server never hears it.
     @Test func liveReloadWorksThroughNginxAndThePageCannotSpeakOnIt() throws {
-        let host = try ChildProcess(URL(fileURLWithPath: Python.executable), [Repository.url("Tests/IntegrationTests/python/live_reload_host.py").path],
-                                    mergeStandardError: true)
+        let host = try ChildProcess(
+            URL(fileURLWithPath: Python.executable), [Repository.url("Tests/IntegrationTests/python/live_reload_host.py").path],
+            mergeStandardError: true)
         defer { host.killIfRunning() }
         let stack = try Stack(liveReload: host)
         let url = stack.canvas.origin + "/__openclaw__/ws?oc_cap=" + stack.canvas.capability
@@ -108,10 +115,11 @@ final class Nginx: @unchecked Sendable {
         try Data("<!doctype html><title>index</title>".utf8).write(to: root.appendingPathComponent("index.html"))
         try Data("<p>canvas</p>".utf8).write(to: canvas.appendingPathComponent("index.html"))
         port = try Python.freePort()
-        let live = liveReloadPort.map {
-            "location = /__openclaw__/ws { proxy_pass http://127.0.0.1:\($0); proxy_http_version 1.1; "
-                + "proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }"
-        } ?? ""
+        let live =
+            liveReloadPort.map {
+                "location = /__openclaw__/ws { proxy_pass http://127.0.0.1:\($0); proxy_http_version 1.1; "
+                    + "proxy_set_header Upgrade $http_upgrade; proxy_set_header Connection \"upgrade\"; }"
+            } ?? ""
         let d = directory.path
         let conf = """
             user root root; master_process off; daemon off; pid \(d)/nginx.pid; error_log \(d)/error.log;
@@ -130,12 +138,17 @@ final class Nginx: @unchecked Sendable {
         try Data(conf.utf8).write(to: directory.file("nginx.conf"))
         process = try ChildProcess(URL(fileURLWithPath: Self.binary), ["-c", directory.file("nginx.conf").path, "-p", d], mergeStandardError: true)
         // Ready once it answers on its port.
-        let probe = try ChildProcess(URL(fileURLWithPath: Python.executable), ["-c", """
-            import socket, time
-            for _ in range(300):
-                try: socket.create_connection(('127.0.0.1', \(port)), 0.1).close(); print('up'); break
-                except OSError: time.sleep(0.02)
-            """])
+        let probe = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [
+                "-c",
+                """
+                import socket, time
+                for _ in range(300):
+                    try: socket.create_connection(('127.0.0.1', \(port)), 0.1).close(); print('up'); break
+                    except OSError: time.sleep(0.02)
+                """,
+            ])
         guard try probe.nextLine(timeout: 30) == "up" else { throw Failure(description: "nginx did not start: \(process.output)") }
     }
 

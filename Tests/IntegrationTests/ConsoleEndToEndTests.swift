@@ -10,14 +10,15 @@ struct ConsoleEndToEndTests {
     /// Where the pages' screenshots go (pending, node, nodes, invites, audit, status, phone).
     static let screenshots = Repository.url(".build/console-screenshots")
 
-
     func run(_ part: String, _ bridge: BridgeDaemon, extra: [String] = []) throws -> [String] {
-        let child = try ChildProcess(URL(fileURLWithPath: Python.executable), [
-            Repository.url("Tests/IntegrationTests/python/console_browser.py").path, part,
-            "--lanbridge", ChildProcess.product("lanbridge").path, "--node-sim", ChildProcess.product("lanbridge-node-sim").path,
-            "--state-dir", bridge.state.path, "--bridge-port", String(bridge.port), "--console", try #require(bridge.consoleURL),
-            "--shots", Self.screenshots.path,
-        ] + extra)
+        let child = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [
+                Repository.url("Tests/IntegrationTests/python/console_browser.py").path, part,
+                "--lanbridge", ChildProcess.product("lanbridge").path, "--node-sim", ChildProcess.product("lanbridge-node-sim").path,
+                "--state-dir", bridge.state.path, "--bridge-port", String(bridge.port), "--console", try #require(bridge.consoleURL),
+                "--shots", Self.screenshots.path,
+            ] + extra)
         var out: [String] = []
         while let line = try child.nextLine(timeout: 240) { out.append(line) }
         #expect(child.wait() == 0, "\(out.joined(separator: "\n"))\n\(child.standardError.suffix(2000))")

@@ -9,8 +9,10 @@ import TestSupport
 struct CryptoBackendInteropTests {
     static let swiftCryptoNodeSim = Repository.url(".build/swift-crypto/debug/lanbridge-node-sim")
 
-    @Test(.enabled(if: FileManager.default.isExecutableFile(atPath: swiftCryptoNodeSim.path),
-                   "needs .build/swift-crypto (scripts/test builds it: swift build --disable-default-traits --traits SwiftCrypto --build-path .build/swift-crypto)"))
+    @Test(
+        .enabled(
+            if: FileManager.default.isExecutableFile(atPath: swiftCryptoNodeSim.path),
+            "needs .build/swift-crypto (scripts/test builds it: swift build --disable-default-traits --traits SwiftCrypto --build-path .build/swift-crypto)"))
     func aSwiftCryptoNodePairsWithTheLibsodiumBridge() throws {
         #expect(CryptoInfo.backend == "libsodium", "the bridge side of this test is the default build")
         // The node-sim build says which backend it has before it connects anywhere.

@@ -10,8 +10,9 @@ import TestSupport
 /// the flood, and the daemon holds no more descriptors than its listeners' bounds and the reserve
 /// add up to (before, a TLS connection let go of lingered 5 s for a close_notify that never came:
 /// the daemon held all 512 and logged "Too many open files"). `scripts/bench-doors` is the figure.
-@Suite(.enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"),
-       .enabled(if: Python.hasModule("cryptography"), "needs Python's cryptography (scripts/setup installs it)"))
+@Suite(
+    .enabled(if: FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit"), "needs prlimit (util-linux)"),
+    .enabled(if: Python.hasModule("cryptography"), "needs Python's cryptography (scripts/setup installs it)"))
 struct DescriptorFloodTests {
     @Test func underASlowlorisOnEveryDoorTheNodeTheCanvasAndTheOperatorStillWork() throws {
         let limit = 512
@@ -19,15 +20,20 @@ struct DescriptorFloodTests {
         let pages = root.url.appendingPathComponent("__openclaw__/canvas")
         try FileManager.default.createDirectory(at: pages, withIntermediateDirectories: true)
         try Data("<p>still here</p>".utf8).write(to: pages.appendingPathComponent("page.html"))
-        let host = try ChildProcess(URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
-                                    mergeStandardError: true)
+        let host = try ChildProcess(
+            URL(fileURLWithPath: Python.executable), ["-u", "-m", "http.server", "0", "--bind", "127.0.0.1", "--directory", root.path],
+            mergeStandardError: true)
         defer { host.killIfRunning() }
         let hostPort = Int(try host.waitForLine(timeout: 30) { $0.contains("Serving HTTP") }.split(separator: " ")[5]) ?? 0
         let state = TemporaryDirectory("bridge")
         try Data(#"{"canvas": {"upstream": "http://127.0.0.1:\#(hostPort)"}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
-        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--canvas-listen", "0", "--openclaw-apps", "--openclaw-apps-listen", "0",
-                                                                "--metrics-listen", "127.0.0.1:0"],
-                                      launcher: ["/usr/bin/prlimit", "--nofile=\(limit):\(limit)", "--"], console: true)
+        let bridge = try BridgeDaemon(
+            state: state,
+            arguments: [
+                "--no-gateway", "--canvas-listen", "0", "--openclaw-apps", "--openclaw-apps-listen", "0",
+                "--metrics-listen", "127.0.0.1:0",
+            ],
+            launcher: ["/usr/bin/prlimit", "--nofile=\(limit):\(limit)", "--"], console: true)
         let budget = bridge.process.output.first { $0.contains("descriptor budget for every listener") } ?? "(not logged)"
         let door = try bridge.waitForLog("OpenClaw apps door listening")
         let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "tablet"])
@@ -38,9 +44,10 @@ struct DescriptorFloodTests {
         func port(_ url: String?) -> String { String(url?.split(separator: ":").last?.prefix { $0.isNumber } ?? "0") }
         let doorPort = port(door.split(separator: " ").first { $0.hasPrefix("openclawApps=") }.map(String.init))
         let targets = ["noise:\(bridge.port)", "tls:\(port(canvas.origin))", "tls:\(doorPort)", "http:\(port(bridge.consoleURL))", "http:\(bridge.metricsPort ?? 0)"]
-        let flood = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                     [Repository.url("Tests/IntegrationTests/python/slowloris_all.py").path, "250", "4", "120", "3"] + targets,
-                                     mergeStandardError: true, standardInput: true)
+        let flood = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/slowloris_all.py").path, "250", "4", "120", "3"] + targets,
+            mergeStandardError: true, standardInput: true)
         defer { flood.killIfRunning() }
         _ = try flood.waitForLine(timeout: 60) { $0 == "saturated" }
         // What the daemon holds, looked at between the operator's steps: within the budget and the

@@ -107,8 +107,9 @@ struct GatewayEndToEndTests {
         let big = try stack.gateway.invoke(stack.nodeID, "canvas.snapshot")  // ~256 KiB of base64
         #expect(big.code == ErrorMessage.payloadTooLarge)
         #expect(big.error?["details"]?["limit"] == 65536)
-        #expect(big.error?["details"]?["nodeId"]?.stringValue == stack.nodeID && big.error?["details"]?["command"] == "canvas.snapshot",
-                "every invoke error names the node and the command (§12.3)")
+        #expect(
+            big.error?["details"]?["nodeId"]?.stringValue == stack.nodeID && big.error?["details"]?["command"] == "canvas.snapshot",
+            "every invoke error names the node and the command (§12.3)")
         let nobody = try stack.gateway.invoke("nobody", "canvas.snapshot")
         #expect(nobody.code == ErrorMessage.nodeNotFound && nobody.error?["details"]?["command"] == "canvas.snapshot")
         let small = try stack.gateway.invoke(stack.nodeID, "canvas.snapshot", params: ["width": 16, "height": 16])
@@ -235,8 +236,10 @@ struct GatewayLinkTests {
         defer { bridge.stop() }
         try gateway.waitFor("bridge connected")
         let directory = TemporaryDirectory("token")
-        let wrong = try BridgeDaemon(arguments: ["--gateway", "ws://127.0.0.1:\(gateway.port)", "--gateway-token-file",
-                                                 writeTokenFile("not-the-token", in: directory), "--gateway-auth", "bearer"])
+        let wrong = try BridgeDaemon(arguments: [
+            "--gateway", "ws://127.0.0.1:\(gateway.port)", "--gateway-token-file",
+            writeTokenFile("not-the-token", in: directory), "--gateway-auth", "bearer",
+        ])
         defer { wrong.stop() }
         try gateway.waitFor("refused a bridge with a wrong token")
         // The reason the bridge logs is usually the gateway's ("1008 bad token"); under load the
@@ -244,8 +247,9 @@ struct GatewayLinkTests {
         try wrong.waitForLog("gateway link down")
         let proofBridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
         defer { proofBridge.stop() }
-        #expect(try proofBridge.waitForLog("gateway link down").contains("did not answer the token challenge"),
-                "a proof bridge does not fall back to sending the token")
+        #expect(
+            try proofBridge.waitForLog("gateway link down").contains("did not answer the token challenge"),
+            "a proof bridge does not fall back to sending the token")
     }
 
     @Test func aNodeMayCallAgentButNothingElse() throws {
@@ -268,7 +272,9 @@ struct GatewayLinkTests {
         // gateway would have logged it before the event, which comes later on the same session.
         stack.node.process.write(line: "event battery.low")
         var seen: [String] = []
-        let line = try stack.gateway.process.waitForLine(timeout: 30) { seen.append($0); return $0.contains("battery.low") }
+        let line = try stack.gateway.process.waitForLine(timeout: 30) {
+            seen.append($0); return $0.contains("battery.low")
+        }
         #expect(!seen.contains { $0.hasPrefix("call ") }, "\(seen)")
         let event = try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("event ".count).utf8))
         #expect(event["type"] == "event" && event["event"] == "battery.low" && event["nodeId"]?.stringValue == stack.nodeID)

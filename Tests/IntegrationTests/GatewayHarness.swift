@@ -105,8 +105,10 @@ final class RelayStack: @unchecked Sendable {
     let nodeID: String
 
     /// If a later part fails to start, the earlier ones are stopped by their deinit.
-    init(config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil,
-         bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil, bridgeLauncher: [String] = []) throws {
+    init(
+        config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil,
+        bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil, bridgeLauncher: [String] = []
+    ) throws {
         let gatewayDirectory = TemporaryDirectory("gateway")
         gateway = try SimulatedGateway(tokenFile: gatewayToken.map { writeTokenFile($0, in: gatewayDirectory) }, directory: gatewayDirectory)
         let state = TemporaryDirectory("bridge")

@@ -9,7 +9,8 @@ import TestSupport
 @Suite(.serialized)
 struct GatewaySquatTests {
     static let squatter = "lbsquat"
-    static let canSwitchUser = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
+    static let canSwitchUser =
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
         && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
 
     /// A free loopback port, for a squatter and then the gateway to take in turn.

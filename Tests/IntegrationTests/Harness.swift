@@ -12,9 +12,11 @@ final class BridgeDaemon: @unchecked Sendable {
 
     /// Without `mdns`, the daemon does not advertise: only the discovery tests' isolated LAN should
     /// ever carry mDNS, and they run their own daemons there.
-    init(state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = [],
-         mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge",
-         environment: [String: String] = [:], console: Bool = false) throws {
+    init(
+        state: TemporaryDirectory = TemporaryDirectory("bridge"), port: Int = 0, arguments: [String] = [],
+        mdns: Bool = false, launcher: [String] = [], bind: String = "loopback", name: String = "test-bridge",
+        environment: [String: String] = [:], console: Bool = false
+    ) throws {
         self.state = state
         // Test daemons run side by side: the console, when a test wants it, on a port of its own.
         let ui = arguments.contains("--ui-listen") ? [] : console ? ["--ui-listen", "127.0.0.1:0"] : ["--no-ui"]
@@ -55,10 +57,14 @@ final class BridgeDaemon: @unchecked Sendable {
     func waitForRuntime(_ what: String, _ condition: @escaping (RuntimeStatus) -> Bool) throws -> RuntimeStatus {
         let file = RuntimeStatusFile(directory: StateDirectory(url: state.url))
         var shown: RuntimeStatus?
-        guard try DirectoryWatcher(state.url).wait(timeout: 30, until: {
-            shown = file.read().flatMap { condition($0) ? $0 : nil }
-            return shown != nil
-        }), let shown else {
+        guard
+            try DirectoryWatcher(state.url).wait(
+                timeout: 30,
+                until: {
+                    shown = file.read().flatMap { condition($0) ? $0 : nil }
+                    return shown != nil
+                }), let shown
+        else {
             throw RuntimeNeverShowed(description: "runtime.json never showed \(what)")
         }
         return shown
@@ -86,8 +92,10 @@ final class SimulatedNode: @unchecked Sendable {
     let process: ChildProcess
 
     /// `executable`: another build of node-sim (the swift-crypto one) instead of this build's.
-    init(state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = [], launcher: [String] = [],
-         executable: URL? = nil) throws {
+    init(
+        state: TemporaryDirectory = TemporaryDirectory("node"), port: Int? = nil, arguments: [String] = [], launcher: [String] = [],
+        executable: URL? = nil
+    ) throws {
         self.state = state
         let connect = port.map { ["--connect", "127.0.0.1:\($0)"] } ?? []
         let all = ["--state-dir", state.path] + connect + arguments
@@ -143,12 +151,15 @@ enum CLI {
 
 /// Starts one of this package's executables, optionally behind a launcher such as
 /// `ip netns exec NAMESPACE` (the test LAN).
-func launch(_ product: String, _ arguments: [String], launcher: [String] = [], mergeStandardError: Bool = false,
-            standardInput: Bool = false, environment: [String: String] = [:]) throws -> ChildProcess {
+func launch(
+    _ product: String, _ arguments: [String], launcher: [String] = [], mergeStandardError: Bool = false,
+    standardInput: Bool = false, environment: [String: String] = [:]
+) throws -> ChildProcess {
     let executable = ChildProcess.product(product)
     let environment = environment.isEmpty ? nil : ProcessInfo.processInfo.environment.merging(environment) { $1 }
     return launcher.isEmpty
         ? try ChildProcess(executable, arguments, environment: environment, mergeStandardError: mergeStandardError, standardInput: standardInput)
-        : try ChildProcess(URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [executable.path] + arguments,
-                           environment: environment, mergeStandardError: mergeStandardError, standardInput: standardInput)
+        : try ChildProcess(
+            URL(fileURLWithPath: launcher[0]), Array(launcher.dropFirst()) + [executable.path] + arguments,
+            environment: environment, mergeStandardError: mergeStandardError, standardInput: standardInput)
 }

@@ -74,8 +74,13 @@ import TestSupport
         let refused = try CLI.run(["invite", "--no-qr", "--host", "127.0.0.1", "--allow", "camera.snpa", "--state-dir", bridge.state.path])
         #expect(refused.status == 64 && refused.stderr.contains("camera.snpa"))
         #expect(try bridge.store.read().invites.invites.isEmpty, "a refused command writes nothing")
-        let uri = try CLI.json(BridgeEndToEndTests.InviteReport.self, ["invite", "--host", "127.0.0.1", "--port", String(bridge.port),
-                                                                       "--allow-sensitive", "--state-dir", bridge.state.path]).uri
+        let uri = try CLI.json(
+            BridgeEndToEndTests.InviteReport.self,
+            [
+                "invite", "--host", "127.0.0.1", "--port", String(bridge.port),
+                "--allow-sensitive", "--state-dir", bridge.state.path,
+            ]
+        ).uri
         let node = try SimulatedNode(arguments: ["--invite", uri, "--camera", "--platform", "android"])
         try node.waitFor("connected")
         let access = try #require(try bridge.store.read().paired.nodes.first?.access)
@@ -88,12 +93,12 @@ import TestSupport
         let key = X25519.KeyPair.generate().publicKey
         let id = Fingerprint(publicKey: key).description
         let paired = """
-        {"version":1,"nodes":[{"nodeId":"\(id)","publicKey":"\(Data(key).base64EncodedString())",
-          "details":{"displayName":"Ada's phone","platform":"ios","caps":["canvas","camera"],"commands":["canvas.present","camera.list","camera.snap","location.get"],
-                     "flags":{"requiresForeground":true,"supportsInputInjection":false}},
-          "pairingMethod":"code","pairedAt":"2026-10-01T10:00:00Z","firstSeen":"2026-10-01T10:00:00Z","lastSeen":"2026-10-02T10:00:00Z",
-          "access":{"allow":["canvas.*","camera.list","camera.snap","screen.record","location.get"],"deny":[]}}],"blocked":[]}
-        """
+            {"version":1,"nodes":[{"nodeId":"\(id)","publicKey":"\(Data(key).base64EncodedString())",
+              "details":{"displayName":"Ada's phone","platform":"ios","caps":["canvas","camera"],"commands":["canvas.present","camera.list","camera.snap","location.get"],
+                         "flags":{"requiresForeground":true,"supportsInputInjection":false}},
+              "pairingMethod":"code","pairedAt":"2026-10-01T10:00:00Z","firstSeen":"2026-10-01T10:00:00Z","lastSeen":"2026-10-02T10:00:00Z",
+              "access":{"allow":["canvas.*","camera.list","camera.snap","screen.record","location.get"],"deny":[]}}],"blocked":[]}
+            """
         try FileManager.default.setAttributes([.posixPermissions: 0o700], ofItemAtPath: state.path)
         FileManager.default.createFile(atPath: state.url.appendingPathComponent("paired.json").path, contents: Data(paired.utf8), attributes: [.posixPermissions: 0o600])
         let run = { (arguments: [String]) in try CLI.run(arguments + ["--state-dir", state.path]) }

@@ -10,8 +10,12 @@ import TestSupport
 
     /// `http_flood.py` as `nobody` (the system's python3: another user cannot run the toolchain's).
     func flood(_ arguments: [String]) throws -> ChildProcess {
-        try ChildProcess(URL(fileURLWithPath: "/usr/bin/setpriv"), ["--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/python3",
-                                                                    Repository.url("Tests/IntegrationTests/python/http_flood.py").path] + arguments)
+        try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/setpriv"),
+            [
+                "--reuid=nobody", "--regid=nogroup", "--clear-groups", "--", "/usr/bin/python3",
+                Repository.url("Tests/IntegrationTests/python/http_flood.py").path,
+            ] + arguments)
     }
 
     /// Before: 1,126 idle connections from `nobody` took every descriptor, `nodes revoke` exited 0,
@@ -48,8 +52,12 @@ import TestSupport
         let stack = try RelayStack(bridgeLauncher: ["/usr/bin/prlimit", "--nofile=60:60", "--"])
         defer { stack.stop() }
         let floods = try (2...11).map { k in
-            try ChildProcess(URL(fileURLWithPath: Python.executable), [Repository.url("Tests/IntegrationTests/python/flood.py").path,
-                                                                        String(stack.bridge.port), "127.0.0.\(k)", "8"], standardInput: true)
+            try ChildProcess(
+                URL(fileURLWithPath: Python.executable),
+                [
+                    Repository.url("Tests/IntegrationTests/python/flood.py").path,
+                    String(stack.bridge.port), "127.0.0.\(k)", "8",
+                ], standardInput: true)
         }
         defer { floods.forEach { $0.killIfRunning() } }
         for flood in floods { _ = try flood.waitForLine(timeout: 60) { $0 == "flood done" } }
@@ -57,8 +65,9 @@ import TestSupport
         // Confirmed, or honestly not (the control socket may find no descriptor either).
         #expect(revoked.status == 0 || revoked.status == 75, "\(revoked)")
         let answer = try stack.gateway.invoke(stack.nodeID, "device.info")
-        #expect(!answer.ok && [ErrorMessage.nodeNotFound, ErrorMessage.unavailable].contains(answer.code ?? ""),
-                "the revoked node's invoke was not relayed: \(answer)")
+        #expect(
+            !answer.ok && [ErrorMessage.nodeNotFound, ErrorMessage.unavailable].contains(answer.code ?? ""),
+            "the revoked node's invoke was not relayed: \(answer)")
     }
 
     /// A request trickled in a byte at a time cannot keep a connection open past the deadline.

@@ -3,7 +3,7 @@ import LanbridgeProtocol
 import Testing
 import TestSupport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The monitoring endpoint of a real daemon, scraped while real invokes and refusals happen.
@@ -91,8 +91,10 @@ struct MetricsEndToEndTests {
 
     @Test func aNonLoopbackMetricsAddressIsRefused() throws {
         let state = TemporaryDirectory("bridge")
-        let flag = try CLI.run(["serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0",
-                                "--metrics-listen", "0.0.0.0:0"])
+        let flag = try CLI.run([
+            "serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0",
+            "--metrics-listen", "0.0.0.0:0",
+        ])
         #expect(flag.status == 64 && flag.stderr.contains("not a loopback address"), "\(flag.stderr)")
         try Data(#"{"metrics": {"listen": "192.0.2.1:9100"}}"#.utf8).write(to: state.file("config.json"))
         let config = try CLI.run(["serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--bind", "loopback", "--port", "0"])

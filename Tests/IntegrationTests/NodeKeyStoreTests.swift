@@ -23,8 +23,9 @@ struct NodeKeyStoreTests {
         defer { bridge.stop() }
         let store = MemoryKeyStore()
         let unused = TemporaryDirectory("unused").url.appendingPathComponent("never-made")
-        var configuration = NodeClient.Configuration(stateDirectory: unused,
-                                                     details: NodeDetails(displayName: "Memory node", platform: "ios", caps: [], commands: []))
+        var configuration = NodeClient.Configuration(
+            stateDirectory: unused,
+            details: NodeDetails(displayName: "Memory node", platform: "ios", caps: [], commands: []))
         configuration.keyStore = store
         let client = try NodeClient(configuration: configuration)
         let events = client.events

@@ -70,8 +70,10 @@ struct NoiseInteropTests {
     }
 
     /// Both sides agree on h and on each other's keys; messages of every size survive a round trip.
-    private func exchange(events: AsyncStream<PeerEvent>, python: ChildProcess, localKey: X25519.KeyPair,
-                          remoteKey: X25519.KeyPair, expectInvite: [UInt8]?) async throws {
+    private func exchange(
+        events: AsyncStream<PeerEvent>, python: ChildProcess, localKey: X25519.KeyPair,
+        remoteKey: X25519.KeyPair, expectInvite: [UInt8]?
+    ) async throws {
         var iterator = events.makeAsyncIterator()
         guard case let .established(channel, result) = await iterator.next() else { Issue.record("no handshake"); return }
         let line = try python.waitForLine { $0.hasPrefix("handshake ") }.split(separator: " ").map(String.init)

@@ -30,10 +30,13 @@ struct OpenClawAppsEndToEndTests {
         }
 
         func app(_ platform: String, role: String = "node", setupCode: String? = nil) throws -> ChildProcess {
-            try ChildProcess(URL(fileURLWithPath: Python.executable),
-                             [OpenClawAppsEndToEndTests.app] + (setupCode.map { ["--setup-code", $0] } ?? [doorURL]) + ["--state", appState.url.appendingPathComponent("\(platform)-\(role).key").path, "--platform", platform,
-                              "--retry", "0.5", "--role", role, "--name", platform == "ios" ? "Ada's iPhone" : "Ada's Pixel"],
-                             mergeStandardError: true, standardInput: true)
+            try ChildProcess(
+                URL(fileURLWithPath: Python.executable),
+                [OpenClawAppsEndToEndTests.app] + (setupCode.map { ["--setup-code", $0] } ?? [doorURL]) + [
+                    "--state", appState.url.appendingPathComponent("\(platform)-\(role).key").path, "--platform", platform,
+                    "--retry", "0.5", "--role", role, "--name", platform == "ios" ? "Ada's iPhone" : "Ada's Pixel",
+                ],
+                mergeStandardError: true, standardInput: true)
         }
 
         func cli(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
@@ -118,8 +121,9 @@ struct OpenClawAppsEndToEndTests {
     @Test(arguments: [true, false])
     func aRotatedCertificateReachesBothDoorsAndEachRequestRecordsWhatItWasServed(canvas: Bool) throws {
         let gateway = try OpenClawGatewaySim()
-        let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments + (canvas ? ["--canvas-listen", "0"] : ["--no-canvas"])
-                                        + ["--openclaw-apps", "--openclaw-apps-listen", "0"])
+        let bridge = try BridgeDaemon(
+            arguments: gateway.bridgeArguments + (canvas ? ["--canvas-listen", "0"] : ["--no-canvas"])
+                + ["--openclaw-apps", "--openclaw-apps-listen", "0"])
         let line = try bridge.waitForLog("OpenClaw apps door listening")
         let door = String(line.split(separator: " ").first { $0.hasPrefix("openclawApps=") }?.dropFirst("openclawApps=".count) ?? "")
         let shown = try bridge.waitForRuntime("the door's certificate") { $0.openClawAppsTlsSha256 != nil }
@@ -130,8 +134,12 @@ struct OpenClawAppsEndToEndTests {
 
         let keys = TemporaryDirectory("app")
         func app(_ name: String, pin: String) throws -> ChildProcess {
-            try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.app, door, "--state", keys.url.appendingPathComponent(name).path, "--platform", "ios",
-                                                                      "--pin", pin, "--retry", "0.5", "--name", name], mergeStandardError: true)
+            try ChildProcess(
+                URL(fileURLWithPath: Python.executable),
+                [
+                    Self.app, door, "--state", keys.url.appendingPathComponent(name).path, "--platform", "ios",
+                    "--pin", pin, "--retry", "0.5", "--name", name,
+                ], mergeStandardError: true)
         }
         let before = try app("before", pin: old)
         let beforeRequest = try Self.words(before, "pairing-required")[0]
@@ -207,8 +215,12 @@ struct OpenClawAppsEndToEndTests {
         let line = try bridge.waitForLog("OpenClaw apps door listening")
         let door = String(line.split(separator: " ").first { $0.hasPrefix("openclawApps=") }?.dropFirst("openclawApps=".count) ?? "")
         let keys = TemporaryDirectory("app")
-        let app = try ChildProcess(URL(fileURLWithPath: Python.executable), [Self.app, door, "--state", keys.url.appendingPathComponent("k").path,
-                                                                            "--platform", "android", "--retry", "0.5"], mergeStandardError: true, standardInput: true)
+        let app = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [
+                Self.app, door, "--state", keys.url.appendingPathComponent("k").path,
+                "--platform", "android", "--retry", "0.5",
+            ], mergeStandardError: true, standardInput: true)
         let shown = try Self.words(app, "tls")[0]
         let requestId = try Self.words(app, "pairing-required")[0]
         let approved = try CLI.run(["nodes", "approve", requestId, "--fingerprint", String(shown.prefix(6)), "--json", "--state-dir", bridge.state.path])
@@ -240,8 +252,9 @@ struct OpenClawAppsEndToEndTests {
         #expect(try stack.cli(["nodes", "approve", requestId, "--fingerprint", String(shown.prefix(6))]).status == 0)
         #expect(try Self.words(app, "hello") == ["3"])
         let device = try stack.gateway.waitFor("connected")[0]
-        let flood = try ChildProcess(URL(fileURLWithPath: Python.executable), [hostile, "halfopen", stack.doorURL, "200"],
-                                     mergeStandardError: true, standardInput: true)
+        let flood = try ChildProcess(
+            URL(fileURLWithPath: Python.executable), [hostile, "halfopen", stack.doorURL, "200"],
+            mergeStandardError: true, standardInput: true)
         _ = try flood.waitForLine(timeout: 30) { $0.hasPrefix("held ") }
         let navigate = try stack.gateway.invoke(device, "canvas.navigate", params: #"{"url":"https://example.com/"}"#)
         #expect(navigate["ok"] == true, "\(navigate)")
@@ -261,15 +274,17 @@ struct OpenClawAppsEndToEndTests {
         let stack = try Stack()
         try stack.bridge.waitForRuntime("the door and the certificate") { $0.openClawApps?.isEmpty == false && $0.canvas != nil }
         let sha = RuntimeStatusFile(directory: StateDirectory(url: stack.bridge.state.url)).read()?.canvas?.tlsSha256 ?? ""
-        let client = try ChildProcess(URL(fileURLWithPath: "/usr/bin/node"),
-                                      [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha],
-                                      environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
+        let client = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/node"),
+            [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha],
+            environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
         _ = try client.waitForLine(timeout: 30) { $0 == "closed 1008 pairing required" }
         let pending = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "pending", "--json"]).stdout.utf8))
         guard case let .array(rows) = pending, case let .string(requestId)? = rows.first?["requestId"] else { Issue.record("\(pending)"); return }
         #expect(rows.first?["openClawApp"]?["clientId"] == "node-host")
         // A Linux node host: OpenClaw's gateway allows it system.notify (not canvas), so that is granted too.
-        let approved = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "approve", requestId, "--fingerprint", String(sha.prefix(6)), "--allow", "system.notify", "--json"]).stdout.utf8))
+        let approved = try JSONDecoder().decode(
+            JSONValue.self, from: Data(try stack.cli(["nodes", "approve", requestId, "--fingerprint", String(sha.prefix(6)), "--allow", "system.notify", "--json"]).stdout.utf8))
         _ = try client.waitForLine(timeout: 30) { $0 == "hello 3" }
         let device = try stack.gateway.waitFor("connected")[0]
         let notify = try stack.gateway.invoke(device, "system.notify", params: #"{"title":"hello","body":"agent"}"#)
@@ -283,12 +298,15 @@ struct OpenClawAppsEndToEndTests {
         // And by setup code: the bootstrap token pairs it at its first connect.
         let issued = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["invite", "--openclaw", "--json"]).stdout.utf8))
         guard case let .string(code)? = issued["setupCode"],
-              let decoded = Data(base64Encoded: code.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-                                    + String(repeating: "=", count: (4 - code.count % 4) % 4)),
-              case let .string(token)? = try JSONDecoder().decode(JSONValue.self, from: decoded)["bootstrapToken"] else { Issue.record("\(issued)"); return }
-        let second = try ChildProcess(URL(fileURLWithPath: "/usr/bin/node"),
-                                      [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha, token],
-                                      environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
+            let decoded = Data(
+                base64Encoded: code.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+                    + String(repeating: "=", count: (4 - code.count % 4) % 4)),
+            case let .string(token)? = try JSONDecoder().decode(JSONValue.self, from: decoded)["bootstrapToken"]
+        else { Issue.record("\(issued)"); return }
+        let second = try ChildProcess(
+            URL(fileURLWithPath: "/usr/bin/node"),
+            [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha, token],
+            environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
         #expect(try second.waitForLine(timeout: 30) { $0.hasPrefix("hello") || $0.hasPrefix("closed") } == "hello 3")
         second.killIfRunning()
     }
@@ -321,8 +339,9 @@ enum OpenClawClientBundle {
 
     static func build() throws -> URL {
         let out = FileManager.default.temporaryDirectory.appendingPathComponent("openclaw-client-\(UUID().uuidString).js")
-        let built = try ChildProcess(URL(fileURLWithPath: "/bin/bash"), [Repository.url("Tests/Tools/openclaw-client/build.sh").path, source ?? "", out.path],
-                                     mergeStandardError: true)
+        let built = try ChildProcess(
+            URL(fileURLWithPath: "/bin/bash"), [Repository.url("Tests/Tools/openclaw-client/build.sh").path, source ?? "", out.path],
+            mergeStandardError: true)
         _ = built.wait()
         guard FileManager.default.fileExists(atPath: out.path) else { throw BuildFailed(description: built.output.joined(separator: "\n")) }
         return out

@@ -27,9 +27,10 @@ final class OpenClawGatewaySim: @unchecked Sendable {
 
     /// The sim's own arguments say how it listens: loopback ws://, `--tls CERT KEY`, or `--unix PATH`.
     var bridgeArguments: [String] {
-        let gateway: [String] = if let unix = arguments.firstIndex(of: "--unix") { ["--gateway", "unix:\(arguments[unix + 1])"] }
-            else if let tls = arguments.firstIndex(of: "--tls") { ["--gateway", "wss://localhost:\(port)", "--gateway-ca-file", arguments[tls + 1]] }
-            else { ["--gateway", "ws://127.0.0.1:\(port)"] }
+        let gateway: [String] =
+            if let unix = arguments.firstIndex(of: "--unix") { ["--gateway", "unix:\(arguments[unix + 1])"] } else if let tls = arguments.firstIndex(of: "--tls") {
+                ["--gateway", "wss://localhost:\(port)", "--gateway-ca-file", arguments[tls + 1]]
+            } else { ["--gateway", "ws://127.0.0.1:\(port)"] }
         return gateway + ["--gateway-token-file", tokenFile, "--gateway-protocol", "openclaw"]
     }
 
@@ -129,8 +130,13 @@ struct OpenClawEndToEndTests {
     @Test func aNodePairedByInviteIsAtTheGatewayWithoutReconnecting() throws {
         let gateway = try OpenClawGatewaySim()
         let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
-        let uri = try CLI.json(BridgeEndToEndTests.InviteReport.self, ["invite", "--host", "127.0.0.1", "--port", String(bridge.port),
-                                                                       "--state-dir", bridge.state.path]).uri
+        let uri = try CLI.json(
+            BridgeEndToEndTests.InviteReport.self,
+            [
+                "invite", "--host", "127.0.0.1", "--port", String(bridge.port),
+                "--state-dir", bridge.state.path,
+            ]
+        ).uri
         let node = try SimulatedNode(arguments: ["--invite", uri, "--name", "tablet"])
         try node.waitFor("connected")
         let device = try gateway.waitFor("paired")[0]
@@ -314,7 +320,8 @@ struct OpenClawEndToEndTests {
         let runtime = try stack.bridge.waitForRuntime("the held device in runtime.json") { $0.nodes[stack.nodeID]?.gatewayApproval != nil }
         #expect(runtime.nodes[stack.nodeID]?.gatewayApproval == .device(request[0]))
         let doctor = try stack.cli(["doctor"])
-        #expect(doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID)")
+        #expect(
+            doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID)")
                 && doctor.stdout.contains("openclaw devices approve \(request[0])"), "\(doctor.stdout)")
         // Asked again (the same request at the gateway), logged once: two refusals seen by the bridge.
         #expect(try stack.gateway.waitFor("refused")[1] == "PAIRING_REQUIRED")
@@ -363,7 +370,8 @@ struct OpenClawEndToEndTests {
         let runtime = try stack.bridge.waitForRuntime("the held commands in runtime.json") { $0.nodes[stack.nodeID]?.gatewayApproval != nil }
         #expect(runtime.nodes[stack.nodeID]?.gatewayApproval == .commands(["device.info"]))
         let doctor = try stack.cli(["doctor"])
-        #expect(doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID): waiting for the gateway's approval of device.info")
+        #expect(
+            doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID): waiting for the gateway's approval of device.info")
                 && doctor.stdout.contains("openclaw nodes approve"), "\(doctor.stdout)")
         let status = try stack.cli(["status"])
         #expect(status.stdout.contains("waiting for the gateway's approval of device.info"), "\(status.stdout)")

@@ -13,9 +13,10 @@ struct OperatorCLITests {
     /// Every file in the directory and its bytes.
     func snapshot(_ directory: URL) -> [String: Data] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return Dictionary(uniqueKeysWithValues: names.compactMap { name in
-            (try? Data(contentsOf: directory.appendingPathComponent(name))).map { (name, $0) }
-        })
+        return Dictionary(
+            uniqueKeysWithValues: names.compactMap { name in
+                (try? Data(contentsOf: directory.appendingPathComponent(name))).map { (name, $0) }
+            })
     }
 
     /// A state directory with an identity, one paired node, one pending request and an invite.
@@ -23,12 +24,16 @@ struct OperatorCLITests {
         let dir = TemporaryDirectory("state")
         #expect(try CLI.run(["identity", "--state-dir", dir.path]).status == 0)
         try PairingStore(directory: StateDirectory(url: dir.url)).update { state in
-            let r = try state.challenge(key: PublicKey(bytes: Array(repeating: 1, count: 32))!, details: NodeDetails(
-                displayName: "Tablet", platform: "linux", commands: ["system.info"]), source: "10.0.0.2", now: Date())
+            let r = try state.challenge(
+                key: PublicKey(bytes: Array(repeating: 1, count: 32))!,
+                details: NodeDetails(
+                    displayName: "Tablet", platform: "linux", commands: ["system.info"]), source: "10.0.0.2", now: Date())
             state.setCode("123456", requestId: r.requestId)
             _ = try state.approve(requestId: r.requestId, code: "123456", now: Date())
-            _ = try state.challenge(key: PublicKey(bytes: Array(repeating: 2, count: 32))!, details: NodeDetails(
-                displayName: "Phone", platform: "ios"), source: "10.0.0.3", now: Date())
+            _ = try state.challenge(
+                key: PublicKey(bytes: Array(repeating: 2, count: 32))!,
+                details: NodeDetails(
+                    displayName: "Phone", platform: "ios"), source: "10.0.0.3", now: Date())
             _ = state.createInvite(name: "x", ttl: 600, now: Date())
         }
         return dir
@@ -40,8 +45,9 @@ struct OperatorCLITests {
         #expect(second.status == 75 && second.stderr.contains("pid \(first.process.pid)"), "\(second.stderr)")
         #expect(RuntimeStatusFile(directory: StateDirectory(url: first.state.url)).read()?.pid == first.process.pid, "runtime.json is still the first's")
         #expect(FileManager.default.fileExists(atPath: first.state.file("control.sock").path))
-        #expect(try CLI.run(["nodes", "invoke", "--node", "x", "--command", "device.echo", "--state-dir", first.state.path]).status != 69,
-                "the first daemon still answers its control socket")
+        #expect(
+            try CLI.run(["nodes", "invoke", "--node", "x", "--command", "device.echo", "--state-dir", first.state.path]).status != 69,
+            "the first daemon still answers its control socket")
         first.stop()
     }
 
@@ -58,8 +64,10 @@ struct OperatorCLITests {
     @Test func readOnlyCommandsCreateNothing() throws {
         let parent = TemporaryDirectory()
         let typo = parent.file("typo")
-        for command in [["nodes", "list"], ["nodes", "pending"], ["nodes", "describe", "x"], ["audit", "verify"], ["audit", "show"],
-                        ["nodes", "approve", "abcdefgh", "--unverified"], ["nodes", "revoke", "x"]] {
+        for command in [
+            ["nodes", "list"], ["nodes", "pending"], ["nodes", "describe", "x"], ["audit", "verify"], ["audit", "show"],
+            ["nodes", "approve", "abcdefgh", "--unverified"], ["nodes", "revoke", "x"],
+        ] {
             let run = try CLI.run(command + ["--state-dir", typo.path])
             #expect(run.status == 66 && run.stderr.contains("no lanbridge state"), "\(command): \(run.status) \(run.stderr)")
             #expect(!FileManager.default.fileExists(atPath: typo.path), "\(command) created the directory")
@@ -68,8 +76,10 @@ struct OperatorCLITests {
 
     @Test func inviteChecksEveryInputBeforeWritingAnything() throws {
         let dir = TemporaryDirectory("state")
-        for bad in [["--host", "bad host/x"], ["--ttl", "inf"], ["--ttl", "1e300s"], ["--ttl", "nan"], ["--ttl", "-5m"], ["--port", "70000"],
-                    ["--port", "0"], ["--allow", "camera.snpa"], ["--allow", "canv*"], ["--allow", "canvas.*,"]] {
+        for bad in [
+            ["--host", "bad host/x"], ["--ttl", "inf"], ["--ttl", "1e300s"], ["--ttl", "nan"], ["--ttl", "-5m"], ["--port", "70000"],
+            ["--port", "0"], ["--allow", "camera.snpa"], ["--allow", "canv*"], ["--allow", "canvas.*,"],
+        ] {
             let run = try CLI.run(["invite", "--no-qr", "--state-dir", dir.path] + bad)
             #expect(run.status == 64, "\(bad): \(run.status) \(run.stderr)")
             #expect(snapshot(dir.url).isEmpty, "\(bad) wrote something")
@@ -100,13 +110,17 @@ struct OperatorCLITests {
         let dir = try populatedState()
         let nodeID = try PairingStore(directory: StateDirectory(url: dir.url)).read().paired.nodes[0].nodeId.description
         let requestID = try PairingStore(directory: StateDirectory(url: dir.url)).read().pending.requests[0].requestId
-        let commands: [[String]] = [["nodes", "pending"], ["nodes", "approve"], ["nodes", "reject"], ["nodes", "list"], ["nodes", "describe"],
-                                    ["nodes", "allow"], ["nodes", "deny"], ["nodes", "revoke"], ["nodes", "invoke"], ["invite"], ["identity"],
-                                    ["audit", "show"], ["audit", "verify"], ["doctor"]]
-        let words = ["Tablet", nodeID, requestID, requestID.uppercased(), "canvas.*", "*", "system.info", "--json", "--code", "123456", "abc",
-                     "--ttl", "inf", "nan", "1e300s", "-1", "0", "99999", "", "\u{1}\u{1B}[2J", String(repeating: "x", count: 100_000), "::1",
-                     "bad host/x", "--allow", "--host", "--port", "--timeout", "--block", "--from", "10.0.0.3", "--unverified", "--remove",
-                     "--allow-everything", "--name", "--params", "{}", "[", "--command", "--node", "--no-qr", "é\u{200D}", "--help"]
+        let commands: [[String]] = [
+            ["nodes", "pending"], ["nodes", "approve"], ["nodes", "reject"], ["nodes", "list"], ["nodes", "describe"],
+            ["nodes", "allow"], ["nodes", "deny"], ["nodes", "revoke"], ["nodes", "invoke"], ["invite"], ["identity"],
+            ["audit", "show"], ["audit", "verify"], ["doctor"],
+        ]
+        let words = [
+            "Tablet", nodeID, requestID, requestID.uppercased(), "canvas.*", "*", "system.info", "--json", "--code", "123456", "abc",
+            "--ttl", "inf", "nan", "1e300s", "-1", "0", "99999", "", "\u{1}\u{1B}[2J", String(repeating: "x", count: 100_000), "::1",
+            "bad host/x", "--allow", "--host", "--port", "--timeout", "--block", "--from", "10.0.0.3", "--unverified", "--remove",
+            "--allow-everything", "--name", "--params", "{}", "[", "--command", "--node", "--no-qr", "é\u{200D}", "--help",
+        ]
         var rng = SplitMix(state: 42)
         let documented: Set<Int32> = [0, 1, 64, 65, 66, 69, 74, 75, 78]
         for round in 0..<250 {
@@ -114,8 +128,9 @@ struct OperatorCLITests {
             let arguments = (0..<Int(rng.next() % 5)).map { _ in words[Int(rng.next() % UInt64(words.count))] }
             let before = snapshot(dir.url)
             // The state directory comes from the environment, so no random word can move it.
-            let child = try ChildProcess(ChildProcess.product("lanbridge"), command + arguments + (command == ["invite"] ? ["--no-qr"] : []),
-                                         environment: ["LANBRIDGE_STATE_DIR": dir.path, "PATH": "/usr/bin:/bin"])
+            let child = try ChildProcess(
+                ChildProcess.product("lanbridge"), command + arguments + (command == ["invite"] ? ["--no-qr"] : []),
+                environment: ["LANBRIDGE_STATE_DIR": dir.path, "PATH": "/usr/bin:/bin"])
             while try child.nextLine() != nil {}
             let status = child.wait()
             #expect(child.process.terminationReason == .exit, "round \(round): \(command + arguments) died of a signal")
@@ -125,7 +140,6 @@ struct OperatorCLITests {
             }
         }
     }
-
 
     /// The QR code's quiet zone is the four modules the standard asks for, on every side.
     @Test func theQRCodeHasAFourModuleQuietZone() throws {
@@ -142,7 +156,8 @@ struct OperatorCLITests {
     /// Under journald (JOURNAL_STREAM naming stderr) each line carries its syslog priority.
     @Test func underJournaldEachLineCarriesItsPriority() throws {
         let dir = TemporaryDirectory("state")
-        let script = "export JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); exec \(ChildProcess.product("lanbridge").path) serve --state-dir \(dir.path) --no-mdns --no-gateway --bind loopback --port 0"
+        let script =
+            "export JOURNAL_STREAM=$(stat -L -c %d:%i /proc/self/fd/2); exec \(ChildProcess.product("lanbridge").path) serve --state-dir \(dir.path) --no-mdns --no-gateway --bind loopback --port 0"
         let daemon = try ChildProcess(URL(fileURLWithPath: "/bin/sh"), ["-c", script], mergeStandardError: true)
         defer { daemon.killIfRunning() }
         let line = try daemon.waitForLine { $0.contains("lanbridge listening") }

@@ -32,8 +32,10 @@ struct PushEndToEndTests {
         let text = try CLI.run(["nodes", "describe", nodeID, "--state-dir", bridge.state.path]).stdout
         #expect(text.contains("push:       apns (production) for com.example.companion"), "\(text)")
         // Nowhere but its 0600 file: not in paired.json, the audit log, the CLI's output or the daemon's log.
-        for shown in [try String(contentsOf: directory.file("paired.json"), encoding: .utf8),
-                      try String(contentsOf: directory.file(AuditLog.fileName), encoding: .utf8), describe.stdout, text, bridge.log] {
+        for shown in [
+            try String(contentsOf: directory.file("paired.json"), encoding: .utf8),
+            try String(contentsOf: directory.file(AuditLog.fileName), encoding: .utf8), describe.stdout, text, bridge.log,
+        ] {
             #expect(!shown.contains(Self.token))
         }
         #expect(try String(contentsOf: directory.file(AuditLog.fileName), encoding: .utf8).contains("node.push-registered"))

@@ -16,10 +16,13 @@ struct PythonNodeTests {
         let state = TemporaryDirectory("python-node")
         var environment = ProcessInfo.processInfo.environment
         environment["PYTHONPATH"] = Repository.url("sdk/python").path
-        let node = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                    ["-u", Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
-                                     "--connect", "127.0.0.1:\(bridge.port)", "--name", "Python node"],
-                                    environment: environment, mergeStandardError: true)
+        let node = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [
+                "-u", Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
+                "--connect", "127.0.0.1:\(bridge.port)", "--name", "Python node",
+            ],
+            environment: environment, mergeStandardError: true)
         defer { node.killIfRunning() }
 
         let id = String(try node.waitForLine(timeout: 30) { $0.hasPrefix("node ") }.dropFirst("node ".count))

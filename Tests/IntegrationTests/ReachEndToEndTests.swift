@@ -30,8 +30,12 @@ struct ReachEndToEndTests {
         let lan = try TestLAN()
         do {
             try lan.addTailnet()
-            return (lan, try BridgeDaemon(arguments: ["--listen", TestLAN.tailnetBridgeAddress], launcher: lan.launcher(lan.host),
-                                          bind: TestLAN.bridgeAddress))
+            return (
+                lan,
+                try BridgeDaemon(
+                    arguments: ["--listen", TestLAN.tailnetBridgeAddress], launcher: lan.launcher(lan.host),
+                    bind: TestLAN.bridgeAddress)
+            )
         } catch {
             lan.tearDown()
             throw error
@@ -81,10 +85,13 @@ struct ReachEndToEndTests {
         let tailnetAddress = "\(TestLAN.tailnetBridgeAddress):\(bridge.port)"
         let state = TemporaryDirectory("python-node")
         func python(_ arguments: [String]) throws -> ChildProcess {
-            try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                             ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("sdk/python").path)", Python.executable, "-u",
-                              Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path] + arguments,
-                             mergeStandardError: true)
+            try ChildProcess(
+                URL(fileURLWithPath: "/usr/sbin/ip"),
+                [
+                    "netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("sdk/python").path)", Python.executable, "-u",
+                    Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
+                ] + arguments,
+                mergeStandardError: true)
         }
         let first = try python(["--invite", try invite(bridge), "--name", "Python node"])
         defer { first.killIfRunning() }
@@ -141,18 +148,22 @@ struct ReachEndToEndTests {
         let identity = try JSONDecoder().decode([String: JSONValue].self, from: Data(try CLI.run(["identity", "--json", "--state-dir", bridge.state.path]).stdout.utf8))
         let short = String(try #require(identity["fingerprint"]?.stringValue).prefix(9))
 
-        let node = try SimulatedNode(arguments: ["--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "phone"],
-                                     launcher: lan.launcher(lan.phone))
+        let node = try SimulatedNode(
+            arguments: ["--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "phone"],
+            launcher: lan.launcher(lan.phone))
         #expect(try node.waitFor("found") == "1 test-bridge.\(domain) \(tailnetAddress) id=\(short)", "\(lan.dnsLog)")
         try node.pair(with: bridge)
         #expect(via(try node.waitFor("via")).address == tailnetAddress)
         node.stop()
 
         let state = TemporaryDirectory("python-node")
-        let python = try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                                      ["netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("sdk/python").path)", Python.executable, "-u",
-                                       Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
-                                       "--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "Python phone"], mergeStandardError: true)
+        let python = try ChildProcess(
+            URL(fileURLWithPath: "/usr/sbin/ip"),
+            [
+                "netns", "exec", lan.phone, "env", "PYTHONPATH=\(Repository.url("sdk/python").path)", Python.executable, "-u",
+                Repository.url("examples/python-node/lanbridge_example_node.py").path, "--state-dir", state.path,
+                "--domain", domain, "--resolver", TestLAN.tailnetBridgeAddress, "--name", "Python phone",
+            ], mergeStandardError: true)
         defer { python.killIfRunning() }
         #expect(try python.waitForLine(timeout: 30) { $0.hasPrefix("found ") } == "found test-bridge.\(domain) \(tailnetAddress)")
         let code = try python.waitForLine(timeout: 30) { $0.hasPrefix("code ") }.split(separator: " ")
@@ -168,8 +179,10 @@ struct ReachEndToEndTests {
         let twice = try CLI.run(["serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--no-ui", "--listen", "127.0.0.1", "--listen", "lo"])
         #expect(twice.status == 64 && twice.stderr.contains("already listed"), "\(twice)")
         // A listener that cannot bind stops the start; the one bound before it is closed again.
-        let taken = try CLI.run(["serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--no-ui", "--port", "0",
-                                 "--listen", "127.0.0.1", "--listen", "192.0.2.1"])
+        let taken = try CLI.run([
+            "serve", "--state-dir", state.path, "--no-mdns", "--no-gateway", "--no-ui", "--port", "0",
+            "--listen", "127.0.0.1", "--listen", "192.0.2.1",
+        ])
         #expect(taken.status != 0 && taken.stderr.contains("192.0.2.1"), "\(taken)")
     }
 }

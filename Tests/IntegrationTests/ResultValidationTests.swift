@@ -26,10 +26,16 @@ struct ResultValidationTests {
         let bridge = try BridgeDaemon(arguments: gateway.bridgeArguments)
         try gateway.waitFor("bridge connected")
         let allow = "system.info,system.notify,location.get,camera.list,sms.send,voice.start,voice.stop,device.echo"
-        let uri = try CLI.json(Invite.self, ["invite", "--host", "127.0.0.1", "--port", String(bridge.port), "--allow", allow,
-                                             "--state-dir", bridge.state.path]).uri
-        let node = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                    [Repository.url("Tests/IntegrationTests/python/hostile_node.py").path, uri] + extra + Self.templates)
+        let uri = try CLI.json(
+            Invite.self,
+            [
+                "invite", "--host", "127.0.0.1", "--port", String(bridge.port), "--allow", allow,
+                "--state-dir", bridge.state.path,
+            ]
+        ).uri
+        let node = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/hostile_node.py").path, uri] + extra + Self.templates)
         let id = String(try node.waitForLine { $0.hasPrefix("paired ") }.dropFirst("paired ".count))
         try gateway.waitForEvent("connected")
         return (gateway, bridge, node, id)
@@ -60,8 +66,10 @@ struct ResultValidationTests {
         let invoked = try CLI.run(["nodes", "invoke", "--node", id, "--command", "voice.start", "--json", "--state-dir", bridge.state.path])
         #expect(invoked.status == 0, "\(invoked.stderr)")
         let socket = bridge.state.file("control.sock").path
-        let requests = [#"{"type":"req","id":"1","method":"node.invoke","params":{"nodeId":"\#(id)","command":"voice.start","idempotencyKey":"k1"}}"#,
-                        #"{"type":"req","id":"2","method":"node.list","params":{}}"#]
+        let requests = [
+            #"{"type":"req","id":"1","method":"node.invoke","params":{"nodeId":"\#(id)","command":"voice.start","idempotencyKey":"k1"}}"#,
+            #"{"type":"req","id":"2","method":"node.list","params":{}}"#,
+        ]
         let socat = try ChildProcess(URL(fileURLWithPath: "/usr/bin/socat"), ["-t", "5", "-", "UNIX-CONNECT:\(socket)"], standardInput: true)
         requests.forEach { socat.write(line: $0) }
         let first = try #require(try socat.nextLine(timeout: 30)), second = try #require(try socat.nextLine(timeout: 30))
@@ -111,8 +119,9 @@ struct ResultValidationTests {
         #expect(try invoke(id, "device.echo", key: "k1", params: ["n": 1]).payload == first.payload, "a true retry gets the same answer")
         for (node, command, params) in [(id, "device.echo", ["n": 2] as JSONValue), (id, "system.info", [:]), ("NOBODY", "device.echo", ["n": 1])] {
             let reuse = try invoke(node, command, key: "k1", params: params)
-            #expect(reuse.code == ErrorMessage.invalidRequest && reuse.error?["message"]?.stringValue?.contains("different request") == true,
-                    "\(command) \(params)")
+            #expect(
+                reuse.code == ErrorMessage.invalidRequest && reuse.error?["message"]?.stringValue?.contains("different request") == true,
+                "\(command) \(params)")
         }
         let long = try gateway.invoke(id, "device." + String(repeating: "x", count: 200_000))
         #expect(long.code == ErrorMessage.invalidRequest)

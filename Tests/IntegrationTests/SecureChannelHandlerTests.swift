@@ -15,8 +15,10 @@ struct SecureChannelHandlerTests {
         ("oversized frame header", [0xFF, 0xFF], "frame of 65535 bytes exceeds the 8192-byte limit"),
         ("HTTP instead of lanbridge", [0, 16] + Array("GET / HTTP/1.1\r\n".utf8), "not a lanbridge client"),
         ("truncated frame", [0, 40, 1, 2, 3], "connection ended mid-frame (5 of 42 bytes)"),
-        ("garbage handshake", [0, 7] + Array("LNBR".utf8) + [1, 1, 1] + [0, 10] + [UInt8](repeating: 9, count: 10),
-         "handshake failed: handshake message too short"),
+        (
+            "garbage handshake", [0, 7] + Array("LNBR".utf8) + [1, 1, 1] + [0, 10] + [UInt8](repeating: 9, count: 10),
+            "handshake failed: handshake message too short"
+        ),
     ]
 
     @Test(arguments: cases.indices)
@@ -94,7 +96,9 @@ final class LogRecorder: LogHandler, @unchecked Sendable {
             }
             let first = await group.next()!
             group.cancelAll()
-            self.lock.withLock { for (_, c) in self.waiters { c.resume(returning: false) }; self.waiters.removeAll() }
+            self.lock.withLock {
+                for (_, c) in self.waiters { c.resume(returning: false) }; self.waiters.removeAll()
+            }
             return first
         }
     }
@@ -107,9 +111,10 @@ extension SecureChannelHandlerTests {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(SecureChannelHandler(
-                        responder: SecureSession(responderWith: bridgeKey), handshakeTimeout: .milliseconds(200),
-                        logger: Logger(label: "bridge") { _ in logs }))
+                    try channel.pipeline.syncOperations.addHandler(
+                        SecureChannelHandler(
+                            responder: SecureSession(responderWith: bridgeKey), handshakeTimeout: .milliseconds(200),
+                            logger: Logger(label: "bridge") { _ in logs }))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()

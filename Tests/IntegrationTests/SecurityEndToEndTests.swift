@@ -134,18 +134,21 @@ struct SecurityEndToEndTests {
             return Date().timeIntervalSince(start) * 1000
         }
         let calm = (try reconnect(), try pairNew())
-        let flood = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                     [Repository.url("Tests/IntegrationTests/python/flood_many.py").path, String(bridge.port), "200", "4", "120"],
-                                     standardInput: true)
+        let flood = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/flood_many.py").path, String(bridge.port), "200", "4", "120"],
+            standardInput: true)
         defer { flood.killIfRunning() }
         #expect(try flood.nextLine() == "flooding")
         let flooded = (try reconnect(), try pairNew())
         flood.closeStandardInput()
         let summary = try flood.waitForLine { $0.hasPrefix("opened ") }.split(separator: " ")
         #expect(Int(summary[1]) ?? 0 >= 800, "the flood ran: \(summary)")
-        print(String(format: "admission flood (200 addresses x 4 slow connections, %@ opened, %@ closed by the bridge): "
-                        + "paired node reconnects in %.0f ms (%.0f ms calm, %.1fx), a new node pairs in %.0f ms (%.0f ms calm, %.1fx)",
-                     String(summary[1]), String(summary[3]), flooded.0, calm.0, flooded.0 / calm.0, flooded.1, calm.1, flooded.1 / calm.1))
+        print(
+            String(
+                format: "admission flood (200 addresses x 4 slow connections, %@ opened, %@ closed by the bridge): "
+                    + "paired node reconnects in %.0f ms (%.0f ms calm, %.1fx), a new node pairs in %.0f ms (%.0f ms calm, %.1fx)",
+                String(summary[1]), String(summary[3]), flooded.0, calm.0, flooded.0 / calm.0, flooded.1, calm.1, flooded.1 / calm.1))
         bridge.stop()
     }
 }

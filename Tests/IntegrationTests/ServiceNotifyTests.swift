@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import TestSupport
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// The daemon under systemd's `Type=notify` with a watchdog, as systemd would see it: the

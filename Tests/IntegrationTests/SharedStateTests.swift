@@ -10,7 +10,8 @@ import TestSupport
 @Suite(.serialized)
 struct SharedStateTests {
     static let group = "lbtshare", service = "lbtsvc", admin = "lbtadmin", outsider = "lbtother"
-    static let usable = getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
+    static let usable =
+        getuid() == 0 && FileManager.default.isExecutableFile(atPath: "/usr/sbin/useradd")
         && FileManager.default.isExecutableFile(atPath: "/usr/bin/setpriv")
 
     /// A copy of the debug `lanbridge` that other users can run wherever the checkout lives (a
@@ -28,8 +29,10 @@ struct SharedStateTests {
     /// Runs the copied `lanbridge` (in place of the product `launch` names) as `user`, with that
     /// user's groups, under the service's UMask=0077.
     static func launcher(_ user: String) -> [String] {
-        ["/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user == service ? group : user)", "--init-groups",
-         "/bin/sh", "-c", "umask 077; exec \(binary) \"$@\""]
+        [
+            "/usr/bin/setpriv", "--reuid=\(user)", "--regid=\(user == service ? group : user)", "--init-groups",
+            "/bin/sh", "-c", "umask 077; exec \(binary) \"$@\"",
+        ]
     }
 
     /// Accounts made for the test and removed after it (only those it made).
@@ -41,9 +44,11 @@ struct SharedStateTests {
                 try #require(ChildProcess.exitStatus("/usr/sbin/groupadd", ["--system", SharedStateTests.group]) == 0)
                 groupMade = true
             }
-            for (user, options) in [(SharedStateTests.service, ["--gid", SharedStateTests.group]),
-                                    (SharedStateTests.admin, ["--user-group", "--groups", SharedStateTests.group]),
-                                    (SharedStateTests.outsider, ["--user-group"])]
+            for (user, options) in [
+                (SharedStateTests.service, ["--gid", SharedStateTests.group]),
+                (SharedStateTests.admin, ["--user-group", "--groups", SharedStateTests.group]),
+                (SharedStateTests.outsider, ["--user-group"]),
+            ]
             where ChildProcess.exitStatus("/usr/bin/id", [user]) != 0 {
                 try #require(ChildProcess.exitStatus("/usr/sbin/useradd", ["--system", "--no-create-home", "--shell", "/usr/sbin/nologin"] + options + [user]) == 0)
                 made.append(user)
@@ -75,8 +80,11 @@ struct SharedStateTests {
         let asRoot = try CLI.run(["identity", "--json", "--state-dir", state.path])
         let asAdmin = try cli(Self.admin, ["identity", "--json"])
         #expect(asAdmin.status == 0, "\(asAdmin.stderr)")
-        #expect(asAdmin.stdout.contains("\"fingerprint\"") && asAdmin.stdout.split(separator: "\n").filter { $0.contains("fingerprint") }
-            == asRoot.stdout.split(separator: "\n").filter { $0.contains("fingerprint") })
+        #expect(
+            asAdmin.stdout.contains("\"fingerprint\"")
+                && asAdmin.stdout.split(separator: "\n").filter { $0.contains("fingerprint") }
+                    == asRoot.stdout.split(separator: "\n").filter { $0.contains("fingerprint") }
+        )
 
         // The admin approves a node; the daemon (another user, umask 077) reads what the admin wrote.
         let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "Tablet"])

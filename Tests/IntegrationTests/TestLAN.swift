@@ -19,7 +19,8 @@ final class TestLAN: @unchecked Sendable {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/avahi-daemon") else { return "avahi-daemon is not installed (scripts/setup installs it)" }
         guard systemBusAnswers() else { return "no D-Bus system bus answers (scripts/test starts one)" }
         if let pid = try? String(contentsOfFile: "/run/avahi-daemon/pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines),
-           let number = Int32(pid), kill(number, 0) == 0 {
+            let number = Int32(pid), kill(number, 0) == 0
+        {
             return "an avahi-daemon already runs on this machine (pid \(number)); only one can, and these tests leave it alone"
         }
         guard Python.hasModule("zeroconf") else { return "needs Python's zeroconf (scripts/setup installs it)" }
@@ -27,8 +28,12 @@ final class TestLAN: @unchecked Sendable {
     }()
 
     private static func systemBusAnswers() -> Bool {
-        ChildProcess.exitStatus("/usr/bin/dbus-send", ["--system", "--dest=org.freedesktop.DBus", "--type=method_call",
-                                                        "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames"]) == 0
+        ChildProcess.exitStatus(
+            "/usr/bin/dbus-send",
+            [
+                "--system", "--dest=org.freedesktop.DBus", "--type=method_call",
+                "/org/freedesktop/DBus", "org.freedesktop.DBus.ListNames",
+            ]) == 0
     }
 
     init() throws {
@@ -69,10 +74,12 @@ final class TestLAN: @unchecked Sendable {
         // watches to learn that a child exited; Foundation then blocks in wait4() on the live daemon
         // and stops reaping every other child. A shell in between keeps that socket open. The shell
         // inherits the test runner's blocked signal mask, so avahi-daemon is signalled directly.
-        let script = "ip netns exec \"$0\" /usr/sbin/avahi-daemon -f \"$1\" --no-drop-root --no-chroot --no-rlimits & "
+        let script =
+            "ip netns exec \"$0\" /usr/sbin/avahi-daemon -f \"$1\" --no-drop-root --no-chroot --no-rlimits & "
             + "echo \"avahi-pid $!\"; wait $!"
-        let daemon = try ChildProcess(URL(fileURLWithPath: "/bin/bash"), ["-c", script, host, config.file("avahi-daemon.conf").path],
-                                      mergeStandardError: true)
+        let daemon = try ChildProcess(
+            URL(fileURLWithPath: "/bin/bash"), ["-c", script, host, config.file("avahi-daemon.conf").path],
+            mergeStandardError: true)
         avahi = daemon
         avahiPID = Int32(try daemon.waitForLine(timeout: 30) { $0.hasPrefix("avahi-pid ") }.dropFirst("avahi-pid ".count))
         _ = try daemon.waitForLine(timeout: 30) { $0.contains("Server startup complete") }
@@ -87,17 +94,23 @@ final class TestLAN: @unchecked Sendable {
 
     /// A Python zeroconf browser (an independent mDNS stack) on the phone host, for `type`.
     func browser(type: String = "_lanbridge._tcp") throws -> ChildProcess {
-        try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                         ["netns", "exec", phone, "env", "MDNS_TYPE=\(type)", Python.executable,
-                          Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path, "browse", Self.phoneAddress],
-                         mergeStandardError: true, standardInput: true)
+        try ChildProcess(
+            URL(fileURLWithPath: "/usr/sbin/ip"),
+            [
+                "netns", "exec", phone, "env", "MDNS_TYPE=\(type)", Python.executable,
+                Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path, "browse", Self.phoneAddress,
+            ],
+            mergeStandardError: true, standardInput: true)
     }
 
     /// Registers a service of our type under `name` from the phone host, as another machine would.
     func competitor(named name: String) throws -> ChildProcess {
-        try ChildProcess(URL(fileURLWithPath: "/usr/sbin/ip"),
-                         ["netns", "exec", phone, Python.executable, Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path,
-                          "publish", Self.phoneAddress, name], mergeStandardError: true, standardInput: true)
+        try ChildProcess(
+            URL(fileURLWithPath: "/usr/sbin/ip"),
+            [
+                "netns", "exec", phone, Python.executable, Repository.url("Tests/IntegrationTests/python/mdns_peer.py").path,
+                "publish", Self.phoneAddress, name,
+            ], mergeStandardError: true, standardInput: true)
     }
 
     // MARK: - A second way in: the tailnet
@@ -138,10 +151,13 @@ final class TestLAN: @unchecked Sendable {
     func startDNS(_ options: [String]) throws {
         let script = "ip netns exec \"$0\" /usr/sbin/dnsmasq \"$@\" & echo \"dns-pid $!\"; wait $!"
         let pidFile = config.file("dnsmasq.pid").path
-        let daemon = try ChildProcess(URL(fileURLWithPath: "/bin/bash"),
-                                      ["-c", script, host, "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--bind-interfaces",
-                                       "--user=root", "--pid-file=\(pidFile)", "--log-facility=-", "--log-queries"] + options,
-                                      mergeStandardError: true)
+        let daemon = try ChildProcess(
+            URL(fileURLWithPath: "/bin/bash"),
+            [
+                "-c", script, host, "--keep-in-foreground", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--bind-interfaces",
+                "--user=root", "--pid-file=\(pidFile)", "--log-facility=-", "--log-queries",
+            ] + options,
+            mergeStandardError: true)
         dns = daemon
         dnsPID = Int32(try daemon.waitForLine(timeout: 30) { $0.hasPrefix("dns-pid ") }.dropFirst("dns-pid ".count))
         _ = try daemon.waitForLine(timeout: 30) { $0.contains("started, version") }

@@ -75,7 +75,8 @@ struct WakeEndToEndTests {
         #expect(request["path"] == .string("/3/device/\(token)"))
         #expect(request["jwt"] == "valid", "\(request)")
         #expect(request["jwtHeader"]?["alg"] == "ES256" && request["jwtHeader"]?["kid"] == "ABC123DEFG" && request["jwtClaims"]?["iss"] == "DEF123GHIJ")
-        #expect(request["headers"]?["apns-topic"] == "com.example.companion" && request["headers"]?["apns-push-type"] == "background"
+        #expect(
+            request["headers"]?["apns-topic"] == "com.example.companion" && request["headers"]?["apns-push-type"] == "background"
                 && request["headers"]?["apns-priority"] == "5")
         let body = try JSONDecoder().decode(JSONValue.self, from: Data((request["body"]?.stringValue ?? "").utf8))
         #expect(body["aps"]?["content-available"] == 1 && body["lanbridge"]?["command"] == "canvas.hide")
@@ -86,8 +87,9 @@ struct WakeEndToEndTests {
         // Run again by hand within the hour: the cached JWT is reused (Apple refuses new ones more
         // often than every 20 minutes), and an alert is asked for.
         let again = try ChildProcess(URL(fileURLWithPath: hook), args + ["--alert"], standardInput: true)
-        again.write(line: #"{"version":1,"nodeId":"x","displayName":"phone","platform":"ios","command":"canvas.hide","why":"NODE_NOT_CONNECTED","#
-                    + #""holdMs":1000,"provider":"apns","token":"\#(token)","environment":"production","topic":"com.example.companion"}"#)
+        again.write(
+            line: #"{"version":1,"nodeId":"x","displayName":"phone","platform":"ios","command":"canvas.hide","why":"NODE_NOT_CONNECTED","#
+                + #""holdMs":1000,"provider":"apns","token":"\#(token)","environment":"production","topic":"com.example.companion"}"#)
         again.closeStandardInput()
         let printed = try again.nextLine()
         #expect(printed == "apns: 200", "\(again.standardError)")
@@ -104,7 +106,8 @@ struct WakeEndToEndTests {
         let dir = TemporaryDirectory("hook")
         let record = dir.url.appendingPathComponent("record.json").path
         let hook = dir.url.appendingPathComponent("hook").path
-        try Data("""
+        try Data(
+            """
             #!/usr/bin/python3
             import json, os, subprocess, sys
             doc = json.load(sys.stdin)
@@ -116,11 +119,13 @@ struct WakeEndToEndTests {
             print("recorded; now too slow", flush=True)
             child.wait()
 
-            """.utf8).write(to: URL(fileURLWithPath: hook))
+            """.utf8
+        ).write(to: URL(fileURLWithPath: hook))
         #expect(chmod(hook, 0o755) == 0)
         let gatewayToken = "wake-test-token-\(UUID().uuidString)"
-        let stack = try RelayStack(config: try Self.config(exec: hook, args: [], timeoutMs: 1000), bridgeEnvironment: ["LANBRIDGE_GATEWAY_TOKEN": gatewayToken],
-                                   gatewayToken: gatewayToken)
+        let stack = try RelayStack(
+            config: try Self.config(exec: hook, args: [], timeoutMs: 1000), bridgeEnvironment: ["LANBRIDGE_GATEWAY_TOKEN": gatewayToken],
+            gatewayToken: gatewayToken)
         defer { stack.stop() }
         try Self.backgrounded(stack, push: "apns \(PushEndToEndTests.token) sandbox com.example.companion")
 
@@ -129,9 +134,12 @@ struct WakeEndToEndTests {
         #expect(late.contains("recorded; now too slow"), "its first line is logged: \(late)")
         let seen = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: URL(fileURLWithPath: record)))
         let doc = try #require(seen["doc"])
-        #expect(doc == ["version": 1, "nodeId": .string(stack.nodeID), "displayName": "phone", "platform": "ios", "command": "canvas.hide",
-                        "why": .string(ErrorMessage.backgroundUnavailable), "holdMs": 1500, "provider": "apns", "token": .string(PushEndToEndTests.token),
-                        "environment": "sandbox", "topic": "com.example.companion"], "\(doc)")
+        #expect(
+            doc == [
+                "version": 1, "nodeId": .string(stack.nodeID), "displayName": "phone", "platform": "ios", "command": "canvas.hide",
+                "why": .string(ErrorMessage.backgroundUnavailable), "holdMs": 1500, "provider": "apns", "token": .string(PushEndToEndTests.token),
+                "environment": "sandbox", "topic": "com.example.companion",
+            ], "\(doc)")
         guard case let .object(environment)? = seen["env"], case let .object(fds)? = seen["fds"] else { Issue.record("\(seen)"); return }
         #expect(Set(environment.keys).isSubset(of: ["PATH", "LANG", "LC_ALL", "TZ", "HOME"]), "\(environment.keys)")
         #expect(!String(decoding: (seen as JSONValue).serialized, as: UTF8.self).contains(gatewayToken), "the gateway token reaches no hook")

@@ -18,8 +18,9 @@ struct WideAreaRecordsTests {
         #expect(try CLI.run(["identity", "--state-dir", state.path]).status == 0)
         let printed = try CLI.run(["discover", "records", "--state-dir", state.path, "--domain", domain] + arguments)
         #expect(printed.status == 0, "\(printed.stderr)")
-        let reader = try ChildProcess(URL(fileURLWithPath: Python.executable),
-                                      [Repository.url("Tests/IntegrationTests/python/wide_area_zone.py").path, domain], standardInput: true)
+        let reader = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [Repository.url("Tests/IntegrationTests/python/wide_area_zone.py").path, domain], standardInput: true)
         reader.write(line: printed.stdout)
         reader.closeStandardInput()
         let line = try #require(try reader.nextLine(), "\(reader.standardError)")

@@ -13,7 +13,8 @@ struct CanvasRequestTests {
     }
 
     @Test func aPageLoadIsReadAndRebuiltWithOnlyTheHeadersItNeeds() throws {
-        let head = "GET /__openclaw__/cap/\(Self.cap)/__openclaw__/a2ui/?platform=ios HTTP/1.1\r\nHost: 192.168.1.10:18793\r\n"
+        let head =
+            "GET /__openclaw__/cap/\(Self.cap)/__openclaw__/a2ui/?platform=ios HTTP/1.1\r\nHost: 192.168.1.10:18793\r\n"
             + "Accept: text/html\r\nCookie: lanbridge_session=x\r\nAuthorization: Bearer t\r\nForwarded: for=1.2.3.4\r\nX-Forwarded-For: 1.2.3.4\r\n"
             + "Accept-Encoding: gzip\r\nConnection: keep-alive, x-secret\r\nX-Secret: 1\r\n\r\n"
         let request = try read(head).get()
@@ -29,7 +30,8 @@ struct CanvasRequestTests {
     }
 
     @Test func theLiveReloadUpgradeTakesItsCapabilityFromTheQuery() throws {
-        let head = "GET /__openclaw__/ws?oc_cap=\(Self.cap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+        let head =
+            "GET /__openclaw__/ws?oc_cap=\(Self.cap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             + "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nOrigin: https://evil.example\r\n"
             + "Sec-WebSocket-Extensions: permessage-deflate\r\n\r\n"
         let request = try read(head).get()

@@ -42,7 +42,6 @@ struct ConsoleRequestTests {
     }
 }
 
-
 struct ConsoleEventsTests {
     /// Event streams are bounded: the seventeenth evicts the oldest (closed), never refused.
     @Test func theOldestStreamIsEvictedPastTheBound() throws {

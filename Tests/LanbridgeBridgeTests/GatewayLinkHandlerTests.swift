@@ -26,12 +26,14 @@ struct GatewayLinkHandlerTests {
         try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
         let directory = StateDirectory(url: url)
         let channel = EmbeddedChannel()
-        let core = BridgeCore(name: "t", settings: BridgeSettings(), pairingTiming: .standard,
-                              runtime: RuntimeStatus(bridgeName: "t", listening: [], startedAt: Date()), initial: PairingState(),
-                              pairedVersion: PairingStore(directory: directory).pairedFileVersion(), gateway: .lanbridge, logger: logger)
+        let core = BridgeCore(
+            name: "t", settings: BridgeSettings(), pairingTiming: .standard,
+            runtime: RuntimeStatus(bridgeName: "t", listening: [], startedAt: Date()), initial: PairingState(),
+            pairedVersion: PairingStore(directory: directory).pairedFileVersion(), gateway: .lanbridge, logger: logger)
         let io = StateIO(directory: directory, logger: logger)
-        let driver = BridgeDriver(loop: channel.embeddedEventLoop, core: core, io: io, admission: Admission(limits: .init(), logger: logger),
-                                  invites: InviteCache(store: PairingStore(directory: directory)), logger: logger)
+        let driver = BridgeDriver(
+            loop: channel.embeddedEventLoop, core: core, io: io, admission: Admission(limits: .init(), logger: logger),
+            invites: InviteCache(store: PairingStore(directory: directory)), logger: logger)
         let handler = GatewayLinkHandler(driver: driver, generation: driver.nextLinkGeneration(), hello: ["bridgeName": "t"], ending: .init(), logger: logger)
         // As the link's pipeline is after the upgrade: the frame writer under the handler.
         try channel.pipeline.syncOperations.addHandlers(encoder ?? WebSocketFrameWriter(), handler)
@@ -124,17 +126,20 @@ struct GatewayLinkHandlerTests {
         defer { try? FileManager.default.removeItem(at: url) }
         let directory = StateDirectory(url: url)
         let store = PairingStore(directory: directory)
-        let core = BridgeCore(name: "t", settings: BridgeSettings(), pairingTiming: .standard,
-                              runtime: RuntimeStatus(bridgeName: "t", listening: [], startedAt: Date()), initial: PairingState(),
-                              pairedVersion: store.pairedFileVersion(), logger: logger)
+        let core = BridgeCore(
+            name: "t", settings: BridgeSettings(), pairingTiming: .standard,
+            runtime: RuntimeStatus(bridgeName: "t", listening: [], startedAt: Date()), initial: PairingState(),
+            pairedVersion: store.pairedFileVersion(), logger: logger)
         let io = StateIO(directory: directory, logger: logger)
-        let driver = BridgeDriver(loop: MultiThreadedEventLoopGroup.singleton.next(), core: core, io: io,
-                                  admission: Admission(limits: .init(), logger: logger), invites: InviteCache(store: store), logger: logger)
+        let driver = BridgeDriver(
+            loop: MultiThreadedEventLoopGroup.singleton.next(), core: core, io: io,
+            admission: Admission(limits: .init(), logger: logger), invites: InviteCache(store: store), logger: logger)
         await driver.shutdown()
         let before = store.pairedFileVersion()
         try store.update { state in  // the CLI approves a node after the bridge stopped
-            let request = try state.requestPairing(key: PublicKey(bytes: X25519.KeyPair.generate().publicKey)!,
-                                                   details: NodeDetails(displayName: "late", platform: "linux"), source: "10.0.0.5", now: Date())
+            let request = try state.requestPairing(
+                key: PublicKey(bytes: X25519.KeyPair.generate().publicKey)!,
+                details: NodeDetails(displayName: "late", platform: "linux"), source: "10.0.0.5", now: Date())
             state.setCode("123456", requestId: request.requestId)
             _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: []), now: Date())
         }

@@ -8,9 +8,11 @@ struct HostCheckTests {
         #expect(HostCheck.allows(host, port: 18791))
     }
 
-    @Test(arguments: [nil, "", "evil.example:18791", "localhost.evil.example:18791", "127.0.0.1.nip.io:18791", "127.0.0.1",
-                      "localhost", "127.0.0.1:18792", "localhost:", "[::1]", "[::1]18791", "::1:18791", "127.0.0.1:18791 ",
-                      "127.0.0.1:+18791", "999.0.0.1:18791", "[evil.example]:18791"])
+    @Test(arguments: [
+        nil, "", "evil.example:18791", "localhost.evil.example:18791", "127.0.0.1.nip.io:18791", "127.0.0.1",
+        "localhost", "127.0.0.1:18792", "localhost:", "[::1]", "[::1]18791", "::1:18791", "127.0.0.1:18791 ",
+        "127.0.0.1:+18791", "999.0.0.1:18791", "[evil.example]:18791",
+    ])
     func anythingElseIsMisdirected(host: String?) {
         #expect(!HostCheck.allows(host, port: 18791))
     }

@@ -13,8 +13,10 @@ import Testing
 
     @Test(arguments: [false, true]) func aValueAPeerChoseStaysOnItsLineAndCannotDriveATerminal(interactive: Bool) {
         let handler = LineLogHandler(label: "lanbridge", interactive: interactive, journal: false)
-        let line = handler.line(for: LogEvent(level: .notice, message: "dropped a result \(Self.forged)", metadata: ["invoke": "\(Self.forged)"],
-                                              source: "", file: "", function: "", line: 0), time: Date(timeIntervalSince1970: 0))
+        let line = handler.line(
+            for: LogEvent(
+                level: .notice, message: "dropped a result \(Self.forged)", metadata: ["invoke": "\(Self.forged)"],
+                source: "", file: "", function: "", line: 0), time: Date(timeIntervalSince1970: 0))
         #expect(!line.contains("\n") && !line.contains("\r"), "one line: \(line)")
         #expect(!line.unicodeScalars.contains { SafeText.isUnsafe($0) }, "no control character, separator or bidi override: \(line)")
         #expect(line.contains("\\u{1B}[2J") && line.contains("\\n"), "what was there is still visible, escaped: \(line)")

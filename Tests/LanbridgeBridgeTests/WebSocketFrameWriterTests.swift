@@ -9,8 +9,7 @@ import Testing
 struct WebSocketFrameWriterTests {
     func encoded(_ frame: WebSocketFrame, nio: Bool) throws -> [UInt8] {
         let channel = EmbeddedChannel()
-        if nio { try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder()) }
-        else { try channel.pipeline.syncOperations.addHandler(WebSocketFrameWriter()) }
+        if nio { try channel.pipeline.syncOperations.addHandler(WebSocketFrameEncoder()) } else { try channel.pipeline.syncOperations.addHandler(WebSocketFrameWriter()) }
         try channel.writeOutbound(frame)
         var bytes: [UInt8] = []
         while var buffer = try channel.readOutbound(as: ByteBuffer.self) { bytes += buffer.readBytes(length: buffer.readableBytes) ?? [] }
@@ -25,11 +24,13 @@ struct WebSocketFrameWriterTests {
         let extensionData = ByteBuffer(bytes: [1, 2, 3, 4, 5])
         for mask in [nil, WebSocketMaskingKey.random()] {
             for ext in [nil, extensionData] {
-                let frame = WebSocketFrame(fin: length % 2 == 0, rsv1: ext != nil, opcode: length == 0 ? .ping : .text,
-                                           maskKey: mask, data: data, extensionData: ext)
+                let frame = WebSocketFrame(
+                    fin: length % 2 == 0, rsv1: ext != nil, opcode: length == 0 ? .ping : .text,
+                    maskKey: mask, data: data, extensionData: ext)
                 let ours = try encoded(frame, nio: false), theirs = try encoded(frame, nio: true)
-                #expect(ours == theirs,
-                        "length \(length), masked \(mask != nil), extension \(ext != nil)")
+                #expect(
+                    ours == theirs,
+                    "length \(length), masked \(mask != nil), extension \(ext != nil)")
             }
         }
     }
@@ -61,4 +62,3 @@ struct MaskingKeysTests {
         #expect(distinct.count >= 2990)
     }
 }
-

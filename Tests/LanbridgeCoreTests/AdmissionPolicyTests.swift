@@ -10,7 +10,8 @@ struct AdmissionPolicyTests {
     @Test func theLimitsAreTheConfigsWithOneDefault() {
         let defaults = AdmissionPolicy.Limits()
         let settings = BridgeSettings.Admission()
-        #expect(defaults.maxUnauthenticated == settings[.maxUnauthenticated] && defaults.maxWaiting == settings[.maxWaiting]
+        #expect(
+            defaults.maxUnauthenticated == settings[.maxUnauthenticated] && defaults.maxWaiting == settings[.maxWaiting]
                 && defaults.window == Double(settings[.windowSeconds]) && defaults.maxUnauthenticatedPerListener == settings[.maxUnauthenticated])
         var config = BridgeSettings.Admission()
         config[.maxUnauthenticated] = 100
@@ -23,8 +24,10 @@ struct AdmissionPolicyTests {
 
     let t0 = Moment(seconds: 1_800_000_000)
 
-    func policy(attempts: Int = 5, window: TimeInterval = 10, lockout: TimeInterval = 60, perAddress: Int = 100, total: Int = 100,
-                waiting: Int = 32, maxAddresses: Int = 4096) -> AdmissionPolicy {
+    func policy(
+        attempts: Int = 5, window: TimeInterval = 10, lockout: TimeInterval = 60, perAddress: Int = 100, total: Int = 100,
+        waiting: Int = 32, maxAddresses: Int = 4096
+    ) -> AdmissionPolicy {
         var limits = AdmissionPolicy.Limits()
         (limits.attemptsPerWindow, limits.window, limits.lockout) = (attempts, window, lockout)
         (limits.maxUnauthenticatedPerAddress, limits.maxUnauthenticated, limits.maxWaiting) = (perAddress, total, waiting)
@@ -34,8 +37,10 @@ struct AdmissionPolicyTests {
 
     /// Admits and returns the slot (and what it evicted); records an issue if refused.
     @discardableResult
-    func admit(_ p: inout AdmissionPolicy, _ address: String, listener: Int = 0, at now: Moment,
-               sourceLocation: SourceLocation = #_sourceLocation) -> (slot: Int, evicted: [Int]) {
+    func admit(
+        _ p: inout AdmissionPolicy, _ address: String, listener: Int = 0, at now: Moment,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> (slot: Int, evicted: [Int]) {
         guard case let .admit(slot, evicted, _) = p.connection(from: address, listener: listener, now: now) else {
             Issue.record("\(address) refused", sourceLocation: sourceLocation)
             return (-1, [])
@@ -147,8 +152,9 @@ struct AdmissionPolicyTests {
         let tailnet = (0..<2).map { i in admit(&p, "100.64.0.\(i)", listener: 1, at: t0) }
         #expect(tailnet.allSatisfy { $0.evicted.isEmpty })
         let more = admit(&p, "100.64.0.9", listener: 1, at: t0).evicted
-        #expect(more.count == 1 && lan.map(\.slot).contains(more[0]) && !tailnet.map(\.slot).contains(more[0]),
-                "evicted from the LAN, the busiest listener")
+        #expect(
+            more.count == 1 && lan.map(\.slot).contains(more[0]) && !tailnet.map(\.slot).contains(more[0]),
+            "evicted from the LAN, the busiest listener")
         #expect(p.unauthenticatedCount == 8)
     }
 }

@@ -27,7 +27,8 @@ struct BridgeCoreOpenClawTests {
         guard case let .online(details, commands, foreground)? = Self.presence(opened).first else { Issue.record("\(opened)"); return }
         #expect(details.displayName == "Ada's phone" && commands == ["camera.snap"] && foreground)
         #expect(BridgeCoreTests.events(opened).isEmpty, "no §12 events")
-        #expect(Self.presence(core.on(.received(Array(#"{"type":"state","foreground":false}"#.utf8), from: 1), now: base.t0 + 1, wall: base.wall))
+        #expect(
+            Self.presence(core.on(.received(Array(#"{"type":"state","foreground":false}"#.utf8), from: 1), now: base.t0 + 1, wall: base.wall))
                 == [.foreground(false)])
         #expect(Self.presence(core.on(.closed(1), now: base.t0 + 2)) == [.offline])
     }
@@ -90,7 +91,9 @@ struct BridgeCoreOpenClawTests {
         var core = try core()
         _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         let later = base.wall.addingTimeInterval(3600)
-        let answered = core.on(.request(method: GatewayMethod.nodeDescribe, params: ["nodeId": .string(Fingerprint(publicKey: base.phoneKey.publicKey).description)], from: .control(1)), now: base.t0 + 3600, wall: later)
+        let answered = core.on(
+            .request(method: GatewayMethod.nodeDescribe, params: ["nodeId": .string(Fingerprint(publicKey: base.phoneKey.publicKey).description)], from: .control(1)),
+            now: base.t0 + 3600, wall: later)
         guard case let .success(payload)? = BridgeCoreTests.answers(answered).first?.1, case let .value(value?) = payload else {
             Issue.record("\(answered)"); return
         }
@@ -112,13 +115,17 @@ struct BridgeCoreOpenClawTests {
         #expect(BridgeCoreTests.answers(answered).first?.0 == .openClaw(node: node, invokeID: "oc-1"))
 
         // The gate's rules first: a command the operator did not allow never reaches the node.
-        let denied = core.on(.openClawInvoke(node: node, .init(id: "oc-2", command: "screen.record", params: nil, timeoutMs: nil, idempotencyKey: nil, queued: false)), now: base.t0 + 1, wall: base.wall)
+        let denied = core.on(
+            .openClawInvoke(node: node, .init(id: "oc-2", command: "screen.record", params: nil, timeoutMs: nil, idempotencyKey: nil, queued: false)), now: base.t0 + 1,
+            wall: base.wall)
         #expect(BridgeCoreTests.invokeSent(denied) == nil)
         #expect(BridgeCoreTests.answers(denied).first?.1.failureCode == ErrorMessage.forbidden)
 
         // The background fast-fail, with the code OpenClaw queues on.
         _ = core.on(.received(Array(#"{"type":"state","foreground":false}"#.utf8), from: 1), now: base.t0 + 2, wall: base.wall)
-        let background = core.on(.openClawInvoke(node: node, .init(id: "oc-3", command: "camera.snap", params: nil, timeoutMs: nil, idempotencyKey: nil, queued: false)), now: base.t0 + 3, wall: base.wall)
+        let background = core.on(
+            .openClawInvoke(node: node, .init(id: "oc-3", command: "camera.snap", params: nil, timeoutMs: nil, idempotencyKey: nil, queued: false)), now: base.t0 + 3,
+            wall: base.wall)
         #expect(BridgeCoreTests.answers(background).first?.1.failureCode == ErrorMessage.backgroundUnavailable)
     }
 
@@ -129,7 +136,9 @@ struct BridgeCoreOpenClawTests {
         let node = Fingerprint(publicKey: base.phoneKey.publicKey)
         _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         func call(_ n: Int, _ params: String) -> [BridgeAction] {
-            core.on(.received(Array(#"{"type":"gateway.call","id":"c\#(n)","method":"agent","params":\#(params),"idempotencyKey":"k\#(n)"}"#.utf8), from: 1), now: base.t0 + 1, wall: base.wall)
+            core.on(
+                .received(Array(#"{"type":"gateway.call","id":"c\#(n)","method":"agent","params":\#(params),"idempotencyKey":"k\#(n)"}"#.utf8), from: 1), now: base.t0 + 1,
+                wall: base.wall)
         }
         let voice = call(0, #"{"message":"lights off","source":"voice","sessionKey":"main","nodeId":"forged"}"#)
         guard case let .openClawEvent(to, event, payload, tag?)? = voice.first(where: { if case .openClawEvent = $0 { true } else { false } }) else {

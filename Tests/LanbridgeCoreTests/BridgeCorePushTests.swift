@@ -34,10 +34,10 @@ struct BridgeCorePushTests {
     }
 
     @Test(arguments: [
-        #""provider":"APNS","token":"abc""#,                                   // provider not lowercase
-        #""provider":"fcm","token":"has space""#,                              // not visible ASCII
-        #""provider":"apns","token":"zz","topic":"t""#,                        // not hex, too short
-        #""provider":"apns","token":"\#(token)""#,                             // no topic
+        #""provider":"APNS","token":"abc""#,  // provider not lowercase
+        #""provider":"fcm","token":"has space""#,  // not visible ASCII
+        #""provider":"apns","token":"zz","topic":"t""#,  // not hex, too short
+        #""provider":"apns","token":"\#(token)""#,  // no topic
         #""provider":"apns","token":"\#(token)","topic":"t","environment":"dev""#,
     ])
     func anInvalidRegistrationIsRefusedAndNothingIsStored(fields: String) throws {

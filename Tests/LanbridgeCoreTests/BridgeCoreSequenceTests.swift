@@ -9,7 +9,8 @@ import Testing
 /// Seeded (SplitMix), so a failure names its seed and replays; CI runs the seeds below,
 /// `LANBRIDGE_CORE_SEQUENCES=N` runs N more.
 struct BridgeCoreSequenceTests {
-    static let seeds: [UInt64] = Array(1...40) + (ProcessInfo.processInfo.environment["LANBRIDGE_CORE_SEQUENCES"].flatMap(Int.init).map { n in (0..<UInt64(n)).map { 1000 + $0 } } ?? [])
+    static let seeds: [UInt64] =
+        Array(1...40) + (ProcessInfo.processInfo.environment["LANBRIDGE_CORE_SEQUENCES"].flatMap(Int.init).map { n in (0..<UInt64(n)).map { 1000 + $0 } } ?? [])
 
     struct Seeded: CoreWalk.Choices {
         var rng: SplitMix

@@ -25,8 +25,9 @@ struct BridgeCoreTests {
     var nodeId: String { Fingerprint(publicKey: phoneKey.publicKey).description }
 
     func opening(_ id: ConnectionID) -> BridgeCore.Opening {
-        .init(id: id, handshake: .init(remoteStaticKey: phoneKey.publicKey, handshakeHash: Array(repeating: 1, count: 32), version: 1, handshake: .xx),
-              address: "10.0.0.5", peer: "10.0.0.5:4000", slot: nil)
+        .init(
+            id: id, handshake: .init(remoteStaticKey: phoneKey.publicKey, handshakeHash: Array(repeating: 1, count: 32), version: 1, handshake: .xx),
+            address: "10.0.0.5", peer: "10.0.0.5:4000", slot: nil)
     }
 
     /// A gateway's node.invoke params (a fresh idempotency key unless given).
@@ -85,8 +86,11 @@ struct BridgeCoreTests {
         let paired = Self.sent(core.on(.opened(opening(1)), now: t0, wall: wall), to: 1).compactMap { $0 as? Welcome }.first
         #expect(paired?.paired == true && paired?.addresses == ["192.168.1.10:18790", "100.64.0.7:18790"])
         let stranger = X25519.KeyPair.generate()
-        let actions = core.on(.opened(.init(id: 2, handshake: .init(remoteStaticKey: stranger.publicKey, handshakeHash: [], version: 1, handshake: .xx),
-                                        address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3)), now: t0, wall: wall)
+        let actions = core.on(
+            .opened(
+                .init(
+                    id: 2, handshake: .init(remoteStaticKey: stranger.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                    address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3)), now: t0, wall: wall)
         let unpaired = Self.sent(actions, to: 2).compactMap { $0 as? Welcome }.first
         #expect(unpaired?.paired == false && unpaired?.addresses == nil)
     }
@@ -110,8 +114,11 @@ struct BridgeCoreTests {
     @Test func closingOneConnectionLeavesAnotherAlone() throws {
         var core = try core()
         let other = X25519.KeyPair.generate()
-        _ = core.on(.opened(.init(id: 7, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
-                              address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3)), now: t0, wall: wall)
+        _ = core.on(
+            .opened(
+                .init(
+                    id: 7, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                    address: "10.0.0.9", peer: "10.0.0.9:1", slot: 3)), now: t0, wall: wall)
         _ = core.on(.opened(opening(8)), now: t0, wall: wall)
         let closed = core.on(.closed(7), now: t0 + 1)
         #expect(closed.contains { if case .releaseSlot(3) = $0 { true } else { false } })
@@ -204,8 +211,11 @@ struct BridgeCoreTests {
         var core = try core()
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         let other = X25519.KeyPair.generate()
-        _ = core.on(.opened(.init(id: 2, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
-                              address: "10.0.0.9", peer: "10.0.0.9:1", slot: 1)), now: t0, wall: wall)
+        _ = core.on(
+            .opened(
+                .init(
+                    id: 2, handshake: .init(remoteStaticKey: other.publicKey, handshakeHash: [], version: 1, handshake: .xx),
+                    address: "10.0.0.9", peer: "10.0.0.9:1", slot: 1)), now: t0, wall: wall)
         let pings = core.on(.pingAll)
         #expect(Set(pings.compactMap { if case let .send(id, message) = $0, message is Ping { id } else { nil } }) == [1, 2])
     }
@@ -235,7 +245,8 @@ struct BridgeCoreTests {
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         let call = Array("{\"type\":\"gateway.call\",\"id\":\"c1\",\"method\":\"system-event\",\"params\":{\"text\":\"hi\"}}".utf8)
         let forwarded = core.on(.received(call, from: 1), now: t0, wall: wall)
-        #expect(forwarded.contains { if case let .toGateway(1, .request(_, method, params)) = $0 { method == "system-event" && params?["nodeId"] == .string(nodeId) } else { false } })
+        #expect(
+            forwarded.contains { if case let .toGateway(1, .request(_, method, params)) = $0 { method == "system-event" && params?["nodeId"] == .string(nodeId) } else { false } })
         let expired = core.on(.timerFired, now: t0 + BridgeCore.callTimeout)
         #expect(Self.sent(expired, to: 1).compactMap { $0 as? GatewayCallResult }.first?.error?.code == ErrorMessage.timeout)
     }
@@ -265,15 +276,18 @@ struct InvokeGateTests {
 
     init() throws {
         var state = PairingState()
-        let details = NodeDetails(displayName: "Tab", platform: "android", osVersion: "15", appVersion: "1", deviceModel: "x",
-                                  caps: ["camera"], commands: ["camera.snap", "device.info", "screen.tap"], flags: .init(requiresForeground: true))
+        let details = NodeDetails(
+            displayName: "Tab", platform: "android", osVersion: "15", appVersion: "1", deviceModel: "x",
+            caps: ["camera"], commands: ["camera.snap", "device.info", "screen.tap"], flags: .init(requiresForeground: true))
         let request = try state.requestPairing(key: PublicKey(bytes: X25519.KeyPair.generate().publicKey)!, details: details, source: nil, now: Date())
         state.setCode("1", requestId: request.requestId)
         node = try state.approve(requestId: request.requestId, code: "1", access: AccessRules(allow: ["camera.*", "device.info", "screen.tap"]), now: Date())
     }
 
-    func decide(_ command: String, timeoutMs: Int? = nil, found: Bool = true, session: InvokeGate.Session? = .init(connection: 1, foreground: true, inFlight: 0),
-                gate: InvokeGate = InvokeGate(settings: BridgeSettings()), buckets: inout RateBuckets) -> InvokeGate.Verdict {
+    func decide(
+        _ command: String, timeoutMs: Int? = nil, found: Bool = true, session: InvokeGate.Session? = .init(connection: 1, foreground: true, inFlight: 0),
+        gate: InvokeGate = InvokeGate(settings: BridgeSettings()), buckets: inout RateBuckets
+    ) -> InvokeGate.Verdict {
         let lookup: Result<PairedNode, any Error> = found ? .success(node) : .failure(PairingError.unknownNode("x"))
         return gate.decide(InvokeRequest(node: "x", command: command, timeoutMs: timeoutMs), node: lookup, rules: nil, session: session, buckets: &buckets, now: t0)
     }
@@ -301,8 +315,11 @@ struct InvokeGateTests {
 
     /// Issue 48 §2: the URL policy checks strings; a url of any other type is refused before
     /// the node sees it (a JavaScript node turns `["http://192.168.1.1/"]` into that URL).
-    @Test(arguments: Array<JSONValue>([["url": ["http://192.168.1.1/"]], ["url": ["href": "http://192.168.1.1/"]], ["url": 3232235777], ["url": .null],
-                                  ["http://192.168.1.1/"], "http://192.168.1.1/", ["url": "http://192.168.1.1/"]]))
+    @Test(
+        arguments: Array<JSONValue>([
+            ["url": ["http://192.168.1.1/"]], ["url": ["href": "http://192.168.1.1/"]], ["url": 3232235777], ["url": .null],
+            ["http://192.168.1.1/"], "http://192.168.1.1/", ["url": "http://192.168.1.1/"],
+        ]))
     func aNavigationURLThatIsNotAnAllowedStringIsRefused(params: JSONValue) throws {
         var state = PairingState()
         let details = NodeDetails(displayName: "Tab", platform: "android", appVersion: "1", caps: ["canvas"], commands: ["canvas.navigate", "canvas.present"])
@@ -311,16 +328,18 @@ struct InvokeGateTests {
         let canvasNode = try state.approve(requestId: request.requestId, code: "1", access: AccessRules(allow: ["canvas.*"]), now: Date())
         var b = RateBuckets()
         for command in InvokeGate.navigations {
-            let verdict = InvokeGate(settings: BridgeSettings()).decide(InvokeRequest(node: "x", command: command, params: params), node: .success(canvasNode),
-                                                                       rules: nil, session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
+            let verdict = InvokeGate(settings: BridgeSettings()).decide(
+                InvokeRequest(node: "x", command: command, params: params), node: .success(canvasNode),
+                rules: nil, session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
             guard case let .refuse(error, denied) = verdict else { Issue.record("\(command) \(params) was relayed"); continue }
             #expect(error.code == ErrorMessage.forbidden && error.details?["reason"] == "CANVAS_URL" && denied != nil, "\(error)")
         }
         // A string the policy allows still passes, and params without a url are the node's business.
         let allowedParams: [JSONValue] = [["url": "https://example.com/"], ["other": 1], .null]
         for allowed in allowedParams {
-            let verdict = InvokeGate(settings: BridgeSettings()).decide(InvokeRequest(node: "x", command: "canvas.navigate", params: allowed), node: .success(canvasNode),
-                                                                       rules: nil, session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
+            let verdict = InvokeGate(settings: BridgeSettings()).decide(
+                InvokeRequest(node: "x", command: "canvas.navigate", params: allowed), node: .success(canvasNode),
+                rules: nil, session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
             #expect(code(verdict) == nil, "\(allowed)")
         }
     }

@@ -153,8 +153,9 @@ extension BridgeCoreTests {
         var hooked = try coreWithWakeHook()
         connectInBackground(&hooked)
         #expect(Self.wakes(ask(&hooked, invoke("camera.snap"), id: "g1", at: t0)).isEmpty, "a fast-fail wakes nothing")
-        #expect(Self.wakes(ask(&hooked, invoke("canvas.hide"), id: "g2", at: t0)).isEmpty && Self.wakes(ask(&hooked, held("device.info"), id: "g3", at: t0)).isEmpty,
-                "a command that runs in the background is not held, and wakes nothing")
+        #expect(
+            Self.wakes(ask(&hooked, invoke("canvas.hide"), id: "g2", at: t0)).isEmpty && Self.wakes(ask(&hooked, held("device.info"), id: "g3", at: t0)).isEmpty,
+            "a command that runs in the background is not held, and wakes nothing")
     }
 }
 
@@ -184,16 +185,21 @@ extension BridgeCoreTests {
         var core = try core()
         connectInBackground(&core)
         _ = ask(&core, held(key: "k-held"), id: "g1", at: t0)
-        let cancelled = core.on(.request(method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"), from: .gateway(generation: 1, requestID: "c1")), now: t0 + 1, wall: wall)
+        let cancelled = core.on(
+            .request(
+                method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"), from: .gateway(generation: 1, requestID: "c1")),
+            now: t0 + 1, wall: wall)
         let answers = Self.answers(cancelled)
-        #expect(answers.contains { target, result in
-            if case let .gateway(_, id) = target, id == "g1", case let .failure(error) = result { return error.code == ErrorMessage.cancelled }
-            return false
-        }, "the held invoke's asker hears CANCELLED: \(answers)")
-        #expect(answers.contains { target, result in
-            if case let .gateway(_, id) = target, id == "c1", case let .success(.value(value?)) = result { return value["cancelled"] == true }
-            return false
-        }, "the cancel answers cancelled: true: \(answers)")
+        #expect(
+            answers.contains { target, result in
+                if case let .gateway(_, id) = target, id == "g1", case let .failure(error) = result { return error.code == ErrorMessage.cancelled }
+                return false
+            }, "the held invoke's asker hears CANCELLED: \(answers)")
+        #expect(
+            answers.contains { target, result in
+                if case let .gateway(_, id) = target, id == "c1", case let .success(.value(value?)) = result { return value["cancelled"] == true }
+                return false
+            }, "the cancel answers cancelled: true: \(answers)")
         let front = core.on(.received(state(true), from: 1), now: t0 + 2, wall: wall)
         #expect(Self.invokeSent(front) == nil, "a cancelled held invoke does not run when the node comes back")
     }
@@ -218,7 +224,8 @@ extension BridgeCoreTests {
         guard case let .success(.value(value?))? = version else { Issue.record("\(String(describing: version))"); return }
         #expect(value["version"] == "v2")
         // The gateway may not ask it.
-        #expect(Self.failure(core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x")), now: t0 + 2, wall: wall))?.code
+        #expect(
+            Self.failure(core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x")), now: t0 + 2, wall: wall))?.code
                 == ErrorMessage.unknownMethod)
     }
 }
@@ -235,9 +242,10 @@ struct HeldInvokesMachineTests {
         var params = base.held(command, maxMs: holdMs)
         if case var .object(fields) = params { fields["nodeId"] = .string(base.nodeId); params = .object(fields) }
         let request = try InvokeRequest(params: params)
-        return .init(request: request, origin: .gateway, waiter: .init(target: asker, slot: nil, command: command, started: now),
-                     expires: now + Double(holdMs) / 1000, bytes: bytes,
-                     refusal: ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "in the background", details: ["command": .string(command)], retryable: true))
+        return .init(
+            request: request, origin: .gateway, waiter: .init(target: asker, slot: nil, command: command, started: now),
+            expires: now + Double(holdMs) / 1000, bytes: bytes,
+            refusal: ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "in the background", details: ["command": .string(command)], retryable: true))
     }
 
     @Test func boundsRefuseTheNewestAndKeepTheRest() throws {
@@ -265,7 +273,8 @@ struct HeldInvokesMachineTests {
         #expect(held.expire(now: t0 + 0.999).isEmpty)
         let ended = held.expire(now: t0 + 1.5)
         #expect(ended.map(\.waiter.target) == [.control(1)])
-        #expect(ended.first?.error.code == ErrorMessage.backgroundUnavailable && ended.first?.error.details?["held"] == true
+        #expect(
+            ended.first?.error.code == ErrorMessage.backgroundUnavailable && ended.first?.error.details?["held"] == true
                 && ended.first?.error.details?["waitedMs"] == 1500 && ended.first?.error.details?["command"] == "camera.snap")
         #expect(held.count == 1 && held.nextDeadline == t0 + 3)
     }

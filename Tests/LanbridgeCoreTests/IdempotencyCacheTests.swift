@@ -47,8 +47,9 @@ import Testing
         // One more invoke a window after the last: everything before it has expired.
         run(&cache, key: "last", node: "node-0", at: t0 + 50 + IdempotencyCache.keepFor + 1)
         let footprint = cache.footprint
-        #expect(footprint.entries == 1 && footprint.queued == 1 && footprint.queuedByNode == 1 && footprint.nodes == 1,
-                "\(footprint)")
+        #expect(
+            footprint.entries == 1 && footprint.queued == 1 && footprint.queuedByNode == 1 && footprint.nodes == 1,
+            "\(footprint)")
         #expect(footprint.bytes == footprint.bytesByNode, "the byte counts agree")
     }
 

@@ -15,11 +15,14 @@ struct InvokeBookTests {
 
     /// Sends an invoke from `request` (the gateway's request ID) to `node` on `connection`; returns what went out.
     @discardableResult
-    func send(_ book: inout InvokeBook, _ request: String, node: Fingerprint? = nil, connection: ConnectionID = 1, timeout: Int = 5000,
-              origin: InvokeBook.Origin = .gateway, slot: InvokeBook.Slot? = nil) -> Invoke? {
+    func send(
+        _ book: inout InvokeBook, _ request: String, node: Fingerprint? = nil, connection: ConnectionID = 1, timeout: Int = 5000,
+        origin: InvokeBook.Origin = .gateway, slot: InvokeBook.Slot? = nil
+    ) -> Invoke? {
         let target: AnswerTarget = origin == .gateway ? .gateway(generation: 1, requestID: request) : .control(Int(request.utf8.first ?? 0))
-        book.send(node: node ?? n1, connection: connection, command: "canvas.snapshot", params: nil, timeoutMs: timeout, origin: origin,
-                  waiter: InvokeBook.Waiter(target: target, slot: slot, command: "canvas.snapshot", started: t0), now: t0)
+        book.send(
+            node: node ?? n1, connection: connection, command: "canvas.snapshot", params: nil, timeoutMs: timeout, origin: origin,
+            waiter: InvokeBook.Waiter(target: target, slot: slot, command: "canvas.snapshot", started: t0), now: t0)
         return book.take().compactMap { if case let .send(invoke, _) = $0 { invoke } else { nil } }.first
     }
 
@@ -108,8 +111,9 @@ struct InvokeBookTests {
         var book = book()
         let sent = try #require(send(&book, "r1"))
         #expect(sent.timeoutMs == 5000, "the node is told the deadline")
-        book.received(try failure(sent.id, ErrorMessage(code: "TIMEOUT", message: "camera busy", retryAfterMs: 250)), from: n1, connection: 1, size: 10,
-                      limit: 1000, now: t0 + 1)
+        book.received(
+            try failure(sent.id, ErrorMessage(code: "TIMEOUT", message: "camera busy", retryAfterMs: 250)), from: n1, connection: 1, size: 10,
+            limit: 1000, now: t0 + 1)
         let failed = try #require(error(answers(&book).first?.1))
         #expect(failed.code == ErrorMessage.timeout && failed.retryAfterMs == 250)
         #expect(failed.details?["nodeError"]?["message"] == "camera busy")
@@ -195,11 +199,13 @@ struct InvokeBookTests {
     /// The timer is armed for the earliest deadline, and only when it moves sooner.
     @Test func theTimerIsArmedForTheEarliestDeadline() {
         var book = book()
-        book.send(node: n1, connection: 1, command: "x", params: nil, timeoutMs: 5000, origin: .gateway,
-                  waiter: InvokeBook.Waiter(target: .control(1), slot: nil, command: "x", started: t0), now: t0)
+        book.send(
+            node: n1, connection: 1, command: "x", params: nil, timeoutMs: 5000, origin: .gateway,
+            waiter: InvokeBook.Waiter(target: .control(1), slot: nil, command: "x", started: t0), now: t0)
         #expect(book.take().contains { if case let .arm(at) = $0 { at == t0 + 5 } else { false } })
-        book.send(node: n1, connection: 1, command: "x", params: nil, timeoutMs: 9000, origin: .gateway,
-                  waiter: InvokeBook.Waiter(target: .control(2), slot: nil, command: "x", started: t0), now: t0)
+        book.send(
+            node: n1, connection: 1, command: "x", params: nil, timeoutMs: 9000, origin: .gateway,
+            waiter: InvokeBook.Waiter(target: .control(2), slot: nil, command: "x", started: t0), now: t0)
         #expect(!book.take().contains { if case .arm = $0 { true } else { false } }, "a later deadline does not re-arm")
         book.expire(now: t0 + 5)
         #expect(book.take().contains { if case let .arm(at) = $0 { at == t0 + 9 } else { false } })

@@ -16,23 +16,27 @@ struct BridgeDialerTests {
 
     @Test func aFailureStartsTheNextAttemptWithoutWaitingForTheStagger() async throws {
         // An hour's stagger: only the failure can start the second attempt before the time limit.
-        let (winner, address) = try await BridgeDialer.race(addresses, stagger: .seconds(3600), attempt: { address in
-            if address == addresses[0] { throw Refused() }
-            return address.host
-        }, discard: { _ in })
+        let (winner, address) = try await BridgeDialer.race(
+            addresses, stagger: .seconds(3600),
+            attempt: { address in
+                if address == addresses[0] { throw Refused() }
+                return address.host
+            }, discard: { _ in })
         #expect(winner == "100.64.0.1" && address == addresses[1])
     }
 
     @Test func aSilentAddressIsOvertakenAndWhatItReturnsLateIsDiscarded() async throws {
         let (release, released) = AsyncStream.makeStream(of: Void.self)
         let (discards, discarded) = AsyncStream.makeStream(of: String.self)
-        let (winner, _) = try await BridgeDialer.race(addresses, stagger: .milliseconds(1), attempt: { address in
-            if address == addresses[0] {
-                for await _ in release { break }  // deaf to cancellation, as a connect in progress is
-                return "late"
-            }
-            return address.host
-        }, discard: { discarded.yield($0) })
+        let (winner, _) = try await BridgeDialer.race(
+            addresses, stagger: .milliseconds(1),
+            attempt: { address in
+                if address == addresses[0] {
+                    for await _ in release { break }  // deaf to cancellation, as a connect in progress is
+                    return "late"
+                }
+                return address.host
+            }, discard: { discarded.yield($0) })
         #expect(winner == "100.64.0.1")
         released.yield()
         var iterator = discards.makeAsyncIterator()

@@ -31,9 +31,12 @@ struct FakeBridgeTests {
         }
     }
 
-    static func start(_ bridge: FakeBridge, details: NodeDetails = NodeDetails(displayName: "Test phone", platform: "ios", commands: ["device.echo", "canvas.snapshot"], flags: .init(requiresForeground: true)),
-                      invite: InviteURI? = nil, setUp: (NodeClient) async -> Void = { _ in },
-                      configure: (inout NodeClient.Configuration) -> Void = { _ in }) async throws -> Running {
+    static func start(
+        _ bridge: FakeBridge,
+        details: NodeDetails = NodeDetails(displayName: "Test phone", platform: "ios", commands: ["device.echo", "canvas.snapshot"], flags: .init(requiresForeground: true)),
+        invite: InviteURI? = nil, setUp: (NodeClient) async -> Void = { _ in },
+        configure: (inout NodeClient.Configuration) -> Void = { _ in }
+    ) async throws -> Running {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("lanbridge-fake-\(UUID().uuidString)")
         var configuration = NodeClient.Configuration(stateDirectory: directory, details: details)
         configuration.transport = bridge
@@ -88,9 +91,11 @@ struct FakeBridgeTests {
     /// answer), unless the configuration sends handlers to Swift's concurrent executor.
     @Test(arguments: [true, false]) func handlersRunOnTheClientsEventLoopUnlessConfiguredNot(onLoop: Bool) async throws {
         let bridge = FakeBridge()
-        let node = try await Self.start(bridge, setUp: { client in
-            await client.handle("device.where") { _ in .bool(MultiThreadedEventLoopGroup.currentEventLoop != nil) }
-        }, configure: { $0.handlersOnEventLoop = onLoop })
+        let node = try await Self.start(
+            bridge,
+            setUp: { client in
+                await client.handle("device.where") { _ in .bool(MultiThreadedEventLoopGroup.currentEventLoop != nil) }
+            }, configure: { $0.handlersOnEventLoop = onLoop })
         let nodeID = try await Self.pair(bridge, node)
         #expect(try await bridge.invoke(nodeID, "device.where") == .bool(onLoop))
         await node.stop()
@@ -104,7 +109,8 @@ struct FakeBridgeTests {
         }
         let nodeID = try await Self.pair(bridge, node)
         #expect(try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": 21]) == ["width": 42])
-        #expect(await Self.failure("a string width") { try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": "wide"]) }?.code
+        #expect(
+            await Self.failure("a string width") { try await bridge.invoke(nodeID, "canvas.snapshot", params: ["width": "wide"]) }?.code
                 == LanbridgeError.invalidParams)
         await node.stop()
     }
@@ -266,9 +272,13 @@ struct FakeBridgeTests {
         let registered = await bridge.next { if case let .pushRegistered(id, registration) = $0 { (id, registration) } else { nil } }
         #expect(registered.0 == nodeID && registered.1 == PushRegistration(provider: "apns", token: token, environment: "sandbox", topic: "com.example.app"))
         // Refused before sending: an APNs token must be hex, and have its topic.
-        let refused = await Self.failure("a bad token") { try await node.client.registerPush(provider: "apns", token: "not hex", topic: "t"); return nil }
+        let refused = await Self.failure("a bad token") {
+            try await node.client.registerPush(provider: "apns", token: "not hex", topic: "t"); return nil
+        }
         #expect(refused?.code == ErrorMessage.invalidRequest)
-        let noTopic = await Self.failure("no topic") { try await node.client.registerPush(provider: "apns", token: token); return nil }
+        let noTopic = await Self.failure("no topic") {
+            try await node.client.registerPush(provider: "apns", token: token); return nil
+        }
         #expect(noTopic?.code == ErrorMessage.invalidRequest)
         await node.stop()
     }

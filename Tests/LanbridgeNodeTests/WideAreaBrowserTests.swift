@@ -34,8 +34,12 @@ struct WideAreaBrowserTests {
             .init(name: Self.host, ttl: 60, data: .aaaa([0xfd, 0x7a, 0x11, 0x5c, 0xa1, 0xe0] + [UInt8](repeating: 0, count: 9) + [1])),
         ]
         let bridges = try await WideAreaBrowser.bridges(in: Self.zone) { name, type in zone.lookup(name, type) }
-        #expect(bridges == [DiscoveredBridge(name: "Kitchen bridge.lanbridge.test", host: "kitchen.lanbridge.test", addresses: ["100.64.77.1", "fd7a:115c:a1e0::1"],
-                                             port: 18790, advertisement: BridgeAdvertisement(txt: ["txtvers=1", "pv=1-1", "id=CD66-7ZZ3", "name=Kitchen"]))])
+        #expect(
+            bridges == [
+                DiscoveredBridge(
+                    name: "Kitchen bridge.lanbridge.test", host: "kitchen.lanbridge.test", addresses: ["100.64.77.1", "fd7a:115c:a1e0::1"],
+                    port: 18790, advertisement: BridgeAdvertisement(txt: ["txtvers=1", "pv=1-1", "id=CD66-7ZZ3", "name=Kitchen"]))
+            ])
     }
 
     @Test func aZoneListingManyInstancesIsReadOnlyAsFarAsTheCap() async throws {

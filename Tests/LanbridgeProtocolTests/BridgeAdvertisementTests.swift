@@ -34,8 +34,9 @@ struct WideAreaRecordsUnitTests {
     }
 
     @Test func theChainRunsFromTheDomainToTheAddress() {
-        let records = WideAreaRecords(domain: "example.com", instance: "B", target: "lanbridge", port: 18790, addresses: ["10.0.0.1"],
-                                      advertisement: BridgeAdvertisement(shortFingerprint: "ABCD-EFGH", name: "B"))
+        let records = WideAreaRecords(
+            domain: "example.com", instance: "B", target: "lanbridge", port: 18790, addresses: ["10.0.0.1"],
+            advertisement: BridgeAdvertisement(shortFingerprint: "ABCD-EFGH", name: "B"))
         #expect(records.records.map(\.type) == ["PTR", "PTR", "PTR", "PTR", "SRV", "TXT", "A"])
         #expect(records.records[3] == .init(name: "_lanbridge._tcp.example.com.", type: "PTR", data: "B._lanbridge._tcp.example.com."))
         #expect(records.records[4].data == "0 0 18790 lanbridge.example.com.")

@@ -10,13 +10,15 @@ struct CanvasExchangeTests {
     static let key = "dGhlIHNhbXBsZSBub25jZQ=="
 
     static func request(_ head: String) throws -> CanvasRequest { try CanvasRequest(head: Array(head.utf8)) }
-    static let upgradeHead = "GET /__openclaw__/ws?oc_cap=\(nodeCap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    static let upgradeHead =
+        "GET /__openclaw__/ws?oc_cap=\(nodeCap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
         + "Sec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
     static let pageHead = "GET /__openclaw__/cap/\(nodeCap)/__openclaw__/canvas/page HTTP/1.1\r\nHost: h\r\n\r\n"
 
     static func settings(upstream: String? = upstreamCap, maxBody: Int = 1 << 20) -> CanvasResponseReader.Settings {
-        .init(upstreamCapability: upstream, nodeCapability: nodeCap, maxBodyBytes: maxBody, maxHeadBytes: 16 << 10,
-              upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://192.168.1.10:18793", added: [("content-security-policy", "x")])
+        .init(
+            upstreamCapability: upstream, nodeCapability: nodeCap, maxBodyBytes: maxBody, maxHeadBytes: 16 << 10,
+            upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://192.168.1.10:18793", added: [("content-security-policy", "x")])
     }
 
     static func exchange(_ head: String, upstream: String? = upstreamCap) throws -> CanvasExchange {
@@ -133,18 +135,19 @@ struct CanvasExchangeTests {
         #expect(exchange.fromNode(LiveReloadFrame(opcode: .ping, payload: []).encoded(mask: [1, 1, 1, 1])).isEmpty)
     }
 
-    @Test(arguments: [[UInt8]]([
-        LiveReloadFrame(opcode: .binary, payload: [1]).encoded(mask: [1, 2, 3, 4]),
-        LiveReloadFrame(fin: false, opcode: .text, payload: [1]).encoded(mask: [1, 2, 3, 4]),
-        LiveReloadFrame(opcode: .continuation, payload: [1]).encoded(mask: [1, 2, 3, 4]),
-        LiveReloadFrame(opcode: .ping, payload: []).encoded(),                           // unmasked
-        [0x89 | 0x40, 0x80, 1, 2, 3, 4],                                                 // a reserved bit
-        [0x83, 0x80, 1, 2, 3, 4],                                                        // opcode 3
-        LiveReloadFrame(opcode: .ping, payload: Array(repeating: 0, count: 126)).encoded(mask: [1, 2, 3, 4]),
-        [0x09, 0x80, 1, 2, 3, 4],                                                        // a fragmented ping
-        [0x89, 0xFE, 0, 5, 1, 2, 3, 4, 0, 0, 0, 0, 0],                                   // a length not in its shortest form
-        LiveReloadFrame(opcode: .close, payload: [3]).encoded(mask: [1, 2, 3, 4]),       // a one-byte close
-    ]))
+    @Test(
+        arguments: [[UInt8]]([
+            LiveReloadFrame(opcode: .binary, payload: [1]).encoded(mask: [1, 2, 3, 4]),
+            LiveReloadFrame(fin: false, opcode: .text, payload: [1]).encoded(mask: [1, 2, 3, 4]),
+            LiveReloadFrame(opcode: .continuation, payload: [1]).encoded(mask: [1, 2, 3, 4]),
+            LiveReloadFrame(opcode: .ping, payload: []).encoded(),  // unmasked
+            [0x89 | 0x40, 0x80, 1, 2, 3, 4],  // a reserved bit
+            [0x83, 0x80, 1, 2, 3, 4],  // opcode 3
+            LiveReloadFrame(opcode: .ping, payload: Array(repeating: 0, count: 126)).encoded(mask: [1, 2, 3, 4]),
+            [0x09, 0x80, 1, 2, 3, 4],  // a fragmented ping
+            [0x89, 0xFE, 0, 5, 1, 2, 3, 4, 0, 0, 0, 0, 0],  // a length not in its shortest form
+            LiveReloadFrame(opcode: .close, payload: [3]).encoded(mask: [1, 2, 3, 4]),  // a one-byte close
+        ]))
     func everyOtherFrameFromTheNodeClosesTheSocketWithNothingPassed(frame: [UInt8]) throws {
         var exchange = try Self.exchange(Self.upgradeHead)
         _ = exchange.fromHost(Array(Self.switched.utf8))
@@ -153,8 +156,10 @@ struct CanvasExchangeTests {
     }
 
     @Test func framesSplitAtEveryByteReadTheSame() throws {
-        let frames = [LiveReloadFrame(opcode: .ping, payload: Array("abc".utf8)), LiveReloadFrame(opcode: .pong, payload: []),
-                      LiveReloadFrame.close(code: 1000, reason: "bye")]
+        let frames = [
+            LiveReloadFrame(opcode: .ping, payload: Array("abc".utf8)), LiveReloadFrame(opcode: .pong, payload: []),
+            LiveReloadFrame.close(code: 1000, reason: "bye"),
+        ]
         let bytes = frames.flatMap { $0.encoded(mask: [7, 0, 255, 3]) }
         for cut in 0...bytes.count {
             var reader = LiveReloadFrameReader(.fromClient, maxPayload: 125)
@@ -213,8 +218,10 @@ struct CanvasExchangeTests {
 
     @Test func aRedirectPointsAtTheRelayWithTheNodesCapability() throws {
         var exchange = try Self.exchange(Self.pageHead)
-        let actions = exchange.fromHost(Array(("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:18789/__openclaw__/cap/\(Self.upstreamCap)/__openclaw__/canvas/\r\n"
-            + "Content-Length: 0\r\n\r\n").utf8))
+        let actions = exchange.fromHost(
+            Array(
+                ("HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:18789/__openclaw__/cap/\(Self.upstreamCap)/__openclaw__/canvas/\r\n"
+                    + "Content-Length: 0\r\n\r\n").utf8))
         #expect(Self.toNode(actions).contains("location: https://192.168.1.10:18793/__openclaw__/cap/\(Self.nodeCap)/__openclaw__/canvas/\r\n"), "\(Self.toNode(actions))")
         #expect(Self.toNode(actions).contains("content-security-policy: x\r\n") && Self.closed(actions))
         var other = try Self.exchange(Self.pageHead)

@@ -86,7 +86,7 @@ struct CanvasURLPolicyTests {
         ("//example.com/", false),
         ("", false),
         ("https://example.com:443/", true),
-        ("https://172.32.0.1/", true),   // just past 172.16/12
+        ("https://172.32.0.1/", true),  // just past 172.16/12
         ("https://11.0.0.1/", true),
         ("https://[2001:db8::1]/", false),
     ]

@@ -76,8 +76,9 @@ struct CharacterClassEquivalenceTests {
             // Trimmed at both ends, kept or removed inside; cut at 64 characters.
             for text in scalar.value < 0x3000 ? ["\(s)a \(s)", s + String(repeating: "x", count: 70)] : ["\(s)a \(s)"] {
                 let expected = Self.foundationClean(text)
-                #expect(NodeDetails(displayName: text, platform: "x").sanitized().displayName == (expected.isEmpty ? "unnamed device" : expected),
-                        "U+\(String(scalar.value, radix: 16))")
+                #expect(
+                    NodeDetails(displayName: text, platform: "x").sanitized().displayName == (expected.isEmpty ? "unnamed device" : expected),
+                    "U+\(String(scalar.value, radix: 16))")
                 compared += 1
             }
         }
@@ -85,7 +86,8 @@ struct CharacterClassEquivalenceTests {
         for byte in UInt8.min...UInt8.max {
             let decoded = String(decoding: [byte], as: UTF8.self)
             for text in [decoded, "Ada\(decoded)'s phone", "\(decoded)\(decoded)"] {
-                #expect(NodeDetails(displayName: text, platform: "x").sanitized().displayName
+                #expect(
+                    NodeDetails(displayName: text, platform: "x").sanitized().displayName
                         == (Self.foundationClean(text).isEmpty ? "unnamed device" : Self.foundationClean(text)))
             }
         }
@@ -94,7 +96,9 @@ struct CharacterClassEquivalenceTests {
 
     @Test func trimmingMatchesFoundationAtBothEnds() {
         var random = SplitMix(state: 40)
-        let pool: [Unicode.Scalar] = [" ", "\t", "\n", "\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2028}", "\u{2029}", "\u{200B}", "\u{3000}", "\u{FEFF}", "a", "é", "\u{301}"]
+        let pool: [Unicode.Scalar] = [
+            " ", "\t", "\n", "\r", "\u{0B}", "\u{0C}", "\u{85}", "\u{A0}", "\u{2028}", "\u{2029}", "\u{200B}", "\u{3000}", "\u{FEFF}", "a", "é", "\u{301}",
+        ]
         for _ in 0..<20_000 {
             let text = String(String.UnicodeScalarView((0..<Int.random(in: 0..<8, using: &random)).map { _ in pool[Int.random(in: 0..<pool.count, using: &random)] }))
             #expect(text.trimmingWhitespace() == text.trimmingCharacters(in: .whitespaces))
@@ -126,8 +130,9 @@ struct CharacterClassEquivalenceTests {
         let fingerprint = Fingerprint(publicKey: Array(repeating: 1, count: 32))
         for chunk in stride(from: 0, to: Self.allScalars.count, by: 512) {
             let name = String(String.UnicodeScalarView(Self.allScalars[chunk..<min(chunk + 512, Self.allScalars.count)]))
-            let invite = InviteURI(host: "fe80::1", port: 18790, bridgeFingerprint: fingerprint, secret: Array(repeating: 7, count: 16), name: name,
-                                   alternates: [ReachableAddress(host: "2001:db8::2", port: 1)])
+            let invite = InviteURI(
+                host: "fe80::1", port: 18790, bridgeFingerprint: fingerprint, secret: Array(repeating: 7, count: 16), name: name,
+                alternates: [ReachableAddress(host: "2001:db8::2", port: 1)])
             let expected = "&a=%5B2001:db8::2%5D:1&name=" + (name.addingPercentEncoding(withAllowedCharacters: old) ?? "")
             #expect(invite.description.hasSuffix(expected))
             #expect(InviteURI(invite.description)?.name == name)

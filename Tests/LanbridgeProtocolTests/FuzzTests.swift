@@ -74,9 +74,11 @@ struct FuzzTests {
 extension FuzzTests {
     @Test func sessionMessageDecodingOnlyEverFailsWithAReason() {
         var rng = SplitMix(state: 4)
-        let seeds = [SessionMessages.encode(PairRequest(details: NodeDetails(displayName: "a", platform: "ios"), commitment: "00")),
-                     SessionMessages.encode(Invoke(id: "1", command: "canvas.snapshot", params: ["x": [1, "y", true, .null]])),
-                     SessionMessages.encode(Ping(id: 7))]
+        let seeds = [
+            SessionMessages.encode(PairRequest(details: NodeDetails(displayName: "a", platform: "ios"), commitment: "00")),
+            SessionMessages.encode(Invoke(id: "1", command: "canvas.snapshot", params: ["x": [1, "y", true, .null]])),
+            SessionMessages.encode(Ping(id: 7)),
+        ]
         for _ in 0..<2000 {
             var bytes = seeds[Int.random(in: 0..<seeds.count, using: &rng)]
             for _ in 0..<Int.random(in: 1...4, using: &rng) {
@@ -108,7 +110,8 @@ extension FuzzTests {
             PushRegister(id: "p1", provider: "apns", token: String(repeating: "ab", count: 32), environment: "sandbox", topic: "com.example.app"),
             PushResult(id: "p1", error: ErrorMessage(code: ErrorMessage.invalidRequest, message: "no")),
             CanvasRefresh(id: "v1"),
-            CanvasGrant(id: "v1", canvas: CanvasAccess(url: "https://10.0.0.2:18793/__openclaw__/cap/abc", tlsSha256: String(repeating: "0f", count: 32), expiresAtMs: 1_800_000_000_000)),
+            CanvasGrant(
+                id: "v1", canvas: CanvasAccess(url: "https://10.0.0.2:18793/__openclaw__/cap/abc", tlsSha256: String(repeating: "0f", count: 32), expiresAtMs: 1_800_000_000_000)),
         ]
         #expect(Set(messages.map { type(of: $0).type }).count == SessionMessages.known.count - 2, "all but the two with dates")
         for message in messages {

@@ -14,7 +14,9 @@ struct GatewayFrameTests {
     }
 
     @Test func theWireShapeIsTheDocumentedOne() throws {
-        let text = String(decoding: GatewayFrame.response(id: "7", result: .failure(ErrorMessage(code: "RATE_LIMITED", message: "slow down", retryable: true, retryAfterMs: 250))).encoded(), as: UTF8.self)
+        let text = String(
+            decoding: GatewayFrame.response(id: "7", result: .failure(ErrorMessage(code: "RATE_LIMITED", message: "slow down", retryable: true, retryAfterMs: 250))).encoded(),
+            as: UTF8.self)
         #expect(text == #"{"error":{"code":"RATE_LIMITED","message":"slow down","retryAfterMs":250,"retryable":true},"id":"7","ok":false,"type":"res"}"#)
     }
 

@@ -7,10 +7,12 @@ struct GatewayProofTests {
 
     /// Values from Python's hmac module (PROTOCOL.md §12.1 gives the same vector).
     @Test func matchesAnIndependentHMAC() {
-        #expect(Hex.encode(GatewayProof.gatewayProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce))
-            == "e1210c56056878a44a0b5346ea60e1b749718f3dc7d41d49ccef930ca78c2616")
-        #expect(Hex.encode(GatewayProof.bridgeProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce))
-            == "661f6215d1ae2763f97ede4394c019a28d7ac62de1a3d77c7ce156adc0b71d5f")
+        #expect(
+            Hex.encode(GatewayProof.gatewayProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce))
+                == "e1210c56056878a44a0b5346ea60e1b749718f3dc7d41d49ccef930ca78c2616")
+        #expect(
+            Hex.encode(GatewayProof.bridgeProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce))
+                == "661f6215d1ae2763f97ede4394c019a28d7ac62de1a3d77c7ce156adc0b71d5f")
     }
 
     @Test func theBridgeAcceptsOnlyTheRightProofForItsOwnChallenge() throws {

@@ -45,8 +45,10 @@ struct HandWrittenMessageTests {
     }
 
     @Test func anInvokeWrittenByHandSaysWhatTheEncoderSays() throws {
-        for invoke in [Invoke(id: "b.9", command: "device.echo", params: ["a": ["b": 1, "c": "\u{7f}\u{2028}\u{1}"]], timeoutMs: 1234),
-                       Invoke(id: "x\"", command: "y")] {
+        for invoke in [
+            Invoke(id: "b.9", command: "device.echo", params: ["a": ["b": 1, "c": "\u{7f}\u{2028}\u{1}"]], timeoutMs: 1234),
+            Invoke(id: "x\"", command: "y"),
+        ] {
             let viaHand = try JSONDecoder().decode(JSONValue.self, from: Data(SessionMessages.encode(invoke)))
             var tagged = try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(invoke))
             if case var .object(fields) = tagged { fields["type"] = .string(Invoke.type); tagged = .object(fields) }

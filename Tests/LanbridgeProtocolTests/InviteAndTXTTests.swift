@@ -22,7 +22,8 @@ struct InviteAndTXTTests {
     @Test func aHugeFingerprintInTXTNeverTraps() {
         let advertisement = BridgeAdvertisement(shortFingerprint: String(repeating: "A", count: 300), name: "Kitchen")
         #expect(advertisement.txt.last == "name=")
-        #expect(BridgeAdvertisement(shortFingerprint: "7K2M-9QXD", name: String(repeating: "é", count: 300)).txt
-            .reduce(0) { $0 + $1.utf8.count + 1 } <= BridgeAdvertisement.maxTXTLength)
+        #expect(
+            BridgeAdvertisement(shortFingerprint: "7K2M-9QXD", name: String(repeating: "é", count: 300)).txt
+                .reduce(0) { $0 + $1.utf8.count + 1 } <= BridgeAdvertisement.maxTXTLength)
     }
 }

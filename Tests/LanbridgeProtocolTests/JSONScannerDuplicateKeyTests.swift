@@ -23,7 +23,8 @@ struct JSONScannerDuplicateKeyTests {
             let count = Int.random(in: 0...14, using: &rng)
             var parts: [String] = [], seen: Set<String> = [], duplicate = false
             for _ in 0..<count {
-                let spelling = Int.random(in: 0..<12, using: &rng) == 0
+                let spelling =
+                    Int.random(in: 0..<12, using: &rng) == 0
                     ? Self.spellings.randomElement(using: &rng)!
                     : (Self.spellings.filter { !seen.contains($0.decoded) }.randomElement(using: &rng) ?? Self.spellings[0])
                 duplicate = duplicate || !seen.insert(spelling.decoded).inserted

@@ -78,7 +78,8 @@ struct JSONScannerTests {
                 }
             }
             guard let members = try? JSONScanner.members(["payload", "type"], in: bytes) else { continue }
-            let whole = try #require(try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), "Foundation refused what the scanner took: \(String(decoding: bytes, as: UTF8.self))")
+            let whole = try #require(
+                try? JSONDecoder().decode(JSONValue.self, from: Data(bytes)), "Foundation refused what the scanner took: \(String(decoding: bytes, as: UTF8.self))")
             if let range = members["payload"] { #expect(try JSONDecoder().decode(JSONValue.self, from: Data(bytes[range])) == whole["payload"]) }
             if let range = members["type"] { #expect(JSONScanner.string(bytes[range]).map(JSONValue.string) == whole["type"]) }
         }
@@ -128,8 +129,10 @@ struct JSONScannerTests {
 /// every offset within and across words, is judged as Foundation's parser judges it, and decoded
 /// strings come out the same.
 struct JSONScannerWordStepTests {
-    static let specials: [[UInt8]] = [[0x00], [0x1F], [0x20], [0x21], [0x22], [0x5C], [0x7F], [0x80], [0xC3, 0xA9], [0xFF],
-                                      [0xE2, 0x82], Array(#"\n"#.utf8), Array(#"\u00e9"#.utf8), Array(#"\""#.utf8), [0x5C, 0x5C]]
+    static let specials: [[UInt8]] = [
+        [0x00], [0x1F], [0x20], [0x21], [0x22], [0x5C], [0x7F], [0x80], [0xC3, 0xA9], [0xFF],
+        [0xE2, 0x82], Array(#"\n"#.utf8), Array(#"\u00e9"#.utf8), Array(#"\""#.utf8), [0x5C, 0x5C],
+    ]
 
     @Test func everySpecialByteAtEveryOffsetIsJudgedAsFoundationJudgesIt() {
         var compared = 0
@@ -142,7 +145,8 @@ struct JSONScannerWordStepTests {
                     let foundation = (try? JSONSerialization.jsonObject(with: Data(document))) != nil
                     #expect(ours == foundation, "\(special) at \(offset), \(tail) after: ours \(ours), Foundation's \(foundation)")
                     if ours, foundation, let range = (try? JSONScanner.members(["k"], in: document))?["k"],
-                       let object = try? JSONSerialization.jsonObject(with: Data(document)) as? [String: String] {
+                        let object = try? JSONSerialization.jsonObject(with: Data(document)) as? [String: String]
+                    {
                         #expect(JSONScanner.string(document[range]) == object["k"], "\(special) at \(offset)")
                     }
                     compared += 1

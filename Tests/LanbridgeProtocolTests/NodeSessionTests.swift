@@ -50,7 +50,8 @@ struct NodeSessionTests {
         let approved = s.handle(.received(PairResolved(outcome: .approved, nodeId: bridgeNode)), now: t0)
         #expect(s.isConnected)
         guard approved.count == 4, case .authorize = approved[0], case .pin(bridgeName: "desk", addresses: nil) = approved[1],
-              case let .send(state as AppState) = approved[2], case .notify(.connected(bridgeName: "desk")) = approved[3] else {
+            case let .send(state as AppState) = approved[2], case .notify(.connected(bridgeName: "desk")) = approved[3]
+        else {
             Issue.record("authorize, pin, app state, connected: \(approved)"); return
         }
         #expect(state.foreground)
@@ -90,7 +91,8 @@ struct NodeSessionTests {
     @Test func aResultAfterACancelIsNotSentAndARepeatedIDGetsARunOfItsOwn() {
         var s = connected()
         guard case let .startHandler(first, _) = s.handle(.received(Invoke(id: "a", command: "x")), now: t0).first,
-              case let .startHandler(second, _) = s.handle(.received(Invoke(id: "a", command: "x")), now: t0).first else {
+            case let .startHandler(second, _) = s.handle(.received(Invoke(id: "a", command: "x")), now: t0).first
+        else {
             Issue.record("no runs"); return
         }
         #expect(first != second)
@@ -217,11 +219,13 @@ struct NodeSessionWalkTests {
         #expect(file.walks.count >= 8)
         let t0 = Moment(seconds: 1000)
         for walk in file.walks {
-            var session = NodeSession(.init(details: NodeDetails(displayName: "phone", platform: "ios"), handshakeHash: [UInt8](repeating: 7, count: 32),
-                                            pinned: walk.setup["pinned"] == true, inviteSecret: walk.setup["invite"] == true ? [UInt8](repeating: 5, count: 16) : nil,
-                                            nodeNonce: [UInt8](repeating: 9, count: VerificationCode.nonceLength), foreground: walk.setup["foreground"] == true))
+            var session = NodeSession(
+                .init(
+                    details: NodeDetails(displayName: "phone", platform: "ios"), handshakeHash: [UInt8](repeating: 7, count: 32),
+                    pinned: walk.setup["pinned"] == true, inviteSecret: walk.setup["invite"] == true ? [UInt8](repeating: 5, count: 16) : nil,
+                    nodeNonce: [UInt8](repeating: 9, count: VerificationCode.nonceLength), foreground: walk.setup["foreground"] == true))
             var runs: [Int: String] = [:]  // run key -> invoke ID
-            var started: [Int] = []        // keys in the order they started
+            var started: [Int] = []  // keys in the order they started
             for (index, step) in walk.steps.enumerated() {
                 let now = t0 + (step["at"]?.numberValue ?? 0)
                 let event: NodeSession.Event
@@ -231,8 +235,9 @@ struct NodeSessionWalkTests {
                     let key = started[Int(n) - 1]
                     event = .handlerFinished(key: key, InvokeResult(id: runs[key] ?? "?", payload: [:]))
                 } else if let request = step["request"] {
-                    event = .request(id: request["id"]?.stringValue ?? "", message: try Self.message(request),
-                                     deadline: now + (step["deadline"]?.numberValue ?? 0), timeoutText: "the deadline")
+                    event = .request(
+                        id: request["id"]?.stringValue ?? "", message: try Self.message(request),
+                        deadline: now + (step["deadline"]?.numberValue ?? 0), timeoutText: "the deadline")
                 } else if case let .bool(foreground)? = step["foreground"] {
                     event = .foreground(foreground)
                 } else if let name = step["event"]?.stringValue {

@@ -61,7 +61,8 @@ struct NoiseVectorTests {
         let handshakeLength = name.pattern.messages.count
         for (i, message) in v.messages.prefix(handshakeLength).enumerated() {
             let initiatorSends = i % 2 == 0
-            let ciphertext = initiatorSends
+            let ciphertext =
+                initiatorSends
                 ? try initiator.writeMessage(payload: Hex.decode(message.payload))
                 : try responder.writeMessage(payload: Hex.decode(message.payload))
             #expect(Hex.encode(ciphertext) == message.ciphertext, "handshake message \(i)")
@@ -80,11 +81,13 @@ struct NoiseVectorTests {
             // One-way patterns only ever send from the initiator.
             let initiatorSends = name.pattern.isOneWay || (handshakeLength + i) % 2 == 0
             let plaintext = try Hex.decode(message.payload)
-            let ciphertext = initiatorSends
+            let ciphertext =
+                initiatorSends
                 ? try initiatorCiphers.send.encryptWithAd([UInt8](), plaintext)
                 : try responderCiphers.send.encryptWithAd([UInt8](), plaintext)
             #expect(Hex.encode(ciphertext) == message.ciphertext, "transport message \(i)")
-            let decrypted = initiatorSends
+            let decrypted =
+                initiatorSends
                 ? try responderCiphers.receive.decryptWithAd([UInt8](), ciphertext)
                 : try initiatorCiphers.receive.decryptWithAd([UInt8](), ciphertext)
             #expect(decrypted == plaintext)

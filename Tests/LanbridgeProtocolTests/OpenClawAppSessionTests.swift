@@ -15,8 +15,10 @@ struct OpenClawAppSessionTests {
         return (session, "n-123")
     }
 
-    func connect(nonce: String = "n-123", signedAt: Int64 = now, signer: OpenClawDevice? = nil, claimedId: String? = nil, role: String = "node",
-                 min: Int = 3, max: Int = 3, version: OpenClawDevice.PayloadVersion = .v3) -> [UInt8] {
+    func connect(
+        nonce: String = "n-123", signedAt: Int64 = now, signer: OpenClawDevice? = nil, claimedId: String? = nil, role: String = "node",
+        min: Int = 3, max: Int = 3, version: OpenClawDevice.PayloadVersion = .v3
+    ) -> [UInt8] {
         let signing = signer ?? device
         var proof = signing.proof(version, claims: claims, signedAtMs: signedAt, token: "", nonce: nonce)
         if let claimedId, case var .object(fields) = proof {
@@ -68,12 +70,12 @@ struct OpenClawAppSessionTests {
     @Test func forgedStaleAndReplayedConnectsAreRefusedWithOpenClawsCodes() {
         let other = OpenClawDevice(key: .generate())
         let cases: [(String, [UInt8])] = [
-            ("DEVICE_AUTH_SIGNATURE_INVALID", connect(signer: other)),                           // another key signed
-            ("DEVICE_AUTH_DEVICE_ID_MISMATCH", connect(claimedId: String(repeating: "a", count: 64))), // an ID that is not the key's
-            ("DEVICE_AUTH_NONCE_MISMATCH", connect(nonce: "n-old")),                              // a replayed connect
-            ("DEVICE_AUTH_SIGNATURE_EXPIRED", connect(signedAt: Self.now - 121_000)),             // stale
-            ("DEVICE_AUTH_SIGNATURE_EXPIRED", connect(signedAt: Self.now + 121_000)),             // from the future
-            ("ROLE_NOT_ALLOWED", connect(role: "operator")),                                      // chat and talk
+            ("DEVICE_AUTH_SIGNATURE_INVALID", connect(signer: other)),  // another key signed
+            ("DEVICE_AUTH_DEVICE_ID_MISMATCH", connect(claimedId: String(repeating: "a", count: 64))),  // an ID that is not the key's
+            ("DEVICE_AUTH_NONCE_MISMATCH", connect(nonce: "n-old")),  // a replayed connect
+            ("DEVICE_AUTH_SIGNATURE_EXPIRED", connect(signedAt: Self.now - 121_000)),  // stale
+            ("DEVICE_AUTH_SIGNATURE_EXPIRED", connect(signedAt: Self.now + 121_000)),  // from the future
+            ("ROLE_NOT_ALLOWED", connect(role: "operator")),  // chat and talk
             ("PROTOCOL_MISMATCH", connect(min: 5, max: 6)),
         ]
         for (code, frame) in cases {
@@ -121,12 +123,14 @@ struct OpenClawAppSessionTests {
         }
         // Any well-formed node.event hears {ok: true}, as OpenClaw answers handled, unknown and
         // dropped events alike; the core decides what the gateway hears.
-        let event = s.received(GatewayFrame.request(id: "e1", method: "node.event", params: ["event": "not.in.the.catalogue", "payloadJSON": "{}"]).encoded(),
-                               binary: false, nowMs: Self.now)
+        let event = s.received(
+            GatewayFrame.request(id: "e1", method: "node.event", params: ["event": "not.in.the.catalogue", "payloadJSON": "{}"]).encoded(),
+            binary: false, nowMs: Self.now)
         let replies = event.compactMap { action -> GatewayFrame? in if case let .send(bytes, _) = action { try? GatewayFrame.decode(bytes) } else { nil } }
         #expect(replies == [.response(id: "e1", result: .success(["ok": true]))], "\(replies)")
-        let broken = s.received(GatewayFrame.request(id: "q", method: "node.invoke.result", params: ["id": "r7", "ok": true, "payloadJSON": "{bad"]).encoded(),
-                                binary: false, nowMs: Self.now)
+        let broken = s.received(
+            GatewayFrame.request(id: "q", method: "node.invoke.result", params: ["id": "r7", "ok": true, "payloadJSON": "{bad"]).encoded(),
+            binary: false, nowMs: Self.now)
         #expect(!broken.contains { if case .toBridge = $0 { true } else { false } })
         // Methods of the operator's or unknown ones: refused and counted; nothing reaches the core.
         let chat = s.received(GatewayFrame.request(id: "q2", method: "chat.send", params: [:]).encoded(), binary: false, nowMs: Self.now)

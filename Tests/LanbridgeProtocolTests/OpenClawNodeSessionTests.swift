@@ -8,9 +8,10 @@ struct OpenClawNodeSessionTests {
     let device = OpenClawDevice(key: .generate())
 
     func configuration(deviceToken: String? = nil, shared: String? = "shared-secret") -> OpenClawNodeSession.Configuration {
-        .init(device: device, claims: .node(platform: "ios", deviceFamily: "iPhone"), displayName: "Ada's phone (lanbridge ABCD)",
-              instanceId: "ABCD-EFGH", version: "0.8.0", caps: ["canvas"], commands: ["canvas.snapshot", "device.info"],
-              sharedToken: shared, deviceToken: deviceToken)
+        .init(
+            device: device, claims: .node(platform: "ios", deviceFamily: "iPhone"), displayName: "Ada's phone (lanbridge ABCD)",
+            instanceId: "ABCD-EFGH", version: "0.8.0", caps: ["canvas"], commands: ["canvas.snapshot", "device.info"],
+            sharedToken: shared, deviceToken: deviceToken)
     }
 
     static func frame(_ value: JSONValue) -> [UInt8] { value.serialized }
@@ -24,8 +25,11 @@ struct OpenClawNodeSessionTests {
     func ready(_ configuration: OpenClawNodeSession.Configuration? = nil) -> OpenClawNodeSession {
         var session = OpenClawNodeSession(configuration ?? self.configuration(), nowMs: 0)
         _ = session.received(Self.challenge, nowMs: 1)
-        _ = session.received(Self.frame(["type": "res", "id": "connect", "ok": true,
-                                         "payload": ["type": "hello-ok", "protocol": 4, "policy": ["tickIntervalMs": 30000]]]), nowMs: 2)
+        _ = session.received(
+            Self.frame([
+                "type": "res", "id": "connect", "ok": true,
+                "payload": ["type": "hello-ok", "protocol": 4, "policy": ["tickIntervalMs": 30000]],
+            ]), nowMs: 2)
         return session
     }
 
@@ -51,8 +55,9 @@ struct OpenClawNodeSessionTests {
         let params = try #require(Self.sent(session.received(Self.challenge, nowMs: 1)).first?["params"])
         #expect(params["auth"] == ["deviceToken": "dev-token"])
         guard case let .string(signature)? = params["device"]?["signature"] else { Issue.record("no signature"); return }
-        let payload = device.payload(.v3, claims: configuration().claims, signedAtMs: 1_763_800_000_000, token: "dev-token",
-                                     nonce: "5b9c1c8e-0b7e-4c1e-9d1f-3a2b1c0d9e8f")
+        let payload = device.payload(
+            .v3, claims: configuration().claims, signedAtMs: 1_763_800_000_000, token: "dev-token",
+            nonce: "5b9c1c8e-0b7e-4c1e-9d1f-3a2b1c0d9e8f")
         #expect(Ed25519.verify(signature: try #require(Base64URL.decode(signature)), of: Array(payload.utf8), publicKey: device.key.publicKey))
     }
 
@@ -66,8 +71,13 @@ struct OpenClawNodeSessionTests {
     @Test func helloOkStoresTheIssuedDeviceTokenAndChecksTheProtocol() {
         var session = OpenClawNodeSession(configuration(), nowMs: 0)
         _ = session.received(Self.challenge, nowMs: 1)
-        let actions = session.received(Self.frame(["type": "res", "id": "connect", "ok": true, "payload": [
-            "type": "hello-ok", "protocol": 3, "auth": ["deviceToken": "issued", "role": "node", "scopes": []]]]), nowMs: 2)
+        let actions = session.received(
+            Self.frame([
+                "type": "res", "id": "connect", "ok": true,
+                "payload": [
+                    "type": "hello-ok", "protocol": 3, "auth": ["deviceToken": "issued", "role": "node", "scopes": []],
+                ],
+            ]), nowMs: 2)
         #expect(actions == [.storeDeviceToken("issued"), .connected(protocolVersion: 3)])
         #expect(session.configuration.deviceToken == "issued")
 
@@ -85,8 +95,13 @@ struct OpenClawNodeSessionTests {
     func refusalsSayWhatToChangeNextTime(code: String, retry: OpenClawNodeSession.Retry) {
         var session = OpenClawNodeSession(configuration(deviceToken: "old"), nowMs: 0)
         _ = session.received(Self.challenge, nowMs: 1)
-        let actions = session.received(Self.frame(["type": "res", "id": "connect", "ok": false, "error": [
-            "code": "INVALID_REQUEST", "message": "no", "details": ["code": .string(code)]]]), nowMs: 2)
+        let actions = session.received(
+            Self.frame([
+                "type": "res", "id": "connect", "ok": false,
+                "error": [
+                    "code": "INVALID_REQUEST", "message": "no", "details": ["code": .string(code)],
+                ],
+            ]), nowMs: 2)
         guard case let .close(_, got)? = actions.first else { Issue.record("\(actions)"); return }
         #expect(got == retry)
     }
@@ -95,8 +110,13 @@ struct OpenClawNodeSessionTests {
     func pairingRequiredWaitsForTheGatewaysOperatorUnderItsRequest(requestId: JSONValue, expected: String?) {
         var session = OpenClawNodeSession(configuration(), nowMs: 0)
         _ = session.received(Self.challenge, nowMs: 1)
-        let actions = session.received(Self.frame(["type": "res", "id": "connect", "ok": false, "error": [
-            "code": "NOT_PAIRED", "message": "pairing required", "details": ["code": "PAIRING_REQUIRED", "requestId": requestId]]]), nowMs: 2)
+        let actions = session.received(
+            Self.frame([
+                "type": "res", "id": "connect", "ok": false,
+                "error": [
+                    "code": "NOT_PAIRED", "message": "pairing required", "details": ["code": "PAIRING_REQUIRED", "requestId": requestId],
+                ],
+            ]), nowMs: 2)
         guard case let .close(_, retry)? = actions.first else { Issue.record("\(actions)"); return }
         #expect(retry == .deviceApproval(requestId: expected))
     }
@@ -104,11 +124,17 @@ struct OpenClawNodeSessionTests {
     @Test func theSessionIsIdleOnlyWithNothingInFlight() {
         var session = ready()
         #expect(session.isIdle)
-        _ = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "inv-1", "nodeId": .string(device.deviceId), "command": "canvas.snapshot"]]), nowMs: 3)
+        _ = session.received(
+            Self.frame([
+                "type": "event", "event": "node.invoke.request",
+                "payload": [
+                    "id": "inv-1", "nodeId": .string(device.deviceId), "command": "canvas.snapshot",
+                ],
+            ]), nowMs: 3)
         #expect(!session.isIdle)
         guard case let .send(bytes)? = session.nodeEvent("voice.transcript", payload: ["text": "hi"], tag: "t1").first,
-              case let .request(eventRequest, _, _)? = try? GatewayFrame.decode(bytes) else { Issue.record("no node.event sent"); return }
+            case let .request(eventRequest, _, _)? = try? GatewayFrame.decode(bytes)
+        else { Issue.record("no node.event sent"); return }
         _ = session.nodeAnswered(invokeId: "inv-1", .failure(ErrorMessage(code: "X", message: "x")))
         #expect(!session.isIdle, "the event's reply is still due")
         _ = session.received(Self.frame(["type": "res", "id": .string(eventRequest), "ok": true, "payload": ["ok": true]]), nowMs: 4)
@@ -117,9 +143,13 @@ struct OpenClawNodeSessionTests {
 
     @Test func anInvokeIsRelayedInLanbridgesVocabularyAndAnsweredOnce() throws {
         var session = ready()
-        let request: JSONValue = ["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "inv-1", "nodeId": .string(device.deviceId), "command": "device.info", "paramsJSON": #"{"detail":true}"#,
-            "timeoutMs": 5000, "idempotencyKey": "k-1"]]
+        let request: JSONValue = [
+            "type": "event", "event": "node.invoke.request",
+            "payload": [
+                "id": "inv-1", "nodeId": .string(device.deviceId), "command": "device.info", "paramsJSON": #"{"detail":true}"#,
+                "timeoutMs": 5000, "idempotencyKey": "k-1",
+            ],
+        ]
         let actions = session.received(Self.frame(request), nowMs: 3)
         #expect(actions == [.invoke(.init(id: "inv-1", command: "system.info", params: ["detail": true], timeoutMs: 5000, idempotencyKey: "k-1", queued: false))])
         #expect(session.received(Self.frame(request), nowMs: 4).isEmpty, "a repeated id is not run twice")
@@ -130,8 +160,13 @@ struct OpenClawNodeSessionTests {
         #expect(session.nodeAnswered(invokeId: "inv-1", .success(.value(nil))).isEmpty, "answered once")
 
         // A void command's answer carries no payloadJSON (not "null"), as the apps send it (issue 48 §7).
-        _ = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "inv-2", "nodeId": .string(device.deviceId), "command": "canvas.hide", "timeoutMs": 5000, "idempotencyKey": "k-2"]]), nowMs: 5)
+        _ = session.received(
+            Self.frame([
+                "type": "event", "event": "node.invoke.request",
+                "payload": [
+                    "id": "inv-2", "nodeId": .string(device.deviceId), "command": "canvas.hide", "timeoutMs": 5000, "idempotencyKey": "k-2",
+                ],
+            ]), nowMs: 5)
         let void = try #require(Self.sent(session.nodeAnswered(invokeId: "inv-2", .success(.value(nil)))).first)
         #expect(void["params"] == ["id": "inv-2", "nodeId": .string(device.deviceId), "ok": true], "\(void)")
     }
@@ -141,27 +176,48 @@ struct OpenClawNodeSessionTests {
     ])
     func badParamsAreAnsweredWithoutReachingTheNode(paramsJSON: JSONValue, code: String) throws {
         var session = ready()
-        let actions = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "x", "nodeId": .string(device.deviceId), "command": "canvas.snapshot", "paramsJSON": paramsJSON]]), nowMs: 3)
+        let actions = session.received(
+            Self.frame([
+                "type": "event", "event": "node.invoke.request",
+                "payload": [
+                    "id": "x", "nodeId": .string(device.deviceId), "command": "canvas.snapshot", "paramsJSON": paramsJSON,
+                ],
+            ]), nowMs: 3)
         let result = try #require(Self.sent(actions).first)
         #expect(result["params"]?["ok"] == false && result["params"]?["error"]?["code"] == .string(code))
     }
 
     @Test func anInvokeForAnotherNodeOrAnUnknownCommandIsRefused() throws {
         var session = ready()
-        let wrongNode = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "a", "nodeId": "someone-else", "command": "canvas.snapshot"]]), nowMs: 3)
+        let wrongNode = session.received(
+            Self.frame([
+                "type": "event", "event": "node.invoke.request",
+                "payload": [
+                    "id": "a", "nodeId": "someone-else", "command": "canvas.snapshot",
+                ],
+            ]), nowMs: 3)
         #expect(Self.sent(wrongNode).first?["params"]?["error"]?["code"] == "INVALID_REQUEST")
-        let unknown = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "b", "nodeId": .string(device.deviceId), "command": "contacts.search", "paramsJSON": .null]]), nowMs: 3)
+        let unknown = session.received(
+            Self.frame([
+                "type": "event", "event": "node.invoke.request",
+                "payload": [
+                    "id": "b", "nodeId": .string(device.deviceId), "command": "contacts.search", "paramsJSON": .null,
+                ],
+            ]), nowMs: 3)
         #expect(Self.sent(unknown).first?["params"]?["error"]?["code"] == "UNKNOWN_COMMAND")
     }
 
     @Test func aCancelledInvokeIsNotAnswered() {
         var session = ready()
-        _ = session.received(Self.frame(["type": "event", "event": "node.invoke.request", "payload": [
-            "id": "c", "nodeId": .string(device.deviceId), "command": "canvas.snapshot"]]), nowMs: 3)
-        #expect(session.received(Self.frame(["type": "event", "event": "node.invoke.cancel", "payload": ["invokeId": "c", "nodeId": .string(device.deviceId)]]), nowMs: 4)
+        _ = session.received(
+            Self.frame([
+                "type": "event", "event": "node.invoke.request",
+                "payload": [
+                    "id": "c", "nodeId": .string(device.deviceId), "command": "canvas.snapshot",
+                ],
+            ]), nowMs: 3)
+        #expect(
+            session.received(Self.frame(["type": "event", "event": "node.invoke.cancel", "payload": ["invokeId": "c", "nodeId": .string(device.deviceId)]]), nowMs: 4)
                 == [.cancel(invokeId: "c")])
         #expect(session.nodeAnswered(invokeId: "c", .success(.value(nil))).isEmpty)
     }
@@ -171,10 +227,17 @@ struct OpenClawNodeSessionTests {
         let pull = try #require(Self.sent(session.nodeForeground(true)).first)
         #expect(pull["method"] == "node.pending.pull")
         guard case let .string(pullID)? = pull["id"] else { Issue.record("no id"); return }
-        let actions = session.received(Self.frame(["type": "res", "id": .string(pullID), "ok": true, "payload": ["nodeId": .string(device.deviceId), "actions": [
-            ["id": "q1", "command": "canvas.snapshot", "paramsJSON": .null, "enqueuedAtMs": 1],
-            ["id": "q2", "command": "canvas.navigate", "paramsJSON": #"{"url":"https://example.com"}"#, "enqueuedAtMs": 2],
-        ]]]), nowMs: 5)
+        let actions = session.received(
+            Self.frame([
+                "type": "res", "id": .string(pullID), "ok": true,
+                "payload": [
+                    "nodeId": .string(device.deviceId),
+                    "actions": [
+                        ["id": "q1", "command": "canvas.snapshot", "paramsJSON": .null, "enqueuedAtMs": 1],
+                        ["id": "q2", "command": "canvas.navigate", "paramsJSON": #"{"url":"https://example.com"}"#, "enqueuedAtMs": 2],
+                    ],
+                ],
+            ]), nowMs: 5)
         #expect(actions.count == 2)
         #expect(actions.allSatisfy { if case let .invoke(invoke) = $0 { invoke.queued } else { false } })
         #expect(session.nodeAnswered(invokeId: "q1", .success(.value(nil))).isEmpty, "acknowledged together, once all ran")
@@ -185,8 +248,15 @@ struct OpenClawNodeSessionTests {
     @Test func aQueuedActionThatMeetsTheBackgroundAgainStaysQueued() throws {
         var session = ready()
         _ = session.nodeForeground(true)
-        _ = session.received(Self.frame(["type": "res", "id": "pull1", "ok": true, "payload": ["actions": [
-            ["id": "q1", "command": "canvas.snapshot", "paramsJSON": .null]]]]), nowMs: 5)
+        _ = session.received(
+            Self.frame([
+                "type": "res", "id": "pull1", "ok": true,
+                "payload": [
+                    "actions": [
+                        ["id": "q1", "command": "canvas.snapshot", "paramsJSON": .null]
+                    ]
+                ],
+            ]), nowMs: 5)
         #expect(session.nodeAnswered(invokeId: "q1", .failure(ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "bg"))).isEmpty)
     }
 
@@ -208,9 +278,14 @@ struct OpenClawNodeSessionTests {
     @Test func theGatewaysCanvasCapabilityIsTakenAndRenewedBeforeItLapses() throws {
         var session = OpenClawNodeSession(configuration(), nowMs: 0)
         _ = session.received(Self.challenge, nowMs: 1)
-        let hello = session.received(Self.frame(["type": "res", "id": "connect", "ok": true, "payload": [
-            "type": "hello-ok", "protocol": 4, "policy": ["tickIntervalMs": 30000],
-            "canvasHostUrl": "http://127.0.0.1:18789/__openclaw__/cap/hkD6wLlIyhOHaLnJo_skeNJR"]]), nowMs: 2)
+        let hello = session.received(
+            Self.frame([
+                "type": "res", "id": "connect", "ok": true,
+                "payload": [
+                    "type": "hello-ok", "protocol": 4, "policy": ["tickIntervalMs": 30000],
+                    "canvasHostUrl": "http://127.0.0.1:18789/__openclaw__/cap/hkD6wLlIyhOHaLnJo_skeNJR",
+                ],
+            ]), nowMs: 2)
         #expect(hello.contains(.canvasCapability("hkD6wLlIyhOHaLnJo_skeNJR")))
         // Ticks keep the socket up; the refresh is due 4 minutes after the capability came.
         for t in stride(from: Int64(30_000), to: 240_000, by: 30_000) {
@@ -221,8 +296,13 @@ struct OpenClawNodeSessionTests {
         let due = Self.sent(session.timer(nowMs: 240_002))
         #expect(due.count == 1 && due[0]["method"] == "node.canvas.capability.refresh", "\(due)")
         guard case let .string(id)? = due.first?["id"] else { Issue.record("no request id"); return }
-        let renewed = session.received(Self.frame(["type": "res", "id": .string(id), "ok": true, "payload": [
-            "canvasCapability": "NEWcapability_xxxxxxxxxx", "canvasCapabilityExpiresAtMs": 1, "canvasHostUrl": "http://x"]]), nowMs: 240_010)
+        let renewed = session.received(
+            Self.frame([
+                "type": "res", "id": .string(id), "ok": true,
+                "payload": [
+                    "canvasCapability": "NEWcapability_xxxxxxxxxx", "canvasCapabilityExpiresAtMs": 1, "canvasHostUrl": "http://x",
+                ],
+            ]), nowMs: 240_010)
         #expect(renewed == [.canvasCapability("NEWcapability_xxxxxxxxxx")])
         // A gateway that answers with something that is not a capability changes nothing.
         #expect(OpenClawNodeSession.canvasCapability(inHostURL: "http://127.0.0.1:18789/__openclaw__/cap/a b/") == nil)

@@ -20,10 +20,12 @@ struct ReachableAddressTests {
     @Test func aBridgeListsTheLANFirstThenTheTailnetAndNeverLocalAddresses() {
         let found = ["100.101.102.103", "127.0.0.1", "fd7a:115c:a1e0::9", "203.0.113.4", "fe80::1", "192.168.1.10", "fd00::10", "169.254.3.3"]
             .map { ReachableAddress(host: $0, port: 18790) }
-        #expect(ReachableAddress.preferred(configured: [], found: found).map(\.host)
+        #expect(
+            ReachableAddress.preferred(configured: [], found: found).map(\.host)
                 == ["192.168.1.10", "fd00::10", "100.101.102.103", "fd7a:115c:a1e0::9"], "at most four, by scope, IPv4 first")
         let named = ReachableAddress(host: "bridge.example.net", port: 443)
-        #expect(ReachableAddress.preferred(configured: [named], found: found).map(\.host)
+        #expect(
+            ReachableAddress.preferred(configured: [named], found: found).map(\.host)
                 == ["bridge.example.net", "192.168.1.10", "fd00::10", "100.101.102.103"], "the admin's entries come first")
     }
 
@@ -37,14 +39,17 @@ struct ReachableAddressTests {
         let alternates = ["100.64.0.7:18790", "[fd7a:115c:a1e0::7]:18790", "bridge.example.net:443", "10.9.9.9:1"].compactMap { ReachableAddress($0, defaultPort: 0) }
         let invite = InviteURI(host: "192.168.1.10", port: 18790, bridgeFingerprint: fingerprint, secret: secret, name: "Ada", alternates: alternates)
         #expect(invite.alternates.count == 3, "a fourth alternate would make five addresses")
-        #expect(invite.description == "lanbridge://192.168.1.10:18790/invite?fp=7K2M-9QXD-3HJA-PW4T&s=000102030405060708090a0b0c0d0e0f"
+        #expect(
+            invite.description == "lanbridge://192.168.1.10:18790/invite?fp=7K2M-9QXD-3HJA-PW4T&s=000102030405060708090a0b0c0d0e0f"
                 + "&a=100.64.0.7:18790&a=%5Bfd7a:115c:a1e0::7%5D:18790&a=bridge.example.net:443&name=Ada")
         #expect(InviteURI(invite.description) == invite)
         #expect(invite.addresses.map(\.description) == ["192.168.1.10:18790", "100.64.0.7:18790", "[fd7a:115c:a1e0::7]:18790", "bridge.example.net:443"])
         let old = try #require(InviteURI("lanbridge://192.168.1.10:18790/invite?fp=7K2M-9QXD-3HJA-PW4T&s=000102030405060708090a0b0c0d0e0f"))
         #expect(old.alternates.isEmpty && old.addresses.count == 1)
-        let hostile = try #require(InviteURI("lanbridge://192.168.1.10:18790/invite?fp=7K2M-9QXD-3HJA-PW4T&s=000102030405060708090a0b0c0d0e0f"
-                                             + "&a=evil%20host:1&a=10.0.0.1&a=10.0.0.2:2&a=10.0.0.3:3&a=10.0.0.4:4&a=10.0.0.5:5"))
+        let hostile = try #require(
+            InviteURI(
+                "lanbridge://192.168.1.10:18790/invite?fp=7K2M-9QXD-3HJA-PW4T&s=000102030405060708090a0b0c0d0e0f"
+                    + "&a=evil%20host:1&a=10.0.0.1&a=10.0.0.2:2&a=10.0.0.3:3&a=10.0.0.4:4&a=10.0.0.5:5"))
         #expect(hostile.alternates.map(\.description) == ["10.0.0.2:2", "10.0.0.3:3", "10.0.0.4:4"], "bad entries skipped, the rest cut at three")
     }
 }

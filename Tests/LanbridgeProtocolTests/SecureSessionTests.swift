@@ -15,14 +15,18 @@ struct Pair {
     static let nodeKey = X25519.KeyPair.generate()
     static let bridgeKey = X25519.KeyPair.generate()
 
-    init(nodeVersions: VersionRange = .supported, bridgeVersions: VersionRange = .supported,
-         invite: SecureSession.Invite? = nil, bridgeInvites: [SecureSession.Invite] = [],
-         tamper: (inout [UInt8]) -> Void = { _ in }) throws {
+    init(
+        nodeVersions: VersionRange = .supported, bridgeVersions: VersionRange = .supported,
+        invite: SecureSession.Invite? = nil, bridgeInvites: [SecureSession.Invite] = [],
+        tamper: (inout [UInt8]) -> Void = { _ in }
+    ) throws {
         var opening: [UInt8]
         (node, opening) = try SecureSession.initiate(with: Self.nodeKey, versions: nodeVersions, invite: invite)
-        bridge = SecureSession(responderWith: Self.bridgeKey, versions: bridgeVersions, inviteLookup: { id in
-            bridgeInvites.first { $0.id == id }?.psk
-        })
+        bridge = SecureSession(
+            responderWith: Self.bridgeKey, versions: bridgeVersions,
+            inviteLookup: { id in
+                bridgeInvites.first { $0.id == id }?.psk
+            })
         tamper(&opening)
         try deliver(toBridge: opening)
     }

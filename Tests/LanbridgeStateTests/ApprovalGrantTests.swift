@@ -11,9 +11,12 @@ struct ApprovalGrantTests {
 
     @Test func theCatalogueSaysWhichCommandsAreSensitive() {
         let sensitive = Set(CommandCatalog.table.filter { $0.sensitive != nil }.map(\.name))
-        #expect(sensitive == ["camera.snap", "camera.clip", "screen.record", "screen.snapshot", "screen.tap", "screen.type",
-                              "input.tap", "input.type", "input.key", "location.get", "sms.send", "voice.start", "voice.stop", "system.run",
-                              "notifications.changed", "canvas.eval"])
+        #expect(
+            sensitive == [
+                "camera.snap", "camera.clip", "screen.record", "screen.snapshot", "screen.tap", "screen.type",
+                "input.tap", "input.type", "input.key", "location.get", "sms.send", "voice.start", "voice.stop", "system.run",
+                "notifications.changed", "canvas.eval",
+            ])
         #expect(CommandCatalog.sensitivity(of: "sms.send") == .sendsAsTheUser && CommandCatalog.sensitivity(of: "system.run") == .runsCode)
         // Issue 48 §2: a script the agent runs in the canvas is not held to the relay's CSP.
         #expect(CommandCatalog.sensitivity(of: "canvas.eval") == .scriptsTheCanvas && CommandCatalog.sensitivity(of: "my.custom") == nil)
@@ -68,8 +71,9 @@ struct ApprovalGrantTests {
         let secret = state.createInvite(name: nil, grant: ApprovalGrant(allow: ["camera.snap"]), ttl: 600, now: Date())
         let id = state.invites.invites[0].id
         let key = try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey))
-        let node = try state.redeemInvite(id: try Hex.decode(id), secret: secret, key: key,
-                                          details: NodeDetails(displayName: "p", platform: "ios", commands: declared), now: Date())
+        let node = try state.redeemInvite(
+            id: try Hex.decode(id), secret: secret, key: key,
+            details: NodeDetails(displayName: "p", platform: "ios", commands: declared), now: Date())
         #expect(node.access.allow == AccessRules.everydayCanvas + ["camera.list", "camera.snap"] && node.access.confirmed == ["camera.snap"])
 
         // An invite written before 0.8.0 named the exact rules.
@@ -78,8 +82,9 @@ struct ApprovalGrantTests {
         old.invites.invites[0].grant = nil
         old.invites.invites[0].allow = ["canvas.present", "location.get"]
         let oldKey = try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey))
-        let oldNode = try old.redeemInvite(id: try Hex.decode(old.invites.invites[0].id), secret: oldSecret, key: oldKey,
-                                           details: NodeDetails(displayName: "p", platform: "ios", commands: declared), now: Date())
+        let oldNode = try old.redeemInvite(
+            id: try Hex.decode(old.invites.invites[0].id), secret: oldSecret, key: oldKey,
+            details: NodeDetails(displayName: "p", platform: "ios", commands: declared), now: Date())
         #expect(oldNode.access.allow == ["canvas.present", "location.get"] && oldNode.access.confirmed == ["location.get"])
     }
 

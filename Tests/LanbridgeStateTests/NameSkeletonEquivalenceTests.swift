@@ -6,8 +6,10 @@ import Testing
 /// Issue 40: NameSkeleton folds without Foundation, from a table made from Foundation's folding
 /// (scripts/generate-name-folding). Here the table and the result are held against Foundation;
 /// scripts/test-package runs it (LANBRIDGE_EQUIVALENCE=1) with the sanitiser's.
-@Suite(.enabled(if: ProcessInfo.processInfo.environment["LANBRIDGE_EQUIVALENCE"] == "1",
-                "run by scripts/test-package (LANBRIDGE_EQUIVALENCE=1): every scalar against Foundation"))
+@Suite(
+    .enabled(
+        if: ProcessInfo.processInfo.environment["LANBRIDGE_EQUIVALENCE"] == "1",
+        "run by scripts/test-package (LANBRIDGE_EQUIVALENCE=1): every scalar against Foundation"))
 struct NameSkeletonEquivalenceTests {
     static func foundationFold(_ text: String) -> String {
         text.precomposedStringWithCompatibilityMapping.folding(options: [.caseInsensitive, .diacriticInsensitive, .widthInsensitive], locale: nil)

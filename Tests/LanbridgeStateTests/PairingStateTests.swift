@@ -6,8 +6,9 @@ import Testing
 
 func someKey() -> PublicKey { PublicKey(bytes: X25519.KeyPair.generate().publicKey)! }
 func phone(_ name: String = "Ada's phone") -> NodeDetails {
-    NodeDetails(displayName: name, platform: "ios", osVersion: "18.1", appVersion: "1.0", deviceModel: "iPhone15,2",
-                caps: ["canvas", "camera"], commands: ["canvas.present", "camera.snap"], flags: .init(requiresForeground: true))
+    NodeDetails(
+        displayName: name, platform: "ios", osVersion: "18.1", appVersion: "1.0", deviceModel: "iPhone15,2",
+        caps: ["canvas", "camera"], commands: ["canvas.present", "camera.snap"], flags: .init(requiresForeground: true))
 }
 
 extension PairingState {
@@ -271,8 +272,9 @@ struct PairingStateTests {
         // Plain ws: no fingerprint exists, so only an approval without comparing, recorded as such.
         var plain = PairingState()
         let bare = OpenClawAppClaim(deviceId: "e", publicKey: "l", clientId: "openclaw-android", tlsSha256: nil)
-        let other = try plain.requestAppPairing(bare, key: try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey)),
-                                                details: NodeDetails(displayName: "Pixel", platform: "android"), source: nil, now: Date())
+        let other = try plain.requestAppPairing(
+            bare, key: try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey)),
+            details: NodeDetails(displayName: "Pixel", platform: "android"), source: nil, now: Date())
         #expect(throws: PairingError.self) { try plain.approve(requestId: other.requestId, code: "000000", now: Date()) }
         #expect(try plain.approve(requestId: other.requestId, unverified: true, now: Date()).unverified == true)
     }

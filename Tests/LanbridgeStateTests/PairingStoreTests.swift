@@ -47,8 +47,11 @@ struct PairingStoreTests {
         let object = try JSONSerialization.jsonObject(with: Data(contentsOf: store.pairedURL)) as! [String: Any]
         let node = (object["nodes"] as! [[String: Any]])[0]
         #expect(Set(node.keys) == ["nodeId", "publicKey", "details", "pairingMethod", "pairedAt", "firstSeen", "lastSeen", "access"])
-        #expect(Set((node["details"] as! [String: Any]).keys) == ["displayName", "platform", "osVersion", "appVersion",
-                                                                  "deviceModel", "caps", "commands", "flags"])
+        #expect(
+            Set((node["details"] as! [String: Any]).keys) == [
+                "displayName", "platform", "osVersion", "appVersion",
+                "deviceModel", "caps", "commands", "flags",
+            ])
     }
 
     @Test func aFailingUpdateWritesNothing() throws {
@@ -72,10 +75,13 @@ struct PairingStoreTests {
         ("bad key", { $0.replacingOccurrences(of: "\"publicKey\" : \"", with: "\"publicKey\" : \"AAAA") }, "nodes[0].publicKey"),
         ("wrong type", { $0.replacingOccurrences(of: "\"caps\" : [", with: "\"caps\" : 7, \"x\" : [") }, "nodes[0].details.caps should be"),
         ("missing field", { $0.replacingOccurrences(of: "\"pairedAt\"", with: "\"pairedAtt\"") }, "nodes[0].pairedAt is missing"),
-        ("forged node ID", { text in
-            let id = text.range(of: #"[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}"#, options: .regularExpression)!
-            return text.replacingCharacters(in: id, with: "0000-0000-0000-0000")
-        }, "does not match its publicKey"),
+        (
+            "forged node ID",
+            { text in
+                let id = text.range(of: #"[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}-[0-9A-Z]{4}"#, options: .regularExpression)!
+                return text.replacingCharacters(in: id, with: "0000-0000-0000-0000")
+            }, "does not match its publicKey"
+        ),
     ]
 
     @Test(arguments: corruptions.indices)
@@ -105,8 +111,11 @@ struct PairingStoreTests {
         defer { withExtendedLifetime(dir) {} }
         // As if the writer died after paired.json but before pending.json.
         var pending = PendingFile()
-        pending.requests = [PendingRequest(requestId: "abcdefgh", publicKey: node.publicKey, details: node.details,
-                                           sourceAddress: nil, createdAt: now, expiresAt: now + 300)]
+        pending.requests = [
+            PendingRequest(
+                requestId: "abcdefgh", publicKey: node.publicKey, details: node.details,
+                sourceAddress: nil, createdAt: now, expiresAt: now + 300)
+        ]
         try AtomicFile.write(StateJSON.encode(pending), to: store.pendingURL)
         let state = try store.read()
         #expect(state.paired.nodes == [node])
@@ -163,8 +172,10 @@ struct IdentityStoreTests {
     @Test func aDamagedKeyFileIsRefusedNotReplaced() throws {
         let dir = TemporaryDirectory()
         let store = IdentityStore(directory: StateDirectory(url: dir.url))
-        for (bytes, problem) in [([UInt8](repeating: 1, count: 10), "expected 36 bytes, found 10"),
-                                 ([UInt8](repeating: 1, count: 36), "not a lanbridge identity (no LBK1 header)")] {
+        for (bytes, problem) in [
+            ([UInt8](repeating: 1, count: 10), "expected 36 bytes, found 10"),
+            ([UInt8](repeating: 1, count: 36), "not a lanbridge identity (no LBK1 header)"),
+        ] {
             try Data(bytes).write(to: store.url)
             chmod(store.url.path, 0o600)
             #expect(throws: StoreError.corrupt(store.url, problem)) { try store.loadOrCreate() }

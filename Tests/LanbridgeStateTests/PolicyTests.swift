@@ -102,25 +102,29 @@ struct AccessPolicyTests {
         // A hand-edited paired.json with a bad deny pattern must not silently allow anything.
         let rules = AccessRules(allow: ["canvas.*", "Bad Pattern"], deny: ["also bad"])
         #expect(policy.decide("canvas.hide", rules: rules, declared: ["canvas.hide"], flags: noInput, foreground: true) == .deny(.notAllowlisted))
-        #expect(policy.decide("canvas.hide", rules: AccessRules(allow: ["Bad"]), declared: ["canvas.hide"], flags: noInput, foreground: true)
-            == .deny(.notAllowlisted))
+        #expect(
+            policy.decide("canvas.hide", rules: AccessRules(allow: ["Bad"]), declared: ["canvas.hide"], flags: noInput, foreground: true)
+                == .deny(.notAllowlisted))
     }
 
     @Test func backgroundedNodesFailForegroundCommandsFast() {
-        #expect(policy.decide("camera.snap", rules: allow, declared: declared, flags: noInput, foreground: false)
-            == .backgroundUnavailable(retryAfterMs: 5000))
+        #expect(
+            policy.decide("camera.snap", rules: allow, declared: declared, flags: noInput, foreground: false)
+                == .backgroundUnavailable(retryAfterMs: 5000))
     }
 
     @Test func aNodeThatCapturesFromTheBackgroundIsNotFailedFast() {
         let background = CapabilityFlags(requiresForeground: false, supportsInputInjection: false)
         #expect(policy.decide("camera.snap", rules: allow, declared: declared, flags: background, foreground: false) == .allow)
-        #expect(policy.decide("sms.send", rules: allow, declared: declared, flags: background, foreground: false) == .deny(.notAllowlisted),
-                "the flag spares a fast-fail, it grants nothing")
+        #expect(
+            policy.decide("sms.send", rules: allow, declared: declared, flags: background, foreground: false) == .deny(.notAllowlisted),
+            "the flag spares a fast-fail, it grants nothing")
     }
 
     @Test func capabilityFlagsRestrictFurther() {
-        #expect(policy.decide("screen.tap", rules: allow, declared: declared, flags: noInput, foreground: true)
-            == .deny(.capability("the node cannot inject input")))
+        #expect(
+            policy.decide("screen.tap", rules: allow, declared: declared, flags: noInput, foreground: true)
+                == .deny(.capability("the node cannot inject input")))
         #expect(policy.decide("screen.tap", rules: allow, declared: declared, flags: .init(requiresForeground: true, supportsInputInjection: true), foreground: true) == .allow)
     }
 }

@@ -36,8 +36,10 @@ public final class ChildProcess: @unchecked Sendable {
 
     /// With `mergeStandardError`, stderr lines arrive through `nextLine` too (daemons log there).
     /// With `standardInput`, the test can write to the process (`write(line:)`).
-    public init(_ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
-                mergeStandardError: Bool = false, standardInput: Bool = false) throws {
+    public init(
+        _ executable: URL, _ arguments: [String], environment: [String: String]? = nil,
+        mergeStandardError: Bool = false, standardInput: Bool = false
+    ) throws {
         process.executableURL = executable
         process.arguments = arguments
         if let environment { process.environment = environment }

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// Waits for a file to be created (or renamed into place) in a directory, via inotify: an event,

@@ -1,6 +1,6 @@
 import Foundation
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// A blocking HTTP/1.1 client for loopback tests: one request per connection, body read to EOF.
@@ -24,7 +24,8 @@ public enum HTTPClient {
         }
         guard connected == 0 else { throw Failure(description: "cannot connect to 127.0.0.1:\(port)") }
         let payload = body ?? Data()
-        let head = "\(method) \(path) HTTP/1.1\r\nHost: \(host ?? "127.0.0.1:\(port)")\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(payload.count)\r\n\r\n"
+        let head =
+            "\(method) \(path) HTTP/1.1\r\nHost: \(host ?? "127.0.0.1:\(port)")\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: \(payload.count)\r\n\r\n"
         let bytes = Array(head.utf8) + Array(payload)
         var sent = 0
         while sent < bytes.count {
@@ -42,8 +43,9 @@ public enum HTTPClient {
             response.append(contentsOf: chunk[..<n])
         }
         guard let split = response.range(of: Data("\r\n\r\n".utf8)),
-              let statusLine = String(data: response[..<split.lowerBound], encoding: .utf8)?.split(separator: "\r\n").first,
-              let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "") else {
+            let statusLine = String(data: response[..<split.lowerBound], encoding: .utf8)?.split(separator: "\r\n").first,
+            let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "")
+        else {
             throw Failure(description: "not an HTTP response")
         }
         return (status, response[split.upperBound...])

@@ -10,8 +10,9 @@ public enum Python {
 
     /// A loopback port free a moment ago, for a server that cannot report the one it took.
     public static func freePort() throws -> Int {
-        let probe = try ChildProcess(URL(fileURLWithPath: executable),
-                                     ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"])
+        let probe = try ChildProcess(
+            URL(fileURLWithPath: executable),
+            ["-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"])
         guard let port = try probe.nextLine().flatMap({ Int($0) }) else { throw NoFreePort() }
         return port
     }

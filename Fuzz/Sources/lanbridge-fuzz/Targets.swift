@@ -195,8 +195,9 @@ func txt(_ bytes: [UInt8]) {
     let strings = bytes.split(separator: 0, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
     guard let advertisement = BridgeAdvertisement(txt: strings) else { return }
     let record = advertisement.txt
-    invariant(record.reduce(0) { $0 + $1.utf8.count + 1 } <= BridgeAdvertisement.maxTXTLength || advertisement.shortFingerprint.utf8.count > 150,
-              "TXT record fits")
+    invariant(
+        record.reduce(0) { $0 + $1.utf8.count + 1 } <= BridgeAdvertisement.maxTXTLength || advertisement.shortFingerprint.utf8.count > 150,
+        "TXT record fits")
     guard let again = BridgeAdvertisement(txt: record) else { return invariant(false, "TXT record parses back") }
     invariant(again.versions == advertisement.versions && again.shortFingerprint == advertisement.shortFingerprint, "TXT round trip")
 }
@@ -219,8 +220,10 @@ func invite(_ bytes: [UInt8]) {
 
 // SwiftPM links an executable's entry point as `<module>_main`; hand over to libFuzzer's driver.
 @_silgen_name("LLVMFuzzerRunDriver")
-func LLVMFuzzerRunDriver(_ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
-                         _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt) -> CInt
+func LLVMFuzzerRunDriver(
+    _ argc: UnsafeMutablePointer<CInt>, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>, Int) -> CInt
+) -> CInt
 
 @_cdecl("lanbridge_fuzz_main")
 public func fuzzMain(_ argc: CInt, _ argv: UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>?) -> CInt {
@@ -256,8 +259,9 @@ func canvasRequest(_ bytes: [UInt8]) {
     guard let request = try? CanvasRequest(head: bytes) else { return }
     invariant(request.method == "GET" || request.method == "HEAD", "only GET and HEAD")
     invariant(!request.path.split(separator: "/", omittingEmptySubsequences: false).contains { $0 == ".." || $0 == "." }, "no dot segments")
-    invariant(request.path == CanvasRequest.liveReloadPath || CanvasRequest.servedPrefixes.contains { request.path == $0 || request.path.hasPrefix($0 + "/") },
-              "only the canvas paths")
+    invariant(
+        request.path == CanvasRequest.liveReloadPath || CanvasRequest.servedPrefixes.contains { request.path == $0 || request.path.hasPrefix($0 + "/") },
+        "only the canvas paths")
     let head = request.upstreamHead(host: "127.0.0.1:1", upstreamCapability: "U")
     let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
     invariant(!head.dropLast(4).contains("\r\n\r\n") && lines.allSatisfy { !$0.contains("\n") && !$0.contains("\r") }, "one head, whole lines")
@@ -272,13 +276,17 @@ func canvasRequest(_ bytes: [UInt8]) {
 func canvasExchange(_ bytes: [UInt8]) {
     guard let kind = bytes.first else { return }
     let cap = "kWz4f-t5Z7fK2_YHJIBfbqFZ", upstream = "UPSTREAMcapabilityxxxxxx"
-    let head = kind & 1 == 0
+    let head =
+        kind & 1 == 0
         ? "GET /__openclaw__/ws?oc_cap=\(cap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         : "\(kind & 2 == 0 ? "GET" : "HEAD") /__openclaw__/cap/\(cap)/__openclaw__/canvas/ HTTP/1.1\r\nHost: h\r\n\r\n"
     guard let request = try? CanvasRequest(head: Array(head.utf8)) else { return invariant(false, "the seed request reads") }
-    var exchange = CanvasExchange(request: request, response: .init(upstreamCapability: upstream, nodeCapability: cap, maxBodyBytes: 4096, maxHeadBytes: 1024,
-                                                                  upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://10.0.0.1:1"),
-                                  maskKey: [1, 2, 3, 4], maxHeld: 1024)
+    var exchange = CanvasExchange(
+        request: request,
+        response: .init(
+            upstreamCapability: upstream, nodeCapability: cap, maxBodyBytes: 4096, maxHeadBytes: 1024,
+            upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://10.0.0.1:1"),
+        maskKey: [1, 2, 3, 4], maxHeld: 1024)
     var toNode: [UInt8] = [], closed = false
     var hostReader = LiveReloadFrameReader(.fromClient, maxPayload: 125)
     var i = 1
@@ -300,8 +308,9 @@ func canvasExchange(_ bytes: [UInt8]) {
         }
     }
     let needle = Array(upstream.utf8)
-    invariant(toNode.count < needle.count || !(0...(toNode.count - needle.count)).contains { toNode[$0..<($0 + needle.count)].elementsEqual(needle) },
-              "the upstream capability never reaches the node")
+    invariant(
+        toNode.count < needle.count || !(0...(toNode.count - needle.count)).contains { toNode[$0..<($0 + needle.count)].elementsEqual(needle) },
+        "the upstream capability never reaches the node")
 }
 
 /// Frames from one of OpenClaw's apps before it is let in (issue 38): no trap, and nothing

@@ -6,8 +6,10 @@ import LanbridgeProtocol
 public enum BridgeReach {
     /// `listen` on `port`: a wildcard listener makes every up interface's address reachable, a
     /// named one itself. Loopback counts only when nothing else is listened on (a test daemon).
-    public static func addresses(listen: [BridgeConfiguration.Bind], port: Int, configured: [ReachableAddress],
-                                 interfaces: [NetworkInterfaces.Address]) -> [ReachableAddress] {
+    public static func addresses(
+        listen: [BridgeConfiguration.Bind], port: Int, configured: [ReachableAddress],
+        interfaces: [NetworkInterfaces.Address]
+    ) -> [ReachableAddress] {
         let found = listen.flatMap { bind -> [ReachableAddress] in
             switch bind {
             case .lan: interfaces.filter { $0.isUp && !$0.isLoopback }.map { ReachableAddress(host: $0.address, port: port) }

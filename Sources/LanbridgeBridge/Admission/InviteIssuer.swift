@@ -11,14 +11,17 @@ public enum InviteIssuer {
 
     /// Devices dial `ListeningAddress.dialable(host:port:runtime:)`, first choice in the URI's
     /// authority, the rest as `a=`. Everything is checked before the invite is written.
-    public static func issue(directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
-                             host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser) throws -> Issued {
+    public static func issue(
+        directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
+        host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser
+    ) throws -> Issued {
         let dial = ListeningAddress.dialable(host: host, port: port, runtime: runtime)
         let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
         let now = Date()
         let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
-        let uri = InviteURI(host: dial[0].host, port: dial[0].port, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
-                            secret: secret.withUnsafeBytes { Array($0) }, name: name, alternates: Array(dial.dropFirst()))
+        let uri = InviteURI(
+            host: dial[0].host, port: dial[0].port, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
+            secret: secret.withUnsafeBytes { Array($0) }, name: name, alternates: Array(dial.dropFirst()))
         return Issued(uri: uri, expiresAt: now.addingTimeInterval(ttl))
     }
 }
@@ -34,8 +37,10 @@ extension InviteIssuer {
 
     /// `invite --openclaw`: a single-use bootstrap token for OpenClaw's own apps and the setup code
     /// that carries it with the front door's `wss://` URL. Stored as a hash only.
-    public static func issueOpenClaw(directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
-                                     host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser) throws -> OpenClawSetup {
+    public static func issueOpenClaw(
+        directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval,
+        host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser
+    ) throws -> OpenClawSetup {
         let door = runtime?.openClawApps?.first
         let scheme = door?.hasPrefix("ws://") == true ? "ws" : "wss"
         let bound = door.flatMap { ListeningAddress.split(String($0.drop { $0 != "/" }.dropFirst(2))) }
@@ -44,7 +49,8 @@ extension InviteIssuer {
         let url = "\(scheme)://\(dial[0])"
         let now = Date()
         let token = try PairingStore(directory: directory).update(actor: actor) { $0.createOpenClawBootstrap(name: name, grant: grant, ttl: ttl, now: now) }
-        let json = "{\"url\":\(String(decoding: JSONValue.string(url).serialized, as: UTF8.self)),\"bootstrapToken\":\(String(decoding: JSONValue.string(token).serialized, as: UTF8.self))}"
+        let json =
+            "{\"url\":\(String(decoding: JSONValue.string(url).serialized, as: UTF8.self)),\"bootstrapToken\":\(String(decoding: JSONValue.string(token).serialized, as: UTF8.self))}"
         return OpenClawSetup(setupCode: Base64URL.encode(Array(json.utf8)), url: url, expiresAt: now.addingTimeInterval(ttl))
     }
 }

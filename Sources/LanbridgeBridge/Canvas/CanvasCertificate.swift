@@ -80,7 +80,8 @@ struct CanvasCertificate {
         let serial = SecureRandom.bytes(8).reduce(UInt64(0)) { $0 << 8 | UInt64($1) } & 0x7FFF_FFFF_FFFF_FFFF
         try check(ASN1_INTEGER_set_uint64(X509_get_serialNumber(x509), serial), "serial")
         guard X509_gmtime_adj(X509_getm_notBefore(x509), -3600) != nil,
-              X509_gmtime_adj(X509_getm_notAfter(x509), 10 * 365 * 86400) != nil else {
+            X509_gmtime_adj(X509_getm_notAfter(x509), 10 * 365 * 86400) != nil
+        else {
             throw Problem(description: "cannot set the validity")
         }
         guard let name = X509_get_subject_name(x509) else { throw Problem(description: "no subject") }

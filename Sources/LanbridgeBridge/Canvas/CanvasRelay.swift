@@ -143,8 +143,9 @@ final class CanvasRelay: @unchecked Sendable {
     func refused(_ reason: String, peer: SocketAddress?) {
         driver.metrics.canvasRefused(reason)
         if let count = refusals.withLockedValue({ $0.note(reason, now: .now) }) {
-            logger.warning("canvas relay refused a request: \(reason)\(reason.hasPrefix("canvas") ? " (limits.\(reason))" : "")",
-                           metadata: ["peer": "\(PeerAddress.format(peer))", "since": "\(count)"])
+            logger.warning(
+                "canvas relay refused a request: \(reason)\(reason.hasPrefix("canvas") ? " (limits.\(reason))" : "")",
+                metadata: ["peer": "\(PeerAddress.format(peer))", "since": "\(count)"])
         }
     }
 }

@@ -29,7 +29,8 @@ struct ConsoleService: HTTPService {
         case "/login": return .reply(login(request))
         default: break
         }
-        let known = request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/"].contains { request.path.hasPrefix($0) }
+        let known =
+            request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/"].contains { request.path.hasPrefix($0) }
             || ConsolePages.navigation.contains { path, _ in request.path == path || (path != "/" && request.path.hasPrefix(path + "/")) }
         guard known else { return nil }
         let id: String, session: ConsoleSessions.Session
@@ -40,8 +41,10 @@ struct ConsoleService: HTTPService {
             refused(refusal, request, "a session cookie")
             return .reply(.html(.forbidden, ConsolePages.loggedOut(Self.explain(refusal))))
         case nil:
-            return .reply(.html(.unauthorized, ConsolePages.loggedOut("Log in with a link from <code>lanbridge ui</code>, run on this machine."),
-                                headers: [ConsoleAuth.clearCookie]))
+            return .reply(
+                .html(
+                    .unauthorized, ConsolePages.loggedOut("Log in with a link from <code>lanbridge ui</code>, run on this machine."),
+                    headers: [ConsoleAuth.clearCookie]))
         }
         let context = ConsolePages.Context(sessionId: id, session: session, bridgeName: bridgeName, auth: auth)
         if request.method == .POST {
@@ -69,7 +72,8 @@ struct ConsoleService: HTTPService {
             return .text(.forbidden, "cross-origin request refused\n")
         }
         guard let token = request.form["csrf"], Array(token.utf8).count == Array(csrf.utf8).count,
-              zip(token.utf8, csrf.utf8).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0 else {
+            zip(token.utf8, csrf.utf8).reduce(0, { $0 | ($1.0 ^ $1.1) }) == 0
+        else {
             return .text(.forbidden, "the form is stale or not from this console: reload the page\n")
         }
         return nil
@@ -97,8 +101,9 @@ struct ConsoleService: HTTPService {
         switch refusal {
         case .wrongToken: "This login link is used, expired or wrong. Run <code>lanbridge ui</code> for a new one."
         case .otherUser: "This login or session belongs to another user of this machine. Run <code>lanbridge ui</code> as yourself."
-        case .unknownUser: "The bridge could not tell which user of this machine this browser runs as, so it refuses. "
-            + "Open the console from this machine's loopback (or an SSH tunnel to it)."
+        case .unknownUser:
+            "The bridge could not tell which user of this machine this browser runs as, so it refuses. "
+                + "Open the console from this machine's loopback (or an SSH tunnel to it)."
         }
     }
 
@@ -106,8 +111,11 @@ struct ConsoleService: HTTPService {
     private func refused(_ refusal: ConsoleSessions.Refusal, _ request: HTTPRequest, _ what: String) {
         driver.metrics.consoleRefused(refusal.rawValue)
         guard let count = auth.noteRefused(uid: request.peerUID) else { return }
-        logger.warning("console: refused \(what): \(refusal.rawValue)", metadata: [
-            "uid": "\(request.peerUID.map(String.init) ?? "unknown")", "refusals": "\(count)"])
+        logger.warning(
+            "console: refused \(what): \(refusal.rawValue)",
+            metadata: [
+                "uid": "\(request.peerUID.map(String.init) ?? "unknown")", "refusals": "\(count)",
+            ])
     }
 
     // MARK: reading
@@ -194,8 +202,9 @@ struct ConsoleService: HTTPService {
                     guard let valid = InviteURI.validHost(field("host")) else { return back("/invites", "Not a host name or IP address: \(field("host"))", error: true) }
                     host = valid
                 }
-                let issued = try InviteIssuer.issue(directory: directory, name: name, grant: ApprovalGrant(), ttl: minutes * 60, host: host, port: nil,
-                                                    runtime: RuntimeStatusFile(directory: directory).read(), actor: actor)
+                let issued = try InviteIssuer.issue(
+                    directory: directory, name: name, grant: ApprovalGrant(), ttl: minutes * 60, host: host, port: nil,
+                    runtime: RuntimeStatusFile(directory: directory).read(), actor: actor)
                 // Shown once, by the page this redirects to: the secret is not stored on disk, and a
                 // reload of that page neither shows it again nor creates another invite.
                 auth.keepNewInvite(issued, session: context.sessionId)

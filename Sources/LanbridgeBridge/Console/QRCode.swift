@@ -48,8 +48,8 @@ public struct QRCode: Sendable {
         var path = ""
         for y in 0..<size { for x in 0..<size where isDark(x, y) { path += "M\(x) \(y)h1v1h-1z" } }
         return """
-        <svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="\(HTML.escape(label))" width="\(pixels)" height="\(pixels)" \
-        viewBox="0 0 \(size) \(size)" shape-rendering="crispEdges"><rect width="\(size)" height="\(size)" fill="#fff"/><path fill="#000" d="\(path)"/></svg>
-        """
+            <svg xmlns="http://www.w3.org/2000/svg" role="img" aria-label="\(HTML.escape(label))" width="\(pixels)" height="\(pixels)" \
+            viewBox="0 0 \(size) \(size)" shape-rendering="crispEdges"><rect width="\(size)" height="\(size)" fill="#fff"/><path fill="#000" d="\(path)"/></svg>
+            """
     }
 }

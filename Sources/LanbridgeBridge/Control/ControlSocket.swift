@@ -41,8 +41,10 @@ enum ControlSocket {
     static let consoleSessions = "console.sessions"
     static let consoleLogoutAll = "console.logoutAll"
 
-    static func serve(_ connection: Connection, driver: BridgeDriver, sharing: StateSharing, console: (auth: ConsoleAuth, url: String)? = nil,
-                      logger: Logger) async {
+    static func serve(
+        _ connection: Connection, driver: BridgeDriver, sharing: StateSharing, console: (auth: ConsoleAuth, url: String)? = nil,
+        logger: Logger
+    ) async {
         let peer = try? await PeerCredentials.of(connection.channel).get()
         guard let peer, admits(peer, sharing: sharing) else {
             logger.warning("control socket: refused a connection from another user", metadata: ["uid": "\(peer.map { String($0.uid) } ?? "unknown")"])
@@ -72,8 +74,10 @@ enum ControlSocket {
         }
     }
 
-    private static func consoleRequest(_ method: String, _ params: JSONValue?, _ console: (auth: ConsoleAuth, url: String)?, caller: UInt32,
-                                       logger: Logger) -> Result<InvokePayload, ErrorMessage> {
+    private static func consoleRequest(
+        _ method: String, _ params: JSONValue?, _ console: (auth: ConsoleAuth, url: String)?, caller: UInt32,
+        logger: Logger
+    ) -> Result<InvokePayload, ErrorMessage> {
         guard let console else {
             return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the console is off (serve --no-ui, ui.enabled false, or its address was taken)"))
         }
@@ -94,12 +98,17 @@ enum ControlSocket {
         case consoleLogin:
             let token = console.auth.mintLogin(uid: uid)
             logger.notice("console: login link issued", metadata: ["uid": "\(uid)", "by": "\(caller)"])
-            return .success(.value(["url": .string("\(console.url)/login?token=\(token)"), "base": .string(console.url), "expiresInSeconds": 60,
-                                    "uid": .number(Double(uid))]))
+            return .success(
+                .value([
+                    "url": .string("\(console.url)/login?token=\(token)"), "base": .string(console.url), "expiresInSeconds": 60,
+                    "uid": .number(Double(uid)),
+                ]))
         case consoleSessions:
             let listed = console.auth.list(uid: everyone ? nil : uid).map { session -> JSONValue in
-                ["uid": .number(Double(session.uid)), "created": .string(session.created.formatted(.iso8601)),
-                 "lastUsed": .string(session.lastUsed.formatted(.iso8601))]
+                [
+                    "uid": .number(Double(session.uid)), "created": .string(session.created.formatted(.iso8601)),
+                    "lastUsed": .string(session.lastUsed.formatted(.iso8601)),
+                ]
             }
             return .success(.value(["sessions": .array(listed)]))
         default:

@@ -78,8 +78,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// paired.json's path, kept: the version check runs before every decision.
     private let pairedPath: String
 
-    init(loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, metrics: BridgeMetrics = .disabled,
-         doorTLS: DoorTLS? = nil, descriptors: DescriptorGate? = nil, logger: Logger) {
+    init(
+        loop: any EventLoop, core: BridgeCore, io: StateIO, admission: Admission, invites: InviteCache, metrics: BridgeMetrics = .disabled,
+        doorTLS: DoorTLS? = nil, descriptors: DescriptorGate? = nil, logger: Logger
+    ) {
         (self.loop, self.core, self.io, self.admission, self.invites, self.metrics, self.logger) = (loop, core, io, admission, invites, metrics, logger)
         (self.doorTLS, self.descriptors) = (doorTLS, descriptors)
         wakeHook = WakeHook(directory: io.store.directory, logger: logger, metrics: metrics)
@@ -233,7 +235,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// A connection to the control socket: its number, for `request` and `controlClientClosed`.
     func controlClientOpened() -> Int {
-        controlClients.withLockedValue { $0 += 1; return $0 }
+        controlClients.withLockedValue {
+            $0 += 1; return $0
+        }
     }
 
     /// A request from the operator's control socket, answered like the gateway's.
@@ -319,7 +323,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         metrics.loopLag(seconds: lag)
         if lag > 1, now - lastStallLog > .seconds(60) {
             lastStallLog = now
-            logger.warning("the relay loop was held for \(NumberText.fixed(lag)) s; the longest event was \(longest.what) (\(NumberText.fixed(Double(longest.nanoseconds) / 1e9)) s)")
+            logger.warning(
+                "the relay loop was held for \(NumberText.fixed(lag)) s; the longest event was \(longest.what) (\(NumberText.fixed(Double(longest.nanoseconds) / 1e9)) s)")
         }
         longest = (0, "")
         guard !stopped else { return }

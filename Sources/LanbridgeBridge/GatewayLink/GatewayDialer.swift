@@ -16,13 +16,16 @@ struct GatewayDialer: Sendable {
     }
 
     /// Dials and upgrades; `install` adds the caller's handlers on `loop` before any frame is read.
-    func connect(headers: [(String, String)] = [], on loop: any EventLoop, maxMessageSize: Int,
-                 verifyResponse: (@Sendable (HTTPResponseHead) throws -> Void)? = nil,
-                 install: @escaping @Sendable (any Channel) throws -> Void) async throws -> any Channel {
+    func connect(
+        headers: [(String, String)] = [], on loop: any EventLoop, maxMessageSize: Int,
+        verifyResponse: (@Sendable (HTTPResponseHead) throws -> Void)? = nil,
+        install: @escaping @Sendable (any Channel) throws -> Void
+    ) async throws -> any Channel {
         let owners = owners
         // TLS proves a wss:// gateway; a local listener proves itself by its owner.
         let checkOwner: (@Sendable (any Channel) -> EventLoopFuture<String?>)? = endpoint.secure ? nil : { @Sendable channel in GatewayOwner.check(channel, allowed: owners) }
-        return try await WebSocketClient.connect(to: endpoint.target, path: endpoint.path, headers: headers, tls: tls, on: loop,
-                                                 maxMessageSize: maxMessageSize, verifyPeer: checkOwner, verifyResponse: verifyResponse, install: install)
+        return try await WebSocketClient.connect(
+            to: endpoint.target, path: endpoint.path, headers: headers, tls: tls, on: loop,
+            maxMessageSize: maxMessageSize, verifyPeer: checkOwner, verifyResponse: verifyResponse, install: install)
     }
 }

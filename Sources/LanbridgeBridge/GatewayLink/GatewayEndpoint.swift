@@ -34,7 +34,8 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         }
         socketPath = nil
         guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
-              let host = components.host, !host.isEmpty else {
+            let host = components.host, !host.isEmpty
+        else {
             throw Invalid(url: url, reason: "not a URL like ws://127.0.0.1:18789")
         }
         guard scheme == "ws" || scheme == "wss" else { throw Invalid(url: url, reason: "the scheme must be ws or wss") }
@@ -44,7 +45,10 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         let loopback = Self.isLoopback(host)
         if !loopback {
             guard allowRemote else {
-                throw Invalid(url: url, reason: "\(host) is not a loopback address; the gateway must not be reachable from the LAN (pass --allow-remote-gateway, with wss://, if it really is elsewhere)")
+                throw Invalid(
+                    url: url,
+                    reason:
+                        "\(host) is not a loopback address; the gateway must not be reachable from the LAN (pass --allow-remote-gateway, with wss://, if it really is elsewhere)")
             }
             guard scheme == "wss" else { throw Invalid(url: url, reason: "a remote gateway needs wss://") }
         }

@@ -27,8 +27,10 @@ final class GatewayLink: Sendable {
     /// The link now up, to end it when the token changes.
     private let current = NIOLockedValueBox<(any Channel)?>(nil)
 
-    init(_ gateway: BridgeConfiguration.Gateway, driver: BridgeDriver, maxMessageSize: Int,
-         backoff: Backoff = Backoff(initial: 0.25, maximum: 30, resetAfter: 10), logger: Logger) {
+    init(
+        _ gateway: BridgeConfiguration.Gateway, driver: BridgeDriver, maxMessageSize: Int,
+        backoff: Backoff = Backoff(initial: 0.25, maximum: 30, resetAfter: 10), logger: Logger
+    ) {
         (endpoint, auth) = (gateway.endpoint, gateway.auth)
         tokenBox = NIOLockedValueBox(gateway.token)
         dialer = GatewayDialer(gateway)
@@ -63,8 +65,9 @@ final class GatewayLink: Sendable {
             let failures = backoff.failures
             driver.submit(.gatewayStatus("disconnected: \(reason); retrying in \(NumberText.fixed(wait)) s"), order: .now)
             // The first failure is news; a gateway that stays down should not flood the journal.
-            logger.log(level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
-                       "gateway link down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["gateway": "\(endpoint)"])
+            logger.log(
+                level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
+                "gateway link down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["gateway": "\(endpoint)"])
             try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
             backoff.grow()
         }
@@ -76,10 +79,11 @@ final class GatewayLink: Sendable {
     /// proved it knows the token. Returns why the link ended.
     private func connectOnce(hello: JSONValue) async throws -> String {
         let bridgeNonce = SecureRandom.bytes(GatewayProof.nonceLength)
-        let headers: [(String, String)] = switch auth {
-        case .proof: [(GatewayProof.challengeHeader, Hex.encode(bridgeNonce))]
-        case .bearer: [("Authorization", token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) })]
-        }
+        let headers: [(String, String)] =
+            switch auth {
+            case .proof: [(GatewayProof.challengeHeader, Hex.encode(bridgeNonce))]
+            case .bearer: [("Authorization", token.withUnsafeBytes { "Bearer " + String(decoding: $0, as: UTF8.self) })]
+            }
         let gatewayNonce = NIOLockedValueBox<[UInt8]>([])
         let (token, auth, driver, logger) = (token, auth, driver, logger)
         let checkProof: @Sendable (HTTPResponseHead) throws -> Void = { response in
@@ -87,8 +91,10 @@ final class GatewayLink: Sendable {
             gatewayNonce.withLockedValue { $0 = nonce }
         }
         let ending = GatewayLinkHandler.Ending()
-        let channel = try await dialer.connect(headers: headers, on: driver.loop, maxMessageSize: maxMessageSize,
-                                               verifyResponse: auth == .bearer ? nil : checkProof) { channel in
+        let channel = try await dialer.connect(
+            headers: headers, on: driver.loop, maxMessageSize: maxMessageSize,
+            verifyResponse: auth == .bearer ? nil : checkProof
+        ) { channel in
             var hello = hello
             if auth == .proof {
                 let proof = GatewayProof.bridgeProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce.withLockedValue { $0 })

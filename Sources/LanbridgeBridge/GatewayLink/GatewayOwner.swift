@@ -25,7 +25,8 @@ enum GatewayOwner {
 
     private static func verdict(_ uid: UInt32, _ allowed: Set<UInt32>) -> String? {
         guard !allowed.contains(uid) else { return nil }
-        return "the gateway's socket belongs to \(name(uid)), not to \(allowed.sorted().map(name).joined(separator: " or ")) (gateway.owner): another local user may be squatting on it"
+        return
+            "the gateway's socket belongs to \(name(uid)), not to \(allowed.sorted().map(name).joined(separator: " or ")) (gateway.owner): another local user may be squatting on it"
     }
 
     static func name(_ uid: UInt32) -> String {

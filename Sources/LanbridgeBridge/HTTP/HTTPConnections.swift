@@ -32,7 +32,8 @@ struct HTTPConnectionTable {
         guard byPeer[peer, default: 0] < limits.perPeer else { return .refused }
         var evicted: Int?
         if open.count >= limits.total, let busiest = byPeer.max(by: { $0.value < $1.value })?.key,
-           let oldest = open.filter({ $0.value.peer == busiest }).min(by: { $0.value.order < $1.value.order })?.key {
+            let oldest = open.filter({ $0.value.peer == busiest }).min(by: { $0.value.order < $1.value.order })?.key
+        {
             remove(oldest)
             evicted = oldest
         }

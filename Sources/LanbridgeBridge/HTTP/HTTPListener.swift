@@ -20,8 +20,10 @@ struct HTTPListener {
     let port: Int
     let console: Bool
 
-    static func bind(configuration: BridgeConfiguration, registry: PrometheusCollectorRegistry, driver: BridgeDriver,
-                     console: ConsoleParts?, logger: Logger) async throws -> [HTTPListener] {
+    static func bind(
+        configuration: BridgeConfiguration, registry: PrometheusCollectorRegistry, driver: BridgeDriver,
+        console: ConsoleParts?, logger: Logger
+    ) async throws -> [HTTPListener] {
         var wanted: [(address: ListenAddress, metrics: Bool, console: Bool)] = []
         if let address = configuration.metrics { wanted.append((address, true, false)) }
         if let address = configuration.console, console != nil {
@@ -33,8 +35,10 @@ struct HTTPListener {
             for want in wanted {
                 var services: [any HTTPService] = [MonitoringService(registry: registry, driver: driver, metrics: want.metrics)]
                 if want.console, let console {
-                    services.append(ConsoleService(directory: configuration.stateDirectory, auth: console.auth, events: console.events,
-                                                   settings: console.settings, driver: driver, bridgeName: configuration.name, logger: logger))
+                    services.append(
+                        ConsoleService(
+                            directory: configuration.stateDirectory, auth: console.auth, events: console.events,
+                            settings: console.settings, driver: driver, bridgeName: configuration.name, logger: logger))
                 }
                 let channel: any Channel
                 do {
@@ -44,7 +48,7 @@ struct HTTPListener {
                             refusals.note(peer, logger: logger)
                         }
                     }
-                } catch where want.console && !want.metrics && configuration.consoleOptional {
+                } catch  where want.console && !want.metrics && configuration.consoleOptional {
                     logger.warning("console off: \(error) (choose another address with --ui-listen or ui.listen, or --no-ui)")
                     continue
                 }
@@ -75,8 +79,9 @@ final class HTTPRefusalLog: Sendable {
             return count
         }
         if let due {
-            logger.warning("HTTP listener: refused connections past a peer's bound of \(HTTPConnectionTable.Limits().perPeer)",
-                           metadata: ["peer": "\(peer)", "refused": "\(due)"])
+            logger.warning(
+                "HTTP listener: refused connections past a peer's bound of \(HTTPConnectionTable.Limits().perPeer)",
+                metadata: ["peer": "\(peer)", "refused": "\(due)"])
         }
     }
 }

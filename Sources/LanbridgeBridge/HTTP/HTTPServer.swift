@@ -79,8 +79,11 @@ enum HTTPServer {
 
     /// Sent with every response. The console has no inline script or style; nothing may frame it.
     static let securityHeaders: [(String, String)] = [
-        ("Content-Security-Policy", "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
-            + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"),
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; "
+                + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+        ),
         ("X-Frame-Options", "DENY"),
         ("X-Content-Type-Options", "nosniff"),
         ("Referrer-Policy", "no-referrer"),
@@ -94,8 +97,10 @@ enum HTTPServer {
     /// keep-alive connection ends with it too.
     static let requestDeadline = TimeAmount.seconds(10)
 
-    static func bind(host: String, port: Int, services: [any HTTPService], limits: HTTPConnectionTable.Limits = .init(), descriptors: DescriptorGate? = nil,
-                     refused: @escaping @Sendable (String) -> Void = { _ in }) async throws -> any Channel {
+    static func bind(
+        host: String, port: Int, services: [any HTTPService], limits: HTTPConnectionTable.Limits = .init(), descriptors: DescriptorGate? = nil,
+        refused: @escaping @Sendable (String) -> Void = { _ in }
+    ) async throws -> any Channel {
         let connections = HTTPConnections(limits: limits)
         return try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)

@@ -24,7 +24,8 @@ public enum HostCheck {
         }
         let digits = rest.dropFirst()
         guard rest.first == ":", !digits.isEmpty, digits.count <= 5, digits.allSatisfy({ $0.isASCII && $0.isNumber }),
-              let port = Int(digits) else { return nil }
+            let port = Int(digits)
+        else { return nil }
         return (String(name), bracketed, port)
     }
 

@@ -75,18 +75,26 @@ enum OpenClawAppDoor {
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
-                                                                   maxAccumulatedFrameSize: options.maxFrameBytes))
+                    try sync.addHandler(
+                        NIOWebSocketFrameAggregator(
+                            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 1024,
+                            maxAccumulatedFrameSize: options.maxFrameBytes))
                     try sync.addHandler(IdleStateHandler(readTimeout: options.idleTimeout))
-                    try sync.addHandler(OpenClawAppHandler(driver: driver, id: id, address: address, tlsSha256: served?.sha256,
-                                                           deadline: deadline, logger: logger))
+                    try sync.addHandler(
+                        OpenClawAppHandler(
+                            driver: driver, id: id, address: address, tlsSha256: served?.sha256,
+                            deadline: deadline, logger: logger))
                 }
             })
         // Plain HTTP requests reach `NotUpgraded`, which goes once the upgrade is done (before the
         // first WebSocket byte is passed on): it must never see one.
-        try sync.configureHTTPServerPipeline(withServerUpgrade: (upgraders: [upgrader], completionHandler: { context in
-            _ = try? context.pipeline.syncOperations.removeHandler(name: NotUpgraded.name)
-        }))
+        try sync.configureHTTPServerPipeline(
+            withServerUpgrade: (
+                upgraders: [upgrader],
+                completionHandler: { context in
+                    _ = try? context.pipeline.syncOperations.removeHandler(name: NotUpgraded.name)
+                }
+            ))
         try sync.addHandler(NotUpgraded(), name: NotUpgraded.name)
     }
 
@@ -184,8 +192,9 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
             if !wasReady, session.device != nil { deadline.cancel() }
             if session.unknown > 0, !loggedUnknown {
                 loggedUnknown = true
-                logger.notice("an OpenClaw app called a method lanbridge does not relay (answered INVALID_REQUEST; counted once per connection)",
-                              metadata: ["peer": "\(address)", "connection": "\(id)"])
+                logger.notice(
+                    "an OpenClaw app called a method lanbridge does not relay (answered INVALID_REQUEST; counted once per connection)",
+                    metadata: ["peer": "\(address)", "connection": "\(id)"])
             }
         case .ping:
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
@@ -228,8 +237,9 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
             switch action {
             case let .send(bytes, binary):
                 guard !closing else { continue }
-                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: binary ? .binary : .text, data: context.channel.allocator.buffer(bytes: bytes))),
-                                      promise: nil)
+                context.writeAndFlush(
+                    wrapOutboundOut(WebSocketFrame(fin: true, opcode: binary ? .binary : .text, data: context.channel.allocator.buffer(bytes: bytes))),
+                    promise: nil)
             case let .authenticated(device):
                 driver.appEstablished(id, device, tlsSha256: tlsSha256, address: address, peer: PeerAddress.format(context.channel.remoteAddress))
             case let .toBridge(bytes):

@@ -36,8 +36,10 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
     /// Completed once the session is up or the socket is gone: the dialler's handshake slot is free.
     private let handshake: EventLoopPromise<Void>
 
-    init(node: Fingerprint, linkToken: Int, session: OpenClawNodeSession, links: OpenClawLinks, ending: Ending, handshake: EventLoopPromise<Void>,
-         logger: Logger) {
+    init(
+        node: Fingerprint, linkToken: Int, session: OpenClawNodeSession, links: OpenClawLinks, ending: Ending, handshake: EventLoopPromise<Void>,
+        logger: Logger
+    ) {
         (self.node, self.linkToken, self.session, self.links, self.ending, self.handshake, self.logger) = (node, linkToken, session, links, ending, handshake, logger)
     }
 

@@ -247,8 +247,9 @@ final class OpenClawLinks: @unchecked Sendable {
         if !surface.awaiting.isEmpty {
             if link.loggedAwaiting != surface.awaiting {
                 link.loggedAwaiting = surface.awaiting
-                logger.warning("the OpenClaw gateway holds the node's added commands for its operator: \(RuntimeStatus.GatewayApproval.commands(surface.awaiting.sorted()).summary) (device \(deviceId)); until then it keeps to the ones it approved, and lanbridge re-offers them now and then so that an approval takes effect",
-                               metadata: ["node": "\(node)"])
+                logger.warning(
+                    "the OpenClaw gateway holds the node's added commands for its operator: \(RuntimeStatus.GatewayApproval.commands(surface.awaiting.sorted()).summary) (device \(deviceId)); until then it keeps to the ones it approved, and lanbridge re-offers them now and then so that an approval takes effect",
+                    metadata: ["node": "\(node)"])
             }
             link.reoffer?.cancel()
             // The gateway applies an approval of added commands only at the node's next connect, and
@@ -320,10 +321,14 @@ final class OpenClawLinks: @unchecked Sendable {
         }
         let (device, record) = made
         // What the gateway approved, as stored; what the rules offer is read again each time round.
-        guard let commands = await onLink(node, token, { link in
-            if link.surface == nil { link.surface = OpenClawSurface(approved: record.approvedCommands) }
-            return link.commands
-        }) else { return }
+        guard
+            let commands = await onLink(
+                node, token,
+                { link in
+                    if link.surface == nil { link.surface = OpenClawSurface(approved: record.approvedCommands) }
+                    return link.commands
+                })
+        else { return }
         var configuration = OpenClawNodeSession.Configuration(
             device: device, claims: .node(platform: record.platform, deviceFamily: record.deviceFamily),
             // Unique per node: the gateway retires silently paired devices that share a name.
@@ -383,8 +388,10 @@ final class OpenClawLinks: @unchecked Sendable {
         do {
             channel = try await options.dialer.connect(on: loop, maxMessageSize: options.maxMessageSize) { channel in
                 let session = OpenClawNodeSession(configuration, nowMs: OpenClawLinkHandler.nowMs)
-                try channel.pipeline.syncOperations.addHandler(OpenClawLinkHandler(node: node, linkToken: token, session: session, links: links,
-                                                                                         ending: ending, handshake: handshake, logger: logger))
+                try channel.pipeline.syncOperations.addHandler(
+                    OpenClawLinkHandler(
+                        node: node, linkToken: token, session: session, links: links,
+                        ending: ending, handshake: handshake, logger: logger))
             }
         } catch {
             handshake.succeed()

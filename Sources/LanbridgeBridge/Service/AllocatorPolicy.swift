@@ -1,6 +1,6 @@
 #if canImport(Glibc)
-import CMalloc
-import Glibc
+    import CMalloc
+    import Glibc
 #endif
 
 /// How the daemon's allocator treats large buffers: freed ones stay in the process for the next
@@ -29,18 +29,18 @@ public enum AllocatorPolicy {
     @discardableResult
     public static func keepLargeBuffers() -> Bool {
         #if canImport(Glibc)
-        mallopt(M_MMAP_THRESHOLD, Int32(heapBlockLimit)) == 1 && mallopt(M_TRIM_THRESHOLD, Int32(retainedFreeBytes)) == 1
+            mallopt(M_MMAP_THRESHOLD, Int32(heapBlockLimit)) == 1 && mallopt(M_TRIM_THRESHOLD, Int32(retainedFreeBytes)) == 1
         #else
-        false
+            false
         #endif
     }
 
     /// Free bytes the allocator holds in its heaps (some of them perhaps already given back).
     public static var freeBytes: Int {
         #if canImport(Glibc)
-        Int(mallinfo2().fordblks)
+            Int(mallinfo2().fordblks)
         #else
-        0
+            0
         #endif
     }
 
@@ -48,11 +48,11 @@ public enum AllocatorPolicy {
     @discardableResult
     public static func giveBack(ifHoldingMoreThan threshold: Int) -> Bool {
         #if canImport(Glibc)
-        guard freeBytes > threshold else { return false }
-        malloc_trim(0)
-        return true
+            guard freeBytes > threshold else { return false }
+            malloc_trim(0)
+            return true
         #else
-        false
+            false
         #endif
     }
 
@@ -60,12 +60,12 @@ public enum AllocatorPolicy {
     /// Its own thread, because trimming a large heap can take a few milliseconds.
     public static func startGivingBack() {
         #if canImport(Glibc)
-        DetachedThread.start {
-            while true {
-                sleep(givingBackInterval)
-                giveBack(ifHoldingMoreThan: idleFreeBytes)
+            DetachedThread.start {
+                while true {
+                    sleep(givingBackInterval)
+                    giveBack(ifHoldingMoreThan: idleFreeBytes)
+                }
             }
-        }
         #endif
     }
 }

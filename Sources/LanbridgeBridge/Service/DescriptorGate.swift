@@ -62,8 +62,11 @@ final class DescriptorGate: Sendable {
             let now = Moment.now
             guard decision == .refuse || !evicted.isEmpty, now.timeIntervalSince(state.loggedAt) >= 60 else { return (decision, evicted, nil) }
             defer { (state.loggedAt, state.refused, state.evicted) = (now, 0, 0) }
-            return (decision, evicted, "the descriptor budget (\(state.ledger.capacity), the open-file limit less \(Self.reserve) for the daemon) is full: "
-                        + "\(state.evicted) unproven connection(s) of the busiest peers closed to make room, \(state.refused) refused (counted since the last line)")
+            return (
+                decision, evicted,
+                "the descriptor budget (\(state.ledger.capacity), the open-file limit less \(Self.reserve) for the daemon) is full: "
+                    + "\(state.evicted) unproven connection(s) of the busiest peers closed to make room, \(state.refused) refused (counted since the last line)"
+            )
         }
         if let summary { logger.warning("\(summary)") }
         for channel in evicted {
@@ -98,4 +101,3 @@ final class DescriptorGate: Sendable {
         return AddressPrefix(ip).description
     }
 }
-

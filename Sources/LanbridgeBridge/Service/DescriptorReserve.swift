@@ -22,7 +22,7 @@ final class DescriptorReserve: Sendable {
     func run<T>(_ body: () throws -> T) throws -> T {
         do {
             return try body()
-        } catch where Self.isOutOfDescriptors(error) {
+        } catch  where Self.isOutOfDescriptors(error) {
             let freed = held.withLockedValue { fds -> Int in
                 fds.forEach { close($0) }
                 defer { fds = [] }

@@ -13,23 +13,25 @@ enum DetachedThread {
     static func start(_ body: @escaping @Sendable () -> Void) -> Bool {
         let context = Unmanaged.passRetained(Work(body)).toOpaque()
         #if canImport(Glibc)
-        var thread = pthread_t()
+            var thread = pthread_t()
         #else
-        var thread: pthread_t?
+            var thread: pthread_t?
         #endif
-        let failed = pthread_create(&thread, nil, { context in
-            guard let context else { return nil }
-            Unmanaged<Work>.fromOpaque(context).takeRetainedValue().body()
-            return nil
-        }, context)
+        let failed = pthread_create(
+            &thread, nil,
+            { context in
+                guard let context else { return nil }
+                Unmanaged<Work>.fromOpaque(context).takeRetainedValue().body()
+                return nil
+            }, context)
         guard failed == 0 else {
             Unmanaged<Work>.fromOpaque(context).release()
             return false
         }
         #if canImport(Glibc)
-        pthread_detach(thread)
+            pthread_detach(thread)
         #else
-        if let thread { pthread_detach(thread) }
+            if let thread { pthread_detach(thread) }
         #endif
         return true
     }

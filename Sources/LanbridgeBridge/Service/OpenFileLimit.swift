@@ -8,9 +8,9 @@ enum OpenFileLimit {
     static func raise(toward needed: Int) -> Int {
         var limits = rlimit()
         #if canImport(Glibc)
-        let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
+            let resource = __rlimit_resource_t(RLIMIT_NOFILE.rawValue)
         #else
-        let resource = RLIMIT_NOFILE
+            let resource = RLIMIT_NOFILE
         #endif
         guard getrlimit(resource, &limits) == 0 else { return Int.max }
         let wanted = rlim_t(max(needed, 0))

@@ -14,7 +14,8 @@ public final class ServiceNotifier: Sendable {
 
     public init?(environment: [String: String] = ProcessInfo.processInfo.environment) {
         guard let path = environment["NOTIFY_SOCKET"], path.hasPrefix("/") || path.hasPrefix("@"),
-              path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path) else { return nil }
+            path.utf8.count < MemoryLayout.size(ofValue: sockaddr_un().sun_path)
+        else { return nil }
         let fd = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { return nil }
         (socketPath, self.fd) = (path, fd)

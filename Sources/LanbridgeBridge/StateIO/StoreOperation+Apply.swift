@@ -15,15 +15,17 @@ extension StoreOperation {
             try store.update(actor: "bridge") { $0.commitmentFailed(requestId: requestId) }
             return .done
         case let .setCode(code, requestId, now, timing):
-            return .codeSet(expiresAt: try store.update(actor: "bridge") { state -> Date? in
-                state.setCode(code, requestId: requestId)
-                try state.refresh(requestId: requestId, now: now, timing: timing)
-                return state.request(requestId)?.expiresAt
-            })
+            return .codeSet(
+                expiresAt: try store.update(actor: "bridge") { state -> Date? in
+                    state.setCode(code, requestId: requestId)
+                    try state.refresh(requestId: requestId, now: now, timing: timing)
+                    return state.request(requestId)?.expiresAt
+                })
         case let .redeemInvite(id, secret, key, details, access, now):
-            return .redeemed(try store.update(actor: "bridge") {
-                try $0.redeemInvite(id: id, secret: secret, key: key, details: details, defaultAccess: access, now: now)
-            })
+            return .redeemed(
+                try store.update(actor: "bridge") {
+                    try $0.redeemInvite(id: id, secret: secret, key: key, details: details, defaultAccess: access, now: now)
+                })
         case let .maintain(waiting, now, timing):
             try store.update(actor: "bridge") { state in
                 for id in waiting { try? state.refresh(requestId: id, now: now, timing: timing) }
@@ -34,9 +36,10 @@ extension StoreOperation {
             try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
             return .done
         case let .appBootstrap(token, key, claim, details, access, now):
-            return .redeemed(try store.update(actor: "bridge") {
-                try $0.redeemOpenClawBootstrap(token, claim: claim, key: key, details: details, defaultAccess: access, now: now)
-            })
+            return .redeemed(
+                try store.update(actor: "bridge") {
+                    try $0.redeemOpenClawBootstrap(token, claim: claim, key: key, details: details, defaultAccess: access, now: now)
+                })
         case let .appRequest(key, claim, details, source, now, timing):
             // Approved a moment ago (the core's read was older): under the lock, it is paired.
             return try store.update(actor: "bridge") { state -> Outcome in

@@ -60,9 +60,11 @@ final class WakeHook: Sendable {
     /// The document on the hook's stdin (PROTOCOL.md §12.3): absent push fields are null.
     static func document(_ call: WakeCall, push: PushRegistration?) -> JSONValue {
         func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-        return ["version": 1, "nodeId": .string(call.node.description), "displayName": .string(call.displayName), "platform": .string(call.platform),
-                "command": .string(call.command), "why": .string(call.why), "holdMs": .number(Double(call.holdMs)),
-                "provider": text(push?.provider), "token": text(push?.token), "environment": text(push?.environment), "topic": text(push?.topic)]
+        return [
+            "version": 1, "nodeId": .string(call.node.description), "displayName": .string(call.displayName), "platform": .string(call.platform),
+            "command": .string(call.command), "why": .string(call.why), "holdMs": .number(Double(call.holdMs)),
+            "provider": text(push?.provider), "token": text(push?.token), "environment": text(push?.environment), "topic": text(push?.topic),
+        ]
     }
 
     private func execute(_ call: WakeCall) {
@@ -119,7 +121,11 @@ final class WakeHook: Sendable {
             logger.info("wake hook ran", metadata: meta.merging(["exit": "0"]) { $1 })
             metrics.wake("ok")
         } else {
-            let how = switch termination { case let .exited(code): "exit \(code)"; case let .signalled(signal): "signal \(signal)" }
+            let how =
+                switch termination {
+                case let .exited(code): "exit \(code)";
+                case let .signalled(signal): "signal \(signal)"
+                }
             logger.warning("wake hook failed: \(how)", metadata: meta)
             metrics.wake("failed")
         }
@@ -158,9 +164,11 @@ final class WakeHook: Sendable {
         /// runs and separators that continue the same form. What is hidden becomes `[token]`.
         static func redact(_ secret: String, in line: String) -> String {
             let bytes = Array(secret.utf8)
-            let forms = [secret, String(decoding: JSONValue.string(secret).serialized.dropFirst().dropLast(), as: UTF8.self),
-                         PercentEncoding.encode(secret, keeping: CharacterClass.isASCIIAlphanumeric),
-                         Data(bytes).base64EncodedString(), Base64URL.encode(bytes), Hex.encode(bytes)]
+            let forms = [
+                secret, String(decoding: JSONValue.string(secret).serialized.dropFirst().dropLast(), as: UTF8.self),
+                PercentEncoding.encode(secret, keeping: CharacterClass.isASCIIAlphanumeric),
+                Data(bytes).base64EncodedString(), Base64URL.encode(bytes), Hex.encode(bytes),
+            ]
             func partOfSecret(_ text: Substring) -> Bool { forms.contains { $0.contains(text) || text.contains($0) } }
             // Runs are what tokens are made of (ASCII letters and digits, `-_.~%`); anything else cuts.
             func separates(_ c: Character) -> Bool { !(c.isASCII && (c.isLetter || c.isNumber || "-_.~%".contains(c))) }

@@ -52,7 +52,8 @@ public struct AdmissionPolicy: Sendable {
             lockout = TimeInterval(settings[.lockoutSeconds])
             unpairedDeadline = TimeInterval(settings[.unpairedDeadlineSeconds])
             maxWaiting = settings[.maxWaiting]
-            maxUnauthenticatedPerListener = settings.values.value(.maxUnauthenticatedPerListener)
+            maxUnauthenticatedPerListener =
+                settings.values.value(.maxUnauthenticatedPerListener)
                 ?? (listeners > 1 ? max(1, settings[.maxUnauthenticated] * 3 / 4) : settings[.maxUnauthenticated])
             pressuredDeadline = min(pressuredDeadline, unpairedDeadline)
         }
@@ -137,8 +138,9 @@ public struct AdmissionPolicy: Sendable {
         }
         let pressured = Double(unauthenticatedCount + 1) > Double(limits.maxUnauthenticated) * limits.pressure
         nextSlot += 1
-        slots[nextSlot] = Entry(address: address, listener: listener, since: now,
-                                deadline: now.addingTimeInterval(pressured ? limits.pressuredDeadline : limits.unpairedDeadline), stage: .unauthenticated)
+        slots[nextSlot] = Entry(
+            address: address, listener: listener, since: now,
+            deadline: now.addingTimeInterval(pressured ? limits.pressuredDeadline : limits.unpairedDeadline), stage: .unauthenticated)
         return .admit(nextSlot, evicting: evicting, handshakeTimeout: pressured ? limits.pressuredHandshakeTimeout : limits.handshakeTimeout)
     }
 

@@ -16,8 +16,10 @@ package struct ConsoleSessions: Sendable {
         package var maxSessions: Int
         /// Wrong tokens are logged at most once a minute per uid, with a count.
         package var wrongLogInterval: TimeInterval
-        package init(loginLifetime: TimeInterval = 60, sessionIdle: TimeInterval = 12 * 3600, maxLogins: Int = 16, maxSessions: Int = 32,
-                     wrongLogInterval: TimeInterval = 60) {
+        package init(
+            loginLifetime: TimeInterval = 60, sessionIdle: TimeInterval = 12 * 3600, maxLogins: Int = 16, maxSessions: Int = 32,
+            wrongLogInterval: TimeInterval = 60
+        ) {
             (self.loginLifetime, self.sessionIdle, self.maxLogins, self.maxSessions) = (loginLifetime, sessionIdle, maxLogins, maxSessions)
             self.wrongLogInterval = wrongLogInterval
         }

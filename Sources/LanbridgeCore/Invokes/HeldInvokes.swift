@@ -61,14 +61,18 @@ package struct HeldInvokes {
     /// A new invoke that cannot run yet: queued behind its node's others, or refused at a bound.
     package mutating func hold(_ entry: Entry, node: PairedNode, hook: BridgeSettings.Wake, now: Moment) -> Verdict {
         if let full = bound(for: entry, node: node.nodeId) {
-            return .refused(ErrorMessage(code: ErrorMessage.holdLimit, message: "not held: \(full)",
-                                         details: entry.refusal.details, retryable: true, retryAfterMs: 1000))
+            return .refused(
+                ErrorMessage(
+                    code: ErrorMessage.holdLimit, message: "not held: \(full)",
+                    details: entry.refusal.details, retryable: true, retryAfterMs: 1000))
         }
         queues[node.nodeId, default: []].append(entry)
         (count, bytes) = (count + 1, bytes + entry.bytes)
         guard hook.exec != nil, wakes.due(node.nodeId, now: now) else { return .held(wake: nil) }
-        return .held(wake: WakeCall(hook: hook, node: node.nodeId, displayName: node.details.displayName, platform: node.details.platform,
-                                    command: entry.request.command, why: entry.refusal.code, holdMs: entry.request.holdMs ?? 0, heldAt: now))
+        return .held(
+            wake: WakeCall(
+                hook: hook, node: node.nodeId, displayName: node.details.displayName, platform: node.details.platform,
+                command: entry.request.command, why: entry.refusal.code, holdMs: entry.request.holdMs ?? 0, heldAt: now))
     }
 
     /// Everything held for `node`, oldest first, no longer held: the core runs what it can and
@@ -102,8 +106,11 @@ package struct HeldInvokes {
     /// `node.invoke.cancel` named a held invoke of `node`: it never runs.
     package mutating func cancel(node: Fingerprint, where matches: (InvokeBook.Waiter) -> Bool) -> [Ending] {
         remove(node: node) { matches($0.waiter) }.map {
-            Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.cancelled, message: "\($0.request.command) was cancelled while it was held",
-                                                  details: $0.refusal.details, retryable: false))
+            Ending(
+                entry: $0,
+                error: ErrorMessage(
+                    code: ErrorMessage.cancelled, message: "\($0.request.command) was cancelled while it was held",
+                    details: $0.refusal.details, retryable: false))
         }
     }
 
@@ -131,8 +138,11 @@ package struct HeldInvokes {
     package mutating func revoked(where unpaired: (Fingerprint) -> Bool) -> [Ending] {
         guard !isEmpty else { return [] }
         return nodes.filter(unpaired).sorted(by: { $0.description < $1.description }).flatMap { take(node: $0) }.map {
-            Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.nodeNotFound, message: "the node's pairing was revoked",
-                                                  details: $0.refusal.details, retryable: false))
+            Ending(
+                entry: $0,
+                error: ErrorMessage(
+                    code: ErrorMessage.nodeNotFound, message: "the node's pairing was revoked",
+                    details: $0.refusal.details, retryable: false))
         }
     }
 

@@ -48,8 +48,7 @@ package struct IdempotencyCache {
         package mutating func append(_ item: (serial: Int, key: Key)) { items.append(item) }
         package mutating func removeFirst() {
             head += 1
-            if head == items.count { items.removeAll(keepingCapacity: true); head = 0 }
-            else if head > 1024, head * 2 > items.count { items.removeFirst(head); head = 0 }
+            if head == items.count { items.removeAll(keepingCapacity: true); head = 0 } else if head > 1024, head * 2 > items.count { items.removeFirst(head); head = 0 }
         }
     }
 
@@ -185,9 +184,10 @@ package struct IdempotencyCache {
     }
 
     package var footprint: Footprint {
-        Footprint(entries: entries.count, queued: kept.count, queuedByNode: keptByNode.values.map(\.count).max() ?? 0,
-                  queuedByNodeTotal: keptByNode.values.reduce(0) { $0 + $1.count }, nodes: keptByNode.count,
-                  bytes: bytes, bytesByNode: bytesByNode.values.reduce(0, +))
+        Footprint(
+            entries: entries.count, queued: kept.count, queuedByNode: keptByNode.values.map(\.count).max() ?? 0,
+            queuedByNodeTotal: keptByNode.values.reduce(0) { $0 + $1.count }, nodes: keptByNode.count,
+            bytes: bytes, bytesByNode: bytesByNode.values.reduce(0, +))
     }
 
     private static func size(of answer: Answer) -> Int {

@@ -143,8 +143,10 @@ package struct InvokeBook {
     // MARK: - In flight
 
     /// Registers an invoke (the gate has decided it runs) and sends it to the node.
-    package mutating func send(node: Fingerprint, connection: ConnectionID, command: String, params: JSONValue?, timeoutMs: Int,
-                               origin: Origin, waiter: Waiter, now: Moment) {
+    package mutating func send(
+        node: Fingerprint, connection: ConnectionID, command: String, params: JSONValue?, timeoutMs: Int,
+        origin: Origin, waiter: Waiter, now: Moment
+    ) {
         nextID += 1
         let invokeID = "\(idPrefix).\(nextID)"
         let deadline = now.addingTimeInterval(Double(timeoutMs) / 1000)
@@ -159,17 +161,23 @@ package struct InvokeBook {
     /// PAYLOAD_TOO_LARGE (the node stays connected). A node's own failure reaches the asker as
     /// COMMAND_FAILED (or TIMEOUT, if the node timed out itself), its error in `details.nodeError`.
     @discardableResult
-    package mutating func received(_ result: InvokeResult.Received, from node: Fingerprint, connection: ConnectionID, size: Int, limit: Int,
-                                   now: Moment) -> DropReason? {
+    package mutating func received(
+        _ result: InvokeResult.Received, from node: Fingerprint, connection: ConnectionID, size: Int, limit: Int,
+        now: Moment
+    ) -> DropReason? {
         guard let entry = inFlight[result.id], entry.node == node else { return cancelled.contains(result.id) ? .cancelled : .unknown }
         // A handler of an earlier connection finishing late: its answer is not for this request.
         guard entry.connection == connection else { return .otherConnection }
         remove(entry)
         guard entry.deadline > now else { return .late }
         if result.ok, size > limit {
-            finish(entry.waiter, .failure(ErrorMessage(code: ErrorMessage.payloadTooLarge, message: "the result is \(size) bytes; the limit is \(limit)",
-                                                       details: details(entry, ["bytes": .number(Double(size)), "limit": .number(Double(limit))]), retryable: false)),
-                   now: now)
+            finish(
+                entry.waiter,
+                .failure(
+                    ErrorMessage(
+                        code: ErrorMessage.payloadTooLarge, message: "the result is \(size) bytes; the limit is \(limit)",
+                        details: details(entry, ["bytes": .number(Double(size)), "limit": .number(Double(limit))]), retryable: false)),
+                now: now)
             return nil
         }
         if result.ok {
@@ -178,9 +186,10 @@ package struct InvokeBook {
         }
         let nodeError = result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "the node reported a failure")
         let timedOut = nodeError.code == ErrorMessage.timeout
-        let error = ErrorMessage(code: timedOut ? ErrorMessage.timeout : ErrorMessage.commandFailed, message: "\(entry.waiter.command) failed on the node: \(nodeError.message)",
-                                 details: details(entry, ["nodeError": Self.json(nodeError)]), retryable: timedOut || nodeError.retryable == true,
-                                 retryAfterMs: nodeError.retryAfterMs)
+        let error = ErrorMessage(
+            code: timedOut ? ErrorMessage.timeout : ErrorMessage.commandFailed, message: "\(entry.waiter.command) failed on the node: \(nodeError.message)",
+            details: details(entry, ["nodeError": Self.json(nodeError)]), retryable: timedOut || nodeError.retryable == true,
+            retryAfterMs: nodeError.retryAfterMs)
         finish(entry.waiter, .failure(error), now: now)
         return nil
     }
@@ -242,8 +251,12 @@ package struct InvokeBook {
             cancelledOrder.append(entry.invokeID)
             if cancelledOrder.count > Self.cancelledRemembered { cancelled.remove(cancelledOrder.removeFirst()) }
             out.append(.cancel(InvokeCancel(id: entry.invokeID), on: entry.connection))
-            finish(entry.waiter, .failure(ErrorMessage(code: ErrorMessage.cancelled, message: "\(entry.waiter.command) was cancelled", details: details(entry),
-                                                       retryable: false)), now: now)
+            finish(
+                entry.waiter,
+                .failure(
+                    ErrorMessage(
+                        code: ErrorMessage.cancelled, message: "\(entry.waiter.command) was cancelled", details: details(entry),
+                        retryable: false)), now: now)
             return true
         }
         let ended = held.cancel(node: node, where: matches)
@@ -257,8 +270,12 @@ package struct InvokeBook {
         let due = inFlight.values.filter { $0.deadline <= now }.sorted { ($0.deadline, $0.invokeID) < ($1.deadline, $1.invokeID) }
         for entry in due {
             remove(entry)
-            finish(entry.waiter, .failure(ErrorMessage(code: ErrorMessage.timeout, message: "\(entry.waiter.command) did not answer in time", details: details(entry),
-                                                       retryable: true)), now: now)
+            finish(
+                entry.waiter,
+                .failure(
+                    ErrorMessage(
+                        code: ErrorMessage.timeout, message: "\(entry.waiter.command) did not answer in time", details: details(entry),
+                        retryable: true)), now: now)
         }
         end(held.expire(now: now), now: now)
         idempotency.expire(now: now)

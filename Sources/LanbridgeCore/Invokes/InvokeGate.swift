@@ -41,8 +41,9 @@ package struct InvokeGate {
         /// The URL on the node's relay, when `url` names the canvas host behind it.
         package func rewrite(_ url: String) -> String? {
             guard let relayBase, !upstreamOrigins.isEmpty, let parsed = try? CanvasURL(url), let origin = parsed.origin,
-                  upstreamOrigins.contains(where: { (try? CanvasURL($0).origin) == origin }),
-                  let separator = url.firstRange(of: "://") else { return nil }
+                upstreamOrigins.contains(where: { (try? CanvasURL($0).origin) == origin }),
+                let separator = url.firstRange(of: "://")
+            else { return nil }
             var rest = url[separator.upperBound...].drop { !"/?#".contains($0) }
             // The gateway's own capability in the path is the gateway's: the relay puts it back.
             if rest.hasPrefix(CanvasRequest.capabilityPrefix) {
@@ -77,8 +78,10 @@ package struct InvokeGate {
         case hold(node: PairedNode, refusal: ErrorMessage)
     }
 
-    package func decide(_ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
-                buckets: inout RateBuckets, now: Moment, canvas: CanvasPlace = .init()) -> Verdict {
+    package func decide(
+        _ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
+        buckets: inout RateBuckets, now: Moment, canvas: CanvasPlace = .init()
+    ) -> Verdict {
         let command = request.command
         guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
             return refuse(ErrorMessage.invalidRequest, "\"\(command)\" is not a command name")
@@ -101,8 +104,10 @@ package struct InvokeGate {
         let name = paired.details.displayName
         // An offline node counts as in front, so the rules decide first.
         let compiled = rules ?? CompiledRules(paired.access)
-        switch policy.decide(command, rules: compiled, declared: paired.details.commands,
-                             flags: paired.details.flags, foreground: session?.foreground ?? true) {
+        switch policy.decide(
+            command, rules: compiled, declared: paired.details.commands,
+            flags: paired.details.flags, foreground: session?.foreground ?? true)
+        {
         case .deny(.notAllowlisted):
             // The operator's call, so the refusal names the exact line that grants it.
             let hint = "lanbridge nodes allow \(paired.nodeId) \(command)"
@@ -110,14 +115,19 @@ package struct InvokeGate {
             var extra: [String: JSONValue] = ["reason": .string(AccessDecision.DenyReason.notAllowlisted.code), "hint": .string(hint)]
             if sensitive != nil { extra["sensitive"] = true }
             let why = sensitive.map { "; it \($0.rawValue), so it is granted only on purpose" } ?? ""
-            return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(AccessDecision.DenyReason.notAllowlisted)\(why) (\(hint))",
-                                        details: details.merging(extra), retryable: false), denied: .notAllowlisted)
+            return .refuse(
+                ErrorMessage(
+                    code: ErrorMessage.forbidden, message: "\(command): \(AccessDecision.DenyReason.notAllowlisted)\(why) (\(hint))",
+                    details: details.merging(extra), retryable: false), denied: .notAllowlisted)
         case let .deny(reason):
-            return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
-                                        details: details.merging(["reason": .string(reason.code)]), retryable: false), denied: reason)
+            return .refuse(
+                ErrorMessage(
+                    code: ErrorMessage.forbidden, message: "\(command): \(reason)",
+                    details: details.merging(["reason": .string(reason.code)]), retryable: false), denied: reason)
         case let .backgroundUnavailable(retryAfterMs) where session != nil:
-            let refusal = ErrorMessage(code: ErrorMessage.backgroundUnavailable, message: "\(name) is in the background; \(command) needs the foreground",
-                                       details: details, retryable: true, retryAfterMs: retryAfterMs)
+            let refusal = ErrorMessage(
+                code: ErrorMessage.backgroundUnavailable, message: "\(name) is in the background; \(command) needs the foreground",
+                details: details, retryable: true, retryAfterMs: retryAfterMs)
             return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
         case .allow, .backgroundUnavailable:
             break
@@ -128,9 +138,11 @@ package struct InvokeGate {
             // which a JavaScript node turns into a URL string all the same.
             guard case let .string(url) = urlValue else {
                 let reason = "the url is not a string"
-                return .refuse(ErrorMessage(code: ErrorMessage.forbidden, message: "\(command): \(reason)",
-                                            details: details.merging(["reason": .string(AccessDecision.DenyReason.canvasURL(reason).code)]), retryable: false),
-                               denied: .canvasURL(reason))
+                return .refuse(
+                    ErrorMessage(
+                        code: ErrorMessage.forbidden, message: "\(command): \(reason)",
+                        details: details.merging(["reason": .string(AccessDecision.DenyReason.canvasURL(reason).code)]), retryable: false),
+                    denied: .canvasURL(reason))
             }
             let target = canvas.rewrite(url) ?? url
             var verdict = canvasPolicy.decide(target, relayOrigin: canvas.relayOrigin, node: compiled.origins)
@@ -142,9 +154,11 @@ package struct InvokeGate {
                 var extra: [String: JSONValue] = ["reason": .string(AccessDecision.DenyReason.canvasURL(reason).code)]
                 if let origin { extra["origin"] = .string(origin) }
                 if let hint { extra["hint"] = .string(hint) }
-                return .refuse(ErrorMessage(code: ErrorMessage.forbidden,
-                                            message: "\(command): a canvas may not load \(origin ?? "this URL"): \(reason)" + (hint.map { " (\($0))" } ?? ""),
-                                            details: details.merging(extra), retryable: false), denied: .canvasURL(reason))
+                return .refuse(
+                    ErrorMessage(
+                        code: ErrorMessage.forbidden,
+                        message: "\(command): a canvas may not load \(origin ?? "this URL"): \(reason)" + (hint.map { " (\($0))" } ?? ""),
+                        details: details.merging(extra), retryable: false), denied: .canvasURL(reason))
             }
             if target != url {
                 if case var .object(fields)? = params {
@@ -160,13 +174,16 @@ package struct InvokeGate {
             return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
         }
         guard session.inFlight < limits[.maxConcurrentInvokes] else {
-            return refuse(ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",
-                          details: details.merging(["limit": "concurrentInvokes"]), retryable: true, retryAfterMs: 100)
+            return refuse(
+                ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",
+                details: details.merging(["limit": "concurrentInvokes"]), retryable: true, retryAfterMs: 100)
         }
         if snapshotCommands.contains(where: { $0.matches(command) }),
-           case let .limited(retryAfterMs) = buckets.take(.snapshot, node: paired.nodeId, limits: limits, now: now) {
-            return refuse(ErrorMessage.rateLimited, "too many snapshots from this node; at most \(limits[.snapshotsPerMinute]) a minute",
-                          details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs)
+            case let .limited(retryAfterMs) = buckets.take(.snapshot, node: paired.nodeId, limits: limits, now: now)
+        {
+            return refuse(
+                ErrorMessage.rateLimited, "too many snapshots from this node; at most \(limits[.snapshotsPerMinute]) a minute",
+                details: details.merging(["limit": "snapshotsPerMinute"]), retryable: true, retryAfterMs: retryAfterMs)
         }
         return .relay(node: paired, connection: session.connection, timeoutMs: timeoutMs, params: params)
     }

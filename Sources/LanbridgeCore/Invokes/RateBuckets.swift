@@ -15,15 +15,16 @@ package struct RateBuckets {
 
     /// `count` tokens (one by default) from the node's bucket for `limit`.
     package mutating func take(_ limit: Limit, node: Fingerprint, count: Int = 1, limits: BridgeSettings.Limits, now: Moment) -> TokenBucket.TakeResult {
-        let perMinute = switch limit {
-        case .snapshot: limits[.snapshotsPerMinute]
-        case .agent: limits[.agentPerMinute]
-        case .systemEvent: limits[.systemEventsPerMinute]
-        case .event: limits[.eventsPerMinute]
-        case .eventBytes: limits[.eventBytesPerMinute]
-        case .state: limits[.statesPerMinute]
-        case .canvasRequest: limits[.canvasRequestsPerMinute]
-        }
+        let perMinute =
+            switch limit {
+            case .snapshot: limits[.snapshotsPerMinute]
+            case .agent: limits[.agentPerMinute]
+            case .systemEvent: limits[.systemEventsPerMinute]
+            case .event: limits[.eventsPerMinute]
+            case .eventBytes: limits[.eventBytesPerMinute]
+            case .state: limits[.statesPerMinute]
+            case .canvasRequest: limits[.canvasRequestsPerMinute]
+            }
         let key = Key(limit: limit, node: node)
         var bucket = buckets[key] ?? TokenBucket(capacity: max(Double(count), Double(perMinute) / 5), perSecond: Double(perMinute) / 60, now: now)
         let result = bucket.take(Double(count), now: now)

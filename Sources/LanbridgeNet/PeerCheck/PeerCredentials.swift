@@ -1,6 +1,6 @@
 import NIOCore
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #endif
 
 /// `struct ucred` from <sys/socket.h> (hidden behind _GNU_SOURCE in Swift's Glibc module): same

@@ -16,14 +16,17 @@ public struct WebSocketConnection: Sendable {
 
     /// The pipeline handlers every lanbridge WebSocket gets after the upgrade.
     static func addAggregator(to channel: any Channel, maxMessageSize: Int) throws {
-        try channel.pipeline.syncOperations.addHandler(NIOWebSocketFrameAggregator(
-            minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 4096, maxAccumulatedFrameSize: maxMessageSize))
+        try channel.pipeline.syncOperations.addHandler(
+            NIOWebSocketFrameAggregator(
+                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 4096, maxAccumulatedFrameSize: maxMessageSize))
     }
 
     /// Runs the connection: `body` gets a writer and the inbound text messages, and the socket
     /// closes when it returns.
-    public func run(isolation: isolated (any Actor)? = #isolation,
-                    _ body: (WebSocketWriter, AsyncThrowingStream<[UInt8], any Error>) async throws -> Void) async throws {
+    public func run(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (WebSocketWriter, AsyncThrowingStream<[UInt8], any Error>) async throws -> Void
+    ) async throws {
         try await channel.executeThenClose { inbound, outbound in
             let writer = WebSocketWriter(outbound: outbound, isClient: isClient)
             let (messages, continuation) = AsyncThrowingStream.makeStream(of: [UInt8].self)
@@ -82,7 +85,11 @@ public final class WebSocketWriter: Sendable {
 
     /// Sends a close frame once: 1000 (normal) unless told otherwise.
     public func close(code: WebSocketErrorCode = .normalClosure, reason: String = "") async throws {
-        guard closed.withLockedValue({ let was = $0; $0 = true; return !was }) else { return }
+        guard
+            closed.withLockedValue({
+                let was = $0; $0 = true; return !was
+            })
+        else { return }
         try await write(.close(code, reason: reason))
     }
 

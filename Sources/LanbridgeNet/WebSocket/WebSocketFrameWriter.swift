@@ -48,8 +48,10 @@ public final class WebSocketFrameWriter: ChannelOutboundHandler {
     }
 
     /// The header (RFC 6455 §5.2): flags and opcode, the length in its shortest form, the mask key.
-    private static func writeHeader(fin: Bool, reservedBits: WebSocketFrame.ReservedBits, opcode: WebSocketOpcode, length: Int,
-                                    maskKey: WebSocketMaskingKey?, into out: inout ByteBuffer) {
+    private static func writeHeader(
+        fin: Bool, reservedBits: WebSocketFrame.ReservedBits, opcode: WebSocketOpcode, length: Int,
+        maskKey: WebSocketMaskingKey?, into out: inout ByteBuffer
+    ) {
         out.writeInteger((fin ? 0x80 : 0) | reservedBits.rawValue | UInt8(webSocketOpcode: opcode))
         let maskBit: UInt8 = maskKey == nil ? 0 : 0x80
         switch length {

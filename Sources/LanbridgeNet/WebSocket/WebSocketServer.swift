@@ -31,36 +31,39 @@ public enum WebSocketServer {
     }
 
     /// `shouldUpgrade` returns the extra headers of the 101 answer, or nil to answer as plain HTTP.
-    public static func bind(_ address: Address, maxMessageSize: Int,
-                            shouldUpgrade: @escaping @Sendable (HTTPRequestHead) -> HTTPHeaders?) async throws -> NIOAsyncChannel<EventLoopFuture<Accepted>, Never> {
+    public static func bind(
+        _ address: Address, maxMessageSize: Int,
+        shouldUpgrade: @escaping @Sendable (HTTPRequestHead) -> HTTPHeaders?
+    ) async throws -> NIOAsyncChannel<EventLoopFuture<Accepted>, Never> {
         let initializer: @Sendable (any Channel) -> EventLoopFuture<EventLoopFuture<Accepted>> = { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let answered = NIOLockedValueBox(HTTPHeaders())  // one connection's
-                    let upgrader = NIOTypedWebSocketServerUpgrader<Accepted>(
-                        maxFrameSize: maxMessageSize,
-                        shouldUpgrade: { channel, head in
-                            let headers = shouldUpgrade(head)
-                            answered.withLockedValue { $0 = headers ?? HTTPHeaders() }
-                            return channel.eventLoop.makeSucceededFuture(headers)
-                        },
-                        upgradePipelineHandler: { channel, head in
-                            channel.eventLoop.makeCompletedFuture {
-                                try WebSocketConnection.addAggregator(to: channel, maxMessageSize: maxMessageSize)
-                                return .webSocket(WebSocketConnection(channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), isClient: false),
-                                                  head, answered.withLockedValue { $0 })
-                            }
-                        })
-                    let configuration = NIOTypedHTTPServerUpgradeConfiguration<Accepted>(
-                        upgraders: [upgrader],
-                        notUpgradingCompletionHandler: { channel in
-                            channel.eventLoop.makeCompletedFuture {
-                                try channel.pipeline.syncOperations.addHandler(HTTPByteBufferResponsePartHandler())
-                                return .http(try NIOAsyncChannel(wrappingChannelSynchronously: channel))
-                            }
-                        })
-                    return try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
-                        configuration: .init(upgradeConfiguration: configuration))
-                }
+            channel.eventLoop.makeCompletedFuture {
+                let answered = NIOLockedValueBox(HTTPHeaders())  // one connection's
+                let upgrader = NIOTypedWebSocketServerUpgrader<Accepted>(
+                    maxFrameSize: maxMessageSize,
+                    shouldUpgrade: { channel, head in
+                        let headers = shouldUpgrade(head)
+                        answered.withLockedValue { $0 = headers ?? HTTPHeaders() }
+                        return channel.eventLoop.makeSucceededFuture(headers)
+                    },
+                    upgradePipelineHandler: { channel, head in
+                        channel.eventLoop.makeCompletedFuture {
+                            try WebSocketConnection.addAggregator(to: channel, maxMessageSize: maxMessageSize)
+                            return .webSocket(
+                                WebSocketConnection(channel: try NIOAsyncChannel(wrappingChannelSynchronously: channel), isClient: false),
+                                head, answered.withLockedValue { $0 })
+                        }
+                    })
+                let configuration = NIOTypedHTTPServerUpgradeConfiguration<Accepted>(
+                    upgraders: [upgrader],
+                    notUpgradingCompletionHandler: { channel in
+                        channel.eventLoop.makeCompletedFuture {
+                            try channel.pipeline.syncOperations.addHandler(HTTPByteBufferResponsePartHandler())
+                            return .http(try NIOAsyncChannel(wrappingChannelSynchronously: channel))
+                        }
+                    })
+                return try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+                    configuration: .init(upgradeConfiguration: configuration))
+            }
         }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
         switch address {
@@ -74,8 +77,10 @@ public enum WebSocketServer {
     }
 
     /// Answers plain HTTP requests on one connection, one at a time, until the client closes.
-    public static func serve(_ channel: HTTPChannel, maxBodySize: Int = 1 << 20,
-                             _ respond: @Sendable (HTTPRequestHead, [UInt8]) async -> HTTPResponse) async throws {
+    public static func serve(
+        _ channel: HTTPChannel, maxBodySize: Int = 1 << 20,
+        _ respond: @Sendable (HTTPRequestHead, [UInt8]) async -> HTTPResponse
+    ) async throws {
         try await channel.executeThenClose { inbound, outbound in
             var head: HTTPRequestHead?
             var body: [UInt8] = []

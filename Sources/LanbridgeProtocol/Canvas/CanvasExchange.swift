@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// One request relayed to the canvas host, and its answer, sans I/O: bytes from either side in,
@@ -208,16 +208,18 @@ public struct CanvasExchange: Sendable {
             .flatMap { $0.value.split(separator: ",").map(\.trimmingSpaces) }
         let chosen = head.values("sec-websocket-protocol")
         guard head.values("upgrade").map({ $0.lowercased() }) == ["websocket"], head.lists("connection", "upgrade"),
-              head.values("sec-websocket-accept") == [WebSocketAccept.value(forKey: key)],
-              head.values("sec-websocket-extensions").isEmpty,
-              chosen.count <= 1, chosen.allSatisfy(offered.contains) else {
+            head.values("sec-websocket-accept") == [WebSocketAccept.value(forKey: key)],
+            head.values("sec-websocket-extensions").isEmpty,
+            chosen.count <= 1, chosen.allSatisfy(offered.contains)
+        else {
             return [.toNode(Self.refusal(502))] + close("upstream_bad_switch")
         }
         var out = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: \(WebSocketAccept.value(forKey: key))\r\n"
         if let protocolName = chosen.first { out += "Sec-WebSocket-Protocol: \(protocolName)\r\n" }
         out += "\r\n"
-        stage = .socket(node: LiveReloadFrameReader(.fromClient, maxPayload: 125), host: LiveReloadFrameReader(.fromServer, maxPayload: Self.maxHostMessageBytes),
-                        message: nil, opcode: .text)
+        stage = .socket(
+            node: LiveReloadFrameReader(.fromClient, maxPayload: 125), host: LiveReloadFrameReader(.fromServer, maxPayload: Self.maxHostMessageBytes),
+            message: nil, opcode: .text)
         var actions: [Action] = [.toNode(Array(out.utf8))]
         if !rest.isEmpty { actions += fromHost(rest) }
         let early = held
@@ -234,15 +236,17 @@ public struct CanvasExchange: Sendable {
 
     /// A short, fixed answer for what the relay itself refuses.
     public static func refusal(_ status: Int) -> [UInt8] {
-        let text = switch status {
-        case 404: "Not Found"
-        case 429: "Too Many Requests"
-        case 431: "Request Header Fields Too Large"
-        case 502: "Bad Gateway"
-        default: "Service Unavailable"
-        }
+        let text =
+            switch status {
+            case 404: "Not Found"
+            case 429: "Too Many Requests"
+            case 431: "Request Header Fields Too Large"
+            case 502: "Bad Gateway"
+            default: "Service Unavailable"
+            }
         let body = "\(text)\n"
-        return Array(("HTTP/1.1 \(status) \(text)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
-            + "Cache-Control: no-store\r\nConnection: close\r\n\r\n" + body).utf8)
+        return Array(
+            ("HTTP/1.1 \(status) \(text)\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: \(body.utf8.count)\r\n"
+                + "Cache-Control: no-store\r\nConnection: close\r\n\r\n" + body).utf8)
     }
 }

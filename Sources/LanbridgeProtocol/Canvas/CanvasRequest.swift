@@ -56,7 +56,8 @@ public struct CanvasRequest: Equatable, Sendable {
         var hosts = 0, upgrades: [String] = [], connectionUpgrade = false
         for line in lines {
             guard let colon = line.firstIndex(of: ":"), colon > line.startIndex,
-                  line[..<colon].utf8.allSatisfy(Self.isTokenByte) else { throw Refusal(reason: "bad_header") }
+                line[..<colon].utf8.allSatisfy(Self.isTokenByte)
+            else { throw Refusal(reason: "bad_header") }
             let name = line[..<colon].lowercased()
             let value = line[line.index(after: colon)...].trimmingSpaces
             guard !value.utf8.contains(where: { $0 < 0x20 && $0 != 0x09 || $0 == 0x7F }) else { throw Refusal(reason: "bad_header") }
@@ -79,7 +80,8 @@ public struct CanvasRequest: Equatable, Sendable {
                 return values.count == 1 ? values[0].value : nil
             }
             guard upgrades == ["websocket"], connectionUpgrade, requestLine[2] == "HTTP/1.1",
-                  let key = one("sec-websocket-key"), WebSocketAccept.isValidKey(key), one("sec-websocket-version") == "13" else {
+                let key = one("sec-websocket-key"), WebSocketAccept.isValidKey(key), one("sec-websocket-version") == "13"
+            else {
                 throw Refusal(reason: "upgrade")
             }
         } else {
@@ -192,7 +194,8 @@ extension StringProtocol {
     public var trimmingSpaces: String {
         let bytes = Array(utf8)
         guard let first = bytes.firstIndex(where: { $0 != 0x20 && $0 != 0x09 }),
-              let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 }) else { return "" }
+            let last = bytes.lastIndex(where: { $0 != 0x20 && $0 != 0x09 })
+        else { return "" }
         return String(decoding: bytes[first...last], as: UTF8.self)
     }
 }

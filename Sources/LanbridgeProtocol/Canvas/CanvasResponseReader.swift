@@ -31,8 +31,10 @@ public struct CanvasResponseReader: Sendable {
         /// and the relay tries once more with a fresh one.
         public var holdUnauthorized = false
 
-        public init(upstreamCapability: String?, nodeCapability: String, maxBodyBytes: Int, maxHeadBytes: Int,
-                    upstreamOrigins: [String] = [], relayOrigin: String = "", added: [(name: String, value: String)] = []) {
+        public init(
+            upstreamCapability: String?, nodeCapability: String, maxBodyBytes: Int, maxHeadBytes: Int,
+            upstreamOrigins: [String] = [], relayOrigin: String = "", added: [(name: String, value: String)] = []
+        ) {
             (self.upstreamCapability, self.nodeCapability, self.maxBodyBytes, self.maxHeadBytes) = (upstreamCapability, nodeCapability, maxBodyBytes, maxHeadBytes)
             (self.upstreamOrigins, self.relayOrigin, self.added) = (upstreamOrigins.map { $0.lowercased() }, relayOrigin, added)
         }
@@ -213,7 +215,8 @@ public struct CanvasResponseReader: Sendable {
         let status = lines.removeFirst()
         let parts = status.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count >= 2, parts[0] == "HTTP/1.1" || parts[0] == "HTTP/1.0", parts[1].utf8.count == 3,
-              let code = Int(parts[1]), (100...599).contains(code) else { throw Refusal(reason: "upstream_bad_head") }
+            let code = Int(parts[1]), (100...599).contains(code)
+        else { throw Refusal(reason: "upstream_bad_head") }
         var headers: [(name: String, value: String)] = []
         for line in lines {
             guard let colon = line.firstIndex(of: ":"), colon > line.startIndex, line[..<colon].utf8.allSatisfy(CanvasRequest.isTokenByte) else {
@@ -242,7 +245,8 @@ public struct CanvasResponseReader: Sendable {
         var length: Int?
         if !chunked, !lengths.isEmpty {
             guard lengths.count == 1, let only = lengths.first, only.utf8.count <= 15, only.utf8.allSatisfy({ (0x30...0x39).contains($0) }),
-                  let value = Int(only) else { return .failure(Refusal(reason: "upstream_content_length")) }
+                let value = Int(only)
+            else { return .failure(Refusal(reason: "upstream_content_length")) }
             length = value
         }
         let bodyless = headRequest || head.status == 204 || head.status == 304
@@ -315,7 +319,8 @@ public struct CanvasResponseReader: Sendable {
                 // The size, then extensions (ignored) after a ';'.
                 let digits = line.prefix { $0 != UInt8(ascii: ";") && $0 != 0x20 && $0 != 0x09 }
                 guard !digits.isEmpty, digits.count <= 12, digits.allSatisfy(CanvasHex.isHexDigit),
-                      let size = Int(String(decoding: digits, as: UTF8.self), radix: 16) else { events.append(cut("upstream_chunk")); return false }
+                    let size = Int(String(decoding: digits, as: UTF8.self), radix: 16)
+                else { events.append(cut("upstream_chunk")); return false }
                 state = size == 0 ? .trailers([], total: 0) : .data(size)
             case let .data(left):
                 let take = min(left, input.count)

@@ -61,7 +61,8 @@ public struct CanvasURL: Equatable, Sendable {
         guard !bytes.contains(where: { $0 <= 0x20 || $0 == 0x7F }) else { throw Invalid(reason: "a control character or space") }
         // scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) ":"
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon > 0, Self.isAlpha(bytes[0]),
-              bytes[1..<colon].allSatisfy({ Self.isAlpha($0) || Self.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E }) else {
+            bytes[1..<colon].allSatisfy({ Self.isAlpha($0) || Self.isDigit($0) || $0 == 0x2B || $0 == 0x2D || $0 == 0x2E })
+        else {
             throw Invalid(reason: "no scheme")
         }
         scheme = String(decoding: bytes[..<colon].map { $0 | (Self.isAlpha($0) ? 0x20 : 0) }, as: UTF8.self)
@@ -101,7 +102,8 @@ public struct CanvasURL: Equatable, Sendable {
             port = Self.defaultPort(scheme)
         } else {
             guard portBytes.count <= 5, portBytes.allSatisfy(Self.isDigit),
-                  let value = Int(String(decoding: portBytes, as: UTF8.self)), value <= 65535 else { throw Invalid(reason: "a bad port") }
+                let value = Int(String(decoding: portBytes, as: UTF8.self)), value <= 65535
+            else { throw Invalid(reason: "a bad port") }
             port = value
         }
     }
@@ -228,7 +230,8 @@ public struct CanvasURL: Equatable, Sendable {
                 var address: UInt32 = 0
                 for part in parts {
                     guard (1...3).contains(part.count), part.allSatisfy(isDigit), !(part.count > 1 && part.first == 0x30),
-                          let n = UInt32(String(decoding: part, as: UTF8.self)), n <= 255 else { return nil }
+                        let n = UInt32(String(decoding: part, as: UTF8.self)), n <= 255
+                    else { return nil }
                     address = address << 8 | n
                 }
                 pieces.append(UInt16(address >> 16))

@@ -29,9 +29,12 @@ public struct CommandPattern: Hashable, Sendable, CustomStringConvertible {
             throw Invalid(pattern: String(text.prefix(32)) + "…", reason: "longer than \(Self.maxLength) bytes")
         }
         // Checked byte by byte: a Character such as "a" + zero-width joiner would pass a range test.
-        guard text.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E || $0 == 0x2A }) else {
-            throw Invalid(pattern: String(text.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x20 ? Character($0) : "?" }),
-                          reason: "use ASCII letters, digits, '_' and '-' between dots")
+        guard
+            text.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x41...0x5A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F || $0 == 0x2D || $0 == 0x2E || $0 == 0x2A })
+        else {
+            throw Invalid(
+                pattern: String(text.unicodeScalars.prefix(32).map { $0.isASCII && $0.value >= 0x20 ? Character($0) : "?" }),
+                reason: "use ASCII letters, digits, '_' and '-' between dots")
         }
         // One pass over the bytes, no allocation: every invoke's command name is checked here.
         let bytes = text.utf8

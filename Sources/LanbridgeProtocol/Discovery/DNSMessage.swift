@@ -31,7 +31,8 @@ public enum DNS {
             guard !trimmed.isEmpty else { return nil }
             let labels = trimmed.split(separator: ".", omittingEmptySubsequences: false).map { Array($0.utf8) }
             guard labels.allSatisfy({ (1...DNS.maxLabelLength).contains($0.count) }),
-                  labels.reduce(1, { $0 + $1.count + 1 }) <= DNS.maxNameLength else { return nil }
+                labels.reduce(1, { $0 + $1.count + 1 }) <= DNS.maxNameLength
+            else { return nil }
             self.labels = labels
         }
 

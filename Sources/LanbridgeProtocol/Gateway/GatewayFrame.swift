@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// One JSON frame on the gateway link (PROTOCOL.md §12), in the agent-gateway shape:
@@ -49,14 +49,14 @@ public enum GatewayFrame: Equatable, Sendable {
         var event: String?
     }
 
-
     public func encoded() -> [UInt8] {
-        let wire: Wire = switch self {
-        case let .request(id, method, params): Wire(type: "req", id: id, method: method, params: params)
-        case let .response(id, .success(payload)): Wire(type: "res", id: id, ok: true, payload: payload)
-        case let .response(id, .failure(error)): Wire(type: "res", id: id, ok: false, error: error)
-        case let .event(name, payload): Wire(type: "event", payload: payload, event: name)
-        }
+        let wire: Wire =
+            switch self {
+            case let .request(id, method, params): Wire(type: "req", id: id, method: method, params: params)
+            case let .response(id, .success(payload)): Wire(type: "res", id: id, ok: true, payload: payload)
+            case let .response(id, .failure(error)): Wire(type: "res", id: id, ok: false, error: error)
+            case let .event(name, payload): Wire(type: "event", payload: payload, event: name)
+            }
         return Array(try! Self.encoder.encode(wire))
     }
 
@@ -136,7 +136,8 @@ extension GatewayFrame.Wire {
     init?(type: String, fields: [String: JSONValue]) {
         let f = Fields(fields: fields)
         guard let id = f.string("id"), let method = f.string("method"), let event = f.string("event"), let ok = f.bool("ok"),
-              let error = f.optional("error", ErrorMessage.init(json:)) else { return nil }
+            let error = f.optional("error", ErrorMessage.init(json:))
+        else { return nil }
         self.init(type: type, id: id, method: method, params: f.any("params"), ok: ok, payload: f.any("payload"), error: error, event: event)
     }
 }
@@ -148,7 +149,7 @@ extension ErrorMessage {
         guard case let .object(fields) = json, case let .string(code)? = fields["code"], case let .string(message)? = fields["message"] else { return nil }
         let f = Fields(fields: fields)
         guard let retryable = f.bool("retryable"),
-              let retryAfterMs = f.optional("retryAfterMs", { if case let .number(n) = $0, n == n.rounded(), abs(n) < 1e15 { Int(n) } else { nil } })
+            let retryAfterMs = f.optional("retryAfterMs", { if case let .number(n) = $0, n == n.rounded(), abs(n) < 1e15 { Int(n) } else { nil } })
         else { return nil }
         self.init(code: code, message: message, details: f.any("details"), retryable: retryable, retryAfterMs: retryAfterMs)
     }

@@ -24,7 +24,8 @@ public enum GatewayProof {
 
         public var description: String {
             switch self {
-            case .missing: "the gateway did not answer the token challenge (no \(GatewayProof.proofHeader) header): it does not speak lanbridge's proof, or it is not the gateway. Set gateway.auth to \"bearer\" only for a gateway that cannot, and only on a host you trust"
+            case .missing:
+                "the gateway did not answer the token challenge (no \(GatewayProof.proofHeader) header): it does not speak lanbridge's proof, or it is not the gateway. Set gateway.auth to \"bearer\" only for a gateway that cannot, and only on a host you trust"
             case .malformed: "the gateway's \(GatewayProof.proofHeader) header is malformed"
             case .wrong: "the gateway's proof of the token is wrong: whatever listens there does not know the token"
             }
@@ -44,7 +45,8 @@ public enum GatewayProof {
         guard let header else { throw .missing }
         let parts = header.split(separator: " ")
         guard parts.count == 2, let nonce = try? Hex.decode(String(parts[0])), let proof = try? Hex.decode(String(parts[1])),
-              nonce.count == nonceLength, proof.count == 32 else { throw .malformed }
+            nonce.count == nonceLength, proof.count == 32
+        else { throw .malformed }
         guard SecureMemory.constantTimeEqual(proof, gatewayProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: nonce)) else { throw .wrong }
         return nonce
     }
@@ -60,7 +62,8 @@ public enum GatewayProof {
     /// The gateway's side, after the upgrade: the bridge proof that its 101 answer implies.
     public static func expectedBridgeProof(challenge: String?, answer: String?, token: some ContiguousByteStorage) -> [UInt8]? {
         guard let challenge, let bridgeNonce = try? Hex.decode(challenge), let answer,
-              let gatewayNonce = answer.split(separator: " ").first.flatMap({ try? Hex.decode(String($0)) }) else { return nil }
+            let gatewayNonce = answer.split(separator: " ").first.flatMap({ try? Hex.decode(String($0)) })
+        else { return nil }
         return bridgeProof(token: token, bridgeNonce: bridgeNonce, gatewayNonce: gatewayNonce)
     }
 }

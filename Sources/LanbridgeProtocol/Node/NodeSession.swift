@@ -21,8 +21,9 @@ public struct NodeSession: Sendable {
         public var foreground: Bool
 
         public init(details: NodeDetails, handshakeHash: [UInt8], pinned: Bool, inviteSecret: [UInt8]?, nodeNonce: [UInt8], foreground: Bool) {
-            (self.details, self.handshakeHash, self.pinned, self.inviteSecret, self.nodeNonce, self.foreground)
-                = (details, handshakeHash, pinned, inviteSecret, nodeNonce, foreground)
+            (self.details, self.handshakeHash, self.pinned, self.inviteSecret, self.nodeNonce, self.foreground) = (
+                details, handshakeHash, pinned, inviteSecret, nodeNonce, foreground
+            )
         }
     }
 
@@ -204,8 +205,11 @@ public struct NodeSession: Sendable {
             for key in keys { running[key] = nil }
             return keys.map { .cancelHandler(key: $0) }
         case let result as GatewayCallResult:
-            return answer(result.id, result.ok ? .success(result.payload)
-                          : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
+            return answer(
+                result.id,
+                result.ok
+                    ? .success(result.payload)
+                    : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
         case let result as PushResult:
             return answer(result.id, result.ok ? .success(nil) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.commandFailed, message: "failed")))
         case let grant as CanvasGrant:
@@ -228,8 +232,10 @@ public struct NodeSession: Sendable {
 
     private mutating func becomeConnected(addresses: [String]?, canvas: CanvasAccess?) -> [Action] {
         phase = .connected
-        return [.authorize, .pin(bridgeName: bridgeName, addresses: addresses), .send(AppState(foreground: foreground)),
-                .notify(.connected(bridgeName: bridgeName))] + (canvas.map { [.canvas($0)] } ?? [])
+        return [
+            .authorize, .pin(bridgeName: bridgeName, addresses: addresses), .send(AppState(foreground: foreground)),
+            .notify(.connected(bridgeName: bridgeName)),
+        ] + (canvas.map { [.canvas($0)] } ?? [])
     }
 
     /// An answer for a request still waiting; anything else (late, unknown, repeated) is dropped.

@@ -21,8 +21,9 @@ public struct HandshakeState: Sendable {
         protocolName: NoiseProtocolName, role: Role, prologue: [UInt8],
         staticKey: X25519.KeyPair?, remoteStaticKey: [UInt8]? = nil, psks: [SecureBytes] = []
     ) throws {
-        try self.init(protocolName: protocolName, role: role, prologue: prologue, staticKey: staticKey,
-                      remoteStaticKey: remoteStaticKey, psks: psks, fixedEphemeral: nil)
+        try self.init(
+            protocolName: protocolName, role: role, prologue: prologue, staticKey: staticKey,
+            remoteStaticKey: remoteStaticKey, psks: psks, fixedEphemeral: nil)
     }
 
     init(
@@ -137,13 +138,14 @@ public struct HandshakeState: Sendable {
 
     private mutating func mixDH(_ token: NoiseToken) throws {
         // Which local key meets which remote key, per spec §5.3 (es: initiator's e with responder's s).
-        let (local, remote): (X25519.KeyPair?, [UInt8]?) = switch (token, role) {
-        case (.ee, _): (e, re)
-        case (.ss, _): (s, rs)
-        case (.es, .initiator), (.se, .responder): (e, rs)
-        case (.es, .responder), (.se, .initiator): (s, re)
-        default: (nil, nil)
-        }
+        let (local, remote): (X25519.KeyPair?, [UInt8]?) =
+            switch (token, role) {
+            case (.ee, _): (e, re)
+            case (.ss, _): (s, rs)
+            case (.es, .initiator), (.se, .responder): (e, rs)
+            case (.es, .responder), (.se, .initiator): (s, re)
+            default: (nil, nil)
+            }
         guard let local, let remote else { throw NoiseError.missingKey("for \(token)") }
         do {
             symmetric.mixKey(try X25519.sharedSecret(local.privateKey, remote))

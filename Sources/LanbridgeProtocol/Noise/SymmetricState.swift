@@ -9,7 +9,8 @@ struct SymmetricState: Sendable {
     init(protocolName: String) {
         let name = Array(protocolName.utf8)
         // InitializeSymmetric: pad a short name with zeros, hash a long one.
-        h = name.count <= Noise.hashLength
+        h =
+            name.count <= Noise.hashLength
             ? name + [UInt8](repeating: 0, count: Noise.hashLength - name.count)
             : SHA256.hash(name)
         ck = SecureBytes(copying: h)

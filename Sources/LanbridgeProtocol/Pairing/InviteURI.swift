@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// `lanbridge://HOST:PORT/invite?fp=FINGERPRINT&s=SECRET[&a=HOST:PORT]…[&name=NAME]` (PROTOCOL.md §9.3).
@@ -18,8 +18,10 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
     public var alternates: [ReachableAddress] = []
     public static let maxAlternates = ReachableAddress.maxCount - 1
 
-    public init(host: String, port: Int, bridgeFingerprint: Fingerprint, secret: [UInt8], name: String? = nil,
-                alternates: [ReachableAddress] = []) {
+    public init(
+        host: String, port: Int, bridgeFingerprint: Fingerprint, secret: [UInt8], name: String? = nil,
+        alternates: [ReachableAddress] = []
+    ) {
         (self.host, self.port, self.bridgeFingerprint, self.secret, self.name) = (host, port, bridgeFingerprint, secret, name)
         self.alternates = Array(alternates.filter { $0 != ReachableAddress(host: host, port: port) }.prefix(Self.maxAlternates))
     }
@@ -29,18 +31,19 @@ public struct InviteURI: Equatable, Sendable, CustomStringConvertible {
 
     public init?(_ text: String) {
         guard let components = URLComponents(string: text), components.scheme == "lanbridge", components.path == "/invite",
-              let rawHost = components.host, let port = components.port, (1...65535).contains(port),
-              let host = Self.validHost(rawHost),
-              let items = components.queryItems,
-              let fp = items.first(where: { $0.name == "fp" })?.value.flatMap(Fingerprint.init),
-              let secretHex = items.first(where: { $0.name == "s" })?.value, let secret = try? Hex.decode(secretHex),
-              secret.count == 16
+            let rawHost = components.host, let port = components.port, (1...65535).contains(port),
+            let host = Self.validHost(rawHost),
+            let items = components.queryItems,
+            let fp = items.first(where: { $0.name == "fp" })?.value.flatMap(Fingerprint.init),
+            let secretHex = items.first(where: { $0.name == "s" })?.value, let secret = try? Hex.decode(secretHex),
+            secret.count == 16
         else { return nil }
         // An `a` that is not HOST:PORT is skipped (a later version may add other forms), and
         // more than three are cut: the list is a hint, the fingerprint decides.
         let alternates = ReachableAddress.list(items.filter { $0.name == "a" }.compactMap(\.value))
-        self.init(host: host, port: port, bridgeFingerprint: fp, secret: secret, name: items.first(where: { $0.name == "name" })?.value,
-                  alternates: alternates)
+        self.init(
+            host: host, port: port, bridgeFingerprint: fp, secret: secret, name: items.first(where: { $0.name == "name" })?.value,
+            alternates: alternates)
     }
 
     /// Written by hand, so no host or name can make it fail: an IPv6 host gets its brackets, the

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// What a node says about itself when it asks to pair. Claims, never trust: the bridge decides
@@ -16,8 +16,10 @@ public struct NodeDetails: Codable, Equatable, Sendable {
     public var commands: [String]
     public var flags: CapabilityFlags
 
-    public init(displayName: String, platform: String, osVersion: String? = nil, appVersion: String? = nil,
-                deviceModel: String? = nil, caps: [String] = [], commands: [String] = [], flags: CapabilityFlags = .init()) {
+    public init(
+        displayName: String, platform: String, osVersion: String? = nil, appVersion: String? = nil,
+        deviceModel: String? = nil, caps: [String] = [], commands: [String] = [], flags: CapabilityFlags = .init()
+    ) {
         self.displayName = displayName
         self.platform = platform
         self.osVersion = osVersion

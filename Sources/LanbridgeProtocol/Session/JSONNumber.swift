@@ -45,10 +45,13 @@ public enum JSONNumber {
         if index < token.endIndex, token[index] == UInt8(ascii: "-") { negative = true; token.formIndex(after: &index) }
         while index < token.endIndex {
             let c = token[index]
-            if c == UInt8(ascii: ".") { inFraction = true }
-            else if c == UInt8(ascii: "e") || c == UInt8(ascii: "E") { break }
-            else if digits.isEmpty, c == UInt8(ascii: "0") { if inFraction { exponent -= 1 } }
-            else {
+            if c == UInt8(ascii: ".") {
+                inFraction = true
+            } else if c == UInt8(ascii: "e") || c == UInt8(ascii: "E") {
+                break
+            } else if digits.isEmpty, c == UInt8(ascii: "0") {
+                if inFraction { exponent -= 1 }
+            } else {
                 if !inFraction { exponent += 1 }
                 if digits.count < maxDigits { digits.append(c) } else if c != UInt8(ascii: "0") { dropped = true }
             }

@@ -321,10 +321,11 @@ public enum JSONScanner {
             var at = start
             while at + 8 <= bytes.count {
                 let word = UnsafeRawPointer(base + at).loadUnaligned(as: UInt64.self)
-                let special = word & highs != 0                                   // UTF-8 beyond ASCII
-                    || (word &- ones &* 0x20) & ~word & highs != 0                // a control byte (< 0x20)
-                    || hasZeroByte(word ^ (ones &* UInt64(UInt8(ascii: "\""))))   // a quote
-                    || hasZeroByte(word ^ (ones &* UInt64(UInt8(ascii: "\\"))))   // a backslash
+                let special =
+                    word & highs != 0  // UTF-8 beyond ASCII
+                    || (word &- ones &* 0x20) & ~word & highs != 0  // a control byte (< 0x20)
+                    || hasZeroByte(word ^ (ones &* UInt64(UInt8(ascii: "\""))))  // a quote
+                    || hasZeroByte(word ^ (ones &* UInt64(UInt8(ascii: "\\"))))  // a backslash
                 if special { break }
                 at += 8
             }

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// An application message inside a secure session: a JSON object whose `type` names it.
@@ -55,8 +55,10 @@ public enum SessionMessages {
         if let encoded = try? JSONEncoder.lanbridge.encode(Tagged(message: message)) { return Array(encoded) }
         // JSONEncoder refuses only non-finite numbers, which nothing read by the scanner holds; should
         // one get in anyway, the peer hears an error instead of the process trapping.
-        return JSONValue.object(["type": .string(ErrorMessage.type), "code": .string(ErrorMessage.badMessage),
-                                 "message": .string("the bridge could not encode a \(type(of: message).type) message")]).serialized
+        return JSONValue.object([
+            "type": .string(ErrorMessage.type), "code": .string(ErrorMessage.badMessage),
+            "message": .string("the bridge could not encode a \(type(of: message).type) message"),
+        ]).serialized
     }
 
     /// A message as the bridge takes it in: decided once, by one reader. An `invoke.result` keeps

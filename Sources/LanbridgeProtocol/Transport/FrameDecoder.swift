@@ -45,7 +45,8 @@ public struct FrameDecoder: Sendable {
     public func finish() throws {
         let available = buffer.count - readIndex
         guard available > 0 else { return }
-        let expected = available >= Self.headerLength
+        let expected =
+            available >= Self.headerLength
             ? Self.headerLength + (Int(buffer[readIndex]) << 8 | Int(buffer[readIndex + 1]))
             : Self.headerLength
         throw TransportError.truncatedFrame(received: available, expected: expected)

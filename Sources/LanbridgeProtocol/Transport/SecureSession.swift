@@ -82,8 +82,10 @@ public struct SecureSession: Sendable {
     public private(set) var isAuthorized = false
 
     /// A bridge-side session, waiting for the node's preamble.
-    public init(responderWith staticKey: X25519.KeyPair, versions: VersionRange = .supported,
-                limits: TransportLimits = .init(), inviteLookup: InviteLookup? = nil) {
+    public init(
+        responderWith staticKey: X25519.KeyPair, versions: VersionRange = .supported,
+        limits: TransportLimits = .init(), inviteLookup: InviteLookup? = nil
+    ) {
         role = .responder
         self.staticKey = staticKey
         self.versions = versions
@@ -93,20 +95,25 @@ public struct SecureSession: Sendable {
     }
 
     /// A node-side session and the bytes that open the connection (preamble and message 1).
-    public static func initiate(with staticKey: X25519.KeyPair, versions: VersionRange = .supported,
-                                limits: TransportLimits = .init(), invite: Invite? = nil) throws -> (SecureSession, [UInt8]) {
+    public static func initiate(
+        with staticKey: X25519.KeyPair, versions: VersionRange = .supported,
+        limits: TransportLimits = .init(), invite: Invite? = nil
+    ) throws -> (SecureSession, [UInt8]) {
         try initiate(with: staticKey, versions: versions, limits: limits, invite: invite, fixedEphemeral: nil)
     }
 
-    static func initiate(with staticKey: X25519.KeyPair, versions: VersionRange, limits: TransportLimits,
-                         invite: Invite?, fixedEphemeral: X25519.KeyPair?) throws -> (SecureSession, [UInt8]) {
+    static func initiate(
+        with staticKey: X25519.KeyPair, versions: VersionRange, limits: TransportLimits,
+        invite: Invite?, fixedEphemeral: X25519.KeyPair?
+    ) throws -> (SecureSession, [UInt8]) {
         let preamble = Preamble(versions: versions, handshake: invite.map { .invite(id: $0.id) } ?? .xx)
         var handshake = try HandshakeState(
             protocolName: preamble.handshake.protocolName, role: .initiator, prologue: preamble.prologue,
             staticKey: staticKey, remoteStaticKey: nil, psks: invite.map { [$0.psk] } ?? [], fixedEphemeral: fixedEphemeral)
         let message1 = try handshake.writeMessage()
-        let session = SecureSession(initiator: staticKey, versions: versions, limits: limits,
-                                    state: .handshaking(handshake, preamble))
+        let session = SecureSession(
+            initiator: staticKey, versions: versions, limits: limits,
+            state: .handshaking(handshake, preamble))
         return (session, FrameDecoder.frame(preamble.bytes) + FrameDecoder.frame(message1))
     }
 
@@ -291,7 +298,8 @@ public struct SecureSession: Sendable {
 
     private mutating func updateLimits() {
         // Unauthorised peers cannot even make us buffer a full-size frame.
-        frames.limit = isEstablished && isAuthorized
+        frames.limit =
+            isEstablished && isAuthorized
             ? Noise.maxMessageLength
             : min(Noise.maxMessageLength, TransportLimits.preAuthorization + Noise.tagLength + 1)
         if case .established(let ciphers, var assembler, let result) = state {

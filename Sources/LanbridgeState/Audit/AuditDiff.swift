@@ -15,10 +15,12 @@ extension AuditEntry {
         let oldExpired = Set(before.pending.expired.map(\.requestId))
 
         for request in after.pending.requests where !oldRequests.contains(request.requestId) {
-            add("pairing.requested", node: request.nodeId, request: request.requestId,
+            add(
+                "pairing.requested", node: request.nodeId, request: request.requestId,
                 "\(request.details.displayName) (\(request.details.platform)) from \(request.sourceAddress ?? "?")")
             if let previous = after.keyChange(for: request) {
-                add("pairing.key-changed", node: request.nodeId, request: request.requestId,
+                add(
+                    "pairing.key-changed", node: request.nodeId, request: request.requestId,
                     "looks like paired node \(previous.nodeId) (\(previous.details.displayName)) with a new key")
             }
         }
@@ -26,11 +28,13 @@ extension AuditEntry {
         for request in after.pending.requests {
             let old = oldByID[request.requestId]
             if request.challenges > old?.challenges ?? 0 {
-                add("pairing.challenged", node: request.nodeId, request: request.requestId,
+                add(
+                    "pairing.challenged", node: request.nodeId, request: request.requestId,
                     "code challenge \(request.challenges) of \(PairingState.Limits.challengesPerRequest) from \(request.sourceAddress ?? "?")")
             }
             if request.codeMismatches > old?.codeMismatches ?? 0 {
-                add("pairing.code-mismatch", node: request.nodeId, request: request.requestId,
+                add(
+                    "pairing.code-mismatch", node: request.nodeId, request: request.requestId,
                     "the code given does not match the device's (\(request.codeMismatches) so far)")
             }
             if let lock = request.locked, old?.locked == nil {
@@ -38,17 +42,22 @@ extension AuditEntry {
             }
         }
         for expired in after.pending.expired where !oldExpired.contains(expired.requestId) {
-            add(expired.evicted == true ? "pairing.evicted" : "pairing.expired", node: expired.nodeId, request: expired.requestId,
+            add(
+                expired.evicted == true ? "pairing.evicted" : "pairing.expired", node: expired.nodeId, request: expired.requestId,
                 expired.evicted == true ? "pushed out by a newer request: the pending list was full" : nil)
         }
-        for request in before.pending.requests where !newRequests.contains(request.requestId)
-            && !newNodes.contains(request.publicKey) && !after.pending.expired.contains(where: { $0.requestId == request.requestId }) {
+        for request in before.pending.requests
+        where !newRequests.contains(request.requestId)
+            && !newNodes.contains(request.publicKey) && !after.pending.expired.contains(where: { $0.requestId == request.requestId })
+        {
             add("pairing.rejected", node: request.nodeId, request: request.requestId)
         }
         for node in after.paired.nodes where !oldNodes.contains(node.publicKey) {
             let request = before.pending.requests.first { $0.publicKey == node.publicKey }
-            add(node.pairingMethod == .invite ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
-                request: request?.requestId, (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
+            add(
+                node.pairingMethod == .invite ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
+                request: request?.requestId,
+                (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
                     + "allow: \(node.access.allow.joined(separator: ","))"
                     + (node.access.confirmed.isEmpty ? "" : "; sensitive, on purpose: \(node.access.confirmed.joined(separator: ","))")
                     + withheldSensitive(node))
@@ -59,7 +68,8 @@ extension AuditEntry {
         let oldAccess = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.access) }) { $1 }
         for node in after.paired.nodes {
             if let access = oldAccess[node.publicKey], access != node.access {
-                add("node.access-changed", node: node.nodeId,
+                add(
+                    "node.access-changed", node: node.nodeId,
                     "allow: \(node.access.allow.joined(separator: ","))" + (node.access.deny.isEmpty ? "" : "; deny: \(node.access.deny.joined(separator: ","))")
                         + (node.access.confirmed == access.confirmed ? "" : "; sensitive, on purpose: \(node.access.confirmed.joined(separator: ","))"))
             }
@@ -74,8 +84,10 @@ extension AuditEntry {
         let oldPush = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.push) }) { $1 }
         for node in after.paired.nodes {
             if let push = node.push, let old = oldPush[node.publicKey], old != push {
-                add("node.push-registered", node: node.nodeId, "provider \(push.provider), token \(push.tokenHash)"
-                    + (push.environment.map { ", \($0)" } ?? "") + (push.topic.map { ", topic \($0)" } ?? ""))
+                add(
+                    "node.push-registered", node: node.nodeId,
+                    "provider \(push.provider), token \(push.tokenHash)"
+                        + (push.environment.map { ", \($0)" } ?? "") + (push.topic.map { ", topic \($0)" } ?? ""))
             }
         }
         let oldNames = Dictionary(before.paired.nodes.map { ($0.publicKey, $0.details.displayName) }) { $1 }
@@ -90,8 +102,11 @@ extension AuditEntry {
         }
         let redeemed = after.paired.nodes.contains { !oldNodes.contains($0.publicKey) && $0.pairingMethod == .invite }
         for invite in before.invites.invites where !newInvites.contains(invite.id) {
-            if invite.expiresAt <= now { add("invite.expired", node: nil, "id \(invite.id.prefix(8))") }
-            else if !redeemed { add("invite.revoked", node: nil, "id \(invite.id.prefix(8))") }
+            if invite.expiresAt <= now {
+                add("invite.expired", node: nil, "id \(invite.id.prefix(8))")
+            } else if !redeemed {
+                add("invite.revoked", node: nil, "id \(invite.id.prefix(8))")
+            }
         }
         return entries
     }

@@ -166,8 +166,7 @@ public struct BridgeSettings: Sendable {
             rules.allow.append(pattern)
         }
         for pattern in (defaultsRemove["*"] ?? []) + (defaultsRemove[key] ?? []) {
-            if let index = rules.allow.firstIndex(of: pattern) { rules.allow.remove(at: index) }
-            else if !rules.deny.contains(pattern) { rules.deny.append(pattern) }
+            if let index = rules.allow.firstIndex(of: pattern) { rules.allow.remove(at: index) } else if !rules.deny.contains(pattern) { rules.deny.append(pattern) }
         }
         return rules
     }
@@ -247,8 +246,12 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
-            let top = try object(root, "", keys: ["gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas",
-                                                  "openclawApps"])
+            let top = try object(
+                root, "",
+                keys: [
+                    "gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas",
+                    "openclawApps",
+                ])
             if let apps = top["openclawApps"] {
                 let a = try object(apps, "openclawApps", keys: ["enabled", "listen", "plainWebSocket"])
                 if let v = a["enabled"] { settings.openClawApps.enabled = try bool(v, "openclawApps.enabled") }
@@ -279,7 +282,9 @@ public struct BridgeSettings: Sendable {
                     guard let v = c[key] else { continue }
                     var parsed: [OriginPattern] = []
                     for (i, text) in try strings(v, "canvas.\(key)").enumerated() {
-                        do { parsed.append(try OriginPattern(text)) } catch { throw fail("canvas.\(key)[\(i)]", "\(error.reason) (for example https://example.com or https://*.example.com)") }
+                        do { parsed.append(try OriginPattern(text)) } catch {
+                            throw fail("canvas.\(key)[\(i)]", "\(error.reason) (for example https://example.com or https://*.example.com)")
+                        }
                     }
                     if key == "allowOrigins" { settings.canvas.allowOrigins = parsed } else { settings.canvas.denyOrigins = parsed }
                 }

@@ -39,9 +39,11 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     /// The table.
     public var spec: Spec {
         switch self {
-        case .maxResultBytes: Spec(.limits, 8 << 20, 1024...(64 << 20), "bytes",
-                                   "the largest invoke result relayed (bigger: PAYLOAD_TOO_LARGE); every message size the transports allow derives from it",
-                                   restartOnly: true)
+        case .maxResultBytes:
+            Spec(
+                .limits, 8 << 20, 1024...(64 << 20), "bytes",
+                "the largest invoke result relayed (bigger: PAYLOAD_TOO_LARGE); every message size the transports allow derives from it",
+                restartOnly: true)
         case .maxConcurrentInvokes: Spec(.limits, 8, 1...1024, "invokes", "invokes in flight per node (more: RATE_LIMITED)")
         case .defaultTimeoutMs: Spec(.limits, 30_000, 100...3_600_000, "ms", "an invoke's timeout when it names none")
         case .maxTimeoutMs: Spec(.limits, 300_000, 100...3_600_000, "ms", "the longest timeout an invoke may ask for")
@@ -59,34 +61,52 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         case .canvasMaxResponseBytes: Spec(.limits, 64 << 20, 1024...(1 << 30), "bytes", "the largest response the canvas relay passes on")
         case .canvasMaxHeaderBytes: Spec(.limits, 16 << 10, 1024...(256 << 10), "bytes", "the largest request head the relay reads")
         case .canvasConnectionsPerNode: Spec(.limits, 16, 1...1024, "connections", "relay connections per node")
-        case .canvasConnections: Spec(.limits, 256, 1...65_536, "connections",
-                                      "relay connections in all (those without a live capability yet go first, oldest first, when it is full)")
+        case .canvasConnections:
+            Spec(
+                .limits, 256, 1...65_536, "connections",
+                "relay connections in all (those without a live capability yet go first, oldest first, when it is full)")
         case .canvasRequestsPerMinute: Spec(.limits, 600, 1...1_000_000, "per minute", "relay requests per node")
         case .canvasHeadMs: Spec(.limits, 10_000, 100...600_000, "ms", "for a request head to arrive (slowloris)")
         case .canvasIdleMs: Spec(.limits, 60_000, 100...3_600_000, "ms", "a relay connection's silence (not a live-reload socket's)")
         case .canvasRequestMs: Spec(.limits, 600_000, 1000...86_400_000, "ms", "one relayed response, in all")
-        case .openClawConnecting: Spec(.limits, 4, 1...32, "sockets",
-                                       "node sockets in their handshake with the OpenClaw gateway at once (it allows 32 unauthenticated per address)",
-                                       restartOnly: true)
-        case .openClawRedialMinMs: Spec(.limits, 500, 100...60_000, "ms", "the first wait before a node's OpenClaw socket redials (doubling, with jitter)",
-                                        restartOnly: true)
-        case .openClawRedialMaxMs: Spec(.limits, 30_000, 1000...600_000, "ms", "the longest such wait; also the wait after a refusal only its operator can fix",
-                                        restartOnly: true)
-        case .openClawDeviceRetryMs: Spec(.limits, 10_000, 1000...600_000, "ms",
-                                          "how often the gateway is asked again while it holds a node's device for its operator", restartOnly: true)
-        case .openClawReofferMinMs: Spec(.limits, 5000, 1000...600_000, "ms",
-                                         "while the gateway holds added commands: the first idle reconnect that picks up an approval (doubling)",
-                                         restartOnly: true)
+        case .openClawConnecting:
+            Spec(
+                .limits, 4, 1...32, "sockets",
+                "node sockets in their handshake with the OpenClaw gateway at once (it allows 32 unauthenticated per address)",
+                restartOnly: true)
+        case .openClawRedialMinMs:
+            Spec(
+                .limits, 500, 100...60_000, "ms", "the first wait before a node's OpenClaw socket redials (doubling, with jitter)",
+                restartOnly: true)
+        case .openClawRedialMaxMs:
+            Spec(
+                .limits, 30_000, 1000...600_000, "ms", "the longest such wait; also the wait after a refusal only its operator can fix",
+                restartOnly: true)
+        case .openClawDeviceRetryMs:
+            Spec(
+                .limits, 10_000, 1000...600_000, "ms",
+                "how often the gateway is asked again while it holds a node's device for its operator", restartOnly: true)
+        case .openClawReofferMinMs:
+            Spec(
+                .limits, 5000, 1000...600_000, "ms",
+                "while the gateway holds added commands: the first idle reconnect that picks up an approval (doubling)",
+                restartOnly: true)
         case .openClawReofferMaxMs: Spec(.limits, 120_000, 1000...3_600_000, "ms", "the longest wait between such reconnects", restartOnly: true)
-        case .openClawEventWaitMs: Spec(.limits, 5000, 100...60_000, "ms", "how long a node's call waits for its socket while that reconnects (then UNAVAILABLE)",
-                                        restartOnly: true)
+        case .openClawEventWaitMs:
+            Spec(
+                .limits, 5000, 100...60_000, "ms", "how long a node's call waits for its socket while that reconnects (then UNAVAILABLE)",
+                restartOnly: true)
         case .openClawWaitingEvents: Spec(.limits, 16, 0...1024, "calls", "such calls waiting per node (more: UNAVAILABLE at once)", restartOnly: true)
-        case .openClawCanvasWaitMs: Spec(.limits, 5000, 100...60_000, "ms",
-                                         "for the gateway's fresh canvas capability after its canvas host refused the one held", restartOnly: true)
+        case .openClawCanvasWaitMs:
+            Spec(
+                .limits, 5000, 100...60_000, "ms",
+                "for the gateway's fresh canvas capability after its canvas host refused the one held", restartOnly: true)
         case .maxUnauthenticated: Spec(.admission, 64, 1...100_000, "connections", "connections that have not proved a paired key (more: the busiest address's oldest goes)")
         case .maxUnauthenticatedPerAddress: Spec(.admission, 8, 1...100_000, "connections", "such connections per source address (more: refused)")
-        case .maxUnauthenticatedPerListener: Spec(.admission, nil, 1...100_000, "connections",
-                                                  "such connections per listener; unset: three quarters of maxUnauthenticated with several listeners, all of it with one")
+        case .maxUnauthenticatedPerListener:
+            Spec(
+                .admission, nil, 1...100_000, "connections",
+                "such connections per listener; unset: three quarters of maxUnauthenticated with several listeners, all of it with one")
         case .maxWaiting: Spec(.admission, 32, 1...10_000, "connections", "connections waiting for the operator's decision")
         case .attemptsPerWindow: Spec(.admission, 20, 1...1_000_000, "connections", "attempts per address in a window (more: locked out)")
         case .windowSeconds: Spec(.admission, 10, 1...3600, "seconds", "that window")

@@ -10,7 +10,8 @@ public struct ListenAddress: Sendable, Equatable, CustomStringConvertible {
         public var description: String {
             switch self {
             case let .malformed(text): "\"\(text)\" is not host:port (e.g. 127.0.0.1:18791 or [::1]:18791)"
-            case let .notLoopback(host): "\(host) is not a loopback address; this endpoint is for this machine (allow others explicitly with allowRemote / --metrics-allow-remote / --ui-allow-remote)"
+            case let .notLoopback(host):
+                "\(host) is not a loopback address; this endpoint is for this machine (allow others explicitly with allowRemote / --metrics-allow-remote / --ui-allow-remote)"
             }
         }
     }

@@ -33,37 +33,45 @@ extension PairingState {
     public mutating func createInvite(name: String?, grant: ApprovalGrant = ApprovalGrant(), ttl: TimeInterval, now: Date) -> SecureBytes {
         let secret = SecureBytes.random(count: SecureSession.Invite.secretLength)
         let psk = SecureSession.Invite.psk(forSecret: secret)
-        invites.invites.append(InviteRecord(
-            id: Hex.encode(SecureSession.Invite.id(forSecret: secret)), psk: psk.withUnsafeBytes { Hex.encode($0) },
-            name: name, grant: grant, createdAt: now, expiresAt: now.addingTimeInterval(ttl)))
+        invites.invites.append(
+            InviteRecord(
+                id: Hex.encode(SecureSession.Invite.id(forSecret: secret)), psk: psk.withUnsafeBytes { Hex.encode($0) },
+                name: name, grant: grant, createdAt: now, expiresAt: now.addingTimeInterval(ttl)))
         return secret
     }
 
     /// Consumes the invite and pairs the node, if `secret` is the invite's secret. Single use.
     /// `defaultAccess` applies when the invite names no rules (the config file's platform defaults).
-    public mutating func redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails,
-                                      defaultAccess: AccessRules? = nil, now: Date) throws -> PairedNode {
+    public mutating func redeemInvite(
+        id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails,
+        defaultAccess: AccessRules? = nil, now: Date
+    ) throws -> PairedNode {
         let hex = Hex.encode(id)
         guard let index = invites.invites.firstIndex(where: { $0.id == hex && $0.openClaw != true }), invites.invites[index].expiresAt > now,
-              SecureSession.Invite.id(forSecret: secret) == id,
-              SecureMemory.constantTimeEqual(SecureSession.Invite.psk(forSecret: secret),
-                                       (try? Hex.decode(invites.invites[index].psk)) ?? [])
+            SecureSession.Invite.id(forSecret: secret) == id,
+            SecureMemory.constantTimeEqual(
+                SecureSession.Invite.psk(forSecret: secret),
+                (try? Hex.decode(invites.invites[index].psk)) ?? [])
         else { throw PairingError.invalidInvite }
         return try pair(usingInviteAt: index, key: key, details: details, method: .invite, defaultAccess: defaultAccess, now: now)
     }
 
     /// Uses up the invite at `index` and pairs `key` under it (its name and grant), unless the key
     /// is blocked; a key already paired keeps its record. One path for both kinds of invite.
-    mutating func pair(usingInviteAt index: Int, key: PublicKey, details: NodeDetails, method: PairingMethod, claim: OpenClawAppClaim? = nil,
-                       defaultAccess: AccessRules?, now: Date) throws -> PairedNode {
+    mutating func pair(
+        usingInviteAt index: Int, key: PublicKey, details: NodeDetails, method: PairingMethod, claim: OpenClawAppClaim? = nil,
+        defaultAccess: AccessRules?, now: Date
+    ) throws -> PairedNode {
         if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
         let invite = invites.invites.remove(at: index)
         if let existing = node(withKey: key) { return existing }
         var details = details
         if let name = invite.name { details.displayName = name }
         pending.requests.removeAll { $0.publicKey == key }
-        let access = if let exact = invite.allow { ApprovalGrant(allow: exact).rules(defaults: AccessRules(), declared: details.commands) }
-            else { (invite.grant ?? ApprovalGrant()).rules(defaults: defaultAccess ?? .defaults(forPlatform: details.platform), declared: details.commands) }
+        let access =
+            if let exact = invite.allow { ApprovalGrant(allow: exact).rules(defaults: AccessRules(), declared: details.commands) } else {
+                (invite.grant ?? ApprovalGrant()).rules(defaults: defaultAccess ?? .defaults(forPlatform: details.platform), declared: details.commands)
+            }
         var node = PairedNode(publicKey: key, details: details, pairingMethod: method, pairedAt: now, firstSeen: now, access: access)
         node.openClawApp = claim
         paired.nodes.append(node)
@@ -76,18 +84,23 @@ extension PairingState {
     /// default), stored as its SHA-256 only. Returns the token (shown once).
     public mutating func createOpenClawBootstrap(name: String?, grant: ApprovalGrant = ApprovalGrant(), ttl: TimeInterval, now: Date) -> String {
         let token = Base64URL.encode(SecureRandom.bytes(32))
-        invites.invites.append(InviteRecord(id: Self.bootstrapID(token), psk: "", name: name, grant: grant, createdAt: now,
-                                            expiresAt: now.addingTimeInterval(ttl), openClaw: true))
+        invites.invites.append(
+            InviteRecord(
+                id: Self.bootstrapID(token), psk: "", name: name, grant: grant, createdAt: now,
+                expiresAt: now.addingTimeInterval(ttl), openClaw: true))
         return token
     }
 
     /// One of OpenClaw's apps presented a bootstrap token: if it is a live one, it is used up and
     /// the app is paired at once (no request, no approval: the setup code was the operator's act).
-    public mutating func redeemOpenClawBootstrap(_ token: String, claim: OpenClawAppClaim, key: PublicKey, details: NodeDetails,
-                                                 defaultAccess: AccessRules? = nil, now: Date) throws -> PairedNode {
+    public mutating func redeemOpenClawBootstrap(
+        _ token: String, claim: OpenClawAppClaim, key: PublicKey, details: NodeDetails,
+        defaultAccess: AccessRules? = nil, now: Date
+    ) throws -> PairedNode {
         let id = Array(Self.bootstrapID(token).utf8)
         guard let index = invites.invites.firstIndex(where: { $0.openClaw == true && SecureMemory.constantTimeEqual(Array($0.id.utf8), id) }),
-              invites.invites[index].expiresAt > now else { throw PairingError.invalidInvite }
+            invites.invites[index].expiresAt > now
+        else { throw PairingError.invalidInvite }
         return try pair(usingInviteAt: index, key: key, details: details, method: .openClawApp, claim: claim, defaultAccess: defaultAccess, now: now)
     }
 

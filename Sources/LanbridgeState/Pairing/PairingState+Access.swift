@@ -30,7 +30,9 @@ extension PairingState {
             throw PairingError.noSuchRule(pattern, denying ? "deny" : "allow", current.nodeId)
         }
         return try editAccess(of: reference) { rules in
-            if denying { rules.deny.removeAll { $0 == pattern } } else {
+            if denying {
+                rules.deny.removeAll { $0 == pattern }
+            } else {
                 rules.allow.removeAll { $0 == pattern }
                 rules.confirmed.removeAll { $0 == pattern }
             }

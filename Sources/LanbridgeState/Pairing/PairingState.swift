@@ -32,7 +32,8 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .requestLocked(id, lock): "request \(id) can never be approved: \(lock.explanation); reject it (`lanbridge nodes reject \(id)`) and have the device start over"
         case let .notRevealed(id): "request \(id) has no code yet: the device has not completed the code exchange; wait for it to show a code"
         case let .noSuchRule(pattern, list, id): "node \(id) has no \(list) rule \(pattern) (see `lanbridge nodes describe \(id)`)"
-        case let .verificationRequired(id): "request \(id) was made by code: pass --code with the code the device shows, or --unverified to approve without comparing (a man in the middle would pass)"
+        case let .verificationRequired(id):
+            "request \(id) was made by code: pass --code with the code the device shows, or --unverified to approve without comparing (a man in the middle would pass)"
         case let .fingerprintMismatch(given):
             "\(given) is not the start of the certificate fingerprint this bridge showed the app (recorded in the audit log): do not approve it; "
                 + "the app may be talking to someone else"
@@ -114,16 +115,19 @@ public struct PairingState: Equatable, Sendable {
             if samePrefix.count >= Limits.maxPendingPerPrefix { evictOne(of: samePrefix, now: now) }
         }
         if pending.requests.count >= Limits.maxPending { evictOne(of: pending.requests, now: now) }
-        let request = PendingRequest(requestId: newRequestID(), publicKey: key, details: details, sourceAddress: source,
-                                     createdAt: now, expiresAt: Self.expiry(createdAt: now, now: now, timing: timing))
+        let request = PendingRequest(
+            requestId: newRequestID(), publicKey: key, details: details, sourceAddress: source,
+            createdAt: now, expiresAt: Self.expiry(createdAt: now, now: now, timing: timing))
         pending.requests.append(request)
         return request
     }
 
     /// One of OpenClaw's apps connected with a key lanbridge does not know: files or refreshes its
     /// request, which the operator approves without a code (the app shows none).
-    public mutating func requestAppPairing(_ claim: OpenClawAppClaim, key: PublicKey, details: NodeDetails, source: String?, now: Date,
-                                           timing: Timing = .standard) throws -> PendingRequest {
+    public mutating func requestAppPairing(
+        _ claim: OpenClawAppClaim, key: PublicKey, details: NodeDetails, source: String?, now: Date,
+        timing: Timing = .standard
+    ) throws -> PendingRequest {
         let request = try requestPairing(key: key, details: details, source: source, now: now, timing: timing)
         guard let index = pending.requests.firstIndex(where: { $0.requestId == request.requestId }) else { return request }
         pending.requests[index].openClawApp = claim
@@ -163,15 +167,18 @@ public struct PairingState: Equatable, Sendable {
 
     private mutating func evictOne(of scope: [PendingRequest], now: Date) {
         let counts = Dictionary(scope.map { ($0.sourceAddress ?? "", 1) }, uniquingKeysWith: +)
-        let victim = scope.first { $0.locked != nil }
+        let victim =
+            scope.first { $0.locked != nil }
             ?? scope.min { a, b in
                 let (ca, cb) = (counts[a.sourceAddress ?? ""] ?? 0, counts[b.sourceAddress ?? ""] ?? 0)
                 return ca != cb ? ca > cb : a.createdAt < b.createdAt
             }
         guard let victim else { return }
         pending.requests.removeAll { $0.requestId == victim.requestId }
-        pending.expired.append(ExpiredRequest(requestId: victim.requestId, nodeId: victim.nodeId, displayName: victim.details.displayName,
-                                              createdAt: victim.createdAt, expiredAt: now, evicted: true))
+        pending.expired.append(
+            ExpiredRequest(
+                requestId: victim.requestId, nodeId: victim.nodeId, displayName: victim.details.displayName,
+                createdAt: victim.createdAt, expiredAt: now, evicted: true))
         pending.expired = Array(pending.expired.suffix(Limits.expiredHistory))
     }
 
@@ -192,8 +199,9 @@ public struct PairingState: Equatable, Sendable {
         guard !gone.isEmpty else { return [] }
         pending.requests = kept
         pending.expired += gone.map {
-            ExpiredRequest(requestId: $0.requestId, nodeId: $0.nodeId, displayName: $0.details.displayName,
-                           createdAt: $0.createdAt, expiredAt: $0.expiresAt)
+            ExpiredRequest(
+                requestId: $0.requestId, nodeId: $0.nodeId, displayName: $0.details.displayName,
+                createdAt: $0.createdAt, expiredAt: $0.expiresAt)
         }
         pending.expired = Array(pending.expired.suffix(Limits.expiredHistory))
         return gone
@@ -214,7 +222,8 @@ public struct PairingState: Equatable, Sendable {
             if let shown = code {
                 let typed = shown.lowercased()
                 guard typed.utf8.count == 6, typed.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x61...0x66).contains($0) }),
-                      let expected = app.tlsSha256, expected.hasPrefix(typed) else {
+                    let expected = app.tlsSha256, expected.hasPrefix(typed)
+                else {
                     pending.requests[index].codeMismatches += 1
                     throw PairingError.fingerprintMismatch(given: String(shown.prefix(16)))
                 }
@@ -222,8 +231,9 @@ public struct PairingState: Equatable, Sendable {
                 throw PairingError.fingerprintRequired(request.requestId)
             }
             pending.requests.remove(at: index)
-            var node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .openClawApp,
-                                  pairedAt: now, firstSeen: request.createdAt, access: access ?? AccessRules.defaults(forPlatform: request.details.platform))
+            var node = PairedNode(
+                publicKey: request.publicKey, details: request.details, pairingMethod: .openClawApp,
+                pairedAt: now, firstSeen: request.createdAt, access: access ?? AccessRules.defaults(forPlatform: request.details.platform))
             node.openClawApp = app
             if code == nil { node.unverified = true }
             paired.nodes.append(node)
@@ -240,8 +250,9 @@ public struct PairingState: Equatable, Sendable {
         }
         pending.requests.remove(at: index)
         let access = access ?? AccessRules.defaults(forPlatform: request.details.platform)
-        var node = PairedNode(publicKey: request.publicKey, details: request.details, pairingMethod: .code,
-                              pairedAt: now, firstSeen: request.createdAt, access: access)
+        var node = PairedNode(
+            publicKey: request.publicKey, details: request.details, pairingMethod: .code,
+            pairedAt: now, firstSeen: request.createdAt, access: access)
         if code == nil { node.unverified = true }
         paired.nodes.append(node)
         return node
@@ -250,8 +261,10 @@ public struct PairingState: Equatable, Sendable {
     public mutating func reject(requestId: String, block: Bool, now: Date) throws -> PendingRequest {
         let request = try takeRequest(requestId, now: now)
         if block, !isBlocked(request.publicKey) {
-            paired.blocked.append(BlockedKey(nodeId: request.nodeId, publicKey: request.publicKey,
-                                             displayName: request.details.displayName, blockedAt: now))
+            paired.blocked.append(
+                BlockedKey(
+                    nodeId: request.nodeId, publicKey: request.publicKey,
+                    displayName: request.details.displayName, blockedAt: now))
         }
         return request
     }

@@ -49,8 +49,10 @@ public struct AccessPolicy: Sendable, Equatable {
     public var inputCommands: [CommandPattern]
     public var backgroundRetryAfterMs: Int
 
-    public init(foregroundCommands: [CommandPattern] = Self.defaultForeground,
-                inputCommands: [CommandPattern] = Self.defaultInput, backgroundRetryAfterMs: Int = 5000) {
+    public init(
+        foregroundCommands: [CommandPattern] = Self.defaultForeground,
+        inputCommands: [CommandPattern] = Self.defaultInput, backgroundRetryAfterMs: Int = 5000
+    ) {
         self.foregroundCommands = foregroundCommands
         self.inputCommands = inputCommands
         self.backgroundRetryAfterMs = backgroundRetryAfterMs
@@ -94,8 +96,9 @@ public struct CompiledRules: Sendable {
         allow = rules.allow.filter { !OriginPattern.isOrigin($0) }.compactMap { try? CommandPattern($0) }
         deny = rules.deny.filter { !OriginPattern.isOrigin($0) }.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
         let denyOrigins = rules.deny.filter(OriginPattern.isOrigin)
-        origins = CanvasURLPolicy(allow: rules.allow.filter(OriginPattern.isOrigin).compactMap { try? OriginPattern($0) },
-                                  deny: denyOrigins.compactMap { try? OriginPattern($0) })
+        origins = CanvasURLPolicy(
+            allow: rules.allow.filter(OriginPattern.isOrigin).compactMap { try? OriginPattern($0) },
+            deny: denyOrigins.compactMap { try? OriginPattern($0) })
         originsBroken = origins.deny.count != denyOrigins.count
     }
 }

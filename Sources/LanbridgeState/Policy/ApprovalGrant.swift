@@ -53,4 +53,3 @@ extension CompiledRules {
         allow.contains(where: { $0.matches(command) }) && !deny.contains(where: { $0.matches(command) })
     }
 }
-

@@ -35,7 +35,8 @@ public struct CommandCatalog: Sendable {
     ]
 
     public static let builtIn: [String] = table.map(\.name)
-    private static let sensitiveCommands: [String: Sensitivity] = Dictionary(uniqueKeysWithValues: table.compactMap { row in row.sensitive.map { (CommandPattern.key(row.name), $0) } })
+    private static let sensitiveCommands: [String: Sensitivity] = Dictionary(
+        uniqueKeysWithValues: table.compactMap { row in row.sensitive.map { (CommandPattern.key(row.name), $0) } })
 
     /// Why `command` is sensitive; nil for everyday and custom commands.
     public static func sensitivity(of command: String) -> Sensitivity? { sensitiveCommands[CommandPattern.key(command)] }

@@ -6,8 +6,10 @@ import LanbridgeState
 extension PairingStore {
     /// `nodes allow|deny` and the console: the pattern is checked against the known commands and
     /// the node's declared ones before anything is written, so a typo is refused, not kept.
-    public func addRule(_ pattern: String, allowing: Bool, node reference: String, catalog: CommandCatalog,
-                        actor: String = AuditLog.currentUser) throws -> PairedNode {
+    public func addRule(
+        _ pattern: String, allowing: Bool, node reference: String, catalog: CommandCatalog,
+        actor: String = AuditLog.currentUser
+    ) throws -> PairedNode {
         if OriginPattern.isOrigin(pattern) {
             do { _ = try OriginPattern(pattern) } catch { throw CanvasOriginRefused(origin: pattern, reason: error.reason) }
         } else {
@@ -21,8 +23,10 @@ extension PairingStore {
     /// `nodes approve` and the console's Approve: the node gets its platform's defaults (with the
     /// config's changes) and `grant`. A wrong code is written (counted on the request, so audited)
     /// before it is refused.
-    public func approve(_ requestId: String, code: String?, unverified: Bool, grant: ApprovalGrant, settings: BridgeSettings,
-                        actor: String = AuditLog.currentUser, now: Date = Date()) throws -> PairedNode {
+    public func approve(
+        _ requestId: String, code: String?, unverified: Bool, grant: ApprovalGrant, settings: BridgeSettings,
+        actor: String = AuditLog.currentUser, now: Date = Date()
+    ) throws -> PairedNode {
         try update(actor: actor) { state in
             let details = state.request(requestId)?.details
             let access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])

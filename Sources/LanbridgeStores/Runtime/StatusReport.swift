@@ -41,9 +41,10 @@ public struct StatusReport: Encodable, Sendable {
             running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
             reachable: runtime?.reachable ?? [], console: runtime?.console, canvas: runtime?.canvas, openClawApps: runtime?.openClawApps,
             openClawAppsTlsSha256: runtime?.openClawAppsTlsSha256, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway, startedAt: runtime?.startedAt,
-            nodes: .init(paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
-                         pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
-                         invites: current.invites.invites.filter { $0.expiresAt > now }.count),
+            nodes: .init(
+                paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
+                pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
+                invites: current.invites.invites.filter { $0.expiresAt > now }.count),
             gatewaySessions: (runtime?.nodes ?? [:]).filter { paired.contains($0.key) }.sorted { $0.key < $1.key }.compactMap { id, node in
                 node.gatewayDeviceId.map { GatewaySession(nodeId: id, deviceId: $0, session: node.gatewaySession ?? "unknown", approval: node.gatewayApproval) }
             })

@@ -36,8 +36,9 @@ public struct OpenClawAppSession: Sendable {
 
         /// The node details lanbridge keeps for it (sanitized by the core like any node's).
         public var details: NodeDetails {
-            NodeDetails(displayName: displayName, platform: OpenClawAppSession.platformName(platform), appVersion: version, deviceModel: modelIdentifier,
-                        caps: caps, commands: commands, flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
+            NodeDetails(
+                displayName: displayName, platform: OpenClawAppSession.platformName(platform), appVersion: version, deviceModel: modelIdentifier,
+                caps: caps, commands: commands, flags: CapabilityFlags(requiresForeground: true, supportsInputInjection: false))
         }
     }
 
@@ -208,8 +209,13 @@ public struct OpenClawAppSession: Sendable {
                 return [respond(id, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "push.apns.register needs a token")))]
             }
             waiting[call] = id
-            return [.toBridge(SessionMessages.encode(PushRegister(id: call, provider: PushRegistration.apns, token: token,
-                                                                  environment: payload?["environment"]?.stringValue, topic: payload?["topic"]?.stringValue)))]
+            return [
+                .toBridge(
+                    SessionMessages.encode(
+                        PushRegister(
+                            id: call, provider: PushRegistration.apns, token: token,
+                            environment: payload?["environment"]?.stringValue, topic: payload?["topic"]?.stringValue)))
+            ]
         default:
             // The core decides whether the gateway hears it (its event catalogue, the node's grants).
             // The app hears what OpenClaw's gateway answers every well-formed node.event, handled,
@@ -251,8 +257,14 @@ public struct OpenClawAppSession: Sendable {
             guard let canvas = grant.canvas, let capability = canvas.url.split(separator: "/").last.map(String.init) else {
                 return [respond(id, .failure(grant.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "no canvas host")))]
             }
-            return [respond(id, .success(["canvasCapability": .string(capability), "canvasCapabilityExpiresAtMs": .number(Double(canvas.expiresAtMs)),
-                                          "canvasHostUrl": .string(canvas.url)]))]
+            return [
+                respond(
+                    id,
+                    .success([
+                        "canvasCapability": .string(capability), "canvasCapabilityExpiresAtMs": .number(Double(canvas.expiresAtMs)),
+                        "canvasHostUrl": .string(canvas.url),
+                    ]))
+            ]
         case let (.ready, result as PushResult):
             guard let id = waiting.removeValue(forKey: result.id) else { return [] }
             return [respond(id, result.ok ? .success(["ok": true]) : .failure(result.error ?? ErrorMessage(code: ErrorMessage.unavailable, message: "failed")))]
@@ -304,19 +316,22 @@ public struct OpenClawAppSession: Sendable {
     /// session's, `signedAt` within ±2 minutes of now, and the v3 (or v2) signature verifies.
     public static func verifyConnect(_ params: JSONValue?, nonce: String, nowMs: Int64) -> Result<Device, Refusal> {
         guard case .number(let low)? = params?["minProtocol"], case .number(let high)? = params?["maxProtocol"], low <= high,
-              let version = Self.protocols.reversed().first(where: { Double($0) >= low && Double($0) <= high }) else {
+            let version = Self.protocols.reversed().first(where: { Double($0) >= low && Double($0) <= high })
+        else {
             return .failure(Refusal("protocol mismatch", "PROTOCOL_MISMATCH"))
         }
         guard params?["role"] == "node" else { return .failure(Refusal("only nodes connect here; chat and talk are not relayed by lanbridge", "ROLE_NOT_ALLOWED")) }
         let client = params?["client"]
         guard case let .string(clientId)? = client?["id"], clientIds.contains(clientId), case let .string(mode)? = client?["mode"], mode == "node",
-              case let .string(platform)? = client?["platform"], !platform.isEmpty, platform.utf8.count <= 64 else {
+            case let .string(platform)? = client?["platform"], !platform.isEmpty, platform.utf8.count <= 64
+        else {
             return .failure(Refusal("invalid connect params: client", "INVALID_CONNECT_PARAMS"))
         }
         let device = params?["device"]
         guard case let .string(deviceId)? = device?["id"], case let .string(keyText)? = device?["publicKey"],
-              case let .string(signatureText)? = device?["signature"], case let .number(signedAt)? = device?["signedAt"],
-              case let .string(signedNonce)? = device?["nonce"] else {
+            case let .string(signatureText)? = device?["signature"], case let .number(signedAt)? = device?["signedAt"],
+            case let .string(signedNonce)? = device?["nonce"]
+        else {
             return .failure(Refusal("device identity required", "DEVICE_IDENTITY_REQUIRED"))
         }
         guard let key = Base64URL.decode(keyText), key.count == Ed25519.publicKeyLength, deviceId == Hex.encode(SHA256.hash(key)) else {
@@ -334,8 +349,13 @@ public struct OpenClawAppSession: Sendable {
         let family = client?["deviceFamily"]?.stringValue
         let claims = OpenClawDevice.Claims(clientId: clientId, clientMode: mode, role: "node", scopes: scopes, platform: platform, deviceFamily: family)
         let verified = OpenClawDevice.PayloadVersion.allCases.reversed().contains { v in
-            Ed25519.verify(signature: signature, of: Array(OpenClawDevice.payload(v, deviceId: deviceId, claims: claims, signedAtMs: Int64(signedAt),
-                                                                                     token: token, nonce: nonce).utf8), publicKey: key)
+            Ed25519.verify(
+                signature: signature,
+                of: Array(
+                    OpenClawDevice.payload(
+                        v, deviceId: deviceId, claims: claims, signedAtMs: Int64(signedAt),
+                        token: token, nonce: nonce
+                    ).utf8), publicKey: key)
         }
         guard verified else { return .failure(Refusal("device signature invalid", "DEVICE_AUTH_SIGNATURE_INVALID")) }
         var commands: [String] = []
@@ -345,11 +365,13 @@ public struct OpenClawAppSession: Sendable {
         var caps: [String] = []
         if case let .array(items)? = params?["caps"] { caps = Array(items.compactMap(\.stringValue).prefix(32)) }
         let name = client?["displayName"]?.stringValue ?? ""
-        return .success(Device(deviceId: deviceId, publicKey: key, clientId: clientId, platform: platform, deviceFamily: family,
-                               displayName: name.isEmpty ? "OpenClaw \(platformName(platform))" : name,
-                               modelIdentifier: client?["modelIdentifier"]?.stringValue, version: client?["version"]?.stringValue ?? "",
-                               commands: commands, caps: caps, protocolVersion: version,
-                               bootstrapToken: auth?["bootstrapToken"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }))
+        return .success(
+            Device(
+                deviceId: deviceId, publicKey: key, clientId: clientId, platform: platform, deviceFamily: family,
+                displayName: name.isEmpty ? "OpenClaw \(platformName(platform))" : name,
+                modelIdentifier: client?["modelIdentifier"]?.stringValue, version: client?["version"]?.stringValue ?? "",
+                commands: commands, caps: caps, protocolVersion: version,
+                bootstrapToken: auth?["bootstrapToken"]?.stringValue.flatMap { $0.isEmpty ? nil : $0 }))
     }
 
     /// lanbridge's platform names from OpenClaw's (`iOS 18.2` → `ios`).

@@ -4,7 +4,7 @@
 public enum OpenClawCommands {
     /// Renamed on the way: (lanbridge, OpenClaw).
     public static let renamed: [(lanbridge: String, openClaw: String)] = [
-        ("system.info", "device.info"),
+        ("system.info", "device.info")
     ]
 
     /// The node commands OpenClaw's gateway knows (its platform allowlists and its dangerous list,

@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 import LanbridgeCrypto
 
@@ -56,8 +56,10 @@ public struct OpenClawDevice: Sendable {
 
     /// The same, for any device: what lanbridge's front door for OpenClaw's apps verifies.
     public static func payload(_ version: PayloadVersion, deviceId: String, claims: Claims, signedAtMs: Int64, token: String, nonce: String) -> String {
-        var fields = [version.rawValue, deviceId, claims.clientId, claims.clientMode, claims.role,
-                      claims.scopes.joined(separator: ","), String(signedAtMs), token, nonce]
+        var fields = [
+            version.rawValue, deviceId, claims.clientId, claims.clientMode, claims.role,
+            claims.scopes.joined(separator: ","), String(signedAtMs), token, nonce,
+        ]
         if version == .v3 { fields += [Self.normalized(claims.platform), Self.normalized(claims.deviceFamily ?? "")] }
         return fields.joined(separator: "|")
     }
@@ -65,9 +67,11 @@ public struct OpenClawDevice: Sendable {
     /// `connect.params.device`: `{id, publicKey, signature, signedAt, nonce}`.
     public func proof(_ version: PayloadVersion, claims: Claims, signedAtMs: Int64, token: String, nonce: String) -> JSONValue {
         let signed = payload(version, claims: claims, signedAtMs: signedAtMs, token: token, nonce: nonce)
-        return ["id": .string(deviceId), "publicKey": .string(publicKey),
-                "signature": .string(Base64URL.encode(key.sign(Array(signed.utf8)))),
-                "signedAt": .number(Double(signedAtMs)), "nonce": .string(nonce)]
+        return [
+            "id": .string(deviceId), "publicKey": .string(publicKey),
+            "signature": .string(Base64URL.encode(key.sign(Array(signed.utf8)))),
+            "signedAt": .number(Double(signedAtMs)), "nonce": .string(nonce),
+        ]
     }
 
     /// v3's platform and device family: trimmed, ASCII letters lowercased (and nothing else).

@@ -45,8 +45,10 @@ public enum OpenClawNodeEvents {
     }
 
     /// `agent.request`'s payload fields (upstream's `AgentDeepLink`).
-    static let agentRequestFields = ["message", "sessionKey", "thinking", "deliver", "attachments", "receipt", "receiptText",
-                                     "to", "channel", "timeoutSeconds"]
+    static let agentRequestFields = [
+        "message", "sessionKey", "thinking", "deliver", "attachments", "receipt", "receiptText",
+        "to", "channel", "timeoutSeconds",
+    ]
 
     /// A node's `agent` call (PROTOCOL.md §12.5). With `"source": "voice"` it is a voice transcript:
     /// `voice.transcript {text, sessionKey?, eventId}` (upstream drops repeats of one eventId within

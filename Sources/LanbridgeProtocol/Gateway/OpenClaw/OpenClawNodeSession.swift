@@ -1,7 +1,7 @@
 #if canImport(FoundationEssentials)
-import FoundationEssentials
+    import FoundationEssentials
 #else
-import Foundation
+    import Foundation
 #endif
 
 /// One lanbridge node's WebSocket session at an OpenClaw gateway, as role `node`
@@ -39,8 +39,10 @@ public struct OpenClawNodeSession: Sendable {
         public static let protocols = 3...4
         public static let handshakeTimeoutMs: Int64 = 15_000
 
-        public init(device: OpenClawDevice, claims: OpenClawDevice.Claims, displayName: String, instanceId: String, version: String,
-                    modelIdentifier: String? = nil, caps: [String], commands: [String], sharedToken: String?, deviceToken: String?) {
+        public init(
+            device: OpenClawDevice, claims: OpenClawDevice.Claims, displayName: String, instanceId: String, version: String,
+            modelIdentifier: String? = nil, caps: [String], commands: [String], sharedToken: String?, deviceToken: String?
+        ) {
             (self.device, self.claims, self.displayName, self.instanceId, self.version) = (device, claims, displayName, instanceId, version)
             (self.modelIdentifier, self.caps, self.commands, self.sharedToken, self.deviceToken) = (modelIdentifier, caps, commands, sharedToken, deviceToken)
         }
@@ -193,15 +195,30 @@ public struct OpenClawNodeSession: Sendable {
     /// payloadJSON}`. With a `tag`, the gateway's reply comes back as `eventAnswered`.
     public mutating func nodeEvent(_ event: String, payload: JSONValue, tag: String?) -> [Action] {
         guard isReady else {
-            return tag.map { [.eventAnswered(tag: $0, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the node's gateway session is not up",
-                                                                             retryable: true)))] } ?? []
+            return tag.map {
+                [
+                    .eventAnswered(
+                        tag: $0,
+                        .failure(
+                            ErrorMessage(
+                                code: ErrorMessage.unavailable, message: "the node's gateway session is not up",
+                                retryable: true)))
+                ]
+            } ?? []
         }
         if let tag, eventsWaiting.count >= Self.maxEventsWaiting {
-            return [.eventAnswered(tag: tag, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "\(Self.maxEventsWaiting) calls already wait for the gateway's reply",
-                                                                   retryable: true)))]
+            return [
+                .eventAnswered(
+                    tag: tag,
+                    .failure(
+                        ErrorMessage(
+                            code: ErrorMessage.unavailable, message: "\(Self.maxEventsWaiting) calls already wait for the gateway's reply",
+                            retryable: true)))
+            ]
         }
-        let (id, action) = identifiedRequest("node.event", ["event": .string(event), "payloadJSON": .string(String(decoding: payload.serialized, as: UTF8.self))],
-                                   id: "event")
+        let (id, action) = identifiedRequest(
+            "node.event", ["event": .string(event), "payloadJSON": .string(String(decoding: payload.serialized, as: UTF8.self))],
+            id: "event")
         if let tag { eventsWaiting[id] = tag }
         return [action]
     }
@@ -251,7 +268,8 @@ public struct OpenClawNodeSession: Sendable {
 
     private mutating func connect(challenge payload: JSONValue?, nowMs: Int64) -> [Action] {
         guard case let .string(nonce)? = payload?["nonce"], !nonce.isEmpty,
-              case let .number(ts)? = payload?["ts"], ts >= 0, ts == ts.rounded(), ts < 9e15 else {
+            case let .number(ts)? = payload?["ts"], ts >= 0, ts == ts.rounded(), ts < 9e15
+        else {
             return close("the gateway's challenge had no nonce or no valid ts", .backoff)
         }
         let c = configuration
@@ -291,7 +309,8 @@ public struct OpenClawNodeSession: Sendable {
         switch result {
         case let .success(payload):
             guard payload?["type"] == "hello-ok", case let .number(version)? = payload?["protocol"],
-                  Configuration.protocols.contains(Int(version)), version == version.rounded() else {
+                Configuration.protocols.contains(Int(version)), version == version.rounded()
+            else {
                 return close("the gateway's hello-ok is not for protocol 3 or 4", .operatorNeeded("an OpenClaw gateway of protocol 3 or 4"))
             }
             protocolVersion = Int(version)
@@ -353,10 +372,11 @@ public struct OpenClawNodeSession: Sendable {
             guard case let .string(command)? = payload?["command"], let lanbridge = OpenClawCommands.lanbridgeName(command) else {
                 throw ErrorMessage(code: "UNKNOWN_COMMAND", message: "lanbridge has no such command")
             }
-            let invoke = Invoke(id: id, command: lanbridge, params: try Self.params(payload?["paramsJSON"]),
-                                timeoutMs: try Self.timeout(payload?["timeoutMs"]),
-                                idempotencyKey: { if case let .string(key)? = payload?["idempotencyKey"], !key.isEmpty { key } else { nil } }(),
-                                queued: false)
+            let invoke = Invoke(
+                id: id, command: lanbridge, params: try Self.params(payload?["paramsJSON"]),
+                timeoutMs: try Self.timeout(payload?["timeoutMs"]),
+                idempotencyKey: { if case let .string(key)? = payload?["idempotencyKey"], !key.isEmpty { key } else { nil } }(),
+                queued: false)
             return [.invoke(invoke)]
         } catch {
             return nodeAnswered(invokeId: id, .failure(error))
@@ -392,7 +412,8 @@ public struct OpenClawNodeSession: Sendable {
         if let tag = eventsWaiting.removeValue(forKey: id) { return [.eventAnswered(tag: tag, result)] }
         if id.hasPrefix("canvas") {
             guard case let .success(payload) = result, case let .string(capability)? = payload?["canvasCapability"],
-                  Self.isCapability(capability) else { return [] }
+                Self.isCapability(capability)
+            else { return [] }
             return [.canvasCapability(capability)]
         }
         guard id.hasPrefix("pull"), case let .success(payload) = result, case let .array(actions)? = payload?["actions"] else { return [] }
@@ -402,7 +423,8 @@ public struct OpenClawNodeSession: Sendable {
             queuedRunning.insert(actionId)
             // (`try?` would flatten "no params" into "bad params".)
             guard case let .string(command)? = action["command"], let lanbridge = OpenClawCommands.lanbridgeName(command),
-                  case let .success(params) = Result(catching: { () throws(ErrorMessage) in try Self.params(action["paramsJSON"]) }) else {
+                case let .success(params) = Result(catching: { () throws(ErrorMessage) in try Self.params(action["paramsJSON"]) })
+            else {
                 out += nodeAnswered(invokeId: actionId, .failure(ErrorMessage(code: ErrorMessage.invalidRequest, message: "unusable queued action")))
                 continue
             }
@@ -423,7 +445,8 @@ public struct OpenClawNodeSession: Sendable {
 
     /// base64url, 8–128 characters: anything else is not passed on.
     static func isCapability(_ text: String) -> Bool {
-        (8...128).contains(text.utf8.count) && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F }
+        (8...128).contains(text.utf8.count)
+            && text.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) || $0 == 0x2D || $0 == 0x5F }
     }
 
     // MARK: - Plumbing
@@ -442,8 +465,13 @@ public struct OpenClawNodeSession: Sendable {
     private mutating func close(_ reason: String, _ retry: Retry) -> [Action] {
         state = .closed
         // Nobody will answer what waits: say so now rather than at the caller's timeout.
-        let unanswered = eventsWaiting.sorted { $0.key < $1.key }.map { Action.eventAnswered(tag: $0.value, .failure(ErrorMessage(
-            code: ErrorMessage.unavailable, message: "the node's gateway session ended", retryable: true))) }
+        let unanswered = eventsWaiting.sorted { $0.key < $1.key }.map {
+            Action.eventAnswered(
+                tag: $0.value,
+                .failure(
+                    ErrorMessage(
+                        code: ErrorMessage.unavailable, message: "the node's gateway session ended", retryable: true)))
+        }
         eventsWaiting = [:]
         return unanswered + [.close(reason: reason, retry: retry)]
     }
