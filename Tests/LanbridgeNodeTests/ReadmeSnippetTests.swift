@@ -1,3 +1,5 @@
+// swift-format-ignore-file
+// (its marked blocks are README.md's code, character for character)
 import Foundation
 import LanbridgeNode
 import LanbridgeNodeTesting
