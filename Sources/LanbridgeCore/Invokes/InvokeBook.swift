@@ -171,13 +171,9 @@ package struct InvokeBook {
         remove(entry)
         guard entry.deadline > now else { return .late }
         if result.ok, size > limit {
-            finish(
-                entry.waiter,
-                .failure(
-                    ErrorMessage(
-                        code: ErrorMessage.payloadTooLarge, message: "the result is \(size) bytes; the limit is \(limit)",
-                        details: details(entry, ["bytes": .number(Double(size)), "limit": .number(Double(limit))]), retryable: false)),
-                now: now)
+            fail(
+                entry, ErrorMessage.payloadTooLarge, "the result is \(size) bytes; the limit is \(limit)",
+                extra: ["bytes": .number(Double(size)), "limit": .number(Double(limit))], retryable: false, now: now)
             return nil
         }
         if result.ok {
@@ -201,7 +197,7 @@ package struct InvokeBook {
         let message = "the node's result is malformed: \(reason)"
         if let invokeID, let entry = inFlight[invokeID], entry.node == node, entry.connection == connection {
             remove(entry)
-            return finish(entry.waiter, .failure(ErrorMessage(code: ErrorMessage.invalidResult, message: message, details: details(entry), retryable: false)), now: now)
+            return fail(entry, ErrorMessage.invalidResult, message, retryable: false, now: now)
         }
         failAll(where: { $0.node == node && $0.connection == connection }, code: ErrorMessage.invalidResult, message, retryable: false, now: now)
     }
@@ -251,12 +247,7 @@ package struct InvokeBook {
             cancelledOrder.append(entry.invokeID)
             if cancelledOrder.count > Self.cancelledRemembered { cancelled.remove(cancelledOrder.removeFirst()) }
             out.append(.cancel(InvokeCancel(id: entry.invokeID), on: entry.connection))
-            finish(
-                entry.waiter,
-                .failure(
-                    ErrorMessage(
-                        code: ErrorMessage.cancelled, message: "\(entry.waiter.command) was cancelled", details: details(entry),
-                        retryable: false)), now: now)
+            fail(entry, ErrorMessage.cancelled, "\(entry.waiter.command) was cancelled", retryable: false, now: now)
             return true
         }
         let ended = held.cancel(node: node, where: matches)
@@ -270,12 +261,7 @@ package struct InvokeBook {
         let due = inFlight.values.filter { $0.deadline <= now }.sorted { ($0.deadline, $0.invokeID) < ($1.deadline, $1.invokeID) }
         for entry in due {
             remove(entry)
-            finish(
-                entry.waiter,
-                .failure(
-                    ErrorMessage(
-                        code: ErrorMessage.timeout, message: "\(entry.waiter.command) did not answer in time", details: details(entry),
-                        retryable: true)), now: now)
+            fail(entry, ErrorMessage.timeout, "\(entry.waiter.command) did not answer in time", retryable: true, now: now)
         }
         end(held.expire(now: now), now: now)
         idempotency.expire(now: now)
@@ -351,6 +337,11 @@ package struct InvokeBook {
         inFlight[entry.invokeID] = nil
         let left = perNode[entry.node, default: 1] - 1
         perNode[entry.node] = left > 0 ? left : nil
+    }
+
+    /// An invoke in flight ends in an error of the bridge's own, naming its node and command.
+    private mutating func fail(_ entry: InFlight, _ code: String, _ message: String, extra: [String: JSONValue] = [:], retryable: Bool, now: Moment) {
+        finish(entry.waiter, .failure(ErrorMessage(code: code, message: message, details: details(entry, extra), retryable: retryable)), now: now)
     }
 
     private func details(_ entry: InFlight, _ extra: [String: JSONValue] = [:]) -> JSONValue {
