@@ -28,7 +28,7 @@ struct NodesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             abstract: "Show pairing requests waiting for approval.",
             discussion: """
-                CODE is the code the device shows once it has finished the code exchange; until then "(waiting)". TRIES counts the code challenges the device has had (at most \(PairingState.Limits.challengesPerRequest): each new one is a new code), and WRONG the `approve --code` attempts that gave another code.
+                The bridge's own verification code is never printed: the approval compares the code the device shows with it (`approve` asks you for it, or takes --code), so the two screens are compared, not copied. CHECK says what to compare: "code" once the device shows its 6 digits, "(waiting)" until it has finished the code exchange, "fingerprint" for one of OpenClaw's apps (the first 6 characters of the certificate fingerprint it shows). TRIES counts the code challenges the device has had (at most \(PairingState.Limits.challengesPerRequest): each new one is a new code), and WRONG the `approve --code` attempts that gave another code.
 
                 LOCKED marks a request that can never be approved: the device asked for new codes too often, or its commitment failed (what a man in the middle looks like). Reject it; the device must start over.
 
@@ -41,7 +41,8 @@ struct NodesCommand: AsyncParsableCommand {
         struct Row: Encodable {
             let requestId, nodeId, displayName, platform: String
             let sourceAddress: String?
-            let code: String?
+            /// The device shows its code now (the bridge's own is never printed: it is compared, not copied).
+            let codeShown: Bool
             let createdAt, expiresAt: Date
             let ageSeconds, secondsLeft: Int
             let keyChanged: Bool
@@ -77,7 +78,7 @@ struct NodesCommand: AsyncParsableCommand {
                     let previous = current.keyChange(for: r)
                     return Row(
                         requestId: r.requestId, nodeId: r.nodeId.description, displayName: r.details.displayName,
-                        platform: r.details.platform, sourceAddress: r.sourceAddress, code: r.locked == nil ? r.code : nil,
+                        platform: r.details.platform, sourceAddress: r.sourceAddress, codeShown: r.locked == nil && r.code != nil,
                         createdAt: r.createdAt, expiresAt: r.expiresAt, ageSeconds: Int(now.timeIntervalSince(r.createdAt)),
                         secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
                         keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
@@ -92,12 +93,12 @@ struct NodesCommand: AsyncParsableCommand {
                 }
                 guard !rows.isEmpty else { return print("No pending pairing requests.") }
                 Output.table(
-                    ["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CODE", "TRIES", "WRONG", ""],
+                    ["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CHECK", "TRIES", "WRONG", ""],
                     rows.map {
                         [
                             $0.requestId, $0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via openclaw-app"), $0.sourceAddress ?? "-",
                             Output.duration(Double($0.ageSeconds)),
-                            Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.openClawApp != nil ? "(none: app)" : $0.code ?? "(waiting)",
+                            Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.openClawApp != nil ? "fingerprint" : $0.codeShown ? "code" : "(waiting)",
                             "\($0.challenges)/\(PairingState.Limits.challengesPerRequest)", "\($0.codeMismatches)",
                             [$0.locked.map { "LOCKED: \($0)" }, $0.keyChanged ? "KEY CHANGED" : nil, $0.sameNameAs.isEmpty ? nil : "SAME NAME"]
                                 .compactMap { $0 }.joined(separator: ", "),
@@ -106,7 +107,7 @@ struct NodesCommand: AsyncParsableCommand {
                 for row in rows {
                     guard let app = row.openClawApp else { continue }
                     print(
-                        "\(row.requestId) is one of OpenClaw's apps (\(app.clientId)), which shows no code: approve it only if the certificate fingerprint it showed is \(app.tlsSha256 ?? "(plain ws: none)")"
+                        "\(row.requestId) is one of OpenClaw's apps (\(app.clientId)), which shows no code: \(app.tlsSha256 == nil ? "it came over plain ws, so there is no fingerprint to compare (approve with --unverified only if you know the device)" : "approve with --fingerprint and the first 6 characters of the certificate fingerprint the app shows")"
                     )
                 }
                 for row in rows where !row.sensitiveCommands.isEmpty && row.locked == nil {

@@ -9,7 +9,7 @@ import TestSupport
 /// The daemon, the simulated node and the CLI as real processes over real TCP.
 @Suite(.serialized)
 struct BridgeEndToEndTests {
-    struct PendingRow: Decodable { let requestId: String; let nodeId: String; let code: String?; let keyChanged: Bool }
+    struct PendingRow: Decodable { let requestId: String; let nodeId: String; let codeShown: Bool; let keyChanged: Bool }
     struct NodeRow: Decodable { let nodeId: String; let connected: Bool; let foreground: Bool? }
 
     @Test func pairByCodeWithApprovalAndTheSameCodeOnBothSides() throws {
@@ -21,7 +21,12 @@ struct BridgeEndToEndTests {
         let pending = try CLI.json([PendingRow].self, ["nodes", "pending", "--state-dir", bridge.state.path])
         #expect(pending.count == 1)
         #expect(pending.first?.nodeId == nodeID)
-        #expect(pending.first?.code == String(shown[0]), "the CLI shows the code the node shows")
+        #expect(pending.first?.codeShown == true)
+        // The bridge's own code is compared, never printed: the operator types what the device shows.
+        for listing in [["--json"], []] {
+            let out = try CLI.run(["nodes", "pending", "--state-dir", bridge.state.path] + listing).stdout
+            #expect(!out.contains(String(shown[0])), "nodes pending printed the code:\n\(out)")
+        }
         #expect(pending.first?.requestId == String(shown[2]))
 
         let wrong = try CLI.run(["nodes", "approve", String(shown[2]), "--code", "000000", "--state-dir", bridge.state.path])
@@ -214,7 +219,7 @@ extension BridgeEndToEndTests {
             [Repository.url("Tests/IntegrationTests/python/pair_by_code.py").path, String(bridge.port)])
         let shown = try python.waitForLine { $0.hasPrefix("code ") }.split(separator: " ")
         let pending = try CLI.json([PendingRow].self, ["nodes", "pending", "--state-dir", bridge.state.path])
-        #expect(pending.first?.code == String(shown[1]), "both sides derived the same code")
+        #expect(pending.first?.codeShown == true)  // the approval below proves both sides derived the same code
         #expect(try CLI.run(["nodes", "approve", String(shown[3]), "--code", String(shown[1]), "--state-dir", bridge.state.path]).status == 0)
         let resolved = try python.waitForLine { $0.hasPrefix("resolved ") }.split(separator: " ")
         #expect(resolved[1] == "approved" && String(resolved[2]) == pending.first?.nodeId)

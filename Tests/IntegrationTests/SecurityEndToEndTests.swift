@@ -12,7 +12,7 @@ import TestSupport
 struct SecurityEndToEndTests {
     struct PendingRow: Decodable {
         let requestId: String
-        let code: String?
+        let codeShown: Bool
         let challenges: Int
         let codeMismatches: Int
         let locked: String?
@@ -43,7 +43,7 @@ struct SecurityEndToEndTests {
         let pending = try CLI.json([PendingRow].self, ["nodes", "pending", "--state-dir", bridge.state.path])
         #expect(pending.count == 1)
         let request = try #require(pending.first)
-        #expect(request.challenges == 3 && request.locked == "too-many-challenges" && request.code == nil)
+        #expect(request.challenges == 3 && request.locked == "too-many-challenges" && !request.codeShown)
         let table = try CLI.run(["nodes", "pending", "--state-dir", bridge.state.path]).stdout
         #expect(table.contains("LOCKED") && table.contains("3/3"), "\(table)")
         let approve = try CLI.run(["nodes", "approve", request.requestId, "--unverified", "--state-dir", bridge.state.path])
