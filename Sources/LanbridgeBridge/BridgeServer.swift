@@ -292,8 +292,10 @@ public enum BridgeServer {
         }
         let maxMessageSize = configuration.settings.limits.gatewayMessageBytes
         let link = configuration.gateway.flatMap { gateway in
-            gateway.wire == .lanbridge ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, logger: logger) : nil
+            gateway.wire == .lanbridge
+                ? GatewayLink(gateway, driver: driver, maxMessageSize: maxMessageSize, backoff: GatewayLink.backoff(configuration.settings.limits), logger: logger) : nil
         }
+        if let link { try await driver.loop.submit { driver.gatewayDialler = link }.get() }
         if let gateway = configuration.gateway, gateway.wire == .openclaw {
             driver.submit(.gatewayStatus("openclaw: a socket per connected node at \(gateway.endpoint)"), order: .now)
         } else if link == nil {

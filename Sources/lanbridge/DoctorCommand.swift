@@ -119,7 +119,10 @@ struct DoctorCommand: ParsableCommand {
                 checks.append(
                     Check(
                         name: "gateway link", ok: linked, detail: link,
-                        fix: linked ? nil : "is the gateway running on that URL, and does it accept the token? (LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file)"))
+                        fix: linked
+                            ? nil
+                            : "the detail says why; once fixed (the gateway started, the token in LANBRIDGE_GATEWAY_TOKEN or --gateway-token-file), `lanbridge gateway reconnect` tries at once"
+                    ))
             }
             // The agent's canvas: with an OpenClaw gateway there is a canvas host, so no relay is a
             // canvas nodes cannot load (a taken default port turns it off with only a warning).

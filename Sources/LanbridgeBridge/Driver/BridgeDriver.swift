@@ -39,6 +39,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     var openClaw: OpenClawLinks?
     /// The canvas relay, when there is a canvas host (set before the bridge listens).
     var canvasRelay: CanvasRelay?
+    /// The link's dialler, for `lanbridge gateway reconnect` (set before the control socket listens).
+    var gatewayDialler: GatewayLink?
     /// The certificate both TLS doors serve, when either is on.
     let doorTLS: DoorTLS?
     /// Told each rotated certificate's SHA-256 (the mDNS advertisement for OpenClaw's apps names it); set before the first rotation can come.
@@ -162,6 +164,19 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     }
 
     static let canvasRotate = "canvas.rotateCertificate"
+    static let gatewayReconnect = "gateway.reconnect"
+
+    /// `lanbridge gateway reconnect`: a link that is down dials at once instead of after its backoff.
+    func reconnectGateway() async -> InvokeAnswer {
+        let seen = try? await loop.submit { [self] in (dialler: gatewayDialler, up: link != nil, openClaw: openClaw != nil) }.get()
+        guard let seen, let dialler = seen.dialler else {
+            let why = seen?.openClaw == true ? "with OpenClaw's gateway each node's socket redials on its own" : "no gateway is configured"
+            return .failure(ErrorMessage(code: ErrorMessage.unavailable, message: why))
+        }
+        if seen.up { return .success(.value(["redialled": false, "state": "up"])) }
+        let now = dialler.redialNow()
+        return .success(.value(["redialled": .bool(now), "state": .string(now ? "dialling" : "already dialling")]))
+    }
 
     /// `lanbridge canvas rotate-cert` with the daemon up: a new key and certificate, kept, served
     /// by both doors to new connections at once, and announced to every connected node
@@ -243,6 +258,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// A request from the operator's control socket, answered like the gateway's.
     func request(method: String, params: JSONValue?, client: Int = 0) async -> InvokeAnswer {
         if method == Self.canvasRotate { return await rotateDoorCertificate() }
+        if method == Self.gatewayReconnect { return await reconnectGateway() }
         let promise = loop.makePromise(of: InvokeAnswer.self)
         loop.execute { [self] in
             nextControl += 1

@@ -26,15 +26,24 @@ final class GatewayLink: Sendable {
     private let maxMessageSize: Int
     /// The link now up, to end it when the token changes.
     private let current = NIOLockedValueBox<(any Channel)?>(nil)
+    /// The wait before the next dial, while there is one: `redialNow` ends it early.
+    private let waiting = NIOLockedValueBox<EventLoopPromise<Void>?>(nil)
 
     init(
         _ gateway: BridgeConfiguration.Gateway, driver: BridgeDriver, maxMessageSize: Int,
-        backoff: Backoff = Backoff(initial: 0.25, maximum: 30, resetAfter: 10), logger: Logger
+        backoff: Backoff, logger: Logger
     ) {
         (endpoint, auth) = (gateway.endpoint, gateway.auth)
         tokenBox = NIOLockedValueBox(gateway.token)
         dialer = GatewayDialer(gateway)
         (self.driver, self.maxMessageSize, self.backoff, self.logger) = (driver, maxMessageSize, backoff, logger)
+    }
+
+    /// The redial schedule the limits set: doubling from `gatewayRedialMinMs` to `gatewayRedialMaxMs`,
+    /// starting over after a link that lasted 10 s.
+    static func backoff(_ limits: BridgeSettings.Limits) -> Backoff {
+        let first = Double(limits[.gatewayRedialMinMs]) / 1000
+        return Backoff(initial: first, maximum: max(first, Double(limits[.gatewayRedialMaxMs]) / 1000), resetAfter: 10)
     }
 
     /// A new token (SIGHUP): the current link goes down and the next one proves the new token.
@@ -46,32 +55,71 @@ final class GatewayLink: Sendable {
         }
     }
 
+    /// `lanbridge gateway reconnect`: a link that is down dials again now, not after its backoff.
+    /// False when the link is up or already dialling.
+    func redialNow() -> Bool {
+        guard let promise = Self.take(waiting) else { return false }
+        promise.succeed()
+        return true
+    }
+
+    /// The wait's promise, once: whichever of the timer, `redialNow` and cancellation comes first
+    /// completes it, the others find nothing.
+    private static func take(_ waiting: NIOLockedValueBox<EventLoopPromise<Void>?>) -> EventLoopPromise<Void>? {
+        waiting.withLockedValue { promise in
+            defer { promise = nil }
+            return promise
+        }
+    }
+
     /// Keeps the link up until the task is cancelled.
     func run(hello: JSONValue) async {
         var backoff = self.backoff
+        // The last reason: each new one is news (a wrong token after "nothing listens").
+        var logged: String?
         while !Task.isCancelled {
             driver.submit(.gatewayStatus("connecting to \(endpoint)"), order: .now)
             let started = Date()
             let reason: String
             do {
                 reason = try await connectOnce(hello: hello)
+                logged = nil  // it was up: its end is news whatever the reason
             } catch is CancellationError {
                 break
             } catch {
-                reason = "\(error)"
+                reason = GatewayLinkFailure.describe(error, endpoint: endpoint)
             }
             if Task.isCancelled { break }
             let wait = backoff.wait(lasted: Date().timeIntervalSince(started))
             let failures = backoff.failures
-            driver.submit(.gatewayStatus("disconnected: \(reason); retrying in \(NumberText.fixed(wait)) s"), order: .now)
-            // The first failure is news; a gateway that stays down should not flood the journal.
+            let next = Date().addingTimeInterval(wait).formatted(.iso8601)
+            driver.submit(.gatewayStatus("down: \(reason); next try at \(next) (lanbridge gateway reconnect tries now)"), order: .now)
+            // A new reason is news; the same one again is not, but says it still holds every 20th
+            // time. The backoff between dials is what throttles the news.
+            let news = logged != reason
+            logged = reason
             logger.log(
-                level: failures <= 1 || failures % 20 == 0 ? .warning : .debug,
-                "gateway link down (\(reason)); retrying in \(NumberText.fixed(wait)) s", metadata: ["gateway": "\(endpoint)"])
-            try? await Task.sleep(for: .milliseconds(Int(wait * 1000)))
+                level: news || failures % 20 == 0 ? .warning : .debug,
+                "gateway link down: \(reason); retrying in \(NumberText.fixed(wait)) s", metadata: ["gateway": "\(endpoint)"])
+            await pause(seconds: wait)
             backoff.grow()
         }
         driver.submit(.gatewayStatus("off"), order: .now)
+    }
+
+    /// Waits out the backoff, or less if `redialNow` or cancellation comes first.
+    private func pause(seconds: Double) async {
+        let loop = driver.loop
+        let promise = loop.makePromise(of: Void.self)
+        let waiting = waiting
+        waiting.withLockedValue { $0 = promise }
+        let timer = loop.scheduleTask(in: .milliseconds(Int64(seconds * 1000))) { Self.take(waiting)?.succeed() }
+        await withTaskCancellationHandler {
+            try? await promise.futureResult.get()
+        } onCancel: {
+            Self.take(waiting)?.succeed()
+        }
+        timer.cancel()
     }
 
     /// Nothing, not even the upgrade request, goes to a listener whose owner is not allowed; with

@@ -6,7 +6,7 @@ public enum BridgeHealth {
         public var storeReadable: Bool
         public var gatewayConfigured: Bool
         public var gatewayUp: Bool
-        /// As runtime.json says it: "connected", "connecting", "disconnected: …", "off".
+        /// As runtime.json says it: "connected to …", "connecting to …", "down: WHY; next try at …", "off".
         public var gatewayStatus: String
         public var paired: Int
         public var pending: Int
@@ -19,7 +19,9 @@ public enum BridgeHealth {
         var problems: [String] = []
         if !snapshot.listening { problems.append("not listening") }
         if !snapshot.storeReadable { problems.append("the pairing store cannot be read") }
-        if snapshot.gatewayConfigured, !snapshot.gatewayUp { problems.append("gateway link down (\(snapshot.gatewayStatus))") }
+        if snapshot.gatewayConfigured, !snapshot.gatewayUp {
+            problems.append("gateway link \(snapshot.gatewayStatus.hasPrefix("down: ") ? snapshot.gatewayStatus : "down (\(snapshot.gatewayStatus))")")
+        }
         return problems
     }
 }

@@ -15,6 +15,8 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     // limits: each node's socket at an OpenClaw gateway (`gateway.protocol: "openclaw"`)
     case openClawConnecting, openClawRedialMinMs, openClawRedialMaxMs, openClawDeviceRetryMs
     case openClawReofferMinMs, openClawReofferMaxMs, openClawEventWaitMs, openClawWaitingEvents, openClawCanvasWaitMs
+    // limits: the link to a lanbridge gateway (`gateway.protocol: "lanbridge"`)
+    case gatewayRedialMinMs, gatewayRedialMaxMs
     // admission: connections before they prove a key
     case maxUnauthenticated, maxUnauthenticatedPerAddress, maxUnauthenticatedPerListener, maxWaiting
     case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
@@ -82,6 +84,12 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
             Spec(
                 .limits, 30_000, 1000...600_000, "ms", "the longest such wait; also the wait after a refusal only its operator can fix",
                 restartOnly: true)
+        case .gatewayRedialMinMs:
+            Spec(
+                .limits, 250, 100...60_000, "ms", "the first wait before the gateway link dials again (doubling; `lanbridge gateway reconnect` skips it)",
+                restartOnly: true)
+        case .gatewayRedialMaxMs:
+            Spec(.limits, 30_000, 1000...600_000, "ms", "the longest wait between the gateway link's dials", restartOnly: true)
         case .openClawDeviceRetryMs:
             Spec(
                 .limits, 10_000, 1000...600_000, "ms",

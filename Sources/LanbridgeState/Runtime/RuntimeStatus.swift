@@ -72,7 +72,7 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var mdns: String?
     /// The instance name it is published under (it may differ from the configured name after a collision).
     public var mdnsName: String?
-    /// The gateway link: "connected", "connecting", "disconnected: …", "off".
+    /// The gateway link: "connected to …", "connecting to …", "down: WHY; next try at …", "off".
     public var gateway: String?
     /// The operator's control socket (`nodes invoke`), once it listens.
     public var controlSocket: String?
