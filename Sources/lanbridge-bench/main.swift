@@ -13,6 +13,27 @@ import LanbridgeProtocol
 import TestSupport
 
 let arguments = CommandLine.arguments
+let usage = """
+    usage: lanbridge-bench [--seconds S] [--json] [--only WORD] [--default-allocator]
+           lanbridge-bench gateway-load               the SwiftNIO gateway scripts/bench-gateway drives
+           lanbridge-bench idle-nodes PORT KEYFILE    many paired nodes at once, for the same script
+
+    Throughput figures, each beside the libsodium primitives it is built from, timed in the same run
+    (about 17 s at the default --seconds 1; build with -c release for figures that mean anything).
+      --seconds S          how long each figure is measured (default 1)
+      --json               print the figures as JSON
+      --only WORD          only the figures whose name contains WORD
+      --default-allocator  glibc's allocator defaults instead of the daemon's policy
+    """
+let known: Set<String> = ["--seconds", "--json", "--only", "--default-allocator"]
+if arguments.contains("--help") || arguments.contains("-h") {
+    print(usage)
+    exit(0)
+}
+if let unknown = arguments.dropFirst().first(where: { $0.hasPrefix("-") && !known.contains($0) }) {
+    FileHandle.standardError.write(Data("lanbridge-bench: unknown option \(unknown)\n\(usage)\n".utf8))
+    exit(64)
+}
 if arguments.dropFirst().first == "gateway-load" {
     try await GatewayLoad.run()
     exit(0)
