@@ -279,3 +279,25 @@ struct PairingStateTests {
         #expect(try plain.approve(requestId: other.requestId, unverified: true, now: Date()).unverified == true)
     }
 }
+
+/// The audit's reading of what changed (issue 50 §5): a setup code an app redeemed is a redemption,
+/// not a revocation; one the operator withdrew is a revocation.
+struct AuditDiffTests {
+    @Test func aRedeemedSetupCodeIsAuditedAsRedeemedAndAWithdrawnOneAsRevoked() throws {
+        let now = Date()
+        var before = PairingState()
+        let token = before.createOpenClawBootstrap(name: "Ada's iPhone", ttl: 600, now: now)
+        var after = before
+        let claim = OpenClawAppClaim(deviceId: "d", publicKey: "k", clientId: "openclaw-ios", tlsSha256: nil)
+        let node = try after.redeemOpenClawBootstrap(
+            token, claim: claim, key: try #require(PublicKey(bytes: X25519.KeyPair.generate().publicKey)),
+            details: NodeDetails(displayName: "Ada's iPhone", platform: "ios"), now: now)
+        let redeemed = AuditEntry.changes(from: before, to: after, actor: "bridge", now: now)
+        #expect(redeemed.map(\.event) == ["pairing.invite-redeemed"], "\(redeemed.map(\.event))")
+        #expect(redeemed.first?.nodeId == node.nodeId.description && redeemed.first?.detail?.contains("setup code") == true, "\(redeemed)")
+
+        var withdrawn = before
+        withdrawn.invites.invites.removeAll()
+        #expect(AuditEntry.changes(from: before, to: withdrawn, actor: "uid:0", now: now).map(\.event) == ["invite.revoked"])
+    }
+}

@@ -52,12 +52,18 @@ extension AuditEntry {
         {
             add("pairing.rejected", node: request.nodeId, request: request.requestId)
         }
+        // A node paired with no request before it redeemed an invite, or (one of OpenClaw's apps)
+        // a setup code: the invite it used is gone because it was used, not withdrawn.
+        var redeemed = false
         for node in after.paired.nodes where !oldNodes.contains(node.publicKey) {
             let request = before.pending.requests.first { $0.publicKey == node.publicKey }
+            let redemption = node.pairingMethod == .invite || (node.pairingMethod == .openClawApp && request == nil)
+            redeemed = redeemed || redemption
             add(
-                node.pairingMethod == .invite ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
+                redemption ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
                 request: request?.requestId,
-                (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
+                (node.pairingMethod == .openClawApp && request == nil ? "an OpenClaw setup code; " : "")
+                    + (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
                     + "allow: \(node.access.allow.joined(separator: ","))"
                     + (node.access.confirmed.isEmpty ? "" : "; sensitive, on purpose: \(node.access.confirmed.joined(separator: ","))")
                     + withheldSensitive(node))
@@ -100,7 +106,6 @@ extension AuditEntry {
         for invite in after.invites.invites where !oldInvites.contains(invite.id) {
             add("invite.created", node: nil, "id \(invite.id.prefix(8)), expires \(invite.expiresAt.formatted(.iso8601))" + (invite.name.map { ", name \($0)" } ?? ""))
         }
-        let redeemed = after.paired.nodes.contains { !oldNodes.contains($0.publicKey) && $0.pairingMethod == .invite }
         for invite in before.invites.invites where !newInvites.contains(invite.id) {
             if invite.expiresAt <= now {
                 add("invite.expired", node: nil, "id \(invite.id.prefix(8))")
