@@ -121,7 +121,6 @@ public enum BridgeServer {
         // One event loop carries the whole relay: nodes, the gateway link and the core, so a
         // message crosses the bridge without a thread hop.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let io = StateIO(directory: configuration.stateDirectory, logger: logger)
         let registry = PrometheusCollectorRegistry()
         let metrics =
             configuration.metrics == nil
@@ -136,6 +135,9 @@ public enum BridgeServer {
                     ]
                     return factory
                 }())
+        // The daemon's own store changes (a pairing request, a redeemed invite) are audited inside
+        // the store's write: counted there, as the core's own entries are when it records them.
+        let io = StateIO(directory: configuration.stateDirectory, logger: logger, appended: { metrics.auditAppended($0) })
         let admission = Admission(limits: configuration.admission, metrics: metrics, logger: logger)
         let invites = InviteCache(store: PairingStore(directory: configuration.stateDirectory))
         invites.replace(with: state.initial)

@@ -1,5 +1,7 @@
 import Foundation
+import LanbridgeFiles
 import LanbridgeProtocol
+import LanbridgeStores
 import Testing
 import TestSupport
 #if canImport(Glibc)
@@ -87,6 +89,20 @@ struct MetricsEndToEndTests {
         // DNS rebinding: a page whose own name points at 127.0.0.1 sends that name.
         #expect(try HTTPClient.request("GET", port: port, path: "/metrics", host: "rebound.example:\(port)").status == 421)
         #expect(try HTTPClient.request("GET", port: port, path: "/metrics", host: "localhost:\(port)").status == 200)
+    }
+
+    /// Issue 50 §5: the daemon's own pairing entries (a request filed, its code set) are counted
+    /// too, not only the core's denials: the counter is the number of lines the daemon wrote.
+    @Test func auditAppendsCountTheDaemonsOwnPairingEntries() throws {
+        let bridge = try BridgeDaemon(arguments: ["--no-gateway", "--metrics-listen", "127.0.0.1:0"])
+        let port = try #require(bridge.metricsPort)
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "Ada's phone"])
+        try node.waitFor("code")
+        let written = try AuditLog(directory: StateDirectory(url: bridge.state.url)).entries().filter { $0.actor == "bridge" }
+        #expect(!written.isEmpty)
+        let counted = try scrape(port) { ($0["lanbridge_audit_appends_total"] ?? 0) >= Double(written.count) }
+        #expect(counted["lanbridge_audit_appends_total"] == Double(written.count), "\(written.map(\.event))")
+        bridge.stop()
     }
 
     @Test func aNonLoopbackMetricsAddressIsRefused() throws {

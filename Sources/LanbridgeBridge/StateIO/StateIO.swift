@@ -20,8 +20,9 @@ final class StateIO: Sendable {
     /// Lent to a store read or write that finds no descriptor free.
     private let reserve = DescriptorReserve()
 
-    init(directory: StateDirectory, logger: Logger) {
-        store = PairingStore(directory: directory)
+    /// `appended`: told how many audit entries each of the daemon's own store changes wrote.
+    init(directory: StateDirectory, logger: Logger, appended: (@Sendable (Int) -> Void)? = nil) {
+        store = PairingStore(directory: directory, appended: appended)
         runtimeFile = RuntimeStatusFile(directory: directory)
         pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()

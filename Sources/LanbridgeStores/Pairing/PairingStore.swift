@@ -22,11 +22,14 @@ public struct PairingStore: Sendable {
     public let directory: StateDirectory
     public let audit: AuditLog
     private let lock: FileLock
+    /// Told how many audit entries each change wrote (the daemon counts them in its metrics).
+    private let appended: (@Sendable (Int) -> Void)?
 
-    public init(directory: StateDirectory, lockTimeout: Double = 10) {
+    public init(directory: StateDirectory, lockTimeout: Double = 10, appended: (@Sendable (Int) -> Void)? = nil) {
         self.directory = directory
         lock = FileLock(url: directory.file(Self.lockFileName), timeout: lockTimeout)
         audit = AuditLog(directory: directory)
+        self.appended = appended
     }
 
     public var pairedURL: URL { directory.file(Self.pairedFileName) }
@@ -108,6 +111,7 @@ public struct PairingStore: Sendable {
         try AtomicFile.write(Array(try AuditLog.encoder.encode(journal)), to: journalURL)
         try apply(journal)
         unlink(journalURL.path)
+        if !journal.audit.isEmpty { appended?(journal.audit.count) }
     }
 
     private func apply(_ journal: Journal) throws {
