@@ -102,8 +102,5 @@ extension Output {
     }
 
     /// "3m", "45s", "2h".
-    static func duration(_ seconds: TimeInterval) -> String {
-        let s = Int(seconds.rounded())
-        return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(max(s, 0))s"
-    }
+    static func duration(_ seconds: TimeInterval) -> String { NumberText.duration(seconds: seconds) }
 }

@@ -67,6 +67,8 @@ extension BridgeCoreTests {
         let error = try #require(Self.failure(core.on(.timerFired, now: t0 + 5)))
         #expect(error.code == ErrorMessage.backgroundUnavailable && error.retryable == true)
         #expect(error.details?["held"] == true && error.details?["waitedMs"] == 5000)
+        // The words say it too: an expired hold does not read like an immediate refusal (issue 50 §5).
+        #expect(error.message.hasSuffix("; held 5s, it did not come back in time"), "\(error.message)")
         // And it is gone: coming to the front runs nothing.
         #expect(Self.invokeSent(core.on(.received(state(true), from: 1), now: t0 + 6, wall: wall)) == nil)
     }

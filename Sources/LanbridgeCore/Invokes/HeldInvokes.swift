@@ -97,8 +97,10 @@ package struct HeldInvokes {
     package mutating func expire(now: Moment) -> [Ending] {
         remove { $0.expires <= now }.map { entry in
             var error = entry.refusal
-            let waited = JSONValue.number(Double(Int(now.timeIntervalSince(entry.waiter.started) * 1000)))
-            error.details = (error.details ?? .object([:])).merging(["held": true, "waitedMs": waited])
+            let waitedMs = Int(now.timeIntervalSince(entry.waiter.started) * 1000)
+            error.details = (error.details ?? .object([:])).merging(["held": true, "waitedMs": .number(Double(waitedMs))])
+            // Not the words of an immediate refusal: the caller waited, and should know it did.
+            error.message += "; held \(NumberText.duration(seconds: Double(waitedMs) / 1000)), it did not come back in time"
             return Ending(entry: entry, error: error)
         }
     }

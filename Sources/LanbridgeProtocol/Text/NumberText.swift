@@ -16,6 +16,12 @@ public enum NumberText {
     }
 
     /// A file mode in octal, three digits at least ("600", "0755" stays "755").
+    /// A duration as people read it: "45s", "2m5s", "1h3m" (whole seconds, rounded).
+    public static func duration(seconds: Double) -> String {
+        let s = Int(seconds.rounded())
+        return s >= 3600 ? "\(s / 3600)h\(s % 3600 / 60)m" : s >= 60 ? "\(s / 60)m\(s % 60)s" : "\(max(s, 0))s"
+    }
+
     public static func octalMode(_ mode: some BinaryInteger) -> String {
         let digits = String(mode, radix: 8)
         return digits.count >= 3 ? digits : String(repeating: "0", count: 3 - digits.count) + digits
