@@ -103,6 +103,7 @@ extension InviteCommand {
                     let setup = try InviteIssuer.issueOpenClaw(
                         directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
                         host: host?.name, port: port?.value, runtime: runtime)
+                    warnIfOnlyThisMachine(ListeningAddress.split(String(setup.url.drop { $0 != "/" }.dropFirst(2)))?.host)
                     if json { return try Output.json(setup) }
                     if !noQR, let qr = QRCode(setup.setupCode) { print(qr.terminal) }
                     print(setup.setupCode)
@@ -114,6 +115,7 @@ extension InviteCommand {
                     directory: state.directory, name: name, grant: grant, ttl: ttl.seconds,
                     host: host?.name, port: port?.value, runtime: runtime)
                 let (uri, expires) = (issued.uri, issued.expiresAt)
+                warnIfOnlyThisMachine(uri.host)
                 if json {
                     struct Report: Encodable { let uri: String; let expiresAt: Date }
                     return try Output.json(Report(uri: uri.description, expiresAt: expires))
@@ -122,6 +124,15 @@ extension InviteCommand {
                 print(uri.description)
                 print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
             }
+        }
+
+        /// An invite that names a loopback address reaches no device but this machine's own: say
+        /// so (on stderr, so `--json` stays clean), with the two ways out.
+        private func warnIfOnlyThisMachine(_ host: String?) {
+            guard let host, GatewayEndpoint.isLoopback(host) else { return }
+            Output.note(
+                "warning: this invite points at \(host), which only this machine can reach: the daemon listens on loopback only. For devices on the LAN, run `lanbridge serve --listen lan` (or give --host with the LAN address devices should dial)."
+            )
         }
     }
 }

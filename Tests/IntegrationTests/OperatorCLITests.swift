@@ -88,6 +88,19 @@ struct OperatorCLITests {
         #expect(ok.status == 0 && ok.stdout.contains("lanbridge://[::1]:18790/invite?"), "\(ok.stdout)")
     }
 
+    /// Issue 50 §5: an invite or setup code that names a loopback address reaches no device but
+    /// this machine; the CLI says so (on stderr: --json stays clean), and not for a LAN address.
+    @Test func anInviteToALoopbackAddressWarnsThatNoDeviceCanReachIt() throws {
+        let dir = TemporaryDirectory("bridge")
+        for arguments in [["invite"], ["invite", "--openclaw"]] {
+            let local = try CLI.run(arguments + ["--json", "--host", "127.0.0.1", "--port", "18790", "--state-dir", dir.path])
+            #expect(local.status == 0 && local.stderr.contains("only this machine can reach"), "\(local)")
+            #expect((try? JSONDecoder().decode(JSONValue.self, from: Data(local.stdout.utf8))) != nil, "stdout is the JSON alone")
+            let lan = try CLI.run(arguments + ["--json", "--host", "192.0.2.10", "--port", "18790", "--state-dir", dir.path])
+            #expect(lan.status == 0 && !lan.stderr.contains("only this machine"), "\(lan)")
+        }
+    }
+
     @Test func anIPv6ListenerGivesInvitesWithBrackets() throws {
         let bridge = try BridgeDaemon(arguments: ["--no-gateway"], bind: "::1")
         defer { bridge.stop() }

@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanbridgeState
 import LanbridgeNet
 
 /// Where the gateway is, checked before the bridge dials it: a Unix socket (`unix:/run/…/gw.sock`,
@@ -72,10 +73,9 @@ public struct GatewayEndpoint: Sendable, Equatable, CustomStringConvertible {
         return bare.contains(":") || (bare.split(separator: ".").count == 4 && bare.split(separator: ".").allSatisfy { UInt8($0) != nil })
     }
 
-    static func isLoopback(_ host: String) -> Bool {
+    /// `localhost`, 127.0.0.0/8 or ::1, brackets allowed.
+    public static func isLoopback(_ host: String) -> Bool {
         let bare = host.trimming { $0 == "[" || $0 == "]" }.lowercased()
-        if bare == "localhost" || bare == "::1" { return true }
-        let parts = bare.split(separator: ".")
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        return bare == "localhost" || ListenAddress.isLoopback(bare)
     }
 }
