@@ -156,12 +156,26 @@ private func removeRule(_ state: StateOptions, node: String, pattern: String, de
 private func addRule(_ state: StateOptions, node: String, pattern: String, allowing: Bool, json: Bool) throws {
     let settings = try state.settings()
     let verb = allowing ? "Allowed" : "Denied"
-    let updated = try PairingStore(directory: state.directory).addRule(pattern, allowing: allowing, node: node, catalog: settings.catalog)
+    let store = PairingStore(directory: state.directory)
+    let before = try? store.read().node(matching: node)
+    let updated = try store.addRule(pattern, allowing: allowing, node: node, catalog: settings.catalog)
     try DaemonConfirmation.confirm(state, "the \(allowing ? "allow" : "deny") rule \(pattern) for \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
+    // What allowing did to the deny rules, and what it could not do: a deny rule wins.
+    if allowing, before?.access.deny.contains(pattern) == true {
+        print("This removed the deny rule \(pattern).")
+    }
+    if allowing, !OriginPattern.isOrigin(pattern), let command = try? CommandPattern(pattern),
+        let winning = updated.access.deny.first(where: { rule in
+            (try? CommandPattern(rule)).map { $0.matches(pattern) || command.matches(rule) } ?? false
+        })
+    {
+        Output.note(
+            "note: the deny rule \(winning) still matches \(pattern), and deny rules win; to lift it: lanbridge nodes deny \(updated.nodeId) \(winning) --remove")
+    }
     if allowing, !OriginPattern.isOrigin(pattern), !updated.details.commands.contains(where: { (try? CommandPattern(pattern))?.matches($0) == true }) {
         Output.note("note: the node did not declare \(pattern), so it still cannot run it until it does")
     }

@@ -89,6 +89,18 @@ struct CLITests {
         #expect(rules == AccessRules(allow: [], deny: []))
     }
 
+    /// Issue 50 §5: `allow` says when it lifted a deny rule, and when a broader one still wins.
+    @Test func allowSaysWhatItDidToTheDenyRules() throws {
+        let (dir, _) = try pairedState()
+        #expect(try run(["nodes", "deny", "Tablet", "device.echo", "--state-dir", dir.path]).status == 0)
+        let lifted = try run(["nodes", "allow", "Tablet", "device.echo", "--state-dir", dir.path])
+        #expect(lifted.status == 0 && lifted.stdout.contains("This removed the deny rule device.echo."), "\(lifted)")
+        #expect(try run(["nodes", "deny", "Tablet", "device.*", "--state-dir", dir.path]).status == 0)
+        let shadowed = try run(["nodes", "allow", "Tablet", "device.echo", "--state-dir", dir.path])
+        #expect(shadowed.status == 0 && !shadowed.stdout.contains("This removed"), "\(shadowed)")
+        #expect(shadowed.stderr.contains("the deny rule device.* still matches device.echo, and deny rules win"), "\(shadowed)")
+    }
+
     @Test func serveRefusesAStateDirectoryOthersCanWriteAndWarnsOnOneTheyCanRead() throws {
         let dir = TemporaryDirectory()
         chmod(dir.path, 0o777)

@@ -355,6 +355,27 @@ struct InvokeGateTests {
         #expect(error.code == ErrorMessage.rateLimited && error.retryAfterMs ?? 0 > 0)
     }
 
+    /// Issue 50 §5: a deny rule is named, with the line that takes it out, not "not in the allowlist".
+    @Test func aCommandADenyRuleBlocksNamesTheRule() throws {
+        var state = PairingState()
+        let details = NodeDetails(displayName: "Tab", platform: "android", appVersion: "1", caps: ["canvas"], commands: ["canvas.eval", "canvas.hide"])
+        let request = try state.requestPairing(key: PublicKey(bytes: X25519.KeyPair.generate().publicKey)!, details: details, source: nil, now: Date())
+        state.setCode("1", requestId: request.requestId)
+        let node = try state.approve(requestId: request.requestId, code: "1", access: AccessRules(allow: ["canvas.*"], deny: ["canvas.eval"]), now: Date())
+        var b = RateBuckets()
+        let verdict = InvokeGate(settings: BridgeSettings()).decide(
+            InvokeRequest(node: "x", command: "canvas.eval"), node: .success(node), rules: nil,
+            session: .init(connection: 1, foreground: true, inFlight: 0), buckets: &b, now: t0)
+        guard case let .refuse(error, denied) = verdict else {
+            Issue.record("allowed")
+            return
+        }
+        #expect(denied == .deniedByRule("canvas.eval"))
+        #expect(error.message.contains("deny rule canvas.eval") && !error.message.contains("allowlist"), "\(error.message)")
+        #expect(error.details?["reason"] == "NOT_ALLOWLISTED" && error.details?["denyRule"] == "canvas.eval")
+        #expect(error.details?["hint"]?.stringValue == "lanbridge nodes deny \(node.nodeId) canvas.eval --remove")
+    }
+
     @Test func deniedCommandsAreMarkedForTheAudit() {
         var b = RateBuckets()
         guard case let .refuse(_, denied) = decide("sms.send", buckets: &b) else { Issue.record("allowed"); return }

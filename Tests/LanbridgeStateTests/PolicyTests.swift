@@ -27,8 +27,10 @@ struct CommandPatternTests {
         let declared = ["canvas.a2ui.pushJSONL", "camera.snap"]
         // A deny in lowercase cannot be dodged by the node's capitals, nor the other way round.
         let lowerDeny = AccessRules(allow: ["canvas.*", "camera.snap"], deny: ["canvas.a2ui.pushjsonl", "CAMERA.SNAP"])
-        #expect(policy.decide("canvas.a2ui.pushJSONL", rules: lowerDeny, declared: declared, flags: .init(), foreground: true) == .deny(.notAllowlisted))
-        #expect(policy.decide("camera.snap", rules: lowerDeny, declared: declared, flags: .init(), foreground: true) == .deny(.notAllowlisted))
+        #expect(
+            policy.decide("canvas.a2ui.pushJSONL", rules: lowerDeny, declared: declared, flags: .init(), foreground: true)
+                == .deny(.deniedByRule("canvas.a2ui.pushjsonl")))
+        #expect(policy.decide("camera.snap", rules: lowerDeny, declared: declared, flags: .init(), foreground: true) == .deny(.deniedByRule("CAMERA.SNAP")))
         // Declared in one spelling, invoked in another: the same command.
         let allow = AccessRules(allow: ["canvas.a2ui.pushjsonl"])
         #expect(policy.decide("CANVAS.A2UI.PUSHJSONL", rules: allow, declared: declared, flags: .init(), foreground: true) == .allow)
@@ -94,14 +96,17 @@ struct AccessPolicyTests {
 
     @Test func denyRulesWinOverWildcards() {
         let rules = AccessRules(allow: ["canvas.*"], deny: ["canvas.snapshot"])
-        #expect(policy.decide("canvas.snapshot", rules: rules, declared: declared, flags: noInput, foreground: true) == .deny(.notAllowlisted))
+        // The refusal names the rule (issue 50 §5), under the code callers already know.
+        let denied = policy.decide("canvas.snapshot", rules: rules, declared: declared, flags: noInput, foreground: true)
+        #expect(denied == .deny(.deniedByRule("canvas.snapshot")))
+        #expect(AccessDecision.DenyReason.deniedByRule("canvas.snapshot").code == "NOT_ALLOWLISTED")
         #expect(policy.decide("canvas.hide", rules: rules, declared: ["canvas.hide"], flags: noInput, foreground: true) == .allow)
     }
 
     @Test func brokenRulesFailClosed() {
         // A hand-edited paired.json with a bad deny pattern must not silently allow anything.
         let rules = AccessRules(allow: ["canvas.*", "Bad Pattern"], deny: ["also bad"])
-        #expect(policy.decide("canvas.hide", rules: rules, declared: ["canvas.hide"], flags: noInput, foreground: true) == .deny(.notAllowlisted))
+        #expect(policy.decide("canvas.hide", rules: rules, declared: ["canvas.hide"], flags: noInput, foreground: true) == .deny(.deniedByRule("also bad")))
         #expect(
             policy.decide("canvas.hide", rules: AccessRules(allow: ["Bad"]), declared: ["canvas.hide"], flags: noInput, foreground: true)
                 == .deny(.notAllowlisted))

@@ -119,6 +119,15 @@ package struct InvokeGate {
                 ErrorMessage(
                     code: ErrorMessage.forbidden, message: "\(command): \(AccessDecision.DenyReason.notAllowlisted)\(why) (\(hint))",
                     details: details.merging(extra), retryable: false), denied: .notAllowlisted)
+        case let .deny(.deniedByRule(rule)):
+            // The operator wrote this rule: name it, and the line that takes it out.
+            let hint = "lanbridge nodes deny \(paired.nodeId) \(rule) --remove"
+            let reason = AccessDecision.DenyReason.deniedByRule(rule)
+            return .refuse(
+                ErrorMessage(
+                    code: ErrorMessage.forbidden, message: "\(command): \(reason) (to allow it: \(hint))",
+                    details: details.merging(["reason": .string(reason.code), "denyRule": .string(rule), "hint": .string(hint)]), retryable: false),
+                denied: reason)
         case let .deny(reason):
             return .refuse(
                 ErrorMessage(

@@ -8,8 +8,10 @@ public enum AccessDecision: Equatable, Sendable {
     case backgroundUnavailable(retryAfterMs: Int)
 
     public enum DenyReason: Equatable, Sendable, CustomStringConvertible {
-        /// The operator's allowlist for this node has no matching pattern, or a deny rule matches.
+        /// The operator's allowlist for this node has no matching pattern.
         case notAllowlisted
+        /// A deny rule of this node matches (it wins over any allow rule): the rule, as written.
+        case deniedByRule(String)
         /// The node never said it has this command.
         case notDeclared
         /// The node's capability flags rule it out (e.g. input injection).
@@ -20,7 +22,8 @@ public enum AccessDecision: Equatable, Sendable {
         /// Stable, for `details.reason` (PROTOCOL.md §12.6).
         public var code: String {
             switch self {
-            case .notAllowlisted: "NOT_ALLOWLISTED"
+            // The same code as before deny rules were named: callers key on it (details.denyRule says which).
+            case .notAllowlisted, .deniedByRule: "NOT_ALLOWLISTED"
             case .notDeclared: "NOT_DECLARED"
             case .capability: "CAPABILITY"
             case .canvasURL: "CANVAS_URL"
@@ -30,6 +33,7 @@ public enum AccessDecision: Equatable, Sendable {
         public var description: String {
             switch self {
             case .notAllowlisted: "command is not in this node's allowlist"
+            case let .deniedByRule(rule): "this node's deny rule \(rule) matches it"
             case .notDeclared: "the node did not declare this command"
             case let .capability(why): why
             case let .canvasURL(why): why
@@ -67,6 +71,7 @@ public struct AccessPolicy: Sendable, Equatable {
 
     /// The same, with the node's patterns parsed once (the daemon keeps them per node).
     public func decide(_ command: String, rules: CompiledRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
+        if let rule = rules.denyingRule(command) { return .deny(.deniedByRule(rule)) }
         guard rules.allows(command) else { return .deny(.notAllowlisted) }
         guard declared.contains(where: { CommandPattern.same($0, command) }) else { return .deny(.notDeclared) }
         if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
@@ -88,13 +93,16 @@ public struct AccessPolicy: Sendable, Equatable {
 public struct CompiledRules: Sendable {
     public let allow: [CommandPattern]
     public let deny: [CommandPattern]
+    /// The deny rules as written, beside `deny` (a broken one is named as it was written).
+    public let denyWritten: [String]
     /// The node's own origin rules (CanvasURLPolicy); a broken deny origin denies every origin.
     public let origins: CanvasURLPolicy
     public let originsBroken: Bool
 
     public init(_ rules: AccessRules) {
         allow = rules.allow.filter { !OriginPattern.isOrigin($0) }.compactMap { try? CommandPattern($0) }
-        deny = rules.deny.filter { !OriginPattern.isOrigin($0) }.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
+        denyWritten = rules.deny.filter { !OriginPattern.isOrigin($0) }
+        deny = denyWritten.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
         let denyOrigins = rules.deny.filter(OriginPattern.isOrigin)
         origins = CanvasURLPolicy(
             allow: rules.allow.filter(OriginPattern.isOrigin).compactMap { try? OriginPattern($0) },

@@ -52,4 +52,9 @@ extension CompiledRules {
     public func allows(_ command: String) -> Bool {
         allow.contains(where: { $0.matches(command) }) && !deny.contains(where: { $0.matches(command) })
     }
+
+    /// The first deny rule that matches `command`, as written.
+    public func denyingRule(_ command: String) -> String? {
+        deny.firstIndex(where: { $0.matches(command) }).map { denyWritten[$0] }
+    }
 }
