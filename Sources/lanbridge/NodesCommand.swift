@@ -139,6 +139,8 @@ struct NodesCommand: AsyncParsableCommand {
                   $ lanbridge nodes approve 7c01d4aa --fingerprint 0b9635
 
                 Without --code (or --fingerprint) at a terminal, it asks for it. --json does not skip the check.
+
+                A request marked KEY CHANGED looks like a paired device under a new key (a reinstalled app, a new phone with the old name, or someone posing as it). Check with its owner, then say which it is: --replace makes the new key take the old one's place (the old key is revoked in the same step and its rules carry over), --add keeps both as two devices. At a terminal it asks; otherwise it refuses and changes nothing.
                 """)
         @OptionGroup var state: StateOptions
         @Argument(help: "The request ID from `lanbridge nodes pending`.") var requestId: String
@@ -146,6 +148,8 @@ struct NodesCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("One of OpenClaw's apps: the first 6 characters of the certificate fingerprint it shows; must match.", valueName: "hex"))
         var fingerprint: String?
         @Flag(help: "Approve without comparing the code (a man in the middle would pass).") var unverified = false
+        @Flag(help: "KEY CHANGED: the new key replaces the paired device of that name (revoked; its rules carry over).") var replace = false
+        @Flag(help: "KEY CHANGED: pair the new key as a second device beside the one of that name.") var add = false
         @OptionGroup var grant: GrantOptions
         @Flag(help: "Print JSON.") var json = false
 
@@ -158,6 +162,7 @@ struct NodesCommand: AsyncParsableCommand {
             }
             if code != nil && fingerprint != nil { throw ValidationError("--code is for a device that shows a code, --fingerprint for one of OpenClaw's apps: give one") }
             if (code != nil || fingerprint != nil) && unverified { throw ValidationError("--code (or --fingerprint) and --unverified exclude each other") }
+            if replace && add { throw ValidationError("--replace and --add exclude each other: the new key takes the old one's place, or it is a second device") }
         }
 
         func run() throws {
@@ -185,10 +190,20 @@ struct NodesCommand: AsyncParsableCommand {
                 }
                 let declared = request?.details.commands ?? []
                 let grant = try grant.grant(settings.catalog, declared: declared)
-                let node = try store.approve(requestId, code: shown, unverified: unverified, grant: grant, settings: settings)
+                var keyChange: KeyChangeChoice? = replace ? .replace : add ? .add : nil
+                if keyChange == nil, let request, let previous = try store.read().keyChange(for: request) {
+                    let answer = Prompt.ask(
+                        "KEY CHANGED: this looks like the paired \(previous.details.displayName) (\(previous.nodeId)) under a new key. Replace it (its key revoked, its rules kept) or add a second device? [replace/add]: "
+                    )
+                    keyChange = answer.flatMap { KeyChangeChoice(rawValue: $0.lowercased()) }
+                    if answer != nil, keyChange == nil { throw ValidationError("answer replace or add") }
+                }
+                let previous = request.flatMap { try? store.read().keyChange(for: $0) }
+                let node = try store.approve(requestId, code: shown, unverified: unverified, grant: grant, settings: settings, keyChange: keyChange)
                 try DaemonConfirmation.confirm(state, "the pairing of \(node.details.displayName)")
                 if json { return try Output.json(GrantedNode(node: node)) }
                 print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")
+                if let previous, keyChange == .replace { print("It replaces \(previous.nodeId), whose key is revoked; its rules carried over.") }
                 GrantReport(node: node).print()
             }
         }

@@ -89,6 +89,28 @@ struct CLITests {
         #expect(rules == AccessRules(allow: [], deny: []))
     }
 
+    /// Issue 50 §5: approving a KEY CHANGED request needs --replace or --add; without either (and no
+    /// terminal to ask at) nothing changes, and --replace leaves one device of that name.
+    @Test func approvingAKeyChangeAsksReplaceOrAdd() throws {
+        let (dir, id) = try pairedState()
+        let request = try PairingStore(directory: StateDirectory(url: dir.url)).update { state in
+            let r = try state.challenge(
+                key: PublicKey(bytes: Array(repeating: 8, count: 32))!,
+                details: NodeDetails(displayName: "Tablet", platform: "linux", commands: ["system.info"]), source: nil, now: Date())
+            state.setCode("654321", requestId: r.requestId)
+            return r.requestId
+        }
+        let table = try run(["nodes", "pending", "--state-dir", dir.path]).stdout
+        #expect(table.contains("KEY CHANGED"), "\(table)")
+        let undecided = try run(["nodes", "approve", request, "--code", "654321", "--state-dir", dir.path])
+        #expect(undecided.status != 0 && undecided.stderr.contains("--replace") && undecided.stderr.contains("--add"), "\(undecided)")
+        #expect(try PairingStore(directory: StateDirectory(url: dir.url)).read().request(request) != nil, "still pending")
+        let replaced = try run(["nodes", "approve", request, "--code", "654321", "--replace", "--state-dir", dir.path])
+        #expect(replaced.status == 0 && replaced.stdout.contains("It replaces \(id)"), "\(replaced)")
+        let nodes = try PairingStore(directory: StateDirectory(url: dir.url)).read().paired.nodes
+        #expect(nodes.count == 1 && nodes.first?.nodeId.description != id && nodes.first?.access.allow == ["system.info"])
+    }
+
     /// Issue 50 §5: `allow` says when it lifted a deny rule, and when a broader one still wins.
     @Test func allowSaysWhatItDidToTheDenyRules() throws {
         let (dir, _) = try pairedState()

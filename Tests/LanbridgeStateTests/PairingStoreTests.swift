@@ -21,6 +21,41 @@ struct PairingStoreTests {
         return (dir, store, node)
     }
 
+    /// Issue 50 §5: a request that looks like a paired device under a new key is approved only with
+    /// a choice. Undecided, nothing changes (not even the code's count); `.replace` revokes the old
+    /// key in the same write and keeps its rules; `.add` leaves two devices.
+    @Test func aKeyChangedRequestIsApprovedOnlyAsAReplacementOrASecondDevice() throws {
+        for choice in [nil] + KeyChangeChoice.allCases.map(Optional.some) {
+            let (dir, store, old) = try storeWithOneNode()
+            _ = try store.update { try $0.allow("camera.snap", node: old.nodeId.description) }
+            let request = try store.update { state in
+                let r = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.6", now: now)
+                state.setCode("654321", requestId: r.requestId)
+                return r
+            }
+            let files = try ["paired.json", "pending.json"].map { try Data(contentsOf: dir.file($0)) }
+            let approve = {
+                try store.approve(request.requestId, code: "654321", unverified: false, grant: ApprovalGrant(), settings: BridgeSettings(), keyChange: choice, now: now)
+            }
+            guard let choice else {
+                #expect(throws: PairingError.keyChangeUndecided(request.requestId, name: "Ada's phone", previous: old.nodeId)) { try approve() }
+                #expect(try ["paired.json", "pending.json"].map { try Data(contentsOf: dir.file($0)) } == files, "a refused approval changes nothing")
+                continue
+            }
+            let new = try approve()
+            let paired = try store.read().paired.nodes
+            switch choice {
+            case .replace:
+                #expect(paired.map(\.nodeId) == [new.nodeId], "the old key is revoked in the same write")
+                #expect(new.access.allow.contains("camera.snap") && new.access.confirmed.contains("camera.snap"), "its rules carried over: \(new.access)")
+                #expect(try store.audit.entries().contains { $0.event == "node.revoked" && $0.nodeId == old.nodeId.description })
+            case .add:
+                #expect(Set(paired.map(\.nodeId)) == [old.nodeId, new.nodeId])
+                #expect(!new.access.allow.contains("camera.snap"), "a second device starts from the defaults")
+            }
+        }
+    }
+
     func mode(_ url: URL) throws -> Int {
         (try FileManager.default.attributesOfItem(atPath: url.path)[.posixPermissions] as! NSNumber).intValue
     }

@@ -97,8 +97,14 @@ struct ConsolePages {
             status = "<p>The device shows a 6-digit code: type it to approve.</p>"
         }
         var warnings: [String] = []
+        var keyChoice = ""
         if let previous = state.keyChange(for: r) {
             warnings.append("KEY CHANGED: the name looks like the paired <code>\(HTML.escape(previous.nodeId.description))</code> under a new key. Check with its owner.")
+            // The operator says which it is; neither is preselected, so approving needs a choice.
+            keyChoice = """
+                <div><label><input type="radio" name="keyChange" value="replace" required> replace <code>\(HTML.escape(previous.nodeId.description))</code> (its key revoked, its rules kept)</label><br>\
+                <label><input type="radio" name="keyChange" value="add"> add a second device</label></div>
+                """
         }
         if !state.sameName(as: r).isEmpty { warnings.append("SAME NAME as another pending request.") }
         let sensitive = r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil }
@@ -113,6 +119,7 @@ struct ConsolePages {
                 \(HTML.hidden("request", r.requestId))
                 <label>Fingerprint on the device (first 6) <input class="code" type="text" name="fingerprint" pattern="[0-9a-fA-F: ]{6,8}" maxlength="8" autocomplete="off" required></label>
                 \(grants.isEmpty ? "" : "<div>Sensitive commands it declares are not granted unless ticked:<br>\(grants)</div>")
+                \(keyChoice)
                 <div><button class="primary">Approve</button></div>
                 """)
             : r.locked == nil && r.code != nil
@@ -122,6 +129,7 @@ struct ConsolePages {
                     \(HTML.hidden("request", r.requestId))
                     <label>Code on the device <input class="code" type="text" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="off" required></label>
                     \(grants.isEmpty ? "" : "<div>Sensitive commands it declares are not granted unless ticked:<br>\(grants)</div>")
+                    \(keyChoice)
                     <div><button class="primary">Approve</button></div>
                     """) : ""
         let reject = HTML.form(

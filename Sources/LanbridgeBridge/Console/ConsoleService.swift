@@ -178,12 +178,18 @@ struct ConsoleService: HTTPService {
                 let ticked = declared.filter { CommandCatalog.sensitivity(of: $0) != nil && form["grant." + $0] == "on" }
                 let shown = request?.openClawApp == nil ? code : String(field("fingerprint").lowercased().filter { $0.isHexDigit })
                 let node: PairedNode
+                let keyChange = KeyChangeChoice(rawValue: field("keyChange"))
                 do {
-                    node = try store.approve(requestId, code: shown, unverified: false, grant: ApprovalGrant(allow: ticked), settings: settings, actor: actor)
+                    node = try store.approve(
+                        requestId, code: shown, unverified: false, grant: ApprovalGrant(allow: ticked), settings: settings, keyChange: keyChange, actor: actor)
                 } catch PairingError.fingerprintMismatch {
                     return back("/", "That is not the start of the fingerprint this bridge showed the app: do not approve it.", error: true)
+                } catch PairingError.keyChangeUndecided(_, let name, _) {
+                    return back("/", "This looks like the paired \(name) under a new key: choose replace or add.", error: true)
                 }
-                return back("/nodes/\(HTML.component(node.nodeId.description))", "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).")
+                let replaced = keyChange == .replace ? " It replaces the old key, revoked; its rules carried over." : ""
+                return back(
+                    "/nodes/\(HTML.component(node.nodeId.description))", "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).\(replaced)")
             case "/pending/reject":
                 let block = field("block") == "1"
                 let rejected = try store.update(actor: actor) { try $0.reject(requestId: field("request"), block: block, now: Date()) }

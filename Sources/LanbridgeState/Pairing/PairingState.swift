@@ -18,6 +18,8 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
     /// One of OpenClaw's apps: the start of the fingerprint the operator typed is not the certificate's.
     case fingerprintMismatch(given: String)
     case fingerprintRequired(String)
+    /// The request's name is a paired device's under a new key: replace that device, or add a second.
+    case keyChangeUndecided(String, name: String, previous: Fingerprint)
 
     public var description: String {
         switch self {
@@ -37,11 +39,20 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .fingerprintMismatch(given):
             "\(given) is not the start of the certificate fingerprint this bridge showed the app (recorded in the audit log): do not approve it; "
                 + "the app may be talking to someone else"
+        case let .keyChangeUndecided(id, name, previous):
+            "request \(id) looks like the paired \(name) (\(previous)) under a new key (KEY CHANGED): check with its owner, then pass "
+                + "--replace (the old key is revoked, its rules kept) or --add (both stay paired)"
         case let .fingerprintRequired(id):
             "request \(id) is one of OpenClaw's apps: pass --fingerprint with the first 6 characters of the certificate fingerprint the app shows, "
                 + "or --unverified to approve without comparing (a man in the middle would pass)"
         }
     }
+}
+
+/// Approving a request that looks like a paired device under a new key (KEY CHANGED): the new key
+/// takes the old one's place (revoked, its rules kept for the new one), or it is a second device.
+public enum KeyChangeChoice: String, Sendable, CaseIterable {
+    case replace, add
 }
 
 /// The rules of pairing over the contents of paired.json and pending.json. Pure: the clock is an

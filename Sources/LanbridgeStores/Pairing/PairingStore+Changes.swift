@@ -23,14 +23,30 @@ extension PairingStore {
     /// `nodes approve` and the console's Approve: the node gets its platform's defaults (with the
     /// config's changes) and `grant`. A wrong code is written (counted on the request, so audited)
     /// before it is refused.
+    /// A request that looks like a paired device under a new key needs `keyChange`: without it
+    /// nothing changes. `.replace` gives the new key the old one's rules (and the grant's) and
+    /// revokes the old key in the same write; `.add` pairs a second device.
     public func approve(
         _ requestId: String, code: String?, unverified: Bool, grant: ApprovalGrant, settings: BridgeSettings,
-        actor: String = AuditLog.currentUser, now: Date = Date()
+        keyChange: KeyChangeChoice? = nil, actor: String = AuditLog.currentUser, now: Date = Date()
     ) throws -> PairedNode {
-        try update(actor: actor) { state in
-            let details = state.request(requestId)?.details
-            let access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
-            return Result { try state.approve(requestId: requestId, code: code, unverified: unverified, access: access, now: now) }
+        try update(actor: actor) { state -> Result<PairedNode, any Error> in
+            let request = state.request(requestId)
+            let details = request?.details
+            let previous = request.flatMap { state.keyChange(for: $0) }
+            if let request, let previous, keyChange == nil {
+                return .failure(PairingError.keyChangeUndecided(request.requestId, name: previous.details.displayName, previous: previous.nodeId))
+            }
+            var access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
+            if let previous, keyChange == .replace {
+                access = previous.access
+                for pattern in grant.rules(defaults: AccessRules(), declared: details?.commands ?? []).allow { access.grant(pattern) }
+            }
+            return Result {
+                let node = try state.approve(requestId: requestId, code: code, unverified: unverified, access: access, now: now)
+                if let previous, keyChange == .replace { _ = try state.revoke(nodeId: previous.nodeId.description) }
+                return node
+            }
         }.get()
     }
 }
