@@ -81,7 +81,10 @@ struct DoctorCommand: ParsableCommand {
             _ = try state.settings()
             checks.append(Check(name: "config", ok: true, detail: "access rules and limits check out", fix: nil))
         } catch {
-            checks.append(Check(name: "config", ok: false, detail: "\(error)", fix: "correct the named entry; see pairing/PROTOCOL.md §12.8"))
+            checks.append(
+                Check(
+                    name: "config", ok: false, detail: "\(error)",
+                    fix: "correct the named entry; every key is in lanbridge-config(5) (man lanbridge-config), and `lanbridge config show` prints what is in effect"))
         }
         if let runtime {
             checks.append(

@@ -55,7 +55,11 @@ enum Output {
         case is DaemonLock.Held:
             note("lanbridge: \(error)")
             return ExitCode(75)  // EX_TEMPFAIL
-        case is BridgeSettings.ConfigError, is GatewayEndpoint.Invalid, is ConfigurationProblem:
+        case is BridgeSettings.ConfigError:
+            // Every key, its type and range: the man page the package installs.
+            note("lanbridge: \(error)\n(every key is described in lanbridge-config(5): man lanbridge-config)")
+            return ExitCode(78)  // EX_CONFIG
+        case is GatewayEndpoint.Invalid, is ConfigurationProblem:
             note("lanbridge: \(error)")
             return ExitCode(78)  // EX_CONFIG
         case is IdentityStore.KeyNotReadable:

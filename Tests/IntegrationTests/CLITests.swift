@@ -89,6 +89,24 @@ struct CLITests {
         #expect(rules == AccessRules(allow: [], deny: []))
     }
 
+    /// Issue 50 §3: `config show` prints each value in effect and where it came from; a wrong
+    /// file is refused (78) with the man page that describes every key.
+    @Test func configShowSaysWhereEachValueComesFrom() throws {
+        let dir = TemporaryDirectory()
+        try Data(#"{"limits": {"maxResultBytes": 1048576}, "gateway": {"url": "ws://127.0.0.1:9999"}}"#.utf8).write(to: dir.file("config.json"))
+        let shown = try run(["config", "show", "--json", "--state-dir", dir.path])
+        #expect(shown.status == 0, "\(shown)")
+        let rows = try JSONDecoder().decode([JSONValue].self, from: Data(shown.stdout.utf8))
+        func row(_ key: String) -> JSONValue? { rows.first { $0["key"] == .string(key) } }
+        #expect(row("limits.maxResultBytes")?["value"] == 1_048_576 && row("limits.maxResultBytes")?["source"] == "file")
+        #expect(row("gateway.url")?["value"] == "ws://127.0.0.1:9999" && row("gateway.url")?["source"] == "file")
+        #expect(row("limits.defaultTimeoutMs")?["value"] == 30000 && row("limits.defaultTimeoutMs")?["source"] == "default")
+        #expect(rows.count > Limit.allCases.count, "every limit, and the other keys")
+        try Data(#"{"limits": {"maxResultByte": 1}}"#.utf8).write(to: dir.file("config.json"))
+        let wrong = try run(["config", "show", "--state-dir", dir.path])
+        #expect(wrong.status == 78 && wrong.stderr.contains("limits.maxResultByte") && wrong.stderr.contains("lanbridge-config(5)"), "\(wrong)")
+    }
+
     /// Issue 50 §5: approving a KEY CHANGED request needs --replace or --add; without either (and no
     /// terminal to ask at) nothing changes, and --replace leaves one device of that name.
     @Test func approvingAKeyChangeAsksReplaceOrAdd() throws {

@@ -22,6 +22,22 @@ struct LimitTableTests {
         #expect(shown == Limit.markdownTable, "README's limits table differs from Limit.swift; regenerate it with LANBRIDGE_REGENERATE=1")
     }
 
+    /// The same table in lanbridge-config(5), which the package installs (issue 50 §3).
+    @Test func theManPagesTableIsTheCodes() throws {
+        let url = Repository.url("packaging/lanbridge-config.5")
+        let page = try String(contentsOf: url, encoding: .utf8)
+        let begin = ".\\\" limits:begin (generated from Sources/LanbridgeState/Config/Limit.swift; LimitTableTests checks it)\n"
+        let end = ".\\\" limits:end"
+        let start = try #require(page.range(of: begin)), stop = try #require(page.range(of: end))
+        let shown = String(page[start.upperBound..<stop.lowerBound])
+        let wanted = Limit.manPageEntries + "\n"
+        if shown != wanted, ProcessInfo.processInfo.environment["LANBRIDGE_REGENERATE"] == "1" {
+            try (String(page[..<start.upperBound]) + wanted + String(page[stop.lowerBound...])).write(to: url, atomically: true, encoding: .utf8)
+            return
+        }
+        #expect(shown == wanted, "lanbridge-config(5)'s limits differ from Limit.swift; regenerate them with LANBRIDGE_REGENERATE=1")
+    }
+
     @Test func everyKeyLoadsWithinItsRangeAndNoneOutside() throws {
         for limit in Limit.allCases {
             let section = limit.spec.section.rawValue, range = limit.spec.range

@@ -142,6 +142,20 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         }
         return rows.joined(separator: "\n")
     }
+
+    /// The same table for lanbridge-config(5), in roff (packaging/lanbridge-config.5).
+    public static var manPageEntries: String {
+        func roff(_ text: String) -> String {
+            text.replacing("\\", with: "\\e").replacing("-", with: "\\-")
+                .replacing("`", with: "").replacing("–", with: "\\(en")
+        }
+        return allCases.map { limit in
+            let spec = limit.spec
+            let value = spec.defaultValue.map { "\($0)" } ?? "derived"
+            return ".TP\n.B \(spec.section.rawValue).\(limit.rawValue)\n"
+                + roff("\(spec.doc). Default \(value); \(spec.range.lowerBound)–\(spec.range.upperBound) \(spec.unit)\(spec.restartOnly ? "; applied at the next start" : "").")
+        }.joined(separator: "\n")
+    }
 }
 
 /// Values of one section of the table: every key's, the default where the config sets none.
