@@ -7,7 +7,7 @@ import TestSupport
 /// to reach a loopback `http:` server by fetch, an image, a frame and a form post; the server,
 /// started here, hears none of them. (A page navigating itself, `location = …`, is out of any
 /// header's reach: tried here, Chromium followed it under every policy, `sandbox` included. That
-/// is why `canvas.eval`, the agent's own script, is a sensitive grant; see README "Security model".)
+/// is why `canvas.eval`, the agent's own script, is a sensitive grant; see docs/security.md.)
 @Suite(.enabled(if: ConsoleBrowser.missing == nil, Comment(rawValue: ConsoleBrowser.missing ?? "")))
 struct CanvasContentPolicyTests {
     /// A §12 bridge whose canvas host is a static server holding canvas/attack.html, one paired
