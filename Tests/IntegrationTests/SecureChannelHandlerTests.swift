@@ -40,7 +40,10 @@ struct SecureChannelHandlerTests {
 
         let client = try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .connect(host: "127.0.0.1", port: server.localAddress!.port!).get()
-        try await client.writeAndFlush(ByteBuffer(bytes: bytes)).get()
+        // The bridge may hang up as soon as it has read enough to refuse (an HTTP request line is
+        // refused at its first bytes): the rest of our write then fails, which is not the test's
+        // business; the logged reason is (CI saw "I/O on closed channel" here under load).
+        _ = try? await client.writeAndFlush(ByteBuffer(bytes: bytes)).get()
         if label == "truncated frame" {
             try await client.close(mode: .output)  // the peer gives up half way through a frame
         }

@@ -67,6 +67,16 @@ public struct PairingStore: Sendable {
         }
     }
 
+    /// Runs `body` under the store's lock, after a crash's journal is redone: no change is half
+    /// written meanwhile (`lanbridge backup` copies the files here).
+    public func withLock<T>(_ body: () throws -> T) throws -> T {
+        try directory.requireExisting()
+        return try lock.withLock {
+            try recover()
+            return try body()
+        }
+    }
+
     /// Loads, lets `body` change the state, writes back what changed and records it in the audit
     /// log as `actor`. If `body` throws, nothing is written.
     public func update<T>(actor: String = AuditLog.currentUser, _ body: (inout PairingState) throws -> T) throws -> T {
