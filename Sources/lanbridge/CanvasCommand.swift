@@ -29,7 +29,7 @@ struct CanvasCommand: ParsableCommand {
 
         func run() throws {
             try Output.run {
-                let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
+                let path = state.directory.controlSocketPath
                 let sha256: String
                 let daemon: Bool
                 do {

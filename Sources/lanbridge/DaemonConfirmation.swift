@@ -22,7 +22,7 @@ enum DaemonConfirmation {
         let directory = state.directory
         guard DaemonLock.isHeld(in: directory) else { return }  // no daemon: in force when one starts
         let written = PairingStore(directory: directory).pairedFileVersion()
-        let path = RuntimeStatusFile(directory: directory).read()?.controlSocket ?? directory.file("control.sock").path
+        let path = directory.controlSocketPath
         let problem: String
         do {
             switch try ControlClient(path: path).request(method: "store.applied", params: .object([:]), timeout: timeout) {

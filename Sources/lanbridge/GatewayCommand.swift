@@ -26,7 +26,7 @@ struct GatewayCommand: ParsableCommand {
 
         func run() throws {
             try Output.run {
-                let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
+                let path = state.directory.controlSocketPath
                 let answer: JSONValue
                 do {
                     switch try ControlClient(path: path).request(method: "gateway.reconnect", params: .object([:]), timeout: 10) {

@@ -50,7 +50,7 @@ extension NodesCommand {
                 if let parsed { request["params"] = parsed }
                 if let timeout { request["timeoutMs"] = .number(Double(timeout.milliseconds)) }
                 if let hold { request["hold"] = ["maxMs": .number(Double(hold.milliseconds))] }
-                let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
+                let path = state.directory.controlSocketPath
                 let answer: Result<JSONValue?, ErrorMessage>
                 do {
                     answer = try ControlClient(path: path).request(

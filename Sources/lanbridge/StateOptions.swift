@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import LanbridgeFiles
 import LanbridgeState
+import LanbridgeStores
 
 /// Options every command that touches the state directory shares.
 struct StateOptions: ParsableArguments {
@@ -27,4 +28,9 @@ struct StateOptions: ParsableArguments {
         }
         return try BridgeSettings.load(directory: directory)
     }
+}
+
+extension StateDirectory {
+    /// The running daemon's control socket: where runtime.json says, else the usual place.
+    var controlSocketPath: String { RuntimeStatusFile(directory: self).read()?.controlSocket ?? file("control.sock").path }
 }

@@ -84,7 +84,7 @@ struct UICommand: ParsableCommand {
     }
 
     private func ask(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue {
-        let path = RuntimeStatusFile(directory: state.directory).read()?.controlSocket ?? state.directory.file("control.sock").path
+        let path = state.directory.controlSocketPath
         let answer: Result<JSONValue?, ErrorMessage>
         do {
             answer = try ControlClient(path: path).request(method: method, params: .object(params), timeout: 10)
