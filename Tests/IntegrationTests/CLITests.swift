@@ -89,6 +89,20 @@ struct CLITests {
         #expect(rules == AccessRules(allow: [], deny: []))
     }
 
+    /// Issue 51 §1: state a newer lanbridge wrote stops the daemon and the CLI, naming both
+    /// versions, and nothing rewrites it (a downgrade fails closed).
+    @Test func aNewerStoreFormatIsRefusedAndLeftAlone() throws {
+        let (dir, _) = try pairedState()
+        let paired = dir.file("paired.json")
+        let newer = try String(contentsOf: paired, encoding: .utf8).replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 9")
+        try Data(newer.utf8).write(to: paired)
+        let serve = try run(["serve", "--state-dir", dir.path, "--no-mdns", "--no-gateway", "--no-ui", "--bind", "loopback", "--port", "0"])
+        #expect(serve.status != 0 && serve.stderr.contains("format 9, written by a newer lanbridge"), "\(serve)")
+        let allow = try run(["nodes", "allow", "Tablet", "device.echo", "--state-dir", dir.path])
+        #expect(allow.status != 0 && allow.stderr.contains("format 9"), "\(allow)")
+        #expect(try String(contentsOf: paired, encoding: .utf8) == newer, "nothing rewrote it")
+    }
+
     /// Issue 50 §3: `config show` prints each value in effect and where it came from; a wrong
     /// file is refused (78) with the man page that describes every key.
     @Test func configShowSaysWhereEachValueComesFrom() throws {

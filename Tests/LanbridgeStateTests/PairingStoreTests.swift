@@ -106,7 +106,11 @@ struct PairingStoreTests {
         ("truncated", { String($0.prefix($0.count / 2)) }, "not valid JSON"),
         ("empty", { _ in "" }, "the file is empty"),
         ("garbage", { _ in "\u{0}\u{1}PK\u{3}\u{4}" }, "not valid JSON"),
-        ("future version", { $0.replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 2") }, "schema version 2 is not supported"),
+        // Issue 51 §1: a newer lanbridge's file is refused with both versions and the way out, and left alone.
+        (
+            "future version", { $0.replacingOccurrences(of: "\"version\" : 1", with: "\"version\" : 2") },
+            "it is format 2, written by a newer lanbridge; this one reads format 1. Nothing was changed"
+        ),
         ("bad key", { $0.replacingOccurrences(of: "\"publicKey\" : \"", with: "\"publicKey\" : \"AAAA") }, "nodes[0].publicKey"),
         ("wrong type", { $0.replacingOccurrences(of: "\"caps\" : [", with: "\"caps\" : 7, \"x\" : [") }, "nodes[0].details.caps should be"),
         ("missing field", { $0.replacingOccurrences(of: "\"pairedAt\"", with: "\"pairedAtt\"") }, "nodes[0].pairedAt is missing"),

@@ -172,8 +172,14 @@ public struct PairingStore: Sendable {
             throw StoreError.io(url, "cannot read: \(ErrorText.describe(error))")
         }
         guard !data.isEmpty else { throw StoreError.corrupt(url, "the file is empty") }
-        if let version = Self.schemaVersion(of: data), version != PairedFile.currentVersion {
-            throw StoreError.corrupt(url, "schema version \(version) is not supported (this lanbridge reads version \(PairedFile.currentVersion))")
+        // The one place the store's format (StoreFormat) is judged. A newer file is refused, never
+        // rewritten: the store fails closed and a downgraded daemon does not start on it.
+        if let version = Self.schemaVersion(of: data), version != StoreFormat.version {
+            throw StoreError.corrupt(
+                url,
+                version > StoreFormat.version
+                    ? "it is format \(version), written by a newer lanbridge; this one reads format \(StoreFormat.version). Nothing was changed: run the newer lanbridge, or restore a backup this version made (lanbridge restore)"
+                    : "format \(version) is older than any lanbridge wrote (this one reads \(StoreFormat.version))")
         }
         do {
             return try StateJSON.decoder.decode(T.self, from: data)
