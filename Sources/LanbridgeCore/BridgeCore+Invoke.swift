@@ -8,6 +8,8 @@ extension BridgeCore {
     /// The control socket's question: which paired.json does the running core hold? The CLI asks
     /// it after a revoke, block or deny, and reports success only when the answer is its own write.
     package static let storeApplied = "store.applied"
+    /// `lanbridge activity`: the feed's records (control socket only).
+    package static let activityList = "activity.list"
 
     /// One request. The driver has made sure `lastState` is the store as it is now, so rules
     /// changed by `nodes allow|deny|revoke` a moment ago apply to this request, not the next.
@@ -37,6 +39,8 @@ extension BridgeCore {
                     throw ErrorMessage(code: ErrorMessage.unavailable, message: storeProblem ?? "the bridge cannot read its pairing store")
                 }
                 answer(target, .success(.value(["version": .string(pairedVersion)])))
+            case Self.activityList where origin == .operator:
+                answer(target, .success(.value(try activityList(params))))
             case GatewayMethod.nodeInvokeCancel:
                 answer(target, .success(.value(try cancelRequested(params, origin: origin, from: target))))
             default:
@@ -45,6 +49,35 @@ extension BridgeCore {
         } catch {
             answer(target, .failure(error))
         }
+    }
+
+    /// One record per finished invoke: whose, what, who asked, how it ended.
+    private mutating func recordActivity(_ waiter: InvokeBook.Waiter, outcome: String, seconds: Double, bytes: Int) {
+        let asker =
+            switch waiter.target {
+            case .gateway: "gateway"
+            case .control: "operator"
+            case .openClaw: "openclaw"
+            }
+        let node = waiter.node.flatMap { id in lastState.paired.nodes.first { $0.nodeId == id } }
+        activity.append(
+            time: wall, nodeId: waiter.node?.description, name: node?.details.displayName, command: waiter.command, asker: asker,
+            outcome: outcome, durationMs: Int((seconds * 1000).rounded()), resultBytes: bytes)
+    }
+
+    /// `activity.list {since?, node?, command?, limit?}`: oldest first, at most `limit` (1000 at most).
+    private func activityList(_ params: JSONValue?) throws(ErrorMessage) -> JSONValue {
+        let method = Self.activityList
+        let since = try InvokeRequest.int("since", in: params, method: method) ?? 0
+        let limit = min(try InvokeRequest.int("limit", in: params, method: method) ?? 1000, 1000)
+        let node = try InvokeRequest.string("node", in: params, method: method, required: false)
+        let command = try InvokeRequest.string("command", in: params, method: method, required: false)
+        let pattern: CommandPattern?
+        do { pattern = try command.map { try CommandPattern($0) } } catch {
+            throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): command is not a command name or pattern")
+        }
+        let records = activity.records(since: since, node: node, command: pattern, limit: max(limit, 0))
+        return ["records": JSONValue(encoding: records), "next": .number(Double(activity.nextSeq - 1)), "capacity": .number(Double(activity.capacity))]
     }
 
     /// `node.invoke.cancel {nodeId, idempotencyKey | id}`: the asker's own invoke, named by its
@@ -127,7 +160,7 @@ extension BridgeCore {
             InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: book.inFlight(for: $0.nodeId))
         }
         // A held invoke keeps the waiter it was asked with: its latency counts the wait.
-        let waiter = heldEntry?.waiter ?? InvokeBook.Waiter(target: target, slot: slot, command: request.command, started: now)
+        let waiter = heldEntry?.waiter ?? InvokeBook.Waiter(target: target, slot: slot, command: request.command, started: now, node: found?.nodeId)
         let canvas = InvokeGate.CanvasPlace(
             relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
             upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
@@ -243,7 +276,9 @@ extension BridgeCore {
             case let .send(invoke, connection): send(invoke, to: connection)
             case let .cancel(cancel, connection): send(cancel, to: connection)
             case let .answer(target, result): answer(target, result)
-            case let .finished(command, outcome, seconds): metrics.invoke(command: command, outcome: outcome, seconds: seconds)
+            case let .finished(waiter, outcome, seconds, bytes):
+                metrics.invoke(command: waiter.command, outcome: outcome, seconds: seconds)
+                recordActivity(waiter, outcome: outcome, seconds: seconds, bytes: bytes)
             case let .arm(deadline): actions.append(.armTimer(deadline))
             case let .heldCount(count): metrics.held(count)
             }

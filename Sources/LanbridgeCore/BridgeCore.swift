@@ -64,8 +64,11 @@ package struct BridgeCore {
     package internal(set) var seenFlushed = Moment.distantPast
     package internal(set) var pingCounter = 0
 
-    /// The moment of the event being handled (each event brings its own).
+    /// The moment of the event being handled (each event brings its own), and the wall clock's.
     package internal(set) var now = Moment.distantPast
+    package internal(set) var wall = Date.distantPast
+    /// Every invoke's outcome, newest last, bounded (`lanbridge activity`).
+    package internal(set) var activity: ActivityFeed
     /// Actions of the event being handled.
     package internal(set) var actions: [BridgeAction] = []
     package internal(set) var runtimeChanged = false
@@ -91,6 +94,7 @@ package struct BridgeCore {
         self.logger = CoreLog(level: logger.logLevel)  // the logger's level only: lines leave as actions
         gate = InvokeGate(settings: settings)
         book = InvokeBook(limits: settings.limits)
+        activity = ActivityFeed(capacity: settings.limits[.activityRecords])
         lastState = initial
         self.pairedVersion = pairedVersion
         gateway.configured = kind != nil

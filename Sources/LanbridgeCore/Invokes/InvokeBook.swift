@@ -36,6 +36,8 @@ package struct InvokeBook {
         package var slot: Slot?
         package var command: String
         package var started: Moment
+        /// The paired node it names, once found (the activity feed says whose it was).
+        package var node: Fingerprint? = nil
     }
 
     /// An invoke in flight: the node's entry and its asker's, one.
@@ -68,7 +70,7 @@ package struct InvokeBook {
         case cancel(InvokeCancel, on: ConnectionID)
         case answer(AnswerTarget, InvokeAnswer)
         /// An asker's invoke ended: what, how, and after how long (the metrics).
-        case finished(command: String, outcome: String, seconds: Double)
+        case finished(Waiter, outcome: String, seconds: Double, bytes: Int)
         /// The earliest deadline in the book moved sooner.
         case arm(Moment)
         /// How many invokes are held now (when it changed; the metrics).
@@ -300,11 +302,11 @@ package struct InvokeBook {
     /// Answers the asker, and every retry that waited on the same idempotency key.
     package mutating func finish(_ waiter: Waiter, _ result: InvokeAnswer, now: Moment) {
         let outcome = if case let .failure(error) = result { error.code } else { "ok" }
-        out.append(.finished(command: waiter.command, outcome: outcome, seconds: now.timeIntervalSince(waiter.started)))
-        out.append(.answer(waiter.target, result))
-        guard let slot = waiter.slot else { return }
         // A node's result is raw bytes, so its size is at hand; refusals are small.
         let size = if case let .success(.raw(bytes)) = result { bytes.count } else { 0 }
+        out.append(.finished(waiter, outcome: outcome, seconds: now.timeIntervalSince(waiter.started), bytes: size))
+        out.append(.answer(waiter.target, result))
+        guard let slot = waiter.slot else { return }
         for joined in idempotency.finish(slot, result, keep: size <= Self.cacheableResultBytes, now: now) { out.append(.answer(joined, result)) }
     }
 

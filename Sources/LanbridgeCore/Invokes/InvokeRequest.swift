@@ -48,6 +48,15 @@ package struct InvokeRequest: Sendable, Equatable {
         self.holdMs = holdMs
     }
 
+    /// A whole, non-negative number field of a request's params, or nil when absent.
+    package static func int(_ key: String, in params: JSONValue?, method: String) throws(ErrorMessage) -> Int? {
+        switch params?[key] {
+        case nil, .null?: return nil
+        case let .number(n)? where n >= 0 && n <= Double(Int32.max) && n == n.rounded(): return Int(n)
+        default: throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): \"\(key)\" must be a whole number, 0 or more")
+        }
+    }
+
     /// A non-empty string field of a request's params.
     package static func string(_ key: String, in params: JSONValue?, method: String, required: Bool = true) throws(ErrorMessage) -> String? {
         switch params?[key] {

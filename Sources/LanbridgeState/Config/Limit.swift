@@ -17,6 +17,8 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     case openClawReofferMinMs, openClawReofferMaxMs, openClawEventWaitMs, openClawWaitingEvents, openClawCanvasWaitMs
     // limits: the link to a lanbridge gateway (`gateway.protocol: "lanbridge"`)
     case gatewayRedialMinMs, gatewayRedialMaxMs
+    // limits: the activity feed (`lanbridge activity`)
+    case activityRecords
     // admission: connections before they prove a key
     case maxUnauthenticated, maxUnauthenticatedPerAddress, maxUnauthenticatedPerListener, maxWaiting
     case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
@@ -88,6 +90,8 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
             Spec(
                 .limits, 250, 100...60_000, "ms", "the first wait before the gateway link dials again (doubling; `lanbridge gateway reconnect` skips it)",
                 restartOnly: true)
+        case .activityRecords:
+            Spec(.limits, 10_000, 1...1_000_000, "records", "invokes the activity feed remembers (the oldest go first)", restartOnly: true)
         case .gatewayRedialMaxMs:
             Spec(.limits, 30_000, 1000...600_000, "ms", "the longest wait between the gateway link's dials", restartOnly: true)
         case .openClawDeviceRetryMs:

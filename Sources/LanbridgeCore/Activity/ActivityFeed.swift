@@ -1,0 +1,62 @@
+import FoundationEssentials
+import LanbridgeState
+import LanbridgeProtocol
+
+/// What the agent did with each device (issue 52 §3): one record per invoke that went through the
+/// bridge, whatever its outcome, in a bounded ring. Never params or payloads: the command, who
+/// asked, the outcome and its size and duration only. Read by `lanbridge activity` over the control
+/// socket (`activity.list`).
+package struct ActivityFeed: Sendable {
+    package struct Record: Sendable, Equatable, Encodable {
+        /// Increases by one per record for the daemon's life: `--follow` asks for what came after.
+        package let seq: Int
+        package let time: Date
+        /// The node's ID, and its name at the time (nil: no paired node had that name or ID).
+        package let nodeId: String?
+        package let name: String?
+        package let command: String
+        /// "gateway", "operator" (the CLI) or "openclaw" (a node's own socket at OpenClaw's gateway).
+        package let asker: String
+        /// "ok", or the error code the asker heard.
+        package let outcome: String
+        package let durationMs: Int
+        package let resultBytes: Int
+    }
+
+    package let capacity: Int
+    private var ring: [Record] = []
+    private var head = 0
+    package private(set) var nextSeq = 1
+
+    package init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    package mutating func append(
+        time: Date, nodeId: String?, name: String?, command: String, asker: String, outcome: String, durationMs: Int, resultBytes: Int
+    ) {
+        let record = Record(
+            seq: nextSeq, time: time, nodeId: nodeId, name: name, command: command, asker: asker, outcome: outcome,
+            durationMs: durationMs, resultBytes: resultBytes)
+        nextSeq += 1
+        if ring.count < capacity {
+            ring.append(record)
+        } else {
+            // Full: the oldest goes (a feed that refused new records would hide what matters now).
+            ring[head] = record
+            head = (head + 1) % capacity
+        }
+    }
+
+    /// Oldest first: records after `since`, of `node` (ID or name) and matching `command`, the
+    /// newest `limit` of them.
+    package func records(since: Int = 0, node: String? = nil, command: CommandPattern? = nil, limit: Int = Int.max) -> [Record] {
+        let ordered = ring.count < capacity ? ring : Array(ring[head...] + ring[..<head])
+        let wanted = ordered.filter { record in
+            record.seq > since
+                && (node.map { record.nodeId == $0 || record.name.map(NameSkeleton.of) == NameSkeleton.of($0) } ?? true)
+                && (command.map { $0.matches(record.command) } ?? true)
+        }
+        return Array(wanted.suffix(limit))
+    }
+
+    package var count: Int { ring.count }
+}

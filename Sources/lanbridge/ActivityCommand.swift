@@ -1,0 +1,92 @@
+import ArgumentParser
+import FoundationEssentials
+import Glibc
+import LanbridgeBridge
+import LanbridgeProtocol
+import LanbridgeState
+import LanbridgeStores
+
+/// `lanbridge activity`: what the agent did with each device, from the running daemon's feed.
+struct ActivityCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "activity",
+        abstract: "What the agent did with each device: every invoke, who asked, and how it ended.",
+        discussion: """
+            The running daemon keeps the last \(Limit.activityRecords.spec.defaultValue ?? 0) invokes in memory (limits.activityRecords): the time, the node, the command, who asked (the gateway, an operator's CLI, or OpenClaw's gateway on a node's own socket), the outcome (ok or the error code the asker heard), the duration and the result's size. Never the params or the payload. A restart starts it empty.
+
+              $ lanbridge activity                          # the last 50
+              $ lanbridge activity --node "Ada's phone" --command 'camera.*' --follow
+
+            Exit codes: 0, 69 the daemon is not running.
+            """)
+    @OptionGroup var state: StateOptions
+    @Option(help: ArgumentHelp("Only this node (its ID or name).", valueName: "node")) var node: String?
+    @Option(help: ArgumentHelp("Only commands this pattern matches (camera.*).", valueName: "pattern")) var command: String?
+    @Option(help: "How many of the newest to show (at most 1000).") var limit = 50
+    @Flag(help: "Keep printing new records as they come (Ctrl-C to stop).") var follow = false
+    @Flag(help: "Print JSON (with --follow, one record per line).") var json = false
+
+    struct Record: Decodable, Encodable {
+        let seq: Int
+        let time: String
+        let nodeId: String?
+        let name: String?
+        let command: String
+        let asker: String
+        let outcome: String
+        let durationMs: Int
+        let resultBytes: Int
+    }
+
+    func run() throws {
+        try Output.run {
+            var since = 0
+            var first = true
+            while true {
+                var params: [String: JSONValue] = ["since": .number(Double(since)), "limit": .number(Double(first ? limit : 1000))]
+                if let node { params["node"] = .string(node) }
+                if let command { params["command"] = .string(command) }
+                let answer: JSONValue
+                do {
+                    switch try ControlClient(path: state.directory.controlSocketPath).request(method: "activity.list", params: .object(params), timeout: 10) {
+                    case let .success(value?): answer = value
+                    case .success(nil): throw ExitCode(69)
+                    case let .failure(error):
+                        Output.note("lanbridge: \(error.message)")
+                        throw ExitCode(error.code == ErrorMessage.invalidRequest ? 64 : 69)
+                    }
+                } catch is ControlClient.NotRunning {
+                    Output.note("lanbridge: the daemon is not running: the activity feed lives in it (lanbridge serve)")
+                    throw ExitCode(69)
+                }
+                let records = try JSONDecoder().decode([Record].self, from: JSONEncoder().encode(answer["records"] ?? .array([])))
+                since = max(since, Int(answer["next"]?.numberValue ?? 0))
+                if json {
+                    if follow {
+                        for record in records { print(String(decoding: try JSONEncoder().encode(record), as: UTF8.self)) }
+                    } else {
+                        try Output.json(records)
+                    }
+                } else {
+                    let rows = records.map {
+                        [$0.time, $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)"]
+                    }
+                    if first {
+                        if records.isEmpty {
+                            print(follow ? "No invokes yet; waiting for some." : "No invokes yet.")
+                        } else {
+                            Output.table(["TIME", "NODE", "COMMAND", "ASKED BY", "OUTCOME", "MS", "BYTES"], rows)
+                        }
+                    } else {
+                        // Names and commands are the peer's: escaped, as the table escapes them.
+                        for row in rows { print(row.map(SafeText.escape).joined(separator: "  ")) }
+                    }
+                }
+                first = false
+                guard follow else { return }
+                fflush(nil)
+                usleep(500_000)
+            }
+        }
+    }
+}
