@@ -59,7 +59,7 @@ extension BridgeCore {
             case .control: "operator"
             case .openClaw: "openclaw"
             }
-        let node = waiter.node.flatMap { id in lastState.paired.nodes.first { $0.nodeId == id } }
+        let node = waiter.node.flatMap { paired[$0] }  // the index: a lookup, not a scan per invoke
         activity.append(
             time: wall, nodeId: waiter.node?.description, name: node?.details.displayName, command: waiter.command, asker: asker,
             outcome: outcome, durationMs: Int((seconds * 1000).rounded()), resultBytes: bytes)
