@@ -18,7 +18,7 @@ extension BridgeCore {
         let phase: Phase =
             if case let .invite(id) = opening.handshake.handshake {
                 .invited(inviteID: id)
-            } else if let node = lastState.node(withKey: key), node.openClawApp?.deviceId == opening.app?.claim.deviceId { .paired } else { .unpaired }
+            } else if let node = pairedNode(withKey: key), node.openClawApp?.deviceId == opening.app?.claim.deviceId { .paired } else { .unpaired }
         var connection = Connection(
             id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
             handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)

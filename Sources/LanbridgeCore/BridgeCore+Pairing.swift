@@ -173,7 +173,7 @@ extension BridgeCore {
     /// `lastState`, it hears so; otherwise it keeps waiting.
     mutating func resolveWaiting(_ id: ConnectionID) {
         guard let connection = connections[id], let requestId = connection.phase.requestId else { return }
-        if lastState.node(withKey: connection.key) != nil {
+        if pairedNode(withKey: connection.key) != nil {
             logger.info("pairing approved", metadata: meta(connection, ["request": "\(requestId)"]))
             becomePaired(id, announce: .approved)
         } else if lastState.request(requestId) == nil {

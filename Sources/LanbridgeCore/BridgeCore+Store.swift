@@ -25,7 +25,7 @@ extension BridgeCore {
             switch connection.phase {
             case .waiting, .challenged:
                 resolveWaiting(connection.id)
-            case .paired where state.node(withKey: connection.key) == nil:
+            case .paired where paired[connection.nodeId]?.publicKey != connection.key:  // the index holds `state` now
                 logger.info("pairing revoked; dropping the node", metadata: meta(connection))
                 book.revoked(connection.nodeId, now: now)
                 fold()

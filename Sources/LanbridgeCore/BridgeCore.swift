@@ -156,6 +156,13 @@ package struct BridgeCore {
         for node in state.paired.nodes { index(node) }
     }
 
+    /// The paired node with this key, from the index: per connect and per connection on every
+    /// store read, so a lookup, never a scan of paired.json (a scan made a 10,000-node storm
+    /// quadratic: every node's key against every node's, at each read).
+    func pairedNode(withKey key: PublicKey) -> PairedNode? {
+        paired[key.fingerprint].flatMap { $0.publicKey == key ? $0 : nil }
+    }
+
     /// One paired node into the index (a redeemed invite's at once, before the store's next read).
     mutating func index(_ node: PairedNode) {
         paired[node.nodeId] = node

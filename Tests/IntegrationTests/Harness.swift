@@ -117,7 +117,9 @@ final class SimulatedNode: @unchecked Sendable {
     func pair(with bridge: BridgeDaemon) throws -> String {
         let id = try waitFor("node")
         let code = try waitFor("code").split(separator: " ")
-        let approval = try CLI.run(["nodes", "approve", String(code[2]), "--code", String(code[0]), "--state-dir", bridge.state.path])
+        // Tests pair many nodes under node-sim's one default name: each is another device (--add;
+        // without it a second of the same name is KEY CHANGED and waits for the operator's choice).
+        let approval = try CLI.run(["nodes", "approve", String(code[2]), "--code", String(code[0]), "--add", "--state-dir", bridge.state.path])
         precondition(approval.status == 0, approval.stderr)
         try waitFor("connected")
         return id
