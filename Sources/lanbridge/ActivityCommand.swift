@@ -46,19 +46,8 @@ struct ActivityCommand: ParsableCommand {
                 var params: [String: JSONValue] = ["since": .number(Double(since)), "limit": .number(Double(first ? limit : 1000))]
                 if let node { params["node"] = .string(node) }
                 if let command { params["command"] = .string(command) }
-                let answer: JSONValue
-                do {
-                    switch try ControlClient(path: state.directory.controlSocketPath).request(method: "activity.list", params: .object(params), timeout: 10) {
-                    case let .success(value?): answer = value
-                    case .success(nil): throw ExitCode(69)
-                    case let .failure(error):
-                        Output.note("lanbridge: \(error.message)")
-                        throw ExitCode(error.code == ErrorMessage.invalidRequest ? 64 : 69)
-                    }
-                } catch is ControlClient.NotRunning {
-                    Output.note("lanbridge: the daemon is not running: the activity feed lives in it (lanbridge serve)")
-                    throw ExitCode(69)
-                }
+                let answer = try ControlClient.ask(
+                    state.directory, "activity.list", params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
                 let records = try JSONDecoder().decode([Record].self, from: JSONEncoder().encode(answer["records"] ?? .array([])))
                 since = max(since, Int(answer["next"]?.numberValue ?? 0))
                 if json {

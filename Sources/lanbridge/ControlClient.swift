@@ -1,4 +1,6 @@
+import ArgumentParser
 import FoundationEssentials
+import LanbridgeFiles
 import LanbridgeProtocol
 #if canImport(Glibc)
     import Glibc
@@ -54,5 +56,27 @@ struct ControlClient {
             throw NotRunning(path: path, reason: "unexpected answer")
         }
         return result
+    }
+}
+
+extension ControlClient {
+    /// A one-shot command's request to the running daemon: its answer, or a one-line note and
+    /// exit 69 (EX_UNAVAILABLE) when no daemon answers or it refuses; `notRunning` says what
+    /// that means for this command.
+    static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], timeout: TimeInterval = 10, notRunning: String)
+        throws -> JSONValue
+    {
+        do {
+            switch try ControlClient(path: directory.controlSocketPath).request(method: method, params: .object(params), timeout: timeout) {
+            case let .success(value?): return value
+            case .success(nil): throw ExitCode(69)
+            case let .failure(error):
+                Output.note("lanbridge: \(error.message)")
+                throw ExitCode(69)
+            }
+        } catch is NotRunning {
+            Output.note("lanbridge: \(notRunning)")
+            throw ExitCode(69)
+        }
     }
 }

@@ -26,20 +26,8 @@ struct GatewayCommand: ParsableCommand {
 
         func run() throws {
             try Output.run {
-                let path = state.directory.controlSocketPath
-                let answer: JSONValue
-                do {
-                    switch try ControlClient(path: path).request(method: "gateway.reconnect", params: .object([:]), timeout: 10) {
-                    case let .success(value?): answer = value
-                    case .success(nil): throw ExitCode(69)
-                    case let .failure(error):
-                        Output.note("lanbridge: \(error.message)")
-                        throw ExitCode(69)
-                    }
-                } catch is ControlClient.NotRunning {
-                    Output.note("lanbridge: the daemon is not running (start it: lanbridge serve); it dials the gateway when it starts")
-                    throw ExitCode(69)
-                }
+                let answer = try ControlClient.ask(
+                    state.directory, "gateway.reconnect", notRunning: "the daemon is not running (start it: lanbridge serve); it dials the gateway when it starts")
                 if json { return try Output.json(answer) }
                 switch answer["state"]?.stringValue {
                 case "up": print("The gateway link is up; nothing to do.")
