@@ -60,12 +60,10 @@ struct ControlClient {
 }
 
 extension ControlClient {
-    /// A one-shot command's request to the running daemon: its answer, or a one-line note and
-    /// exit 69 (EX_UNAVAILABLE) when no daemon answers or it refuses; `notRunning` says what
-    /// that means for this command.
-    static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], timeout: TimeInterval = 10, notRunning: String)
-        throws -> JSONValue
-    {
+    /// A one-shot command's request to the running daemon: its answer, or nil when no daemon
+    /// runs on `directory` (the caller says what that means, or does the work itself). A refusal
+    /// is a one-line note and exit 69 (EX_UNAVAILABLE).
+    static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], timeout: TimeInterval = 10) throws -> JSONValue? {
         do {
             switch try ControlClient(path: directory.controlSocketPath).request(method: method, params: .object(params), timeout: timeout) {
             case let .success(value?): return value
@@ -75,8 +73,16 @@ extension ControlClient {
                 throw ExitCode(69)
             }
         } catch is NotRunning {
+            return nil
+        }
+    }
+
+    /// `ask`, where no daemon means the command cannot be done: `notRunning` is said, exit 69.
+    static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], notRunning: String) throws -> JSONValue {
+        guard let answer = try ask(directory, method, params) else {
             Output.note("lanbridge: \(notRunning)")
             throw ExitCode(69)
         }
+        return answer
     }
 }

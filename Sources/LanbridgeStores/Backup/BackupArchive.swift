@@ -84,12 +84,12 @@ public enum BackupArchive {
         }
     }
 
-    /// An octal field: digits, then NUL or space padding.
+    /// An octal field: optional leading spaces, octal digits, then only NUL or space padding.
     private static func number(_ field: ArraySlice<UInt8>) -> Int? {
-        let digits = field.drop { $0 == UInt8(ascii: " ") }.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "7") }
-        guard !digits.isEmpty, digits.count <= 11 else { return nil }
-        let rest = field.dropFirst(field.count - field.drop { $0 == UInt8(ascii: " ") }.count + digits.count)
-        guard rest.allSatisfy({ $0 == 0 || $0 == UInt8(ascii: " ") }) else { return nil }
-        return Int(String(decoding: digits, as: UTF8.self), radix: 8)
+        let padding: (UInt8) -> Bool = { $0 == 0 || $0 == UInt8(ascii: " ") }
+        let value = field.drop { $0 == UInt8(ascii: " ") }
+        let digits = value.prefix { !padding($0) }
+        guard !digits.isEmpty, digits.count <= 11, value.dropFirst(digits.count).allSatisfy(padding) else { return nil }
+        return Int(String(decoding: digits, as: UTF8.self), radix: 8)  // nil for a non-octal digit
     }
 }

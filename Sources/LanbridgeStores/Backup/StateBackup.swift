@@ -131,7 +131,8 @@ public enum StateBackup {
         for file in files where !restored.contains(file.name) { unlink(directory.file(file.name).path) }
         let secret = Dictionary(uniqueKeysWithValues: files.map { ($0.name, $0.secret) })
         // The identity last: a restore cut short leaves no key beside another bridge's pairings.
-        for entry in entries.sorted(by: { ($0.name == IdentityStore.fileName ? 1 : 0) < ($1.name == IdentityStore.fileName ? 1 : 0) }) {
+        let identityLast = entries.filter { $0.name != IdentityStore.fileName } + entries.filter { $0.name == IdentityStore.fileName }
+        for entry in identityLast {
             try AtomicFile.write(entry.bytes, to: directory.file(entry.name), mode: secret[entry.name] == true ? 0o600 : nil)
         }
         return manifest
