@@ -84,10 +84,15 @@ public enum BridgeServer {
         let watcher = try StoreWatcher(
             directory: configuration.stateDirectory.url,
             files: [PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName])
-        let initialVersion = PairingStore(directory: configuration.stateDirectory).pairedFileVersion()
         let initial: PairingState
+        let initialVersion: String
         do {
-            initial = try PairingStore(directory: configuration.stateDirectory).read()  // refuse to start on a corrupt store
+            // Files an older lanbridge wrote are rewritten in this one's format (audited), once;
+            // a newer or corrupt store stops the start here, unchanged.
+            let store = PairingStore(directory: configuration.stateDirectory)
+            for migrated in try store.migrate(actor: "bridge") { logger.notice("state migrated: \(migrated)") }
+            initialVersion = store.pairedFileVersion()
+            initial = try store.read()
         } catch {
             watcher.stop()
             throw error

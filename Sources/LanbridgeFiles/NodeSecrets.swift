@@ -16,12 +16,20 @@ public struct NodeSecrets<Record: Codable & Sendable & Equatable>: Sendable {
     private let table: String
     public static var maxFileBytes: Int { 4 << 20 }
 
-    public init(_ url: URL, table: String) { (self.url, self.table) = (url, table) }
+    private let version: Int
+    private let open: @Sendable (Data) throws -> Data
+
+    /// `open` judges the file's format before it is decoded (StateFormat, in the stores): it
+    /// returns the bytes to decode, or refuses; `version` is the format written.
+    public init(_ url: URL, table: String, version: Int = 1, open: @escaping @Sendable (Data) throws -> Data = { $0 }) {
+        (self.url, self.table, self.version, self.open) = (url, table, version, open)
+    }
 
     public func read() throws -> [String: Record] {
         guard let bytes = try SecretFile.read(url, maxLength: Self.maxFileBytes) else { return [:] }
+        let data = try bytes.withUnsafeBytes { try open(Data($0)) }
         do {
-            return try bytes.withUnsafeBytes { try StateJSON.decoder.decode(File.self, from: Data($0)) }.records(table)
+            return try StateJSON.decoder.decode(File.self, from: data).records(table)
         } catch {
             throw StoreError.corrupt(url, "\(error)")
         }
@@ -33,7 +41,9 @@ public struct NodeSecrets<Record: Codable & Sendable & Equatable>: Sendable {
         let before = try read()
         var records = before
         let value = try body(&records)
-        if records != before { try AtomicFile.write(SecureBytes(copying: try StateJSON.encode(File(table: table, records: records))), to: url, mode: 0o600) }
+        if records != before {
+            try AtomicFile.write(SecureBytes(copying: try StateJSON.encode(File(version: version, table: table, records: records))), to: url, mode: 0o600)
+        }
         return value
     }
 
@@ -53,7 +63,7 @@ public struct NodeSecrets<Record: Codable & Sendable & Equatable>: Sendable {
         var version = 1
         var tables: [String: [String: Record]]
 
-        init(table: String, records: [String: Record]) { tables = [table: records] }
+        init(version: Int, table: String, records: [String: Record]) { (self.version, tables) = (version, [table: records]) }
         func records(_ table: String) -> [String: Record] { tables[table] ?? [:] }
 
         private struct Key: CodingKey {

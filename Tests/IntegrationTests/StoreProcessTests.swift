@@ -98,3 +98,59 @@ extension StoreProcessTests {
         print("kill test: 200 writers killed, \(journalsLeft) left a journal that the next open completed, \(state.paired.nodes.count) nodes, \(entries.count) audit lines")
     }
 }
+
+extension StoreProcessTests {
+    /// Issue 51 §1: a migration killed at any moment leaves the old file or the new one, never a
+    /// mix; the next start opens it and finishes, with one audit line for it, and the log verifies.
+    /// The migration is store-stress's (paired.json format 1 → 2): this lanbridge has none yet.
+    @Test func aMigrationKilledAtAnyMomentLeavesTheOldFileOrTheNewOne() throws {
+        let dir = TemporaryDirectory()
+        let pad = try ChildProcess(stress, ["add", dir.path, "0", "500"])
+        #expect(pad.wait() == 0, "\(pad.standardError)")
+        let names = [PairingStore.pairedFileName, AuditLog.fileName, "audit.head"]
+        let original = try Dictionary(uniqueKeysWithValues: names.map { ($0, try Data(contentsOf: dir.file($0))) })
+        var versions = StateFormat.current.versions
+        versions[.paired] = 2
+        let next = StateFormat(versions: versions, migrations: [.init(file: .paired, from: 1) { $0 }], unversioned: StateFormat.current.unversioned)
+        struct Versioned: Decodable { let version: Int }
+        func restore() throws {
+            for (name, bytes) in original { try bytes.write(to: dir.file(name)) }
+            unlink(dir.file(PairingStore.journalFileName).path)
+        }
+        // How long a whole migration takes, from its first write: the kills land across it.
+        let watcher = try DirectoryWatcher(dir.url)
+        let timed = try ChildProcess(stress, ["migrate", dir.path])
+        _ = watcher.waitForCreation(prefix: ".", timeout: 60)
+        let firstWrite = Date()
+        #expect(timed.wait() == 0)
+        let span = UInt32(max(1_000, Date().timeIntervalSince(firstWrite) * 1_000_000))
+        var rng = SystemRandomNumberGenerator()
+        var outcomes = [1: 0, 2: 0]
+        for _ in 0..<20 {
+            try restore()
+            let watcher = try DirectoryWatcher(dir.url)
+            let migrator = try ChildProcess(stress, ["migrate", dir.path])
+            _ = watcher.waitForCreation(prefix: ".", timeout: 60)  // the journal's temporary file
+            usleep(UInt32.random(in: 0...span, using: &rng))  // the random moment is the point of the test
+            migrator.signal(SIGKILL)
+            migrator.wait()
+            // Before anyone opens it again: the old bytes, or a whole file in the new format.
+            let onDisk = try Data(contentsOf: dir.file(PairingStore.pairedFileName))
+            let version = try JSONDecoder().decode(Versioned.self, from: onDisk).version
+            #expect(onDisk == original[PairingStore.pairedFileName] || version == 2)
+            outcomes[version, default: 0] += 1
+            // The next start completes or redoes it, once.
+            let start = try ChildProcess(stress, ["migrate", dir.path])
+            #expect(start.wait() == 0, "\(start.standardError)")
+            let store = PairingStore(directory: StateDirectory(url: dir.url), formats: next)
+            let state = try store.read()
+            #expect(state.paired.nodes.count == 500 && state.paired.version == 2)
+            #expect(try store.audit.entries().filter { $0.event == "state.migrated" }.map(\.detail) == ["paired.json format 1 → 2"])
+            let verified = try store.audit.verify()
+            #expect(verified.isIntact && verified.unanchored == 0, "\(verified)")
+        }
+        print(
+            "migration kill test: 20 migrations killed within \(span / 1000) ms of their first write; paired.json left in format 1: \(outcomes[1] ?? 0), in format 2: \(outcomes[2] ?? 0)"
+        )
+    }
+}

@@ -6,7 +6,7 @@ import LanbridgeProtocol
 /// unknown command or a bad pattern is an error that names the entry, so a rule can never silently
 /// fail to apply. Both `lanbridge serve` and `nodes approve` read it.
 public struct BridgeSettings: Sendable {
-    public static let fileName = "config.json"
+    public static let fileName = StateFormat.File.config.rawValue
     public static let platforms = ["ios", "android", "macos", "linux"]
 
     public struct Gateway: Sendable, Equatable {
@@ -246,11 +246,23 @@ public struct BridgeSettings: Sendable {
 
         mutating func settings(_ root: JSONValue) throws(ConfigError) -> BridgeSettings {
             var settings = BridgeSettings()
+            // The format first: a newer file's keys are not this version's to judge.
+            if case let .object(fields) = root, let v = fields["version"] {
+                let reads = StateFormat.current.version(.config)
+                guard case let .number(n) = v, let found = Int(exactly: n), found >= 1 else { throw fail("version", "expected a whole number from 1") }
+                if found > reads {
+                    throw fail(
+                        "version",
+                        "format \(found), written for a newer lanbridge; this one reads format \(reads). Run the newer lanbridge, or remove keys it added and set \"version\": \(reads)"
+                    )
+                }
+                if found < reads { throw fail("version", "format \(found) is older than this lanbridge reads (\(reads)); see lanbridge-config(5)") }
+            }
             let top = try object(
                 root, "",
                 keys: [
                     "gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas",
-                    "openclawApps",
+                    "openclawApps", "version",
                 ])
             if let apps = top["openclawApps"] {
                 let a = try object(apps, "openclawApps", keys: ["enabled", "listen", "plainWebSocket"])

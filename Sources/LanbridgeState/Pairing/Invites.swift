@@ -22,7 +22,7 @@ public struct InviteRecord: Codable, Equatable, Sendable {
 
 /// invites.json
 public struct InvitesFile: Codable, Equatable, Sendable {
-    public static let currentVersion = StoreFormat.version
+    public static let currentVersion = StateFormat.current.version(.invites)
     public var version = currentVersion
     public var invites: [InviteRecord] = []
     public init() {}

@@ -191,16 +191,9 @@ public struct ExpiredRequest: Codable, Equatable, Sendable {
     }
 }
 
-/// The format of the store's files (paired.json, pending.json, invites.json), one number for the
-/// three: 1 since 0.5.0. A change of shape that an older lanbridge would misread raises it; the
-/// store refuses a newer one (PairingStore.decode) instead of rewriting it.
-public enum StoreFormat {
-    public static let version = 1
-}
-
 /// paired.json
 public struct PairedFile: Codable, Equatable, Sendable {
-    public static let currentVersion = StoreFormat.version
+    public static let currentVersion = StateFormat.current.version(.paired)
     public var version = currentVersion
     public var nodes: [PairedNode] = []
     public var blocked: [BlockedKey] = []
@@ -209,7 +202,7 @@ public struct PairedFile: Codable, Equatable, Sendable {
 
 /// pending.json
 public struct PendingFile: Codable, Equatable, Sendable {
-    public static let currentVersion = StoreFormat.version
+    public static let currentVersion = StateFormat.current.version(.pending)
     public var version = currentVersion
     public var requests: [PendingRequest] = []
     public var expired: [ExpiredRequest] = []

@@ -60,6 +60,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
         }
     }
 
+    /// The file's format (StateFormat's `.runtime`); absent before 0.10.0, which means 1.
+    public var version: Int? = StateFormat.current.version(.runtime)
     public var pid: Int32
     public var bridgeName: String
     public var listening: [String]

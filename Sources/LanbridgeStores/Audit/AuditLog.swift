@@ -23,8 +23,16 @@ public struct AuditLog: Sendable {
     /// Where the log's head is anchored: how many lines it had and the hash of the last one,
     /// rewritten after every append. Cutting lines off the end is then visible to `verify`.
     public struct Head: Codable, Equatable, Sendable {
+        /// The log's format (StateFormat's `.auditHead`); absent before 0.10.0, which means 1.
+        public var version: Int? = StateFormat.current.version(.auditHead)
         public var lines: Int
         public var last: String
+    }
+
+    /// Refuses a log whose head a newer lanbridge wrote, before anything is appended to it.
+    func checkFormat(_ formats: StateFormat) throws {
+        guard let data = try? Data(contentsOf: headURL) else { return }
+        _ = try formats.bytes(data, as: .auditHead, url: headURL)
     }
 
     public var headURL: URL { url.deletingLastPathComponent().appendingPathComponent("audit.head") }

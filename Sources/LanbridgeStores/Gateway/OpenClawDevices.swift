@@ -13,7 +13,7 @@ import LanbridgeState
 /// daemon was down (`keepOnly`). Its platform and device family are fixed at creation, as the
 /// gateway pins them.
 public struct OpenClawDevices: Sendable {
-    public static let fileName = "openclaw-devices.json"
+    public static let fileName = StateFormat.File.openClawDevices.rawValue
 
     public struct Record: Codable, Sendable, Equatable {
         /// The Ed25519 seed, base64url.
@@ -29,7 +29,7 @@ public struct OpenClawDevices: Sendable {
 
     private let file: NodeSecrets<Record>
     public var url: URL { file.url }
-    public init(directory: StateDirectory) { file = NodeSecrets(directory.file(Self.fileName), table: "devices") }
+    public init(directory: StateDirectory) { file = NodeSecrets(.openClawDevices, in: directory, table: "devices") }
 
     /// The node's device, made (and stored) if it has none.
     public func device(for node: Fingerprint, platform: String) throws -> (OpenClawDevice, Record) {

@@ -21,12 +21,17 @@ public struct PairingStore: Sendable {
 
     public let directory: StateDirectory
     public let audit: AuditLog
+    /// The formats it reads and writes (`StateFormat.current`; a test may pass a newer one).
+    public let formats: StateFormat
     private let lock: FileLock
     /// Told how many audit entries each change wrote (the daemon counts them in its metrics).
     private let appended: (@Sendable (Int) -> Void)?
 
-    public init(directory: StateDirectory, lockTimeout: Double = 10, appended: (@Sendable (Int) -> Void)? = nil) {
+    public init(
+        directory: StateDirectory, lockTimeout: Double = 10, formats: StateFormat = .current, appended: (@Sendable (Int) -> Void)? = nil
+    ) {
         self.directory = directory
+        self.formats = formats
         lock = FileLock(url: directory.file(Self.lockFileName), timeout: lockTimeout)
         audit = AuditLog(directory: directory)
         self.appended = appended
@@ -54,7 +59,7 @@ public struct PairingStore: Sendable {
     /// invites.json alone, without the lock: every write is an atomic rename, so a reader always
     /// sees a whole file. For the handshake path, which must never wait for a lock.
     public func readInvitesWithoutLock() throws -> InvitesFile {
-        try decode(InvitesFile.self, from: invitesURL) ?? InvitesFile()
+        try decode(InvitesFile.self, from: invitesURL, as: .invites).value ?? InvitesFile()
     }
 
     /// A consistent snapshot of both files. A state directory that does not exist is an error,
@@ -63,7 +68,8 @@ public struct PairingStore: Sendable {
         try directory.requireExisting()
         return try lock.withLock {
             try recover()
-            return try load()
+            try audit.checkFormat(formats)
+            return try load().state
         }
     }
 
@@ -80,24 +86,58 @@ public struct PairingStore: Sendable {
     /// Loads, lets `body` change the state, writes back what changed and records it in the audit
     /// log as `actor`. If `body` throws, nothing is written.
     public func update<T>(actor: String = AuditLog.currentUser, _ body: (inout PairingState) throws -> T) throws -> T {
+        try change(actor: actor, body).result
+    }
+
+    /// Writes back, in the current format, any file an older lanbridge wrote, with one audit line
+    /// for each (the daemon calls it as it starts); returns what it migrated, as
+    /// "paired.json format 1 → 2". A reader without it migrates in memory only.
+    @discardableResult
+    public func migrate(actor: String = AuditLog.currentUser) throws -> [String] {
+        try change(actor: actor) { _ in }.migrated.map(\.description)
+    }
+
+    private func change<T>(actor: String, _ body: (inout PairingState) throws -> T) throws -> (result: T, migrated: [Migrated]) {
         try directory.requireExisting()
         return try lock.withLock {
             AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName, Self.journalFileName])
             try recover()
-            let before = try load()
+            try audit.checkFormat(formats)
+            let (before, migrated) = try load()
             var state = before
             let result = try body(&state)
+            state.paired.version = formats.version(.paired)
+            state.pending.version = formats.version(.pending)
+            state.invites.version = formats.version(.invites)
+            let stale = Set(migrated.map(\.file))
             // invites.json first (a crash after it loses an invite, never reuses one), then
-            // paired.json, then pending.json; the journal makes the set all-or-nothing anyway.
+            // paired.json, then pending.json; the journal makes the set all-or-nothing anyway, and
+            // carries a migration whole too: the old file or the new one, never a mix.
             var files: [Journal.File] = []
-            if state.invites != before.invites { files.append(.init(name: Self.invitesFileName, bytes: try StateJSON.encode(state.invites))) }
-            if state.paired != before.paired { files.append(.init(name: Self.pairedFileName, bytes: try StateJSON.encode(state.paired))) }
-            if state.pending != before.pending { files.append(.init(name: Self.pendingFileName, bytes: try StateJSON.encode(state.pending))) }
-            let entries = AuditEntry.changes(from: before, to: state, actor: actor, now: Date())
-            guard !files.isEmpty || !entries.isEmpty else { return result }
+            if state.invites != before.invites || stale.contains(.invites) {
+                files.append(.init(name: Self.invitesFileName, bytes: try StateJSON.encode(state.invites)))
+            }
+            if state.paired != before.paired || stale.contains(.paired) {
+                files.append(.init(name: Self.pairedFileName, bytes: try StateJSON.encode(state.paired)))
+            }
+            if state.pending != before.pending || stale.contains(.pending) {
+                files.append(.init(name: Self.pendingFileName, bytes: try StateJSON.encode(state.pending)))
+            }
+            let now = Date()
+            let entries =
+                migrated.map { AuditEntry(time: now, event: "state.migrated", actor: actor, detail: $0.description) }
+                + AuditEntry.changes(from: before, to: state, actor: actor, now: now)
+            guard !files.isEmpty || !entries.isEmpty else { return (result, migrated) }
             try commit(Journal(tx: Hex.encode(SecureRandom.bytes(8)), files: files, audit: entries))
-            return result
+            return (result, migrated)
         }
+    }
+
+    /// A file opened in an older format and migrated in memory, to be written back by an update.
+    struct Migrated: CustomStringConvertible {
+        var file: StateFormat.File
+        var from: Int, to: Int
+        var description: String { "\(file.rawValue) format \(from) → \(to)" }
     }
 
     /// A store change, whole: the new contents of the files it replaces and its audit entries.
@@ -151,38 +191,35 @@ public struct PairingStore: Sendable {
 
     // MARK: - Loading and validation
 
-    private func load() throws -> PairingState {
-        let paired = try decode(PairedFile.self, from: pairedURL) ?? PairedFile()
-        var pending = try decode(PendingFile.self, from: pendingURL) ?? PendingFile()
-        let invites = try decode(InvitesFile.self, from: invitesURL) ?? InvitesFile()
-        try validate(paired)
-        try validate(pending)
-        let pairedKeys = Set(paired.nodes.map(\.publicKey))
-        pending.requests.removeAll { pairedKeys.contains($0.publicKey) }
-        return PairingState(paired: paired, pending: pending, invites: invites)
+    private func load() throws -> (state: PairingState, migrated: [Migrated]) {
+        let paired = try decode(PairedFile.self, from: pairedURL, as: .paired)
+        let pending = try decode(PendingFile.self, from: pendingURL, as: .pending)
+        let invites = try decode(InvitesFile.self, from: invitesURL, as: .invites)
+        var state = PairingState(paired: paired.value ?? PairedFile(), pending: pending.value ?? PendingFile(), invites: invites.value ?? InvitesFile())
+        try validate(state.paired)
+        try validate(state.pending)
+        let pairedKeys = Set(state.paired.nodes.map(\.publicKey))
+        state.pending.requests.removeAll { pairedKeys.contains($0.publicKey) }
+        return (state, [paired.migrated, pending.migrated, invites.migrated].compactMap { $0 })
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, from url: URL) throws -> T? {
-        let data: Data
+    private func decode<T: Decodable>(_ type: T.Type, from url: URL, as file: StateFormat.File) throws -> (value: T?, migrated: Migrated?) {
+        var data: Data
         do {
             data = try Data(contentsOf: url)
         } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
-            return nil
+            return (nil, nil)
         } catch {
             throw StoreError.io(url, "cannot read: \(ErrorText.describe(error))")
         }
         guard !data.isEmpty else { throw StoreError.corrupt(url, "the file is empty") }
-        // The one place the store's format (StoreFormat) is judged. A newer file is refused, never
-        // rewritten: the store fails closed and a downgraded daemon does not start on it.
-        if let version = Self.schemaVersion(of: data), version != StoreFormat.version {
-            throw StoreError.corrupt(
-                url,
-                version > StoreFormat.version
-                    ? "it is format \(version), written by a newer lanbridge; this one reads format \(StoreFormat.version). Nothing was changed: run the newer lanbridge, or restore a backup this version made (lanbridge restore)"
-                    : "format \(version) is older than any lanbridge wrote (this one reads \(StoreFormat.version))")
-        }
+        // A newer file is refused, never rewritten: the store fails closed and a downgraded
+        // daemon does not start on it. An older one is read as migrated.
+        let opened = try formats.bytes(data, as: file, url: url)
+        data = opened.bytes
+        let migrated = opened.migrated.map { Migrated(file: file, from: $0.from, to: $0.to) }
         do {
-            return try StateJSON.decoder.decode(T.self, from: data)
+            return (try StateJSON.decoder.decode(T.self, from: data), migrated)
         } catch let error as DecodingError {
             throw StoreError.corrupt(url, Self.explain(error))
         } catch {
@@ -215,11 +252,6 @@ public struct PairingStore: Sendable {
     }
 
     // MARK: - JSON
-
-    private static func schemaVersion(of data: Data) -> Int? {
-        struct Versioned: Decodable { let version: Int }
-        return (try? JSONDecoder().decode(Versioned.self, from: data))?.version
-    }
 
     /// "nodes[2].publicKey: expected base64 of a 32-byte key", not Foundation's debug dump.
     static func explain(_ error: DecodingError) -> String {

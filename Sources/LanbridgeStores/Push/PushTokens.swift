@@ -9,7 +9,7 @@ import LanbridgeState
 /// what is not secret (`PairedNode.push`). A registration is written here first and summarised in
 /// paired.json second; `keepOnly` at start and on revocation removes what outlived its pairing.
 public struct PushTokens: Sendable {
-    public static let fileName = "push-tokens.json"
+    public static let fileName = StateFormat.File.pushTokens.rawValue
 
     public struct Record: Codable, Sendable, Equatable {
         public var registration: PushRegistration
@@ -18,7 +18,7 @@ public struct PushTokens: Sendable {
 
     private let file: NodeSecrets<Record>
     public var url: URL { file.url }
-    public init(directory: StateDirectory) { file = NodeSecrets(directory.file(Self.fileName), table: "nodes") }
+    public init(directory: StateDirectory) { file = NodeSecrets(.pushTokens, in: directory, table: "nodes") }
 
     public func set(_ registration: PushRegistration, for node: Fingerprint, now: Date) throws {
         try file.update { $0[node.description] = Record(registration: registration, registeredAt: now) }

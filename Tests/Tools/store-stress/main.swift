@@ -1,10 +1,14 @@
 // lanbridge-store-stress: a test helper process that hammers the pairing store.
 //
 //   lanbridge-store-stress add <state-dir> <count> [<pad>]
+//   lanbridge-store-stress migrate <state-dir>
 //
-// Optionally pads paired.json with <pad> nodes in one update (so each write takes a while), then
-// files and approves <count> pairing requests, one update each, printing "committed <nodeId>"
+// add: optionally pads paired.json with <pad> nodes in one update (so each write takes a while),
+// then files and approves <count> pairing requests, one update each, printing "committed <nodeId>"
 // after each update returns.
+// migrate: opens the store as a lanbridge whose paired.json is format 2 (one step from 1, which
+// changes nothing but the number) and migrates it, as the daemon does at start; prints
+// "migrated <what>".
 import Foundation
 import LanbridgeCrypto
 import LanbridgeProtocol
@@ -18,8 +22,21 @@ func say(_ line: String) {
 }
 
 let args = CommandLine.arguments
+if args.count == 3, args[1] == "migrate" {
+    var versions = StateFormat.current.versions
+    versions[.paired] = 2
+    let formats = StateFormat(versions: versions, migrations: [.init(file: .paired, from: 1) { $0 }], unversioned: StateFormat.current.unversioned)
+    do {
+        let done = try PairingStore(directory: StateDirectory(url: URL(fileURLWithPath: args[2])), lockTimeout: 60, formats: formats).migrate(actor: "bridge")
+        say("migrated \(done.joined(separator: ", "))")
+        exit(0)
+    } catch {
+        FileHandle.standardError.write(Data("lanbridge-store-stress: \(error)\n".utf8))
+        exit(1)
+    }
+}
 guard args.count >= 4, args[1] == "add", let count = Int(args[3]) else {
-    FileHandle.standardError.write(Data("usage: lanbridge-store-stress add <state-dir> <count> [<pad>]\n".utf8))
+    FileHandle.standardError.write(Data("usage: lanbridge-store-stress add <state-dir> <count> [<pad>] | migrate <state-dir>\n".utf8))
     exit(64)
 }
 let store = PairingStore(directory: StateDirectory(url: URL(fileURLWithPath: args[2])), lockTimeout: 60)
