@@ -7,6 +7,8 @@
 #   service_namespace               a network namespace and a NOTIFY_SOCKET for the daemon
 #   start_daemon / stop_daemon      the unit's ExecStart as its User, with its Environment and
 #                                   UMask; READY=1 awaited; SIGTERM must give exit 0 and STOPPING=1
+#   state_files_shared              every file in /var/lib/lanbridge the service's, the key 0600 and
+#                                   the rest 0660 (a release's private 0600 files become the group's)
 
 fail() { echo "$me: FAIL: $*" >&2; exit 1; }
 ok() { echo "$me: ok: $*"; }
@@ -67,4 +69,11 @@ stop_daemon() {
   local status=0; wait "$daemon" || status=$?
   [ "$status" = 0 ] || { cat "$scratch/daemon.log"; fail "the daemon exited $status on SIGTERM"; }
   grep -q "STOPPING=1" "$scratch/notify.log" || fail "no STOPPING=1"
+}
+
+state_files_shared() {
+  local bad
+  bad=$(cd /var/lib/lanbridge && stat -c '%U:%G %a %n' -- * | grep -v "^lanbridge:lanbridge 600 identity.key$" \
+    | grep -v "^lanbridge:lanbridge 660 " | grep -v " runtime.json$\| [a-z]*\.lock$\| control.sock$" || true)
+  [ -z "$bad" ] || { echo "$bad" >&2; return 1; }
 }
