@@ -14,6 +14,8 @@ import LanbridgeProtocol
 public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// The file exists but cannot be understood. It is never replaced silently.
     case corrupt(URL, String)
+    /// The file is in a format a newer lanbridge wrote (StateFormat). Never rewritten.
+    case newerFormat(URL, String)
     case insecurePermissions(URL, mode: UInt32)
     /// The state directory does not exist (a mistyped --state-dir, or no daemon has run yet).
     case missingDirectory(URL)
@@ -26,6 +28,8 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
         switch self {
         case let .corrupt(url, problem):
             "\(url.path) is corrupt: \(problem). It was left untouched; repair it or move it aside, then retry."
+        case let .newerFormat(url, problem):
+            "\(url.path): \(problem)"
         case let .insecurePermissions(url, mode):
             "\(url.path) has mode \(NumberText.octalMode(mode)); it must be readable by its owner only (chmod 600 \(url.path))"
         case let .missingDirectory(url):

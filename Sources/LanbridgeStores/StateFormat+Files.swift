@@ -13,6 +13,7 @@ extension StateFormat {
             case let .migrated(from, to, value): return (Data(try StateJSON.encode(value)), (from, to))
             }
         } catch let refusal as Refusal {
+            if case .newer = refusal { throw StoreError.newerFormat(url, refusal.description) }
             throw StoreError.corrupt(url, refusal.description)
         }
     }

@@ -77,7 +77,7 @@ enum Output {
                 return ExitCode(77)  // EX_NOPERM
             }
             switch error {
-            case .corrupt, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
+            case .corrupt, .newerFormat, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
             case .insecureDirectory: return ExitCode(78)  // EX_CONFIG
             case .missingDirectory: return ExitCode(66)  // EX_NOINPUT
             case .io: return ExitCode(74)  // EX_IOERR
