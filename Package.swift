@@ -165,6 +165,7 @@ let package = Package(
             name: "lanbridge",
             dependencies: [
                 "LanbridgeBridge",
+                "LanbridgeCore",  // the control socket's method names
                 "LanbridgeNode",  // discover browse --domain: the SDK's wide-area browser
                 "LanbridgeState", "LanbridgeStores",
                 "LanbridgeProtocol",

@@ -41,6 +41,10 @@ extension BridgeCore {
                 answer(target, .success(.value(["version": .string(pairedVersion)])))
             case Self.activityList where origin == .operator:
                 answer(target, .success(.value(try activityList(params))))
+            case Self.askList where origin == .operator:
+                answer(target, .success(.value(askList(wall: wall))))
+            case Self.askAnswer where origin == .operator:
+                answer(target, .success(.value(try answerAsk(params, wall: wall))))
             case GatewayMethod.nodeInvokeCancel:
                 answer(target, .success(.value(try cancelRequested(params, origin: origin, from: target))))
             default:
@@ -148,11 +152,12 @@ extension BridgeCore {
         fold()
     }
 
-    /// Decides and relays, refuses, or holds. Returns `held` back when it still cannot run.
+    /// Decides and relays, refuses, holds or asks the operator. Returns `held` back when it still
+    /// cannot run. `asked`: the operator said yes to it.
     @discardableResult
-    private mutating func run(
+    mutating func run(
         _ request: InvokeRequest, origin: InvokeBook.Origin, for target: AnswerTarget, slot: InvokeBook.Slot?, wall: Date,
-        held heldEntry: HeldInvokes.Entry? = nil
+        held heldEntry: HeldInvokes.Entry? = nil, asked askedEntry: AskedInvokes.Entry? = nil
     ) -> HeldInvokes.Entry? {
         let node = Result { try lookUp(request.node) }
         let found = try? node.get()
@@ -160,11 +165,19 @@ extension BridgeCore {
             InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: book.inFlight(for: $0.nodeId))
         }
         // A held invoke keeps the waiter it was asked with: its latency counts the wait.
-        let waiter = heldEntry?.waiter ?? InvokeBook.Waiter(target: target, slot: slot, command: request.command, started: now, node: found?.nodeId)
+        let waiter =
+            heldEntry?.waiter ?? askedEntry?.waiter
+            ?? InvokeBook.Waiter(target: target, slot: slot, command: request.command, started: now, node: found?.nodeId)
+        let approved = askedEntry != nil || found.map { book.asked.granted($0.nodeId, request.command, now: now) } ?? false
         let canvas = InvokeGate.CanvasPlace(
             relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
             upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
-        switch gate.decide(request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now, canvas: canvas) {
+        switch gate.decide(
+            request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now, canvas: canvas,
+            approved: approved)
+        {
+        case let .ask(node, rule):
+            ask(request, origin: origin, waiter: waiter, node: node, rule: rule, wall: wall)
         case let .refuse(error, denied):
             if let denied, let node = found {
                 logger.notice(

@@ -53,7 +53,7 @@ extension BridgeCore {
         let rules = self.rules[paired.nodeId] ?? CompiledRules(paired.access)
         return paired.details.commands.filter { command in
             switch settings.policy.decide(command, rules: rules, declared: paired.details.commands, flags: paired.details.flags, foreground: true) {
-            case .allow, .backgroundUnavailable: true
+            case .allow, .ask, .backgroundUnavailable: true  // an asked command may run, once the operator says yes
             case .deny: false
             }
         }.compactMap(OpenClawCommands.openClawName)

@@ -2,6 +2,7 @@ import ArgumentParser
 import FoundationEssentials
 import Glibc
 import LanbridgeBridge
+import LanbridgeCore
 import LanbridgeProtocol
 import LanbridgeState
 import LanbridgeStores
@@ -47,7 +48,7 @@ struct ActivityCommand: ParsableCommand {
                 if let node { params["node"] = .string(node) }
                 if let command { params["command"] = .string(command) }
                 let answer = try ControlClient.ask(
-                    state.directory, "activity.list", params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
+                    state.directory, BridgeCore.activityList, params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
                 let records = try JSONDecoder().decode([Record].self, from: JSONEncoder().encode(answer["records"] ?? .array([])))
                 since = max(since, Int(answer["next"]?.numberValue ?? 0))
                 if json {

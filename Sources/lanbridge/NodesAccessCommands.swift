@@ -46,7 +46,7 @@ extension NodesCommand {
             try Output.run {
                 guard let pattern else { return try confirm() }
                 if remove {
-                    return try removeRule(state, node: node, pattern: pattern, denying: false, json: json)
+                    return try removeRule(state, node: node, pattern: pattern, kind: .allow, json: json)
                 }
                 try addRule(state, node: node, pattern: pattern, allowing: true, json: json)
             }
@@ -79,8 +79,38 @@ extension NodesCommand {
 
         func run() throws {
             try Output.run {
-                if remove { return try removeRule(state, node: node, pattern: pattern, denying: true, json: json) }
+                if remove { return try removeRule(state, node: node, pattern: pattern, kind: .deny, json: json) }
                 try addRule(state, node: node, pattern: pattern, allowing: false, json: json)
+            }
+        }
+    }
+
+    struct Ask: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Ask me each time the node is to run this command or pattern.",
+            discussion: """
+                An invoke the pattern matches waits at the bridge until you answer it (`lanbridge invokes pending`, then `invokes approve ID` or `invokes deny ID`), or is refused when nobody answers in time (FORBIDDEN, ASK_TIMEOUT). Deny rules win over ask rules, and ask rules over allow rules: an ask rule is all the node needs for the command, once you say yes. `--remove` takes an ask rule out again.
+
+                  $ lanbridge nodes ask "Ada's phone" camera.snap
+                  $ lanbridge nodes ask "Ada's phone" 'screen.*'
+                """)
+        @OptionGroup var state: StateOptions
+        @Argument(help: "Node ID or display name.") var node: String
+        @Argument(help: "Command or pattern.") var pattern: String
+        @Flag(help: "Remove this ask rule instead of adding it.") var remove = false
+        @Flag(help: "Print JSON.") var json = false
+
+        func run() throws {
+            try Output.run {
+                if remove { return try removeRule(state, node: node, pattern: pattern, kind: .ask, json: json) }
+                let settings = try state.settings()
+                let store = PairingStore(directory: state.directory)
+                _ = try settings.catalog.check(pattern, also: try store.read().node(matching: node).details.commands)
+                let updated = try store.update { try $0.ask(pattern, node: node) }
+                try DaemonConfirmation.confirm(state, "the ask rule \(pattern) for \(updated.details.displayName)")
+                if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
+                print("\(updated.details.displayName) (\(updated.nodeId)) now waits for your answer before it runs \(pattern) (lanbridge invokes pending).")
+                print("ask:   \(list(updated.access.ask))")
             }
         }
     }
@@ -110,6 +140,7 @@ extension NodesCommand {
                       declared:   \(list(d.declaredCommands))
                       allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default, not on purpose; keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
                       deny:       \(list(d.access.deny))
+                      ask:        \(list(d.access.ask))
                       may run:    \(list(d.allowedCommands))
                       flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
                     """)
@@ -143,12 +174,12 @@ private func live(_ state: StateOptions, _ node: PairedNode) -> RuntimeStatus.No
     RuntimeStatusFile(directory: state.directory).read()?.nodes[node.nodeId.description]
 }
 
-private func removeRule(_ state: StateOptions, node: String, pattern: String, denying: Bool, json: Bool) throws {
+private func removeRule(_ state: StateOptions, node: String, pattern: String, kind: PairingState.RuleKind, json: Bool) throws {
     let settings = try state.settings()
-    let updated = try PairingStore(directory: state.directory).update { try $0.removeRule(pattern, denying: denying, node: node) }
+    let updated = try PairingStore(directory: state.directory).update { try $0.removeRule(pattern, kind: kind, node: node) }
     try DaemonConfirmation.confirm(state, "the removal of \(pattern) from \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
-    print("Removed the \(denying ? "deny" : "allow") rule \(pattern) from \(updated.details.displayName) (\(updated.nodeId)).")
+    print("Removed the \(kind.rawValue) rule \(pattern) from \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
 }

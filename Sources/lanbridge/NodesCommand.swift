@@ -19,7 +19,7 @@ struct NodesCommand: AsyncParsableCommand {
             These commands edit the state files directly, under a lock shared with the daemon, so they work whether or not `lanbridge serve` is running; a running daemon acts on the change at once.
             """,
         subcommands: [
-            Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Invoke.self, Revoke.self,
+            Pending.self, Approve.self, Reject.self, List.self, Describe.self, Allow.self, Deny.self, Ask.self, Invoke.self, Revoke.self,
             Rename.self, Unblock.self,
         ]
     )

@@ -104,7 +104,7 @@ struct ApprovalGrantTests {
         #expect(confirmed.grantedByOldDefault.isEmpty && confirmed.access.allow.contains("camera.snap"))
         #expect(confirmed.access.confirmed == ["canvas.*", "camera.snap", "screen.record"])
         // Taking a confirmed grant away forgets the confirmation with it.
-        let removed = try state.removeRule("camera.snap", denying: false, node: node.nodeId.description)
+        let removed = try state.removeRule("camera.snap", kind: .allow, node: node.nodeId.description)
         #expect(removed.access.confirmed == ["canvas.*", "screen.record"])
     }
 

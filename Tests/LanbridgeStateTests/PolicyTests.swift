@@ -149,3 +149,32 @@ struct TokenBucketTests {
         #expect(bucket.take(now: t0 + 100) != .granted)
     }
 }
+
+/// Issue 52 §1: the third verb. Deny wins over ask, ask over allow; an asked command meets every
+/// other check first, so the operator is never asked about one that could not run.
+struct AskRuleTests {
+    let policy = AccessPolicy()
+    let declared = ["camera.snap", "canvas.hide", "device.echo"]
+
+    @Test func denyWinsOverAskAndAskOverAllow() {
+        func decide(_ rules: AccessRules, _ command: String = "camera.snap", foreground: Bool = true) -> AccessDecision {
+            policy.decide(command, rules: rules, declared: declared, flags: .init(requiresForeground: true), foreground: foreground)
+        }
+        #expect(decide(AccessRules(ask: ["camera.*"])) == .ask("camera.*"), "an ask rule alone is enough to be asked")
+        #expect(decide(AccessRules(allow: ["camera.snap"], ask: ["camera.*"])) == .ask("camera.*"), "ask wins over allow")
+        #expect(decide(AccessRules(deny: ["camera.snap"], ask: ["camera.*"])) == .deny(.deniedByRule("camera.snap")), "deny wins over ask")
+        #expect(decide(AccessRules(ask: ["screen.*"]), "screen.record") == .deny(.notDeclared), "never asked about what cannot run")
+        #expect(decide(AccessRules(ask: ["canvas.*"]), "canvas.hide", foreground: false) == .backgroundUnavailable(retryAfterMs: 5000))
+        #expect(decide(AccessRules(allow: ["device.echo"], ask: ["camera.*"]), "device.echo") == .allow)
+        // A rule that does not parse (a hand edit) asks about everything: it fails closed.
+        #expect(decide(AccessRules(allow: ["device.echo"], ask: ["bad pattern!"]), "device.echo") == .ask("bad pattern!"))
+    }
+
+    @Test func askRulesAreKeptAndWrittenOnlyWhenThere() throws {
+        let rules = AccessRules(allow: ["canvas.*"], ask: ["camera.snap"])
+        let json = String(decoding: try JSONEncoder().encode(rules), as: UTF8.self)
+        #expect(json.contains("\"ask\":[\"camera.snap\"]"))
+        #expect(try JSONDecoder().decode(AccessRules.self, from: Data(json.utf8)) == rules)
+        #expect(!String(decoding: try JSONEncoder().encode(AccessRules(allow: ["canvas.*"])), as: UTF8.self).contains("ask"), "0.9.0's shape when unused")
+    }
+}

@@ -234,7 +234,7 @@ struct ConsoleService: HTTPService {
                 return back(page, "\(action == "allow" ? "Allowed" : "Denied") \(pattern) for \(updated.details.displayName).")
             case "remove-rule":
                 let denying = field("kind") == "deny"
-                _ = try store.update(actor: actor) { try $0.removeRule(field("pattern"), denying: denying, node: node) }
+                _ = try store.update(actor: actor) { try $0.removeRule(field("pattern"), kind: denying ? .deny : .allow, node: node) }
                 return back(page, "Removed the \(denying ? "deny" : "allow") rule \(field("pattern")).")
             case "rename":
                 let renamed = try store.update(actor: actor) { try $0.rename(node, to: field("name")) }

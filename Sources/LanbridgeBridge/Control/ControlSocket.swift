@@ -1,6 +1,7 @@
 import FoundationEssentials
 import LanbridgeProtocol
 import LanbridgeFiles
+import LanbridgeCore
 import LanbridgeState
 import LanbridgeNet
 import Logging
@@ -68,7 +69,13 @@ enum ControlSocket {
                     try await outbound.write(GatewayFrame.response(id: id, answer: answer))
                     continue
                 }
-                let answer = await driver.request(method: method, params: params, client: client)
+                // Who answered an asked invoke is the kernel's word (the peer's uid), not the client's.
+                var sent = params
+                if method == BridgeCore.askAnswer, case var .object(fields)? = sent {
+                    fields["answeredBy"] = .string("uid:\(peer.uid)")
+                    sent = .object(fields)
+                }
+                let answer = await driver.request(method: method, params: sent, client: client)
                 try await outbound.write(GatewayFrame.response(id: id, answer: answer))
             }
         }

@@ -96,7 +96,9 @@ public final class BridgeMetrics: Sendable {
     static let outcomes: Set<String> = [
         "ok", ErrorMessage.invalidRequest, ErrorMessage.unknownMethod, ErrorMessage.forbidden, ErrorMessage.nodeNotFound,
         ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited, ErrorMessage.payloadTooLarge, ErrorMessage.holdLimit,
-        ErrorMessage.timeout, ErrorMessage.unavailable, ErrorMessage.commandFailed, ErrorMessage.invalidResult,
+        ErrorMessage.timeout, ErrorMessage.unavailable, ErrorMessage.commandFailed, ErrorMessage.invalidResult, ErrorMessage.cancelled,
+        // An asked invoke's end is named by its reason (ask rules: the operator said no, or nobody answered).
+        ErrorMessage.askedDenied, ErrorMessage.askTimeout,
     ]
 
     /// "canvas.snapshot" → "canvas"; anything outside the catalog's families → "other".

@@ -87,6 +87,7 @@ package struct InvokeBook {
     private var cancelledOrder: [String] = []
     package private(set) var idempotency = IdempotencyCache()
     package private(set) var held = HeldInvokes()
+    package private(set) var asked = AskedInvokes()
     private var armed: Moment?
     /// Denials audited in the last minute, and how many more of each came since.
     private var denials: [String: (written: Moment, suppressed: Int)] = [:]
@@ -98,6 +99,7 @@ package struct InvokeBook {
     package init(limits: BridgeSettings.Limits, idPrefix: String = InvokeBook.randomPrefix()) {
         self.idPrefix = idPrefix
         held.limits = HeldInvokes.Limits(limits)
+        asked.limits = AskedInvokes.Limits(limits)
     }
 
     /// 48 random bits: two bridge processes share a prefix about once in 2^24 restarts of a pair.
@@ -113,12 +115,15 @@ package struct InvokeBook {
         return out
     }
 
-    package mutating func reload(_ limits: BridgeSettings.Limits) { held.limits = HeldInvokes.Limits(limits) }
+    package mutating func reload(_ limits: BridgeSettings.Limits) {
+        held.limits = HeldInvokes.Limits(limits)
+        asked.limits = AskedInvokes.Limits(limits)
+    }
 
     package func inFlight(for node: Fingerprint) -> Int { perNode[node, default: 0] }
 
     /// The earliest deadline of what is in flight or held.
-    package var nextDeadline: Moment? { [inFlight.values.map(\.deadline).min(), held.nextDeadline].compactMap { $0 }.min() }
+    package var nextDeadline: Moment? { [inFlight.values.map(\.deadline).min(), held.nextDeadline, asked.nextDeadline].compactMap { $0 }.min() }
 
     // MARK: - Idempotency
 
@@ -214,6 +219,7 @@ package struct InvokeBook {
     package mutating func gatewayLost(_ generation: Int, now: Moment) {
         failAll(where: { $0.origin == .gateway }, code: ErrorMessage.unavailable, "the gateway link dropped", now: now)
         end(held.gatewayLeft(generation), now: now)
+        end(asked.gatewayLeft(generation), now: now)
     }
 
     /// The node was revoked: its invokes fail, in flight and held (`unpaired`: every node gone).
@@ -223,20 +229,24 @@ package struct InvokeBook {
 
     package mutating func heldRevoked(where unpaired: (Fingerprint) -> Bool, now: Moment) {
         end(held.revoked(where: unpaired), now: now)
+        end(asked.revoked(where: unpaired), now: now)
     }
 
     /// The bridge is stopping: everything is answered.
     package mutating func stopping(now: Moment) {
         failAll(where: { _ in true }, code: ErrorMessage.unavailable, "the bridge is stopping", now: now)
         end(held.stopping(), now: now)
+        end(asked.stopping(), now: now)
     }
 
     /// The operator's control-socket clients that asked these went away: their held invokes are
     /// dropped, so nothing runs later that nobody waits for. What each was, for the log.
     package mutating func askersLeft(_ tokens: Set<Int>, now: Moment) -> [String] {
         let left = held.askersLeft(tokens)
+        let leftAsked = asked.askersLeft(tokens)
         end(left, now: now)
-        return left.map(\.entry.request.command)
+        end(leftAsked, now: now)
+        return left.map(\.entry.request.command) + leftAsked.map(\.entry.request.command)
     }
 
     /// Cancels the invoke to `node` whose waiter matches: one in flight (the node hears
@@ -253,8 +263,10 @@ package struct InvokeBook {
             return true
         }
         let ended = held.cancel(node: node, where: matches)
+        let endedAsked = asked.cancel(node: node, where: matches)
         end(ended, now: now)
-        return !ended.isEmpty
+        end(endedAsked, now: now)
+        return !ended.isEmpty || !endedAsked.isEmpty
     }
 
     /// Deadlines: invokes in flight time out, held ones stop waiting. The next deadline is armed.
@@ -266,6 +278,7 @@ package struct InvokeBook {
             fail(entry, ErrorMessage.timeout, "\(entry.waiter.command) did not answer in time", retryable: true, now: now)
         }
         end(held.expire(now: now), now: now)
+        end(asked.expire(now: now), now: now)
         idempotency.expire(now: now)
         if let next = nextDeadline { arm(next) }
     }
@@ -297,11 +310,39 @@ package struct InvokeBook {
         for ending in endings { finish(ending.waiter, .failure(ending.error), now: now) }
     }
 
+    // MARK: - Asked
+
+    /// An invoke an ask rule matched waits for the operator, or is refused at a bound.
+    package mutating func ask(_ entry: AskedInvokes.Entry, now: Moment) -> Bool {
+        if let refusal = asked.ask(entry) {
+            finish(entry.waiter, .failure(refusal), now: now)
+            return false
+        }
+        arm(entry.expires)
+        return true
+    }
+
+    /// The operator's answer: the asked invoke, no longer waiting (nil: unknown, answered or expired).
+    package mutating func answerAsked(_ id: String) -> AskedInvokes.Entry? { asked.answer(id) }
+
+    /// `invokes approve --for`: the command runs on the node without asking until then.
+    package mutating func grantAsked(_ node: Fingerprint, _ command: String, until: Moment, now: Moment) {
+        asked.grant(node, command, until: until, now: now)
+    }
+
+    private mutating func end(_ endings: [AskedInvokes.Ending], now: Moment) {
+        for ending in endings { finish(ending.waiter, .failure(ending.error), now: now) }
+    }
+
     // MARK: - Answers
 
     /// Answers the asker, and every retry that waited on the same idempotency key.
     package mutating func finish(_ waiter: Waiter, _ result: InvokeAnswer, now: Moment) {
-        let outcome = if case let .failure(error) = result { error.code } else { "ok" }
+        // An asked invoke's end is named by its reason (the feed says the operator said no).
+        let outcome =
+            if case let .failure(error) = result {
+                [ErrorMessage.askedDenied, ErrorMessage.askTimeout].first { error.details?["reason"] == .string($0) } ?? error.code
+            } else { "ok" }
         // A node's result is raw bytes, so its size is at hand; refusals are small.
         let size = if case let .success(.raw(bytes)) = result { bytes.count } else { 0 }
         out.append(.finished(waiter, outcome: outcome, seconds: now.timeIntervalSince(waiter.started), bytes: size))

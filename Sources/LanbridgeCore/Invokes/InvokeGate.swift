@@ -15,6 +15,7 @@ import LanbridgeState
 /// | the node is connected                        | NODE_NOT_CONNECTED, retryable (or held)  |
 /// | in front, if the command needs it            | BACKGROUND_UNAVAILABLE, retryable (or held) |
 /// | fewer than maxConcurrentInvokes in flight    | RATE_LIMITED (concurrentInvokes)         |
+/// | an ask rule matches: the operator said yes   | waits for the answer (`AskedInvokes`)    |
 /// | snapshots within snapshotsPerMinute          | RATE_LIMITED (snapshotsPerMinute)        |
 ///
 /// The rules come before connectedness, so a denied command says FORBIDDEN whether or not the
@@ -76,11 +77,14 @@ package struct InvokeGate {
         /// The invoke asked to wait (`hold`) and may: the node is away or in the background.
         /// `refusal` is what it would have heard, and hears if holding ends.
         case hold(node: PairedNode, refusal: ErrorMessage)
+        /// Everything else passed, and an ask rule matches (`rule`, as written): it runs only once
+        /// the operator says yes, and is decided again then.
+        case ask(node: PairedNode, rule: String)
     }
 
     package func decide(
         _ request: InvokeRequest, node: Result<PairedNode, any Error>, rules: CompiledRules?, session: Session?,
-        buckets: inout RateBuckets, now: Moment, canvas: CanvasPlace = .init()
+        buckets: inout RateBuckets, now: Moment, canvas: CanvasPlace = .init(), approved: Bool = false
     ) -> Verdict {
         let command = request.command
         guard (try? CommandPattern(command)) != nil, !command.hasSuffix("*") else {
@@ -104,6 +108,7 @@ package struct InvokeGate {
         let name = paired.details.displayName
         // An offline node counts as in front, so the rules decide first.
         let compiled = rules ?? CompiledRules(paired.access)
+        var asking: String?
         switch policy.decide(
             command, rules: compiled, declared: paired.details.commands,
             flags: paired.details.flags, foreground: session?.foreground ?? true)
@@ -138,6 +143,8 @@ package struct InvokeGate {
                 code: ErrorMessage.backgroundUnavailable, message: "\(name) is in the background; \(command) needs the foreground",
                 details: details, retryable: true, retryAfterMs: retryAfterMs)
             return request.holdMs == nil ? .refuse(refusal, denied: nil) : .hold(node: paired, refusal: refusal)
+        case let .ask(rule):
+            asking = rule
         case .allow, .backgroundUnavailable:
             break
         }
@@ -187,6 +194,7 @@ package struct InvokeGate {
                 ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",
                 details: details.merging(["limit": "concurrentInvokes"]), retryable: true, retryAfterMs: 100)
         }
+        if let asking, !approved { return .ask(node: paired, rule: asking) }
         if snapshotCommands.contains(where: { $0.matches(command) }),
             case let .limited(retryAfterMs) = buckets.take(.snapshot, node: paired.nodeId, limits: limits, now: now)
         {

@@ -129,6 +129,15 @@ public struct ErrorMessage: SessionMessage, Error {
     public static let invalidResult = "INVALID_RESULT"
     /// The asker cancelled the invoke (`node.invoke.cancel`) before the node answered.
     public static let cancelled = "CANCELLED"
+
+    // `details.reason` of an invoke an ask rule matched (§12.6): FORBIDDEN, not retryable, for
+    // the first two; HOLD_LIMIT, retryable, for the third.
+    /// The operator said no.
+    public static let askedDenied = "ASKED_DENIED"
+    /// Nobody answered within `limits.askTimeoutMs`.
+    public static let askTimeout = "ASK_TIMEOUT"
+    /// Too many invokes already wait for the operator (`limits.askPerNode`, `askTotal`).
+    public static let askLimit = "ASK_LIMIT"
 }
 
 /// Keepalive, either direction; the receiver answers with `Pong` of the same `id`.

@@ -19,6 +19,8 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     case gatewayRedialMinMs, gatewayRedialMaxMs
     // limits: the activity feed (`lanbridge activity`)
     case activityRecords
+    // limits: invokes an ask rule holds for the operator's answer (`lanbridge invokes pending`)
+    case askPerNode, askTotal, askTimeoutMs
     // admission: connections before they prove a key
     case maxUnauthenticated, maxUnauthenticatedPerAddress, maxUnauthenticatedPerListener, maxWaiting
     case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
@@ -62,6 +64,9 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         case .heldPerNode: Spec(.limits, 16, 0...1024, "invokes", "invokes waiting for one node")
         case .heldTotal: Spec(.limits, 256, 0...65_536, "invokes", "invokes waiting in all")
         case .heldBytes: Spec(.limits, 4 << 20, 0...(256 << 20), "bytes", "parameters of waiting invokes, in all")
+        case .askPerNode: Spec(.limits, 8, 0...256, "invokes", "invokes waiting for the operator's answer, per node")
+        case .askTotal: Spec(.limits, 64, 0...4096, "invokes", "invokes waiting for the operator's answer, in all")
+        case .askTimeoutMs: Spec(.limits, 60_000, 1000...3_600_000, "ms", "how long an asked invoke waits for the answer")
         case .canvasMaxResponseBytes: Spec(.limits, 64 << 20, 1024...(1 << 30), "bytes", "the largest response the canvas relay passes on")
         case .canvasMaxHeaderBytes: Spec(.limits, 16 << 10, 1024...(256 << 10), "bytes", "the largest request head the relay reads")
         case .canvasConnectionsPerNode: Spec(.limits, 16, 1...1024, "connections", "relay connections per node")

@@ -11,9 +11,12 @@ public struct AccessRules: Codable, Equatable, Sendable {
     /// `--allow`, `nodes allow`, `--confirm-defaults`, the config's defaults), as opposed to what
     /// the platform defaults before 0.8.0 handed out. Omitted when empty.
     public var confirmed: [String]
+    /// Commands the operator is asked about, each time it is invoked (`nodes ask`): deny wins over
+    /// ask, ask over allow. Omitted when empty.
+    public var ask: [String]
 
-    public init(allow: [String] = [], deny: [String] = [], confirmed: [String] = []) {
-        (self.allow, self.deny, self.confirmed) = (allow, deny, confirmed)
+    public init(allow: [String] = [], deny: [String] = [], confirmed: [String] = [], ask: [String] = []) {
+        (self.allow, self.deny, self.confirmed, self.ask) = (allow, deny, confirmed, ask)
     }
 
     public init(from decoder: any Decoder) throws {
@@ -21,6 +24,7 @@ public struct AccessRules: Codable, Equatable, Sendable {
         allow = try c.decode([String].self, forKey: .allow)
         deny = try c.decodeIfPresent([String].self, forKey: .deny) ?? []  // absent before version 0.5
         confirmed = try c.decodeIfPresent([String].self, forKey: .confirmed) ?? []  // absent before 0.8
+        ask = try c.decodeIfPresent([String].self, forKey: .ask) ?? []  // absent before 0.10
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -28,9 +32,10 @@ public struct AccessRules: Codable, Equatable, Sendable {
         try c.encode(allow, forKey: .allow)
         try c.encode(deny, forKey: .deny)
         if !confirmed.isEmpty { try c.encode(confirmed, forKey: .confirmed) }
+        if !ask.isEmpty { try c.encode(ask, forKey: .ask) }
     }
 
-    private enum CodingKeys: String, CodingKey { case allow, deny, confirmed }
+    private enum CodingKeys: String, CodingKey { case allow, deny, confirmed, ask }
 
     /// Adds an allow rule the operator chose (a deny rule for the same pattern goes); a sensitive
     /// one is recorded as confirmed.

@@ -23,16 +23,44 @@ extension PairingState {
         }
     }
 
-    /// `nodes allow|deny --remove`: takes one rule out, as written; no such rule is an error.
-    public mutating func removeRule(_ pattern: String, denying: Bool, node reference: String) throws -> PairedNode {
-        let current = try node(matching: reference)
-        guard (denying ? current.access.deny : current.access.allow).contains(pattern) else {
-            throw PairingError.noSuchRule(pattern, denying ? "deny" : "allow", current.nodeId)
+    /// `nodes ask`: each invoke the pattern matches waits for the operator's answer (an identical
+    /// deny rule goes; an allow rule stays, and ask wins over it).
+    public mutating func ask(_ pattern: String, node reference: String) throws -> PairedNode {
+        try editAccess(of: reference) { rules in
+            rules.deny.removeAll { $0 == pattern }
+            if !rules.ask.contains(pattern) { rules.ask.append(pattern) }
+        }
+    }
+
+    /// `invokes approve --always`: the ask rule that matched becomes an allow rule.
+    public mutating func askToAllow(_ pattern: String, node reference: String) throws -> PairedNode {
+        guard try node(matching: reference).access.ask.contains(pattern) else {
+            throw PairingError.noSuchRule(pattern, "ask", try node(matching: reference).nodeId)
         }
         return try editAccess(of: reference) { rules in
-            if denying {
-                rules.deny.removeAll { $0 == pattern }
-            } else {
+            rules.ask.removeAll { $0 == pattern }
+            rules.grant(pattern)
+        }
+    }
+
+    /// Which list a rule is in (`nodes allow|deny|ask --remove`).
+    public enum RuleKind: String, Sendable { case allow, deny, ask }
+
+    /// `nodes allow|deny|ask --remove`: takes one rule out, as written; no such rule is an error.
+    public mutating func removeRule(_ pattern: String, kind: RuleKind, node reference: String) throws -> PairedNode {
+        let current = try node(matching: reference)
+        let list =
+            switch kind {
+            case .allow: current.access.allow
+            case .deny: current.access.deny
+            case .ask: current.access.ask
+            }
+        guard list.contains(pattern) else { throw PairingError.noSuchRule(pattern, kind.rawValue, current.nodeId) }
+        return try editAccess(of: reference) { rules in
+            switch kind {
+            case .deny: rules.deny.removeAll { $0 == pattern }
+            case .ask: rules.ask.removeAll { $0 == pattern }
+            case .allow:
                 rules.allow.removeAll { $0 == pattern }
                 rules.confirmed.removeAll { $0 == pattern }
             }

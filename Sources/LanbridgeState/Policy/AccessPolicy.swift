@@ -3,6 +3,8 @@ import LanbridgeProtocol
 /// What the bridge does with a command for a node, decided before anything is sent to it.
 public enum AccessDecision: Equatable, Sendable {
     case allow
+    /// Allowed once the operator says yes (`nodes ask`): the ask rule that matched, as written.
+    case ask(String)
     case deny(DenyReason)
     /// The node is in the background and the command needs the foreground: fail now, retry later.
     case backgroundUnavailable(retryAfterMs: Int)
@@ -72,7 +74,10 @@ public struct AccessPolicy: Sendable, Equatable {
     /// The same, with the node's patterns parsed once (the daemon keeps them per node).
     public func decide(_ command: String, rules: CompiledRules, declared: [String], flags: CapabilityFlags, foreground: Bool) -> AccessDecision {
         if let rule = rules.denyingRule(command) { return .deny(.deniedByRule(rule)) }
-        guard rules.allows(command) else { return .deny(.notAllowlisted) }
+        // Deny wins over ask, ask over allow; an asked command still meets every other check
+        // first, so the operator is never asked about one that could not run.
+        let asking = rules.askingRule(command)
+        guard asking != nil || rules.allows(command) else { return .deny(.notAllowlisted) }
         guard declared.contains(where: { CommandPattern.same($0, command) }) else { return .deny(.notDeclared) }
         if !flags.supportsInputInjection, inputCommands.contains(where: { $0.matches(command) }) {
             return .deny(.capability("the node cannot inject input"))
@@ -82,7 +87,7 @@ public struct AccessPolicy: Sendable, Equatable {
         if !foreground, flags.requiresForeground, foregroundCommands.contains(where: { $0.matches(command) }) {
             return .backgroundUnavailable(retryAfterMs: backgroundRetryAfterMs)
         }
-        return .allow
+        return asking.map(AccessDecision.ask) ?? .allow
     }
 }
 
@@ -95,6 +100,9 @@ public struct CompiledRules: Sendable {
     public let deny: [CommandPattern]
     /// The deny rules as written, beside `deny` (a broken one is named as it was written).
     public let denyWritten: [String]
+    /// Commands the operator is asked about; a broken ask rule asks about everything (fails closed).
+    public let ask: [CommandPattern]
+    public let askWritten: [String]
     /// The node's own origin rules (CanvasURLPolicy); a broken deny origin denies every origin.
     public let origins: CanvasURLPolicy
     public let originsBroken: Bool
@@ -103,6 +111,8 @@ public struct CompiledRules: Sendable {
         allow = rules.allow.filter { !OriginPattern.isOrigin($0) }.compactMap { try? CommandPattern($0) }
         denyWritten = rules.deny.filter { !OriginPattern.isOrigin($0) }
         deny = denyWritten.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
+        askWritten = rules.ask
+        ask = askWritten.map { (try? CommandPattern($0)) ?? CommandPattern.everything }
         let denyOrigins = rules.deny.filter(OriginPattern.isOrigin)
         origins = CanvasURLPolicy(
             allow: rules.allow.filter(OriginPattern.isOrigin).compactMap { try? OriginPattern($0) },

@@ -57,4 +57,9 @@ extension CompiledRules {
     public func denyingRule(_ command: String) -> String? {
         deny.firstIndex(where: { $0.matches(command) }).map { denyWritten[$0] }
     }
+
+    /// The first ask rule that matches `command`, as written.
+    public func askingRule(_ command: String) -> String? {
+        ask.firstIndex(where: { $0.matches(command) }).map { askWritten[$0] }
+    }
 }

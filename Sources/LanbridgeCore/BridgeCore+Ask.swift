@@ -1,0 +1,106 @@
+import FoundationEssentials
+import LanbridgeProtocol
+import LanbridgeState
+
+/// Ask rules (`nodes ask`): an invoke they match waits for the operator's answer, given on the
+/// control socket (`lanbridge invokes pending|approve|deny`), and is decided again when it is yes.
+extension BridgeCore {
+    /// The invokes waiting for an answer (control socket only).
+    package static let askList = "ask.list"
+    /// `{id, approve, forMs?, always?, answeredBy}`: the answer to one (control socket only; the
+    /// socket sets `answeredBy` from the caller's uid).
+    package static let askAnswer = "ask.answer"
+
+    /// An invoke an ask rule matched: it waits for the operator, or is refused at a bound.
+    mutating func ask(_ request: InvokeRequest, origin: InvokeBook.Origin, waiter: InvokeBook.Waiter, node: PairedNode, rule: String, wall: Date) {
+        let entry = AskedInvokes.Entry(
+            id: Hex.encode(random(5)), request: request, origin: origin, waiter: waiter, node: node.nodeId, rule: rule, askedAt: wall,
+            expires: now.addingTimeInterval(Double(book.asked.limits.timeoutMs) / 1000))
+        guard book.ask(entry, now: now) else { return }
+        logger.notice(
+            "invoke waits for the operator: lanbridge invokes approve \(entry.id)",
+            metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)", "command": "\(request.command)", "askRule": "\(rule)"])
+    }
+
+    /// What waits, oldest first: never the params, only their shape (`summary`).
+    func askList(wall: Date) -> JSONValue {
+        .object([
+            "asks": .array(
+                book.asked.entries.map { entry in
+                    let node = paired[entry.node]
+                    return [
+                        "id": .string(entry.id), "nodeId": .string(entry.node.description), "name": .string(node?.details.displayName ?? ""),
+                        "command": .string(entry.request.command), "askRule": .string(entry.rule), "asker": .string(Self.asker(entry.waiter.target)),
+                        "askedAt": .string(entry.askedAt.formatted(.iso8601)),
+                        "expiresInMs": .number(Double(max(0, Int(entry.expires.timeIntervalSince(now) * 1000)))),
+                        "params": .string(Self.summary(of: entry.request.params)),
+                    ]
+                })
+        ])
+    }
+
+    /// The operator's answer. An unknown, answered or expired ID changes nothing.
+    mutating func answerAsk(_ params: JSONValue?, wall: Date) throws(ErrorMessage) -> JSONValue {
+        let method = Self.askAnswer
+        let id = try InvokeRequest.string("id", in: params, method: method)!
+        guard case let .bool(approve)? = params?["approve"] else { throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): approve is true or false") }
+        let forMs = try InvokeRequest.int("forMs", in: params, method: method)
+        let always = params?["always"] == .bool(true)
+        let by = try InvokeRequest.string("answeredBy", in: params, method: method, required: false) ?? "operator"
+        if let forMs, !(1...86_400_000).contains(forMs) { throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): forMs is 1 to 86400000") }
+        guard let entry = book.answerAsked(id) else {
+            throw ErrorMessage(
+                code: ErrorMessage.nodeNotFound, message: "no invoke waits for an answer as \(id): it was answered, it expired, or the ID is wrong (lanbridge invokes pending)",
+                details: ["id": .string(id), "reason": "UNKNOWN_ASK"])
+        }
+        let how = !approve ? "denied" : always ? "approved always" : forMs.map { "approved for \(NumberText.duration(seconds: Double($0) / 1000))" } ?? "approved once"
+        actions.append(
+            .audit([
+                AuditEntry(
+                    time: wall, event: approve ? "invoke.ask-approved" : "invoke.ask-denied", actor: by, nodeId: entry.node.description,
+                    detail: "\(entry.request.command) (ask rule \(entry.rule), asked by \(Self.asker(entry.waiter.target))): \(how)")
+            ]))
+        logger.notice("the operator \(how) an asked invoke", metadata: ["node": "\(entry.node)", "command": "\(entry.request.command)", "by": "\(by)"])
+        if approve {
+            if let forMs { book.grantAsked(entry.node, entry.request.command, until: now.addingTimeInterval(Double(forMs) / 1000), now: now) }
+            // Decided again as things are now: it may be held, refused or relayed, never asked twice.
+            run(entry.request, origin: entry.origin, for: entry.waiter.target, slot: entry.waiter.slot, wall: wall, asked: entry)
+        } else {
+            book.finish(
+                entry.waiter,
+                .failure(
+                    ErrorMessage(
+                        code: ErrorMessage.forbidden, message: "\(entry.request.command): the operator said no (ask rule \(entry.rule))",
+                        details: book.asked.details(entry, reason: ErrorMessage.askedDenied), retryable: false)), now: now)
+        }
+        fold()
+        return ["id": .string(id), "answered": .string(how), "nodeId": .string(entry.node.description), "command": .string(entry.request.command)]
+    }
+
+    static func asker(_ target: AnswerTarget) -> String {
+        switch target {
+        case .gateway: "gateway"
+        case .control: "operator"
+        case .openClaw: "openclaw"
+        }
+    }
+
+    /// The params' shape for the operator's prompt, never their values: `{url: text (23), quality: number}`.
+    static func summary(of params: JSONValue?) -> String {
+        func kind(_ value: JSONValue) -> String {
+            switch value {
+            case let .string(text): "text (\(text.count))"
+            case .number: "number"
+            case .bool: "true/false"
+            case .null: "null"
+            case let .array(items): "list (\(items.count))"
+            case let .object(fields): "object (\(fields.count))"
+            }
+        }
+        guard let params else { return "none" }
+        guard case let .object(fields) = params else { return kind(params) }
+        let keys = fields.keys.sorted()
+        let shown = keys.prefix(8).map { "\($0.prefix(32)): \(kind(fields[$0]!))" }
+        return "{" + shown.joined(separator: ", ") + (keys.count > 8 ? ", … \(keys.count - 8) more" : "") + "}"
+    }
+}

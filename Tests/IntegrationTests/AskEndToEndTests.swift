@@ -1,0 +1,179 @@
+import Foundation
+import LanbridgeProtocol
+import LanbridgeStores
+import NIOConcurrencyHelpers
+import Testing
+import TestSupport
+
+/// Issue 52 §1: an ask rule holds an invoke until the operator answers it from the CLI; each
+/// answer, each way it can end, with real processes.
+@Suite(.serialized)
+struct AskEndToEndTests {
+    /// A `node.invoke` through gateway-sim on a thread of its own: it waits for the operator.
+    final class AskedCall: @unchecked Sendable {
+        private let done = DispatchSemaphore(value: 0)
+        private let answer = NIOLockedValueBox<SimulatedGateway.Answer?>(nil)
+
+        init(_ stack: RelayStack, command: String = "device.echo", params: JSONValue = ["note": "a secret value"], key: String? = nil) {
+            var body: [String: JSONValue] = ["nodeId": .string(stack.nodeID), "command": .string(command), "params": params]
+            if let key { body["idempotencyKey"] = .string(key) }
+            Thread.detachNewThread { [self, body] in
+                answer.withLockedValue { $0 = try? stack.gateway.call("POST", "/invoke", body: .object(body)) }
+                done.signal()
+            }
+        }
+
+        func wait() -> SimulatedGateway.Answer? {
+            guard done.wait(timeout: .now() + 60) == .success else { return nil }
+            return answer.withLockedValue { $0 }
+        }
+    }
+
+    struct Pending: Decodable { let id, nodeId, name, command, askRule, asker, params: String }
+
+    /// Waits for the daemon to say an invoke waits, then reads what waits.
+    func pending(_ stack: RelayStack, count: Int = 1) throws -> [Pending] {
+        for _ in 0..<count { try stack.bridge.waitForLog("invoke waits for the operator") }
+        let listed = try stack.cli(["invokes", "pending", "--json"])
+        #expect(listed.status == 0, "\(listed)")
+        return try JSONDecoder().decode([Pending].self, from: Data(listed.stdout.utf8))
+    }
+
+    func pendingNow(_ stack: RelayStack) throws -> [Pending] {
+        try JSONDecoder().decode([Pending].self, from: Data(stack.cli(["invokes", "pending", "--json"]).stdout.utf8))
+    }
+
+    func reason(_ answer: SimulatedGateway.Answer?) -> String? { answer?.error?["details"]?["reason"]?.stringValue }
+
+    @Test func approvedOnceItRunsAndTheNextOneAsksAgain() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let call = AskedCall(stack)
+        let waiting = try pending(stack)
+        #expect(waiting.count == 1 && waiting.first?.command == "device.echo" && waiting.first?.askRule == "device.echo" && waiting.first?.asker == "gateway")
+        #expect(waiting.first?.params == "{note: text (14)}", "the params' shape, never their values")
+        let table = try stack.cli(["invokes", "pending"])
+        #expect(table.stdout.contains("device.echo") && !table.stdout.contains("a secret value"), "\(table)")
+        let approve = try stack.cli(["invokes", "approve", waiting[0].id])
+        #expect(approve.status == 0, "\(approve)")
+        let answer = call.wait()
+        #expect(answer?.ok == true && answer?.payload?["note"] == "a secret value", "\(String(describing: answer))")
+        // Once: the next one asks again.
+        let second = AskedCall(stack)
+        let again = try pending(stack)
+        #expect(again.count == 1 && again[0].id != waiting[0].id)
+        #expect(try stack.cli(["invokes", "deny", again[0].id]).status == 0)
+        _ = second.wait()
+        let audit = try stack.bridge.store.audit.entries().filter { $0.event.hasPrefix("invoke.ask-") }
+        #expect(audit.map(\.event) == ["invoke.ask-approved", "invoke.ask-denied"], "\(audit)")
+        #expect(audit.allSatisfy { $0.actor == "uid:\(getuid())" && $0.detail?.contains("device.echo (ask rule device.echo, asked by gateway)") == true })
+        let activity = try stack.cli(["activity", "--json"])
+        #expect(activity.stdout.contains("\"ok\"") && activity.stdout.contains("ASKED_DENIED"), "\(activity)")
+    }
+
+    @Test func deniedTheGatewayHearsAskedDeniedAndTheIDIsSpent() throws {
+        let stack = try RelayStack(bridgeArguments: ["--metrics-listen", "127.0.0.1:0"])
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.*"]).status == 0)
+        let call = AskedCall(stack)
+        let id = try pending(stack)[0].id
+        #expect(try stack.cli(["invokes", "deny", id]).status == 0)
+        let answer = call.wait()
+        #expect(answer?.code == ErrorMessage.forbidden && reason(answer) == ErrorMessage.askedDenied, "\(String(describing: answer))")
+        #expect(answer?.error?["retryable"] == false && answer?.error?["details"]?["askRule"] == "device.*")
+        // Answered already: a clear refusal, and nothing changes.
+        let twice = try stack.cli(["invokes", "approve", id])
+        #expect(twice.status == 1 && twice.stderr.contains("no invoke waits"), "\(twice)")
+        let unknown = try stack.cli(["invokes", "deny", "\u{1b}[2Jnope"])
+        #expect(unknown.status == 1 && !unknown.stderr.contains("\u{1b}"), "escaped: \(unknown)")
+        // Counted by its reason, a bounded label (it was NODE_ERROR before it had a name).
+        let metrics = try HTTPClient.request("GET", port: try #require(stack.bridge.metricsPort), path: "/metrics")
+        #expect(String(decoding: metrics.body, as: UTF8.self).contains(#"outcome="ASKED_DENIED""#))
+    }
+
+    @Test func unansweredItTimesOut() throws {
+        let stack = try RelayStack(config: #"{"limits": {"askTimeoutMs": 1000}}"#)
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let answer = AskedCall(stack).wait()
+        #expect(answer?.code == ErrorMessage.forbidden && reason(answer) == ErrorMessage.askTimeout, "\(String(describing: answer))")
+        #expect(try pendingNow(stack).isEmpty)
+    }
+
+    @Test func approvedForAWhileTheSameCommandRunsWithoutAsking() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let call = AskedCall(stack)
+        #expect(try stack.cli(["invokes", "approve", try pending(stack)[0].id, "--for", "10m"]).status == 0)
+        #expect(call.wait()?.ok == true)
+        #expect(try stack.gateway.invoke(stack.nodeID, "device.echo", params: ["n": 2]).ok, "within the 10 minutes: no question")
+        #expect(try stack.bridge.store.audit.entries().contains { $0.detail?.contains("approved for 10m") == true })
+    }
+
+    @Test func approvedAlwaysTheAskRuleBecomesAnAllowRule() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let call = AskedCall(stack)
+        let approve = try stack.cli(["invokes", "approve", try pending(stack)[0].id, "--always"])
+        #expect(approve.status == 0, "\(approve)")
+        #expect(call.wait()?.ok == true)
+        let node = try #require(try stack.bridge.store.read().paired.nodes.first)
+        #expect(node.access.ask.isEmpty && node.access.allow.contains("device.echo"), "\(node.access)")
+        #expect(try stack.gateway.invoke(stack.nodeID, "device.echo").ok)
+        let audit = try stack.bridge.store.audit.entries()
+        #expect(audit.contains { $0.event == "node.access-changed" } && audit.contains { $0.detail?.hasSuffix("approved always") == true })
+    }
+
+    @Test func aCancelOrARevokeEndsAnAskedInvoke() throws {
+        let stack = try RelayStack()
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let cancelled = AskedCall(stack, key: "ask-1")
+        _ = try pending(stack)
+        let cancel = try stack.gateway.call("POST", "/cancel", body: ["nodeId": .string(stack.nodeID), "idempotencyKey": "ask-1"])
+        #expect(cancel.ok && cancel.payload?["cancelled"] == true)
+        #expect(cancelled.wait()?.code == ErrorMessage.cancelled)
+        let revoked = AskedCall(stack)
+        _ = try pending(stack)
+        #expect(try stack.cli(["nodes", "revoke", stack.nodeID]).status == 0)
+        #expect(revoked.wait()?.code == ErrorMessage.nodeNotFound)
+        #expect(try pendingNow(stack).isEmpty)
+    }
+
+    /// A flood of asks cannot grow memory: past the bound each is refused at once, retryable.
+    @Test func pastTheBoundAnAskIsRefusedAtOnce() throws {
+        let stack = try RelayStack(config: #"{"limits": {"askPerNode": 2}}"#)
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let calls = [AskedCall(stack), AskedCall(stack)]
+        #expect(try pending(stack, count: 2).count == 2)
+        let third = try stack.gateway.invoke(stack.nodeID, "device.echo")
+        #expect(third.code == ErrorMessage.holdLimit && third.error?["details"]?["reason"] == .string(ErrorMessage.askLimit) && third.error?["retryable"] == true)
+        for ask in try pending(stack, count: 0) { #expect(try stack.cli(["invokes", "deny", ask.id]).status == 0) }
+        for call in calls { #expect(reason(call.wait()) == ErrorMessage.askedDenied) }
+    }
+
+    /// Deny wins over ask; ask wins over allow.
+    @Test func denyWinsOverAskAndAskOverAllow() throws {
+        let stack = try RelayStack(config: #"{"access": {"defaults": {"*": {"add": ["device.echo"]}}}}"#)
+        defer { stack.stop() }
+        #expect(try stack.gateway.invoke(stack.nodeID, "device.echo").ok, "allowed")
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.*"]).status == 0)
+        let asked = AskedCall(stack)
+        let id = try pending(stack)[0].id
+        #expect(try stack.cli(["invokes", "deny", id]).status == 0)
+        #expect(reason(asked.wait()) == ErrorMessage.askedDenied, "ask won over allow")
+        #expect(try stack.cli(["nodes", "deny", stack.nodeID, "device.echo"]).status == 0)
+        let denied = try stack.gateway.invoke(stack.nodeID, "device.echo")
+        #expect(denied.code == ErrorMessage.forbidden && denied.error?["details"]?["denyRule"] == "device.echo", "deny won over ask, without asking")
+    }
+
+    @Test func withoutADaemonNothingWaits() throws {
+        let state = TemporaryDirectory("bridge")
+        let run = try CLI.run(["invokes", "pending", "--state-dir", state.path])
+        #expect(run.status == 69 && run.stderr.contains("not running"), "\(run)")
+    }
+}
