@@ -233,3 +233,9 @@ let package = Package(
         ),
     ]
 )
+
+// scripts/test's SwiftCrypto phase runs only the protocol tests on swift-crypto: without the other
+// test targets it builds in a fraction of the time (the main build keeps them all).
+if Context.environment["LANBRIDGE_PROTOCOL_TESTS_ONLY"] != nil {
+    package.targets.removeAll { $0.type == .test && $0.name != "LanbridgeProtocolTests" }
+}
