@@ -16,15 +16,29 @@ struct GrantOptions: ParsableArguments {
     @Flag(help: "Also grant every sensitive command the device declares (camera, screen, microphone, SMS, location, input, system.run), on purpose.")
     var allowSensitive = false
 
+    @Option(
+        name: .customLong("ask"),
+        help: ArgumentHelp(
+            "Let the device run this command or pattern only once you say yes, each time (lanbridge invokes pending); repeatable, or comma-separated.",
+            valueName: "command"))
+    var ask: [String] = []
+
+    @Flag(help: "Ask each time for every sensitive command the device declares, instead of withholding them (the default) or granting them (--allow-sensitive).")
+    var askSensitive = false
+
     /// Checks every pattern against the catalogue (and `declared`) before anything is written.
     func grant(_ catalog: CommandCatalog, declared: [String] = []) throws -> ApprovalGrant {
-        let patterns = try allow.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }.map { item in
-            do { return try catalog.check(item, also: declared).description } catch { throw ValidationError("--allow: \(error)") }
+        func checked(_ list: [String], _ flag: String) throws -> [String] {
+            try list.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }.map { item in
+                do { return try catalog.check(item, also: declared).description } catch { throw ValidationError("\(flag): \(error)") }
+            }
         }
+        let patterns = try checked(allow, "--allow"), asked = try checked(ask, "--ask")
         if patterns.contains("*") {
             throw ValidationError("--allow: `*` grants every command, now and later; grant it after pairing with `lanbridge nodes allow NODE '*' --allow-everything`")
         }
-        return ApprovalGrant(allow: patterns, allowSensitive: allowSensitive)
+        if allowSensitive, askSensitive { throw ValidationError("--allow-sensitive grants them, --ask-sensitive asks each time: one or the other") }
+        return ApprovalGrant(allow: patterns, allowSensitive: allowSensitive, ask: asked, askSensitive: askSensitive)
     }
 }
 
@@ -41,6 +55,7 @@ struct GrantReport {
     /// The granted rules, then each withheld command with the line that grants it.
     func print() {
         Swift.print("Granted: \(node.access.allow.isEmpty ? "nothing" : node.access.allow.joined(separator: ", "))")
+        if !node.access.ask.isEmpty { Swift.print("Asked each time: \(node.access.ask.joined(separator: ", ")) (lanbridge invokes pending)") }
         let sensitive = withheld.filter(\.sensitive), other = withheld.filter { !$0.sensitive }
         if !sensitive.isEmpty {
             Swift.print("Not granted, sensitive (grant on purpose):")

@@ -171,6 +171,37 @@ struct AskEndToEndTests {
         #expect(denied.code == ErrorMessage.forbidden && denied.error?["details"]?["denyRule"] == "device.echo", "deny won over ask, without asking")
     }
 
+    /// §2: approved with --ask-sensitive, the camera is usable only after asking; an invite can
+    /// carry ask rules too.
+    @Test func approvedWithAskSensitiveTheCameraAsksFirst() throws {
+        let gateway = try SimulatedGateway()
+        let state = TemporaryDirectory("bridge")
+        try Data(#"{"limits": {"askTimeoutMs": 1000}}"#.utf8).write(to: state.file("config.json"))
+        let bridge = try BridgeDaemon(state: state, arguments: gateway.bridgeArguments)
+        try gateway.waitFor("bridge connected")
+        let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "camera phone", "--camera"])
+        let id = try node.waitFor("node")
+        let code = try node.waitFor("code").split(separator: " ")
+        let approval = try CLI.run(["nodes", "approve", String(code[2]), "--code", String(code[0]), "--ask-sensitive", "--state-dir", bridge.state.path])
+        #expect(approval.status == 0 && approval.stdout.contains("Asked each time: camera.snap"), "\(approval)")
+        try node.waitFor("connected")
+        #expect(try bridge.store.read().paired.nodes.first?.access.ask == ["camera.snap"])
+        // Nobody answers here: after askTimeoutMs (1 s) the gateway hears ASK_TIMEOUT, not a photo.
+        let answer = try gateway.invoke(id, "camera.snap")
+        #expect(reason(answer) == ErrorMessage.askTimeout, "\(answer)")
+        #expect(bridge.logContains("invoke waits for the operator"))
+
+        let invite = try CLI.run([
+            "invite", "create", "--name", "asked tablet", "--ask", "device.echo", "--host", "127.0.0.1", "--port", String(bridge.port), "--no-qr", "--json", "--state-dir",
+            bridge.state.path,
+        ])
+        #expect(invite.status == 0, "\(invite)")
+        let uri = try #require(try JSONDecoder().decode(JSONValue.self, from: Data(invite.stdout.utf8))["uri"]?.stringValue)
+        let tablet = try SimulatedNode(port: bridge.port, arguments: ["--name", "asked tablet", "--invite", uri])
+        try tablet.waitFor("connected")
+        #expect(try bridge.store.read().paired.nodes.first { $0.details.displayName == "asked tablet" }?.access.ask == ["device.echo"])
+    }
+
     @Test func withoutADaemonNothingWaits() throws {
         let state = TemporaryDirectory("bridge")
         let run = try CLI.run(["invokes", "pending", "--state-dir", state.path])

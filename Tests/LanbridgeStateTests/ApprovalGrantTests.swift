@@ -9,6 +9,21 @@ import Testing
 struct ApprovalGrantTests {
     static let platforms = ["ios", "android", "macos", "linux", "windows"]
 
+    /// Issue 52 §2: between granting and withholding, "ask each time": the sensitive commands the
+    /// node declares become ask rules, and named patterns too; withheld stays the default.
+    @Test func askSensitiveAsksEachTimeInsteadOfWithholding() throws {
+        let declared = ["camera.snap", "location.get", "device.echo", "canvas.hide"]
+        let defaults = AccessRules(allow: ["canvas.*"])
+        let asked = ApprovalGrant(ask: ["device.echo"], askSensitive: true).rules(defaults: defaults, declared: declared)
+        #expect(asked.ask == ["device.echo", "camera.snap", "location.get"] && asked.allow == ["canvas.*"])
+        #expect(ApprovalGrant.withheld(asked, declared: declared).isEmpty, "asked is not withheld")
+        #expect(ApprovalGrant().rules(defaults: defaults, declared: declared).ask.isEmpty, "the default still withholds")
+        // An invite written before 0.10.0 reads as it was; an unused ask writes 0.9.0's shape.
+        let old = try JSONDecoder().decode(ApprovalGrant.self, from: Data(#"{"allow": ["device.echo"], "allowSensitive": false}"#.utf8))
+        #expect(old == ApprovalGrant(allow: ["device.echo"]))
+        #expect(String(decoding: try JSONEncoder().encode(old), as: UTF8.self) == #"{"allow":["device.echo"],"allowSensitive":false}"#)
+    }
+
     @Test func theCatalogueSaysWhichCommandsAreSensitive() {
         let sensitive = Set(CommandCatalog.table.filter { $0.sensitive != nil }.map(\.name))
         #expect(

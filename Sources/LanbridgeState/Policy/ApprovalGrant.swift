@@ -7,9 +7,33 @@ import LanbridgeProtocol
 public struct ApprovalGrant: Codable, Equatable, Sendable {
     public var allow: [String]
     public var allowSensitive: Bool
+    /// Patterns the node may run once the operator says yes, each time (`--ask`: ask rules).
+    public var ask: [String]
+    /// "Ask each time" for every sensitive command it declares (`--ask-sensitive`), between
+    /// granting them and withholding them (the default).
+    public var askSensitive: Bool
 
-    public init(allow: [String] = [], allowSensitive: Bool = false) {
-        (self.allow, self.allowSensitive) = (allow, allowSensitive)
+    public init(allow: [String] = [], allowSensitive: Bool = false, ask: [String] = [], askSensitive: Bool = false) {
+        (self.allow, self.allowSensitive, self.ask, self.askSensitive) = (allow, allowSensitive, ask, askSensitive)
+    }
+
+    // Invites written before 0.10.0 have no ask fields; unused, they are left out (the shape 0.9.0 reads).
+    private enum CodingKeys: String, CodingKey { case allow, allowSensitive, ask, askSensitive }
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        allow = try c.decode([String].self, forKey: .allow)
+        allowSensitive = try c.decode(Bool.self, forKey: .allowSensitive)
+        ask = try c.decodeIfPresent([String].self, forKey: .ask) ?? []
+        askSensitive = try c.decodeIfPresent(Bool.self, forKey: .askSensitive) ?? false
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(allow, forKey: .allow)
+        try c.encode(allowSensitive, forKey: .allowSensitive)
+        if !ask.isEmpty { try c.encode(ask, forKey: .ask) }
+        if askSensitive { try c.encode(askSensitive, forKey: .askSensitive) }
     }
 
     /// The node's rules: `defaults` (the platform's, with the config's changes), then the grant.
@@ -21,6 +45,12 @@ public struct ApprovalGrant: Codable, Equatable, Sendable {
         if allowSensitive {
             for command in declared where CommandCatalog.sensitivity(of: command) != nil && !CompiledRules(rules).allows(command) {
                 rules.grant(command)
+            }
+        }
+        for pattern in ask where !rules.ask.contains(pattern) { rules.ask.append(pattern) }
+        if askSensitive {
+            for command in declared where CommandCatalog.sensitivity(of: command) != nil && !CompiledRules(rules).allows(command) {
+                if !rules.ask.contains(command) { rules.ask.append(command) }
             }
         }
         return rules
@@ -35,7 +65,7 @@ public struct ApprovalGrant: Codable, Equatable, Sendable {
 
     public static func withheld(_ rules: AccessRules, declared: [String]) -> [Withheld] {
         let compiled = CompiledRules(rules)
-        return declared.filter { !compiled.allows($0) }.map { command in
+        return declared.filter { !compiled.allows($0) && compiled.askingRule($0) == nil }.map { command in
             if let why = CommandCatalog.sensitivity(of: command) {
                 Withheld(command: command, sensitive: true, reason: "sensitive: \(why.rawValue); granted only on purpose")
             } else if compiled.deny.contains(where: { $0.matches(command) }) {
