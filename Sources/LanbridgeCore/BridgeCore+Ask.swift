@@ -48,6 +48,17 @@ extension BridgeCore {
         let always = params?["always"] == .bool(true)
         let by = try InvokeRequest.string("answeredBy", in: params, method: method, required: false) ?? "operator"
         if let forMs, !(1...86_400_000).contains(forMs) { throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): forMs is 1 to 86400000") }
+        // --always is the CLI's change of paired.json, confirmed before it answers: the audit line
+        // must not say "always" while the ask rule still stands.
+        if always, let waiting = book.asked.entries.first(where: { $0.id == id }), let rules = rules[waiting.node],
+            rules.askingRule(waiting.request.command) != nil
+        {
+            throw ErrorMessage(
+                code: ErrorMessage.invalidRequest,
+                message:
+                    "\(method): always, but an ask rule still matches \(waiting.request.command) in the rules this bridge holds (lanbridge invokes approve --always changes them first)"
+            )
+        }
         guard let entry = book.answerAsked(id) else {
             throw ErrorMessage(
                 code: ErrorMessage.nodeNotFound, message: "no invoke waits for an answer as \(id): it was answered, it expired, or the ID is wrong (lanbridge invokes pending)",

@@ -81,3 +81,21 @@ extension BridgeCoreTests {
         #expect(stopped.code == ErrorMessage.unavailable && stopped.retryable == true)
     }
 }
+
+extension BridgeCoreTests {
+    /// "always" is audited only when the ask rule is gone from the rules the core holds; before
+    /// that it is refused and the invoke still waits.
+    @Test func alwaysIsRefusedWhileTheAskRuleStands() throws {
+        var core = try askingCore()
+        _ = ask(&core, invoke("device.info"), id: "g1", at: t0)
+        let id = try #require(core.book.asked.entries.first?.id)
+        let params: JSONValue = ["id": .string(id), "approve": true, "always": true, "answeredBy": "uid:1000"]
+        let early = core.on(.request(method: BridgeCore.askAnswer, params: params, from: .control(7)), now: t0 + 1, wall: wall)
+        #expect(Self.failure(early)?.code == ErrorMessage.invalidRequest && core.book.asked.count == 1)
+        var rules = core.lastState
+        _ = try rules.askToAllow("device.info", node: nodeId)
+        _ = core.on(.storeChanged(rules, version: "always"), now: t0 + 2)
+        let done = core.on(.request(method: BridgeCore.askAnswer, params: params, from: .control(7)), now: t0 + 3, wall: wall)
+        #expect(Self.invokeSent(done) != nil && core.book.asked.count == 0)
+    }
+}

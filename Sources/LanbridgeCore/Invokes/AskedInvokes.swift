@@ -108,12 +108,12 @@ package struct AskedInvokes {
     }
 
     package mutating func askersLeft(_ tokens: Set<Int>) -> [Ending] {
-        remove { if case let .control(token) = $0.waiter.target { tokens.contains(token) } else { false } }
+        remove { $0.waiter.asked(onControl: tokens) }
             .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the asker left", retryable: true)) }
     }
 
     package mutating func gatewayLeft(_ generation: Int) -> [Ending] {
-        remove { if case let .gateway(g, _) = $0.waiter.target { g == generation } else { false } }
+        remove { $0.waiter.asked(onLink: generation) }
             .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)) }
     }
 

@@ -119,13 +119,13 @@ package struct HeldInvokes {
     /// The operator's control-socket clients that asked these left: nothing runs later that
     /// nobody waits for.
     package mutating func askersLeft(_ tokens: Set<Int>) -> [Ending] {
-        remove { if case let .control(token) = $0.waiter.target { tokens.contains(token) } else { false } }
+        remove { $0.waiter.asked(onControl: tokens) }
             .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the asker left", retryable: true)) }
     }
 
     /// The gateway link of `generation` dropped: what it asked is dropped, not run later.
     package mutating func gatewayLeft(_ generation: Int) -> [Ending] {
-        remove { if case let .gateway(g, _) = $0.waiter.target { g == generation } else { false } }
+        remove { $0.waiter.asked(onLink: generation) }
             .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)) }
     }
 

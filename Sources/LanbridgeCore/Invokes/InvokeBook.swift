@@ -38,6 +38,16 @@ package struct InvokeBook {
         package var started: Moment
         /// The paired node it names, once found (the activity feed says whose it was).
         package var node: Fingerprint? = nil
+
+        /// Asked on one of these control-socket connections (their clients left).
+        package func asked(onControl tokens: Set<Int>) -> Bool {
+            if case let .control(token) = target { tokens.contains(token) } else { false }
+        }
+
+        /// Asked on this gateway link (it dropped).
+        package func asked(onLink generation: Int) -> Bool {
+            if case let .gateway(g, _) = target { g == generation } else { false }
+        }
     }
 
     /// An invoke in flight: the node's entry and its asker's, one.
