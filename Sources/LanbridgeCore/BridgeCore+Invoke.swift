@@ -10,6 +10,8 @@ extension BridgeCore {
     package static let storeApplied = "store.applied"
     /// `lanbridge activity`: the feed's records (control socket only).
     package static let activityList = "activity.list"
+    /// `lanbridge activity --counts`: per node, the last hour's and day's invokes (control socket only).
+    package static let activityCounts = "activity.counts"
 
     /// One request. The driver has made sure `lastState` is the store as it is now, so rules
     /// changed by `nodes allow|deny|revoke` a moment ago apply to this request, not the next.
@@ -41,6 +43,9 @@ extension BridgeCore {
                 answer(target, .success(.value(["version": .string(pairedVersion)])))
             case Self.activityList where origin == .operator:
                 answer(target, .success(.value(try activityList(params))))
+            case Self.activityCounts where origin == .operator:
+                let (nodes, coversDay) = activity.counts(at: wall)
+                answer(target, .success(.value(["nodes": JSONValue(encoding: nodes), "coversDay": .bool(coversDay)])))
             case Self.askList where origin == .operator:
                 answer(target, .success(.value(askList(wall: wall))))
             case Self.askAnswer where origin == .operator:

@@ -17,6 +17,7 @@ struct ActivityCommand: ParsableCommand {
 
               $ lanbridge activity                          # the last 50
               $ lanbridge activity --node "Ada's phone" --command 'camera.*' --follow
+              $ lanbridge activity --counts                 # per node: the last hour and day
 
             Exit codes: 0, 69 the daemon is not running.
             """)
@@ -26,6 +27,26 @@ struct ActivityCommand: ParsableCommand {
     @Option(help: "How many of the newest to show (at most 1000).") var limit = 50
     @Flag(help: "Keep printing new records as they come (Ctrl-C to stop).") var follow = false
     @Flag(help: "Print JSON (with --follow, one record per line).") var json = false
+    @Flag(help: "Per node instead: how many invokes in the last hour and day, and how many of those did not end ok.") var counts = false
+
+    func validate() throws {
+        if counts, follow || node != nil || command != nil { throw ValidationError("--counts takes no --follow, --node or --command") }
+    }
+
+    struct Counts: Codable {
+        let nodeId: String
+        let name: String?
+        let lastHour, lastDay, notOkLastDay: Int
+    }
+
+    private func showCounts() throws {
+        let answer = try ControlClient.ask(state.directory, BridgeCore.activityCounts, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
+        let nodes = try JSONDecoder().decode([Counts].self, from: JSONEncoder().encode(answer["nodes"] ?? .array([])))
+        if json { return try Output.json(nodes) }
+        guard !nodes.isEmpty else { return print("No invokes in the last day.") }
+        Output.table(["NODE", "LAST HOUR", "LAST DAY", "NOT OK"], nodes.map { [$0.name ?? $0.nodeId, "\($0.lastHour)", "\($0.lastDay)", "\($0.notOkLastDay)"] })
+        if answer["coversDay"] == false { Output.note("(the feed holds fewer than a day of invokes: limits.activityRecords)") }
+    }
 
     struct Record: Decodable, Encodable {
         let seq: Int
@@ -41,6 +62,7 @@ struct ActivityCommand: ParsableCommand {
 
     func run() throws {
         try Output.run {
+            if counts { return try showCounts() }
             var since = 0
             var first = true
             while true {

@@ -28,6 +28,9 @@ struct ActivityEndToEndTests {
         #expect(try JSONDecoder().decode([JSONValue].self, from: Data(filtered.stdout.utf8)).count == 2)
         let table = try stack.cli(["activity"])
         #expect(table.stdout.contains("ASKED BY") && table.stdout.contains("FORBIDDEN"), "\(table)")
+        // Per node: the last hour and day, and what did not end ok.
+        let counts = try JSONDecoder().decode([JSONValue].self, from: Data(stack.cli(["activity", "--counts", "--json"]).stdout.utf8))
+        #expect(counts.count == 1 && counts.first?["lastHour"] == 3 && counts.first?["lastDay"] == 3 && counts.first?["notOkLastDay"] == 1, "\(counts)")
     }
 
     @Test func withoutADaemonItSaysWhere() throws {

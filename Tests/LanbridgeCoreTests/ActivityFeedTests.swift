@@ -29,3 +29,29 @@ struct ActivityFeedTests {
         #expect(feed.records(command: try CommandPattern("camera.*")).count == 2)
     }
 }
+
+/// Issue 52 §3: per node, the last hour's and day's invokes, and the ones that did not end ok.
+struct ActivityCountsTests {
+    @Test func perNodeCountsForTheHourAndTheDay() {
+        var feed = ActivityFeed(capacity: 10)
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        func add(_ node: String, _ ago: TimeInterval, _ outcome: String = "ok") {
+            feed.append(time: now - ago, nodeId: node, name: "n-\(node)", command: "camera.snap", asker: "gateway", outcome: outcome, durationMs: 1, resultBytes: 0)
+        }
+        add("A", 90_000)  // more than a day ago: not counted
+        add("A", 7200)
+        add("A", 60, "ASKED_DENIED")
+        add("B", 30)
+        let (nodes, covers) = feed.counts(at: now)
+        #expect(covers, "the ring has not overflowed")
+        #expect(
+            nodes == [
+                .init(nodeId: "A", name: "n-A", lastHour: 1, lastDay: 2, notOkLastDay: 1), .init(nodeId: "B", name: "n-B", lastHour: 1, lastDay: 1, notOkLastDay: 0),
+            ])
+        var small = ActivityFeed(capacity: 2)
+        for ago in [100.0, 50, 10] {
+            small.append(time: now - ago, nodeId: "A", name: nil, command: "x.y", asker: "gateway", outcome: "ok", durationMs: 0, resultBytes: 0)
+        }
+        #expect(!small.counts(at: now).coversDay, "overflowed within the day: it says so")
+    }
+}

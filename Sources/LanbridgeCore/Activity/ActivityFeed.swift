@@ -59,4 +59,33 @@ package struct ActivityFeed: Sendable {
     }
 
     package var count: Int { ring.count }
+
+    /// Per node, how many invokes the ring holds from the last hour and the last day, and how
+    /// many of those did not end "ok" (`activity --counts`). `coversDay` is false when the ring
+    /// has overflowed within the day: the day's figures are then lower bounds.
+    package struct Counts: Sendable, Equatable, Encodable {
+        package var nodeId: String
+        package var name: String?
+        package var lastHour = 0, lastDay = 0, notOkLastDay = 0
+
+        package init(nodeId: String, name: String?, lastHour: Int = 0, lastDay: Int = 0, notOkLastDay: Int = 0) {
+            (self.nodeId, self.name, self.lastHour, self.lastDay, self.notOkLastDay) = (nodeId, name, lastHour, lastDay, notOkLastDay)
+        }
+    }
+
+    package func counts(at now: Date) -> (nodes: [Counts], coversDay: Bool) {
+        var byNode: [String: Counts] = [:]
+        let hour = now.addingTimeInterval(-3600), day = now.addingTimeInterval(-86_400)
+        for record in ring where record.time > day {
+            let key = record.nodeId ?? "-"
+            var counts = byNode[key] ?? Counts(nodeId: key, name: record.name)
+            counts.lastDay += 1
+            if record.time > hour { counts.lastHour += 1 }
+            if record.outcome != "ok" { counts.notOkLastDay += 1 }
+            counts.name = record.name ?? counts.name
+            byNode[key] = counts
+        }
+        let oldest = ring.count < capacity ? nil : ring[head].time
+        return (byNode.values.sorted { ($0.lastDay, $1.nodeId) > ($1.lastDay, $0.nodeId) }, oldest.map { $0 <= day } ?? true)
+    }
 }
