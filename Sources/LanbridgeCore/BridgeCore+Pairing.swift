@@ -60,7 +60,7 @@ extension BridgeCore {
         connections[connection.id]?.phase = .redeeming
         updateStore(
             .appBootstrap(
-                token: token, key: connection.key, claim, details: details, defaultAccess: settings.defaultRules(forPlatform: details.platform),
+                token: token, key: connection.key, claim, details: details, defaultAccess: settings.defaultRules(forPlatform: details.platform, declared: details.commands),
                 now: wall), for: connection.id)
     }
 
@@ -89,7 +89,7 @@ extension BridgeCore {
         updateStore(
             .redeemInvite(
                 id: inviteID, secret: SecureBytes(copying: secretBytes), key: connection.key, details: details,
-                defaultAccess: settings.defaultRules(forPlatform: details.platform), now: wall), for: connection.id)
+                defaultAccess: settings.defaultRules(forPlatform: details.platform, declared: details.commands), now: wall), for: connection.id)
     }
 
     // MARK: - Outcomes

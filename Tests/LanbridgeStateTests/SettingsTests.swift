@@ -42,6 +42,22 @@ struct BridgeSettingsTests {
         #expect(error(config).contains(expected), "\(error(config))")
     }
 
+    /// Issue 52 §1, §2: per platform, ask rules and what a new pairing does with the sensitive
+    /// commands it declares (grant, ask each time, or withhold: the default).
+    @Test func perPlatformAskRulesAndTheSensitiveChoice() throws {
+        let settings = try parse(
+            #"{"access": {"defaults": {"*": {"ask": ["device.echo"]}, "android": {"sensitive": "ask"}, "macos": {"sensitive": "grant"}}}}"#)
+        let declared = ["camera.snap", "location.get", "canvas.hide", "device.echo"]
+        let android = settings.defaultRules(forPlatform: "android", declared: declared)
+        #expect(android.ask == ["device.echo", "camera.snap", "location.get"] && !android.allow.contains("camera.snap"))
+        let macos = settings.defaultRules(forPlatform: "macos", declared: declared)
+        #expect(macos.allow.contains("camera.snap") && macos.confirmed.contains("camera.snap") && macos.ask == ["device.echo"])
+        let ios = settings.defaultRules(forPlatform: "ios", declared: declared)
+        #expect(ios.ask == ["device.echo"] && !ios.allow.contains("camera.snap"), "withheld: the default")
+        #expect(error(#"{"access": {"defaults": {"ios": {"sensitive": "always"}}}}"#).contains(#"access.defaults.ios.sensitive: expected "grant", "ask" or "withhold""#))
+        #expect(error(#"{"access": {"defaults": {"ios": {"ask": ["camera.snpa"]}}}}"#).contains("access.defaults.ios.ask[0]"))
+    }
+
     @Test func theGatewayProtocolIsChosenInTheConfig() throws {
         #expect(try parse("{}").gateway.wire == "lanbridge")
         // The README's "Using lanbridge with OpenClaw" config, as printed.

@@ -151,6 +151,13 @@ public struct BridgeSettings: Sendable {
     /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
     public var defaultsAdd: [String: [String]] = [:]
     public var defaultsRemove: [String: [String]] = [:]
+    /// Per platform ("*" for all): patterns asked each time (`access.defaults.P.ask`).
+    public var defaultsAsk: [String: [String]] = [:]
+    /// Per platform: what a new pairing does with the sensitive commands it declares (`access.defaults.P.sensitive`).
+    public var defaultsSensitive: [String: SensitiveDefault] = [:]
+
+    /// "grant" (the config's operator grants them on purpose), "ask" (each time), "withhold" (the default).
+    public enum SensitiveDefault: String, Sendable, CaseIterable { case grant, ask, withhold }
     public var policy = AccessPolicy()
 
     public init() {}
@@ -159,7 +166,8 @@ public struct BridgeSettings: Sendable {
 
     /// What a newly paired node may run: the built-in platform defaults, plus the config's
     /// additions; a removal not in the list becomes a deny rule (removing `canvas.eval` from `canvas.*`).
-    public func defaultRules(forPlatform platform: String) -> AccessRules {
+    /// With `declared`, the sensitive ones among them are granted or asked as `sensitive` says.
+    public func defaultRules(forPlatform platform: String, declared: [String] = []) -> AccessRules {
         var rules = AccessRules.defaults(forPlatform: platform)
         let key = platform.lowercased()
         for pattern in (defaultsAdd["*"] ?? []) + (defaultsAdd[key] ?? []) where !rules.allow.contains(pattern) {
@@ -167,6 +175,16 @@ public struct BridgeSettings: Sendable {
         }
         for pattern in (defaultsRemove["*"] ?? []) + (defaultsRemove[key] ?? []) {
             if let index = rules.allow.firstIndex(of: pattern) { rules.allow.remove(at: index) } else if !rules.deny.contains(pattern) { rules.deny.append(pattern) }
+        }
+        for pattern in (defaultsAsk["*"] ?? []) + (defaultsAsk[key] ?? []) where !rules.ask.contains(pattern) { rules.ask.append(pattern) }
+        let sensitive = defaultsSensitive[key] ?? defaultsSensitive["*"] ?? .withhold
+        let compiled = CompiledRules(rules)
+        for command in declared where sensitive != .withhold && CommandCatalog.sensitivity(of: command) != nil && !compiled.allows(command) {
+            if sensitive == .grant {
+                rules.grant(command)
+            } else if !rules.ask.contains(command) {
+                rules.ask.append(command)
+            }
         }
         return rules
     }
@@ -385,9 +403,17 @@ public struct BridgeSettings: Sendable {
                     let perPlatform = try object(defaults, "access.defaults", keys: Set(BridgeSettings.platforms + ["*"]))
                     for (platform, entry) in perPlatform {
                         let path = "access.defaults.\(platform)"
-                        let e = try object(entry, path, keys: ["add", "remove"])
+                        let e = try object(entry, path, keys: ["add", "remove", "ask", "sensitive"])
                         if let v = e["add"] { settings.defaultsAdd[platform] = try patterns(v, "\(path).add", catalog: catalog) }
                         if let v = e["remove"] { settings.defaultsRemove[platform] = try patterns(v, "\(path).remove", catalog: catalog) }
+                        if let v = e["ask"] { settings.defaultsAsk[platform] = try patterns(v, "\(path).ask", catalog: catalog) }
+                        if let v = e["sensitive"] {
+                            let text = try string(v, "\(path).sensitive")
+                            guard let choice = SensitiveDefault(rawValue: text) else {
+                                throw fail("\(path).sensitive", "expected \"grant\", \"ask\" or \"withhold\"")
+                            }
+                            settings.defaultsSensitive[platform] = choice
+                        }
                     }
                 }
                 if let v = a["foreground"] {

@@ -37,7 +37,7 @@ extension PairingStore {
             if let request, let previous, keyChange == nil {
                 return .failure(PairingError.keyChangeUndecided(request.requestId, name: previous.details.displayName, previous: previous.nodeId))
             }
-            var access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? ""), declared: details?.commands ?? [])
+            var access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? "", declared: details?.commands ?? []), declared: details?.commands ?? [])
             if let previous, keyChange == .replace {
                 access = previous.access
                 for pattern in grant.rules(defaults: AccessRules(), declared: details?.commands ?? []).allow { access.grant(pattern) }
