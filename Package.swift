@@ -237,5 +237,23 @@ let package = Package(
 // scripts/test's SwiftCrypto phase runs only the protocol tests on swift-crypto: without the other
 // test targets it builds in a fraction of the time (the main build keeps them all).
 if Context.environment["LANBRIDGE_PROTOCOL_TESTS_ONLY"] != nil {
-    package.targets.removeAll { $0.type == .test && $0.name != "LanbridgeProtocolTests" }
+    // What the protocol tests and the swift-crypto node-sim need, and nothing else (no TLS, no NIO
+    // servers): the closure of the two, followed through the targets' own dependencies.
+    var keep: Set<String> = ["LanbridgeProtocolTests", "lanbridge-node-sim"]
+    var grew = true
+    while grew {
+        grew = false
+        for target in package.targets where keep.contains(target.name) {
+            for dependency in target.dependencies {
+                let name: String? =
+                    switch dependency {
+                    case let .targetItem(name, _), let .byNameItem(name, _): name
+                    default: nil
+                    }
+                if let name, package.targets.contains(where: { $0.name == name }), keep.insert(name).inserted { grew = true }
+            }
+        }
+    }
+    package.targets.removeAll { !keep.contains($0.name) }
+    package.products.removeAll { product in product.name != "lanbridge-node-sim" }
 }
