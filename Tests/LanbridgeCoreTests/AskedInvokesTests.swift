@@ -99,3 +99,18 @@ extension BridgeCoreTests {
         #expect(Self.invokeSent(done) != nil && core.book.asked.count == 0)
     }
 }
+
+extension BridgeCoreTests {
+    /// The agent cannot answer its own question: ask.list and ask.answer exist on the operator's
+    /// control socket only; from the gateway they are unknown methods, and the invoke still waits.
+    @Test func theGatewayCannotAnswerAnAsk() throws {
+        var core = try askingCore()
+        _ = ask(&core, invoke("device.info"), id: "g1", at: t0)
+        let id = try #require(core.book.asked.entries.first?.id)
+        for (method, params) in [(BridgeCore.askAnswer, ["id": .string(id), "approve": true] as JSONValue), (BridgeCore.askList, [:])] {
+            let tried = core.on(.request(method: method, params: params, from: .gateway(generation: 1, requestID: "g2")), now: t0 + 1, wall: wall)
+            #expect(Self.failure(tried)?.code == ErrorMessage.unknownMethod && Self.invokeSent(tried) == nil, "\(method)")
+        }
+        #expect(core.book.asked.count == 1)
+    }
+}
