@@ -180,7 +180,12 @@ struct FakeBridgeTests {
         let node = try await Self.start(bridge)
         _ = try await Self.pair(bridge, node)
         #expect(try await node.client.call("agent", params: "hello", idempotencyKey: "k1") == ["echo": "hello"])
-        #expect(await Self.failure("a refused call") { try await node.client.call("system.run") }?.code == ErrorMessage.forbidden)
+        // Under a full suite on 2 cores this once ended otherwise (the code was not shown); a
+        // retryable error (the connection dropped, a deadline passed) is retried once, as an app
+        // would, and the code is printed if it is still not the gateway's.
+        var refused = await Self.failure("a refused call") { try await node.client.call("system.run") }
+        if refused?.retryable == true { refused = await Self.failure("a refused call, again") { try await node.client.call("system.run") } }
+        #expect(refused?.code == ErrorMessage.forbidden, "\(String(describing: refused))")
         await node.stop()
     }
 
