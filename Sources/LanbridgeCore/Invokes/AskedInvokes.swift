@@ -10,7 +10,7 @@ import LanbridgeState
 /// Bounded per node and in all; past a bound the newest is refused at once (HOLD_LIMIT, reason
 /// ASK_LIMIT, retryable), never an older one dropped. Never written to disk: a restart answers
 /// every one UNAVAILABLE (retryable) as the bridge stops.
-package struct AskedInvokes {
+package struct AskedInvokes: WaitingInvokes {
     package struct Limits: Equatable {
         package var perNode = 8
         package var total = 64
@@ -107,16 +107,6 @@ package struct AskedInvokes {
         }
     }
 
-    package mutating func askersLeft(_ tokens: Set<Int>) -> [Ending] {
-        remove { $0.waiter.asked(onControl: tokens) }
-            .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the asker left", retryable: true)) }
-    }
-
-    package mutating func gatewayLeft(_ generation: Int) -> [Ending] {
-        remove { $0.waiter.asked(onLink: generation) }
-            .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)) }
-    }
-
     /// The bridge stops (a restart forgets every question): UNAVAILABLE, retryable.
     package mutating func stopping() -> [Ending] {
         remove { _ in true }.map {
@@ -140,7 +130,10 @@ package struct AskedInvokes {
         }
     }
 
-    private mutating func remove(where matches: (Entry) -> Bool) -> [Entry] {
+    package static func waiter(of entry: Entry) -> InvokeBook.Waiter { entry.waiter }
+    package static func ending(_ entry: Entry, _ error: ErrorMessage) -> Ending { Ending(entry: entry, error: error) }
+
+    package mutating func remove(where matches: (Entry) -> Bool) -> [Entry] {
         let removed = entries.filter(matches)
         if !removed.isEmpty { entries.removeAll(where: matches) }
         return removed

@@ -10,7 +10,7 @@ import LanbridgeState
 /// Bounded per node, in all and in bytes; past a bound the newest is refused, never an older one
 /// dropped. Each node's invokes leave in the order they came. The wake hook runs at most once per
 /// node per `BridgeSettings.Wake.intervalSeconds`.
-package struct HeldInvokes {
+package struct HeldInvokes: WaitingInvokes {
     package struct Limits: Equatable {
         package var perNode = 16
         package var total = 256
@@ -116,19 +116,6 @@ package struct HeldInvokes {
         }
     }
 
-    /// The operator's control-socket clients that asked these left: nothing runs later that
-    /// nobody waits for.
-    package mutating func askersLeft(_ tokens: Set<Int>) -> [Ending] {
-        remove { $0.waiter.asked(onControl: tokens) }
-            .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the asker left", retryable: true)) }
-    }
-
-    /// The gateway link of `generation` dropped: what it asked is dropped, not run later.
-    package mutating func gatewayLeft(_ generation: Int) -> [Ending] {
-        remove { $0.waiter.asked(onLink: generation) }
-            .map { Ending(entry: $0, error: ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)) }
-    }
-
     /// The bridge stops: everything held hears so (retryable), nothing is left waiting.
     package mutating func stopping() -> [Ending] {
         remove { _ in true }.map {
@@ -157,8 +144,11 @@ package struct HeldInvokes {
         return nil
     }
 
+    package static func waiter(of entry: Entry) -> InvokeBook.Waiter { entry.waiter }
+    package static func ending(_ entry: Entry, _ error: ErrorMessage) -> Ending { Ending(entry: entry, error: error) }
+
     /// Entries that match, no longer held (by node, each node's oldest first).
-    private mutating func remove(where matches: (Entry) -> Bool) -> [Entry] {
+    package mutating func remove(where matches: (Entry) -> Bool) -> [Entry] {
         var removed: [Entry] = []
         for node in queues.keys.sorted(by: { $0.description < $1.description }) { removed += remove(node: node, where: matches) }
         return removed
