@@ -54,6 +54,9 @@ public struct StateFormat: Sendable {
         case migrated(from: Int, to: Int, value: JSONValue)
     }
 
+    /// A file's format and nothing else: its other keys are skipped, not built into values.
+    private struct Probe: Decodable { let version: Int? }
+
     public enum Refusal: Error, Equatable, CustomStringConvertible {
         case newer(File, found: Int, reads: Int)
         case unknown(File, found: Int, reads: Int)
@@ -72,25 +75,25 @@ public struct StateFormat: Sendable {
         }
     }
 
-    /// Judges a file's bytes, whole, before anything decodes them. Writes nothing.
+    /// Judges a file's bytes before anything decodes them. Writes nothing. Only the version is read
+    /// (a store read of a large paired.json must not build a tree of it); the whole file is parsed
+    /// here only when it has to be migrated.
     public func open(_ data: Data, as file: File) throws(Refusal) -> Opened {
         let reads = version(file)
+        // Not an object, or a version that is not a whole number: the decoder says what is wrong,
+        // with its path.
+        guard let probe = try? JSONDecoder().decode(Probe.self, from: data) else { return .current }
         let found: Int
-        let root = try? JSONDecoder().decode(JSONValue.self, from: data)
-        if case let .object(fields)? = root, let value = fields["version"] {
-            // A version of another type is the decoder's to report, with its path.
-            guard case let .number(number) = value, let int = Int(exactly: number) else { return .current }
-            found = int
+        if let version = probe.version {
+            found = version
         } else if let assumed = unversioned[file] {
             found = assumed
-        } else if case .object? = root {
-            throw .missing(file)
         } else {
-            return .current  // not an object: the decoder says what is wrong
+            throw .missing(file)
         }
         if found == reads { return .current }
         if found > reads { throw .newer(file, found: found, reads: reads) }
-        guard found >= 1, var value = root else { throw .unknown(file, found: found, reads: reads) }
+        guard found >= 1, var value = try? JSONDecoder().decode(JSONValue.self, from: data) else { throw .unknown(file, found: found, reads: reads) }
         for step in found..<reads {
             guard let migration = migrations.first(where: { $0.file == file && $0.from == step }) else {
                 throw .unknown(file, found: found, reads: reads)
