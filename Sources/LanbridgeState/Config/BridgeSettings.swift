@@ -154,10 +154,7 @@ public struct BridgeSettings: Sendable {
     /// Per platform ("*" for all): patterns asked each time (`access.defaults.P.ask`).
     public var defaultsAsk: [String: [String]] = [:]
     /// Per platform: what a new pairing does with the sensitive commands it declares (`access.defaults.P.sensitive`).
-    public var defaultsSensitive: [String: SensitiveDefault] = [:]
-
-    /// "grant" (the config's operator grants them on purpose), "ask" (each time), "withhold" (the default).
-    public enum SensitiveDefault: String, Sendable, CaseIterable { case grant, ask, withhold }
+    public var defaultsSensitive: [String: AccessRules.SensitiveChoice] = [:]
     public var policy = AccessPolicy()
 
     public init() {}
@@ -177,15 +174,7 @@ public struct BridgeSettings: Sendable {
             if let index = rules.allow.firstIndex(of: pattern) { rules.allow.remove(at: index) } else if !rules.deny.contains(pattern) { rules.deny.append(pattern) }
         }
         for pattern in (defaultsAsk["*"] ?? []) + (defaultsAsk[key] ?? []) where !rules.ask.contains(pattern) { rules.ask.append(pattern) }
-        let sensitive = defaultsSensitive[key] ?? defaultsSensitive["*"] ?? .withhold
-        let compiled = CompiledRules(rules)
-        for command in declared where sensitive != .withhold && CommandCatalog.sensitivity(of: command) != nil && !compiled.allows(command) {
-            if sensitive == .grant {
-                rules.grant(command)
-            } else if !rules.ask.contains(command) {
-                rules.ask.append(command)
-            }
-        }
+        rules.take(sensitiveIn: declared, defaultsSensitive[key] ?? defaultsSensitive["*"] ?? .withhold)
         return rules
     }
 
@@ -409,7 +398,7 @@ public struct BridgeSettings: Sendable {
                         if let v = e["ask"] { settings.defaultsAsk[platform] = try patterns(v, "\(path).ask", catalog: catalog) }
                         if let v = e["sensitive"] {
                             let text = try string(v, "\(path).sensitive")
-                            guard let choice = SensitiveDefault(rawValue: text) else {
+                            guard let choice = AccessRules.SensitiveChoice(rawValue: text) else {
                                 throw fail("\(path).sensitive", "expected \"grant\", \"ask\" or \"withhold\"")
                             }
                             settings.defaultsSensitive[platform] = choice

@@ -42,17 +42,9 @@ public struct ApprovalGrant: Codable, Equatable, Sendable {
         var rules = defaults
         rules.confirmed = rules.allow.filter { CommandCatalog.isSensitive(pattern: $0) }
         for pattern in allow { rules.grant(pattern) }
-        if allowSensitive {
-            for command in declared where CommandCatalog.sensitivity(of: command) != nil && !CompiledRules(rules).allows(command) {
-                rules.grant(command)
-            }
-        }
+        if allowSensitive { rules.take(sensitiveIn: declared, .grant) }
         for pattern in ask where !rules.ask.contains(pattern) { rules.ask.append(pattern) }
-        if askSensitive {
-            for command in declared where CommandCatalog.sensitivity(of: command) != nil && !CompiledRules(rules).allows(command) {
-                if !rules.ask.contains(command) { rules.ask.append(command) }
-            }
-        }
+        if askSensitive { rules.take(sensitiveIn: declared, .ask) }
         return rules
     }
 

@@ -17,6 +17,24 @@ extension AccessRules {
         }
     }
 
+    /// What a new pairing does with the sensitive commands it declares: grants them (on purpose:
+    /// `--allow-sensitive`, or the operator's config), asks each time, or withholds them (the default).
+    public enum SensitiveChoice: String, Sendable, CaseIterable { case grant, ask, withhold }
+
+    /// The sensitive commands in `declared` these rules do not allow yet, granted (as confirmed)
+    /// or made ask rules, as `choice` says.
+    public mutating func take(sensitiveIn declared: [String], _ choice: SensitiveChoice) {
+        guard choice != .withhold else { return }
+        let compiled = CompiledRules(self)
+        for command in declared where CommandCatalog.sensitivity(of: command) != nil && !compiled.allows(command) {
+            if choice == .grant {
+                grant(command)
+            } else if !ask.contains(command) {
+                ask.append(command)
+            }
+        }
+    }
+
     /// The defaults up to 0.7.0, which granted capture (and, on Android, sms.send): what they gave
     /// and nobody confirmed is flagged, never silently taken away.
     public static func defaultsUpTo070(forPlatform platform: String) -> [String] {
