@@ -110,8 +110,8 @@ extension BridgeCore {
         }
         guard let params else { return "none" }
         guard case let .object(fields) = params else { return kind(params) }
-        let keys = fields.keys.sorted()
-        let shown = keys.prefix(8).map { "\($0.prefix(32)): \(kind(fields[$0]!))" }
-        return "{" + shown.joined(separator: ", ") + (keys.count > 8 ? ", … \(keys.count - 8) more" : "") + "}"
+        let sorted = fields.sorted { $0.key < $1.key }
+        let shown = sorted.prefix(8).map { "\($0.key.prefix(32)): \(kind($0.value))" }
+        return "{" + shown.joined(separator: ", ") + (sorted.count > 8 ? ", … \(sorted.count - 8) more" : "") + "}"
     }
 }
