@@ -9,6 +9,9 @@
 #                                   UMask; READY=1 awaited; SIGTERM must give exit 0 and STOPPING=1
 #   state_files_shared              every file in /var/lib/lanbridge the service's, the key 0600 and
 #                                   the rest 0660 (a release's private 0600 files become the group's)
+#   refuses_newer_state             paired.json made one format newer: the daemon refuses it, naming
+#                                   both formats, rewrites nothing, and exits with a status the unit
+#                                   does not restart on ($refused_status)
 
 fail() { echo "$me: FAIL: $*" >&2; exit 1; }
 ok() { echo "$me: ok: $*"; }
@@ -76,4 +79,17 @@ state_files_shared() {
   bad=$(cd /var/lib/lanbridge && stat -c '%U:%G %a %n' -- * | grep -v "^lanbridge:lanbridge 600 identity.key$" \
     | grep -v "^lanbridge:lanbridge 660 " | grep -v " runtime.json$\| [a-z]*\.lock$\| control.sock$" || true)
   [ -z "$bad" ] || { echo "$bad" >&2; return 1; }
+}
+
+refuses_newer_state() {
+  python3 - /var/lib/lanbridge/paired.json <<'PY'
+import json, sys
+data = json.load(open(sys.argv[1])); data["version"] += 1; open(sys.argv[1], "w").write(json.dumps(data))
+PY
+  local newer; newer=$(sha256sum /var/lib/lanbridge/paired.json)
+  start_daemon --no-wait
+  refused_status=0; wait "$daemon" || refused_status=$?
+  grep -q "written by a newer lanbridge" "$scratch/daemon.log" || fail "a newer state: $(cat "$scratch/daemon.log")"
+  [ "$(sha256sum /var/lib/lanbridge/paired.json)" = "$newer" ] || fail "the daemon rewrote a newer paired.json"
+  grep -q "^RestartPreventExitStatus=.*\b$refused_status\b" "$installed_unit" || fail "exit $refused_status on a newer state, which the unit would restart on"
 }
