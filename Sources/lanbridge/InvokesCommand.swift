@@ -31,6 +31,12 @@ struct InvokesCommand: ParsableCommand {
         let expiresInMs: Int
     }
 
+    /// What waits now, from the running daemon (exit 69 without one).
+    static func waiting(_ state: StateOptions) throws -> [Ask] {
+        let answer = try ControlClient.ask(state.directory, BridgeCore.askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)")
+        return try JSONDecoder().decode([Ask].self, from: JSONEncoder().encode(answer["asks"] ?? .array([])))
+    }
+
     struct Pending: ParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Show the invokes waiting for your answer.")
         @OptionGroup var state: StateOptions
@@ -41,8 +47,7 @@ struct InvokesCommand: ParsableCommand {
             try Output.run {
                 var shown: [String]?
                 while true {
-                    let answer = try ControlClient.ask(state.directory, BridgeCore.askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)")
-                    let asks = try JSONDecoder().decode([Ask].self, from: JSONEncoder().encode(answer["asks"] ?? .array([])))
+                    let asks = try InvokesCommand.waiting(state)
                     let ids = asks.map(\.id)
                     if ids != shown {
                         if json {
@@ -83,8 +88,7 @@ struct InvokesCommand: ParsableCommand {
             try Output.run {
                 if always {
                     // The rule first, in paired.json (audited as a change of access); then the answer.
-                    let answer = try ControlClient.ask(state.directory, BridgeCore.askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)")
-                    let asks = try JSONDecoder().decode([Ask].self, from: JSONEncoder().encode(answer["asks"] ?? .array([])))
+                    let asks = try InvokesCommand.waiting(state)
                     guard let ask = asks.first(where: { $0.id == id }) else { throw NothingWaits(id: id) }
                     _ = try PairingStore(directory: state.directory).update { try $0.askToAllow(ask.askRule, node: ask.nodeId) }
                     try DaemonConfirmation.confirm(state, "the allow rule \(ask.askRule) in place of the ask rule")
