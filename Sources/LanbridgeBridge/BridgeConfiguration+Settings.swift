@@ -76,7 +76,7 @@ extension BridgeConfiguration {
         if let timeout = overrides.idleTimeout { idleTimeout = timeout }
         admission = AdmissionPolicy.Limits(settings.admission, listeners: listen.count)
         gateway = try Self.gateway(settings, overrides, warn: warn)
-        if let problem = settings.wake.problem { throw Problem.configuration(problem) }
+        if let problem = settings.wake.problem("wake") ?? settings.notify.hook.problem("notify") { throw Problem.configuration(problem) }
 
         if let text = overrides.metricsListen {
             do throws(ListenAddress.Problem) {

@@ -161,13 +161,13 @@ public struct BridgeConfiguration: Sendable {
     }
 }
 
-extension BridgeSettings.Wake {
-    /// Why this hook cannot run here, if it cannot: `serve` refuses to start with it, and a reload
-    /// keeps the running settings.
-    public var problem: String? {
+extension BridgeSettings.Hook {
+    /// Why this hook (`name`: wake, notify) cannot run here, if it cannot: `serve` refuses to start
+    /// with it, and a reload keeps the running settings.
+    public func problem(_ name: String) -> String? {
         guard let exec else { return nil }
-        guard access(exec, X_OK) == 0, PathKind.isDirectory(exec) != true else { return "wake.exec \(exec) is not an executable file" }
-        guard HookProcess.isSupported else { return "wake.exec: this C library cannot close inherited descriptors in a child (glibc 2.34 or later needed)" }
+        guard access(exec, X_OK) == 0, PathKind.isDirectory(exec) != true else { return "\(name).exec \(exec) is not an executable file" }
+        guard HookProcess.isSupported else { return "\(name).exec: this C library cannot close inherited descriptors in a child (glibc 2.34 or later needed)" }
         return nil
     }
 }

@@ -214,6 +214,7 @@ public enum BridgeServer {
                 auth: ConsoleAuth(), events: ConsoleEvents(directory: configuration.stateDirectory.url),
                 settings: NIOLockedValueBox(configuration.settings))
         }
+        if let events = console?.events { driver.liveChanged = { events.changed($0) } }
         let listeners: [HTTPListener]
         do {
             listeners = try await HTTPListener.bind(configuration: configuration, registry: relay.registry, driver: driver, console: console, logger: logger)
@@ -317,6 +318,8 @@ public enum BridgeServer {
         let control = configuration.controlSocket ? try await ControlSocket.bind(path: controlPath, driver: driver, logger: logger) : nil
         if control != nil { driver.submit(.controlSocket(controlPath), order: .now) }
         if let consoleURL = listening.consoleURL { driver.submit(.console(consoleURL), order: .now) }
+        driver.askNotifier = AskNotifier(
+            logger: logger, metrics: driver.metrics, console: listening.console.flatMap { parts in listening.consoleURL.map { (parts.auth, $0) } })
         driver.startTimers(pingInterval: configuration.pingInterval)
         // systemd (Type=notify): ready now; watchdog pings come from the relay's own loop, so a
         // wedged loop stops them and systemd restarts the daemon.

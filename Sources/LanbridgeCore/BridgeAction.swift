@@ -41,6 +41,8 @@ package enum BridgeAction: Sendable {
     case slotWaiting(AdmissionSlot)
     /// Run the operator's wake hook for a node an invoke is held for (at most once per node per 30 s).
     case wake(WakeCall)
+    /// Run the operator's notify hook: an invoke now waits for their answer.
+    case notifyOperator(BridgeSettings.Notify, AskedInvokes.Prompt)
     /// Wake the core (`timerFired`) no later than this.
     case armTimer(Moment)
     /// With the OpenClaw gateway protocol: a paired node came, changed or went.

@@ -17,6 +17,7 @@ extension BridgeCore {
             id: Hex.encode(random(5)), request: request, origin: origin, waiter: waiter, node: node.nodeId, rule: rule, askedAt: wall,
             expires: now.addingTimeInterval(Double(book.asked.limits.timeoutMs) / 1000))
         guard book.ask(entry, now: now) else { return }
+        if settings.notify.hook.exec != nil { actions.append(.notifyOperator(settings.notify, prompt(entry))) }
         logger.notice(
             "invoke waits for the operator: lanbridge invokes approve \(entry.id)",
             metadata: ["node": "\(node.nodeId)", "name": "\(node.details.displayName)", "command": "\(request.command)", "askRule": "\(rule)"])
@@ -24,19 +25,14 @@ extension BridgeCore {
 
     /// What waits, oldest first: never the params, only their shape (`summary`).
     func askList(wall: Date) -> JSONValue {
-        .object([
-            "asks": .array(
-                book.asked.entries.map { entry in
-                    let node = paired[entry.node]
-                    return [
-                        "id": .string(entry.id), "nodeId": .string(entry.node.description), "name": .string(node?.details.displayName ?? ""),
-                        "command": .string(entry.request.command), "askRule": .string(entry.rule), "asker": .string(Self.asker(entry.waiter.target)),
-                        "askedAt": .string(entry.askedAt.formatted(.iso8601)),
-                        "expiresInMs": .number(Double(max(0, Int(entry.expires.timeIntervalSince(now) * 1000)))),
-                        "params": .string(Self.summary(of: entry.request.params)),
-                    ]
-                })
-        ])
+        ["asks": JSONValue(encoding: book.asked.entries.map(prompt))]
+    }
+
+    private func prompt(_ entry: AskedInvokes.Entry) -> AskedInvokes.Prompt {
+        AskedInvokes.Prompt(
+            id: entry.id, nodeId: entry.node.description, name: paired[entry.node]?.details.displayName ?? "", command: entry.request.command,
+            askRule: entry.rule, asker: Self.asker(entry.waiter.target), askedAt: entry.askedAt.formatted(.iso8601), params: Self.summary(of: entry.request.params),
+            expiresInMs: max(0, Int(entry.expires.timeIntervalSince(now) * 1000)))
     }
 
     /// The operator's answer. An unknown, answered or expired ID changes nothing.
@@ -59,7 +55,7 @@ extension BridgeCore {
                     "\(method): always, but an ask rule still matches \(waiting.request.command) in the rules this bridge holds (lanbridge invokes approve --always changes them first)"
             )
         }
-        guard let entry = book.answerAsked(id) else {
+        guard var entry = book.answerAsked(id) else {
             throw ErrorMessage(
                 code: ErrorMessage.nodeNotFound, message: "no invoke waits for an answer as \(id): it was answered, it expired, or the ID is wrong (lanbridge invokes pending)",
                 details: ["id": .string(id), "reason": "UNKNOWN_ASK"])
@@ -71,6 +67,7 @@ extension BridgeCore {
                     time: wall, event: approve ? "invoke.ask-approved" : "invoke.ask-denied", actor: by, nodeId: entry.node.description,
                     detail: "\(entry.request.command) (ask rule \(entry.rule), asked by \(Self.asker(entry.waiter.target))): \(how)")
             ]))
+        entry.waiter.note = "asked (ask rule \(entry.rule)); \(how) by \(by)"
         logger.notice("the operator \(how) an asked invoke", metadata: ["node": "\(entry.node)", "command": "\(entry.request.command)", "by": "\(by)"])
         if approve {
             if let forMs { book.grantAsked(entry.node, entry.request.command, until: now.addingTimeInterval(Double(forMs) / 1000), now: now) }

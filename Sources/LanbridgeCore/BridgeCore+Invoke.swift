@@ -71,7 +71,7 @@ extension BridgeCore {
         let node = waiter.node.flatMap { paired[$0] }  // the index: a lookup, not a scan per invoke
         activity.append(
             time: wall, nodeId: waiter.node?.description, name: node?.details.displayName, command: waiter.command, asker: asker,
-            outcome: outcome, durationMs: Int((seconds * 1000).rounded()), resultBytes: bytes)
+            outcome: outcome, durationMs: Int((seconds * 1000).rounded()), resultBytes: bytes, note: waiter.note)
     }
 
     /// `activity.list {since?, node?, command?, limit?}`: oldest first, at most `limit` (1000 at most).
@@ -193,6 +193,8 @@ extension BridgeCore {
                     ])
                 recordDenial(by: origin.rawValue, node: node.nodeId, what: request.command, reason: denied.code, wall: wall)
             }
+            var waiter = waiter
+            if let denied { waiter.note = waiter.note.map { "\($0); \(denied)" } ?? "\(denied)" }
             book.finish(waiter, .failure(error), now: now)
         case let .hold(node, refusal):
             if var entry = heldEntry {

@@ -55,7 +55,8 @@ struct ConfigCommand: ParsableCommand {
                     ("openclawApps.enabled", .bool(settings.openClawApps.enabled)), ("openclawApps.listen", text(settings.openClawApps.listen)),
                     ("metrics.listen", text(settings.metrics.listen?.description)),
                     ("ui.enabled", .bool(settings.console.enabled)), ("ui.listen", text(settings.console.listen?.description)),
-                    ("wake.exec", text(settings.wake.exec)),
+                    ("wake.exec", text(settings.wake.exec)), ("notify.exec", text(settings.notify.hook.exec)),
+                    ("notify.consoleUid", text(settings.notify.consoleUid.map(String.init))),
                 ].map { Row(key: $0.0, value: $0.1, source: source($0.0), unit: nil) }
                 for limit in Limit.allCases {
                     let section = limit.spec.section

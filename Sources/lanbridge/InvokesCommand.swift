@@ -26,15 +26,9 @@ struct InvokesCommand: ParsableCommand {
             """,
         subcommands: [Pending.self, Approve.self, Deny.self])
 
-    struct Ask: Codable {
-        let id, nodeId, name, command, askRule, asker, askedAt, params: String
-        let expiresInMs: Int
-    }
-
     /// What waits now, from the running daemon (exit 69 without one).
-    static func waiting(_ state: StateOptions) throws -> [Ask] {
-        let answer = try ControlClient.ask(state.directory, BridgeCore.askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)")
-        return try JSONDecoder().decode([Ask].self, from: JSONEncoder().encode(answer["asks"] ?? .array([])))
+    static func waiting(_ state: StateOptions) throws -> [AskedInvokes.Prompt] {
+        try AskedInvokes.Prompt.list(ControlClient.ask(state.directory, BridgeCore.askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)"))
     }
 
     struct Pending: ParsableCommand {

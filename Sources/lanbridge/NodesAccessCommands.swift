@@ -48,7 +48,7 @@ extension NodesCommand {
                 if remove {
                     return try removeRule(state, node: node, pattern: pattern, kind: .allow, json: json)
                 }
-                try addRule(state, node: node, pattern: pattern, allowing: true, json: json)
+                try addRule(state, node: node, pattern: pattern, .allow, json: json)
             }
         }
 
@@ -80,7 +80,7 @@ extension NodesCommand {
         func run() throws {
             try Output.run {
                 if remove { return try removeRule(state, node: node, pattern: pattern, kind: .deny, json: json) }
-                try addRule(state, node: node, pattern: pattern, allowing: false, json: json)
+                try addRule(state, node: node, pattern: pattern, .deny, json: json)
             }
         }
     }
@@ -104,9 +104,7 @@ extension NodesCommand {
             try Output.run {
                 if remove { return try removeRule(state, node: node, pattern: pattern, kind: .ask, json: json) }
                 let settings = try state.settings()
-                let store = PairingStore(directory: state.directory)
-                _ = try settings.catalog.check(pattern, also: try store.read().node(matching: node).details.commands)
-                let updated = try store.update { try $0.ask(pattern, node: node) }
+                let updated = try PairingStore(directory: state.directory).addRule(pattern, .ask, node: node, catalog: settings.catalog)
                 try DaemonConfirmation.confirm(state, "the ask rule \(pattern) for \(updated.details.displayName)")
                 if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
                 print("\(updated.details.displayName) (\(updated.nodeId)) now waits for your answer before it runs \(pattern) (lanbridge invokes pending).")
@@ -184,13 +182,14 @@ private func removeRule(_ state: StateOptions, node: String, pattern: String, ki
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
 }
 
-private func addRule(_ state: StateOptions, node: String, pattern: String, allowing: Bool, json: Bool) throws {
+private func addRule(_ state: StateOptions, node: String, pattern: String, _ kind: PairingState.RuleKind, json: Bool) throws {
     let settings = try state.settings()
+    let allowing = kind == .allow
     let verb = allowing ? "Allowed" : "Denied"
     let store = PairingStore(directory: state.directory)
     let before = try? store.read().node(matching: node)
-    let updated = try store.addRule(pattern, allowing: allowing, node: node, catalog: settings.catalog)
-    try DaemonConfirmation.confirm(state, "the \(allowing ? "allow" : "deny") rule \(pattern) for \(updated.details.displayName)")
+    let updated = try store.addRule(pattern, kind, node: node, catalog: settings.catalog)
+    try DaemonConfirmation.confirm(state, "the \(kind.rawValue) rule \(pattern) for \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")

@@ -66,7 +66,11 @@ extension NodesCommand {
                     if json { try Output.json(["ok": .bool(true), "payload": shown ?? .null] as JSONValue) } else { try Output.json(shown ?? .null) }
                 case let .failure(error):
                     if json { try Output.json(["ok": .bool(false), "error": JSONValue(encoding: error)] as JSONValue) }
-                    Output.note("lanbridge: \(error.code): \(error.message)" + (error.retryAfterMs.map { " (retry after \($0) ms)" } ?? ""))
+                    // The reason, where there is one, names which refusal it was (ASKED_DENIED, NOT_ALLOWLISTED, …).
+                    let reason = error.details?["reason"]?.stringValue.map { " (\(SafeText.escape($0)))" } ?? ""
+                    // A node's error reaches the terminal escaped: its message is the node's to choose.
+                    Output.note(
+                        "lanbridge: \(SafeText.escape(error.code))\(reason): \(SafeText.escape(error.message))" + (error.retryAfterMs.map { " (retry after \($0) ms)" } ?? ""))
                     let tryAgain = [
                         ErrorMessage.nodeNotConnected, ErrorMessage.backgroundUnavailable, ErrorMessage.rateLimited,
                         ErrorMessage.timeout, ErrorMessage.unavailable,

@@ -125,7 +125,7 @@ struct ServeCommand: AsyncParsableCommand {
         let (hangups, hangup) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         let reload: @Sendable () throws -> BridgeServer.Reloaded = { [self] in
             let settings = try state.settings()
-            if let problem = settings.wake.problem { throw ConfigurationProblem(description: problem) }
+            if let problem = settings.wake.problem("wake") ?? settings.notify.hook.problem("notify") { throw ConfigurationProblem(description: problem) }
             let gateway = try Self.checked { try BridgeConfiguration.gateway(settings, overrides) { logger.warning("\($0)") } }
             return BridgeServer.Reloaded(settings: settings, gatewayToken: gateway?.token)
         }

@@ -207,4 +207,45 @@ struct AskEndToEndTests {
         let run = try CLI.run(["invokes", "pending", "--state-dir", state.path])
         #expect(run.status == 69 && run.stderr.contains("not running"), "\(run)")
     }
+
+    /// §4: the notify hook runs when an invoke starts waiting; its document holds the prompt (the
+    /// params' shape, never their values) and a one-time console link for the configured uid, which
+    /// lands on the prompt once and never again, and whose token never reaches the log.
+    @Test func theNotifyHookHearsOfTheAskWithAOneTimeConsoleLink() throws {
+        let hooks = TemporaryDirectory("notify")
+        let script = hooks.url.appendingPathComponent("notify")
+        let out = hooks.url.appendingPathComponent("document.json")
+        // Prints the link, as a careless hook might: the log must show it without its token.
+        try Data("#!/bin/sh\ncat > \"$1\"\nsed -n 's/.*\\(login?token=[^\"]*\\).*/\\1/p' \"$1\"\n".utf8).write(to: script)
+        chmod(script.path, 0o755)
+        let notify: JSONValue = ["exec": .string(script.path), "args": [.string(out.path)], "consoleUid": .number(Double(getuid()))]
+        let stack = try RelayStack(
+            config: String(decoding: (["notify": notify] as JSONValue).serialized, as: UTF8.self), bridgeArguments: ["--ui-listen", "127.0.0.1:0"])
+        defer { stack.stop() }
+        #expect(try stack.cli(["nodes", "ask", stack.nodeID, "device.echo"]).status == 0)
+        let call = AskedCall(stack)
+        let waiting = try pending(stack)
+        let ran = try stack.bridge.waitForLog("notify hook ran")
+        let document = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: out))
+        #expect(document["id"]?.stringValue == waiting.first?.id && document["command"] == "device.echo" && document["name"] == "phone", "\(document)")
+        #expect(document["params"] == "{note: text (14)}" && document["askRule"] == "device.echo" && document["asker"] == "gateway", "\(document)")
+        #expect(document["approve"]?.stringValue == "lanbridge invokes approve \(waiting[0].id)")
+        #expect(!String(decoding: try Data(contentsOf: out), as: UTF8.self).contains("a secret value"), "the params' values never reach the hook")
+        let link = try #require(document["consoleLink"]?.stringValue)
+        let console = try #require(stack.bridge.consoleURL)
+        #expect(link.hasPrefix(console + "/login?token="), "\(link)")
+        let token = String(link.split(separator: "=")[1].prefix { $0 != "&" })
+        #expect(ran.contains("[token]") && !stack.bridge.log.contains(token), "the hook's output is logged without the token: \(ran)")
+
+        // The link opens a session on the prompt, once.
+        let port = try #require(Int(console.split(separator: ":").last ?? ""))
+        let path = String(link.dropFirst(console.count))
+        let first = try HTTPClient.exchange("GET", port: port, path: path)
+        #expect(first.status == 303 && first.headers["location"] == "/#ask-\(waiting[0].id)", "\(first.status) \(first.headers)")
+        #expect(first.headers["set-cookie"]?.hasPrefix("lanbridge_session=") == true)
+        #expect(try HTTPClient.exchange("GET", port: port, path: path).status == 403, "a used link opens nothing")
+
+        #expect(try stack.cli(["invokes", "deny", waiting[0].id]).status == 0)
+        #expect(reason(call.wait()) == "ASKED_DENIED")
+    }
 }

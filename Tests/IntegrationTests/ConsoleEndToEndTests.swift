@@ -28,14 +28,16 @@ struct ConsoleEndToEndTests {
 
     /// Log in by `lanbridge ui`'s link; a request appears live; a wrong code is refused and
     /// counted; the right one approves; a rule edited in the page applies to the next invoke;
-    /// Later, Reject, Reject and block; an invite's QR code decodes and pairs; revoke; the audit.
+    /// Later, Reject, Reject and block; an invite's QR code decodes and pairs; approval with "ask
+    /// each time", an asked invoke's prompt live (approve, deny, always); the Activity page, live;
+    /// revoke; the audit.
     @Test func anOperatorDoesTheWholeApprovalFlowInTheBrowser() throws {
         let bridge = try BridgeDaemon(console: true)
         let steps = try run("browser", bridge)
-        #expect(steps.count == 11, "\(steps)")
+        #expect(steps.count == 16, "\(steps)")
         // No secret reaches the log: not a login token, not an invite's URI.
         #expect(!bridge.log.contains("token=") && !bridge.log.contains("lanbridge://"), "\(bridge.log)")
-        for page in ["pending", "node", "nodes", "invites", "audit", "status", "phone"] {
+        for page in ["pending", "node", "nodes", "asks", "activity", "invites", "audit", "status", "phone"] {
             #expect(FileManager.default.fileExists(atPath: Self.screenshots.appendingPathComponent("\(page).png").path), "no screenshot of \(page)")
         }
     }

@@ -75,7 +75,7 @@ final class CapturedLog: @unchecked Sendable {
 /// Issue 36 §3: the wake hook's output never carries the push token, in any form the hook prints it.
 @Suite struct WakeHookOutputTests {
     func firstLine(_ text: String, hiding token: String) -> String {
-        var line = WakeHook.FirstLine()
+        var line = HookRunner.FirstLine()
         Array(text.utf8).withUnsafeBytes { line.append($0) }
         return line.text(hiding: token)
     }

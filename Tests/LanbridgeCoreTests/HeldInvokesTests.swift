@@ -313,14 +313,14 @@ struct HeldInvokesMachineTests {
     @Test func theHookIsCalledOncePerNodePerInterval() throws {
         var held = HeldInvokes()
         let node = try node()
-        var hook = BridgeSettings.Wake()
+        var hook = BridgeSettings.Hook()
         hook.exec = "/usr/local/lib/lanbridge/wake"
         guard case let .held(wake?) = held.hold(try entry("camera.snap", asker: .control(1), at: t0), node: node, hook: hook, now: t0) else {
             Issue.record("no wake for the first hold"); return
         }
         #expect(wake.node == node.nodeId && wake.why == ErrorMessage.backgroundUnavailable && wake.heldAt == t0)
         #expect(held.hold(try entry("camera.snap", asker: .control(2), at: t0), node: node, hook: hook, now: t0 + 29) == .held(wake: nil))
-        guard case .held(_?) = held.hold(try entry("camera.snap", asker: .control(3), at: t0), node: node, hook: hook, now: t0 + BridgeSettings.Wake.intervalSeconds) else {
+        guard case .held(_?) = held.hold(try entry("camera.snap", asker: .control(3), at: t0), node: node, hook: hook, now: t0 + WakeSchedule.intervalSeconds) else {
             Issue.record("no wake after the interval"); return
         }
     }

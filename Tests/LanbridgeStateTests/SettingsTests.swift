@@ -37,6 +37,11 @@ struct BridgeSettingsTests {
         (#"{"wake": {"exec": "/usr/bin/true", "timeoutMs": 10}}"#, "wake.timeoutMs: expected a whole number in 100...120000"),
         (#"{"wake": {"exec": "/usr/bin/true", "args": "--topic x"}}"#, "wake.args: expected a list of strings"),
         (#"{"wake": {"command": "/usr/bin/true"}}"#, "wake.command: unknown key"),
+        (#"{"wake": {"exec": "/usr/bin/true", "consoleUid": 0}}"#, "wake.consoleUid: unknown key"),
+        (#"{"notify": {"exec": "notify-send"}}"#, "notify.exec: expected an absolute path"),
+        (#"{"notify": {"exec": "/usr/bin/true", "timeoutMs": 200000}}"#, "notify.timeoutMs: expected a whole number in 100...120000"),
+        (#"{"notify": {"exec": "/usr/bin/true", "consoleUid": -1}}"#, "notify.consoleUid: expected a whole number"),
+        (#"{"notify": {"exec": "/usr/bin/true", "consoleUid": "1000"}}"#, "notify.consoleUid: expected a whole number"),
     ])
     func everyBadEntryIsNamed(_ config: String, _ expected: String) {
         #expect(error(config).contains(expected), "\(error(config))")
@@ -72,6 +77,13 @@ struct BridgeSettingsTests {
         #expect(try parse("{}").wake.exec == nil)
         let wake = try parse(#"{"wake": {"exec": "/etc/lanbridge/wake/ntfy", "args": ["https://ntfy.example"], "timeoutMs": 5000}}"#).wake
         #expect(wake.exec == "/etc/lanbridge/wake/ntfy" && wake.args == ["https://ntfy.example"] && wake.timeoutMs == 5000)
+    }
+
+    /// Issue 52 §4: the notify hook is read as the wake hook is, with the uid its console link is for.
+    @Test func theNotifyHookIsAHookWithTheUidOfItsConsoleLink() throws {
+        #expect(try parse("{}").notify == BridgeSettings.Notify())
+        let notify = try parse(#"{"notify": {"exec": "/usr/local/bin/ask-me", "args": ["--topic", "x"], "timeoutMs": 3000, "consoleUid": 1000}}"#).notify
+        #expect(notify.hook.exec == "/usr/local/bin/ask-me" && notify.hook.args == ["--topic", "x"] && notify.hook.timeoutMs == 3000 && notify.consoleUid == 1000)
     }
 
     /// PROTOCOL.md §12.8's example, every key in it, is a config the daemon accepts.

@@ -10,6 +10,14 @@ public enum HTTPClient {
     }
 
     public static func request(_ method: String, port: Int, path: String, body: Data? = nil, host: String? = nil, timeout: TimeInterval = 60) throws -> (status: Int, body: Data) {
+        let answer = try exchange(method, port: port, path: path, body: body, host: host, timeout: timeout)
+        return (answer.status, answer.body)
+    }
+
+    /// As `request`, with the response's headers (names lowercased).
+    public static func exchange(_ method: String, port: Int, path: String, body: Data? = nil, host: String? = nil, timeout: TimeInterval = 60) throws -> (
+        status: Int, headers: [String: String], body: Data
+    ) {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(description: "socket failed") }
         defer { close(fd) }
@@ -43,11 +51,16 @@ public enum HTTPClient {
             response.append(contentsOf: chunk[..<n])
         }
         guard let split = response.range(of: Data("\r\n\r\n".utf8)),
-            let statusLine = String(data: response[..<split.lowerBound], encoding: .utf8)?.split(separator: "\r\n").first,
+            let lines = String(data: response[..<split.lowerBound], encoding: .utf8)?.split(separator: "\r\n"), let statusLine = lines.first,
             let status = Int(statusLine.split(separator: " ").dropFirst().first ?? "")
         else {
             throw Failure(description: "not an HTTP response")
         }
-        return (status, response[split.upperBound...])
+        var headers: [String: String] = [:]
+        for line in lines.dropFirst() {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return (status, headers, response[split.upperBound...])
     }
 }

@@ -27,6 +27,9 @@ enum ConsoleAssets {
         label { display: inline-flex; gap: .4rem; align-items: center; flex-wrap: wrap; }
         label.check { flex-wrap: nowrap; align-items: baseline; }
         .withheld { margin: .25rem 0; }
+        fieldset.sensitive { border: 1px solid var(--line); border-radius: 6px; margin: .3rem 0; padding: .2rem .6rem; display: flex; flex-wrap: wrap; gap: .2rem 1rem; }
+        article.ask { border-left: 4px solid var(--warn); }
+        code.params { overflow-wrap: anywhere; }
         input[type=text], input[type=number], select { font: inherit; padding: .35rem .5rem; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--fg); min-width: 0; }
         input.code { width: 7.5em; letter-spacing: .2em; font-family: ui-monospace, monospace; font-size: 1.15rem; }
         button { font: inherit; padding: .35rem .8rem; border-radius: 6px; border: 1px solid var(--line); background: var(--bg); color: var(--fg); cursor: pointer; }
@@ -48,7 +51,7 @@ enum ConsoleAssets {
         }
         """
 
-    /// Listens for `change` on /events and merges the section's fresh fragment: entries are keyed
+    /// Listens on /events for the topics the live section names (`data-events`) and merges the section's fresh fragment: entries are keyed
     /// (`data-key`) and versioned (`data-fp`); one the operator is typing into is left alone.
     static let js = """
         "use strict";
@@ -72,7 +75,9 @@ enum ConsoleAssets {
               const key = node.dataset.key;
               let el = old.get(key);
               keep.add(key);
-              if (el && el.dataset.fp !== node.dataset.fp && !inUse(el)) { el.replaceWith(node); el = node; }
+              // The cursor follows a replaced entry: inserting before a detached one would throw
+              // and leave every later entry stale.
+              if (el && el.dataset.fp !== node.dataset.fp && !inUse(el)) { if (at === el) at = node; el.replaceWith(node); el = node; }
               if (!el) { el = node; }
               if (el !== at) { live.insertBefore(el, at); } else { at = at.nextElementSibling; }
             }
@@ -89,7 +94,7 @@ enum ConsoleAssets {
             if (again) { again = false; refresh(); }
           }
           const events = new EventSource("/events");
-          events.addEventListener("change", refresh);
+          for (const topic of (live.dataset.events || "change").split(" ")) events.addEventListener(topic, refresh);
           events.addEventListener("open", refresh);
         })();
         """

@@ -24,7 +24,7 @@ struct ConsolePages {
     // MARK: layout
 
     /// The pages, in the order the header lists them.
-    static let navigation = [("/", "Pending"), ("/nodes", "Nodes"), ("/invites", "Invites"), ("/audit", "Audit"), ("/status", "Status")]
+    static let navigation = [("/", "Pending"), ("/nodes", "Nodes"), ("/activity", "Activity"), ("/invites", "Invites"), ("/audit", "Audit"), ("/status", "Status")]
 
     func layout(title: String, current: String, body: String) -> String {
         let links = Self.navigation.map { path, name in
@@ -58,29 +58,31 @@ struct ConsolePages {
         "\(r.challenges).\(r.codeMismatches).\(r.code == nil ? 0 : 1).\(r.locked?.rawValue ?? "")"
     }
 
-    func pending() throws -> String {
+    /// Invokes waiting for the operator's answer first, then devices asking to pair.
+    func pending(asks: [AskedInvokes.Prompt]?) throws -> String {
         layout(
-            title: "Pending devices", current: "/",
+            title: "Pending", current: "/",
             body: """
-                <p class="meta">Approve only after typing the code the device shows: the bridge's own is never shown here, so the two screens are compared, not copied.</p>
-                \(try pendingSection())
+                <p class="meta">Approve a device only after typing the code it shows: the bridge's own is never shown here, so the two screens are compared, not copied.</p>
+                \(try pendingSection(asks: asks))
                 """)
     }
 
-    func pendingSection() throws -> String {
+    func pendingSection(asks: [AskedInvokes.Prompt]?) throws -> String {
         let now = Date()
         let current = try PairingStore(directory: directory).read()
         let live = current.pending.requests.filter { $0.expiresAt > now }
         let shown = context.auth.shown(live.map { ($0.requestId, Self.fingerprint($0)) }, session: context.sessionId)
         let visible = live.filter { shown.contains($0.requestId) }
         let hidden = live.count - visible.count
-        var items = visible.map { request(in: current, $0, now: now) }
+        var items = askItems(asks)
+        items += visible.map { request(in: current, $0, now: now) }
         if visible.isEmpty {
             items.append("<p data-key=\"empty\" data-fp=\"\(hidden)\">No pending pairing requests\(hidden > 0 ? " (\(hidden) put off until they change)" : "").</p>")
         } else if hidden > 0 {
             items.append("<p data-key=\"hidden\" data-fp=\"\(hidden)\" class=\"meta\">\(hidden) put off until they change.</p>")
         }
-        return "<section id=\"live\" data-fragment=\"/fragment/pending\">\(items.joined())</section>"
+        return "<section id=\"live\" data-fragment=\"/fragment/pending\" data-events=\"change asks\">\(items.joined())</section>"
     }
 
     private func request(in state: PairingState, _ r: PendingRequest, now: Date) -> String {
@@ -108,9 +110,15 @@ struct ConsolePages {
         }
         if !state.sameName(as: r).isEmpty { warnings.append("SAME NAME as another pending request.") }
         let sensitive = r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil }
+        // Per sensitive command: withheld (the default, least privilege), asked each time, or granted.
         let grants = sensitive.map { command in
-            "<label><input type=\"checkbox\" name=\"grant.\(HTML.escape(command))\"> also grant <code>\(HTML.escape(command))</code> <span class=\"tag\">\(HTML.escape(CommandCatalog.sensitivity(of: command)?.rawValue ?? ""))</span></label>"
-        }.joined(separator: "<br>")
+            let name = HTML.escape("sensitive." + command)
+            return
+                "<fieldset class=\"sensitive\"><legend><code>\(HTML.escape(command))</code> <span class=\"tag\">\(HTML.escape(CommandCatalog.sensitivity(of: command)?.rawValue ?? ""))</span></legend>"
+                + "<label><input type=\"radio\" name=\"\(name)\" value=\"withhold\" checked> withhold</label>"
+                + "<label><input type=\"radio\" name=\"\(name)\" value=\"ask\"> ask each time</label>"
+                + "<label><input type=\"radio\" name=\"\(name)\" value=\"grant\"> grant</label></fieldset>"
+        }.joined()
         let approve =
             r.locked == nil && r.openClawApp?.tlsSha256 != nil
             ? HTML.form(
@@ -118,7 +126,7 @@ struct ConsolePages {
                 """
                 \(HTML.hidden("request", r.requestId))
                 <label>Fingerprint on the device (first 6) <input class="code" type="text" name="fingerprint" pattern="[0-9a-fA-F: ]{6,8}" maxlength="8" autocomplete="off" required></label>
-                \(grants.isEmpty ? "" : "<div>Sensitive commands it declares are not granted unless ticked:<br>\(grants)</div>")
+                \(grants.isEmpty ? "" : "<div>Sensitive commands it declares:\(grants)</div>")
                 \(keyChoice)
                 <div><button class="primary">Approve</button></div>
                 """)
@@ -128,7 +136,7 @@ struct ConsolePages {
                     """
                     \(HTML.hidden("request", r.requestId))
                     <label>Code on the device <input class="code" type="text" name="code" inputmode="numeric" pattern="[0-9]{6}" maxlength="6" autocomplete="off" required></label>
-                    \(grants.isEmpty ? "" : "<div>Sensitive commands it declares are not granted unless ticked:<br>\(grants)</div>")
+                    \(grants.isEmpty ? "" : "<div>Sensitive commands it declares:\(grants)</div>")
                     \(keyChoice)
                     <div><button class="primary">Approve</button></div>
                     """) : ""
@@ -242,11 +250,13 @@ struct ConsolePages {
         let body = """
             <div class="card"><dl>\(facts.map { "<dt>\($0.0)</dt><dd>\($0.1)</dd>" }.joined())</dl></div>
             <div class="card"><h2>Access rules</h2>
-            <p class="meta">A command runs when an allow rule matches it, no deny rule does, and the node declared it. Changes apply to the next invoke.</p>
+            <p class="meta">A command runs when an allow or ask rule matches it, no deny rule does, and the node declared it; an ask rule first waits for your answer (under Pending). Deny wins over ask, ask over allow. Changes apply to the next invoke.</p>
             <h3>Allow</h3>\(rules(d.access.allow, kind: "allow"))
             \(HTML.form(page + "/allow", csrf: csrf, "<label>Allow <input type=\"text\" name=\"pattern\" placeholder=\"camera.snap or canvas.*\" required></label><button>Add</button>"))
             <h3>Deny</h3>\(rules(d.access.deny, kind: "deny"))
             \(HTML.form(page + "/deny", csrf: csrf, "<label>Deny <input type=\"text\" name=\"pattern\" placeholder=\"canvas.eval\" required></label><button>Add</button>"))
+            <h3>Ask each time</h3>\(rules(d.access.ask, kind: "ask"))
+            \(HTML.form(page + "/ask", csrf: csrf, "<label>Ask <input type=\"text\" name=\"pattern\" placeholder=\"camera.snap\" required></label><button>Add</button>"))
             </div>
             <div class="card"><h2>Manage</h2>
             \(HTML.form(page + "/rename", csrf: csrf, "<label>Name <input type=\"text\" name=\"name\" maxlength=\"64\" value=\"\(HTML.escape(d.displayName))\" required></label><button>Rename</button>"))

@@ -30,7 +30,7 @@ struct ConsoleService: HTTPService {
         default: break
         }
         let known =
-            request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/"].contains { request.path.hasPrefix($0) }
+            request.path == "/events" || request.path == "/logout" || ["/fragment/", "/pending/", "/blocked/", "/asks/"].contains { request.path.hasPrefix($0) }
             || ConsolePages.navigation.contains { path, _ in request.path == path || (path != "/" && request.path.hasPrefix(path + "/")) }
         guard known else { return nil }
         let id: String, session: ConsoleSessions.Session
@@ -49,14 +49,15 @@ struct ConsoleService: HTTPService {
         let context = ConsolePages.Context(sessionId: id, session: session, bridgeName: bridgeName, auth: auth)
         if request.method == .POST {
             if let refusal = Self.refusesWrite(request, csrf: session.csrf) { return .reply(refusal) }
+            if request.path == "/asks/answer" { return .reply(await answerAsk(request, context: context)) }
             return .reply(await offLoop { post(request, context: context) })
         }
         guard request.method == .GET || request.method == .HEAD else { return .reply(.text(.methodNotAllowed, "GET or POST\n")) }
         if request.path == "/events" {
             return .events(headers: [], start: { [events] sink in events.add(sink) })
         }
-        let snapshot = try? await driver.snapshot().get()
-        return .reply(await offLoop { get(request, context: context, snapshot: snapshot) })
+        let live = await liveState(for: request.path)
+        return .reply(await offLoop { get(request, context: context, live: live) })
     }
 
     /// A write must come from this console's own page: the session's CSRF token in the form, and
@@ -90,7 +91,9 @@ struct ConsoleService: HTTPService {
         switch auth.redeem(token, uid: request.peerUID) {
         case let .session(id, _):
             logger.notice("console: logged in", metadata: ["uid": "\(request.peerUID.map(String.init) ?? "?")"])
-            return .seeOther("/", headers: [ConsoleAuth.setCookie(id)])
+            // The notify hook's link lands on its prompt; only a plain ID is carried into the Location.
+            let ask = request.query["ask"].flatMap { (1...32).contains($0.utf8.count) && $0.allSatisfy(\.isHexDigit) ? $0 : nil }
+            return .seeOther(ask.map { "/#ask-\($0)" } ?? "/", headers: [ConsoleAuth.setCookie(id)])
         case let .refused(refusal):
             refused(refusal, request, "a login link")
             return .html(.forbidden, ConsolePages.loggedOut(Self.explain(refusal)))
@@ -120,18 +123,52 @@ struct ConsoleService: HTTPService {
 
     // MARK: reading
 
-    private func get(_ request: HTTPRequest, context: ConsolePages.Context, snapshot: BridgeHealth.Snapshot?) -> HTTPReply {
+    /// What a page shows of the daemon's memory (not its files), asked for before the page is
+    /// rendered off the loop.
+    struct LiveState {
+        var snapshot: BridgeHealth.Snapshot?
+        var asks: [AskedInvokes.Prompt]?
+        var activity: ConsoleActivity.Feed?
+    }
+
+    private func liveState(for path: String) async -> LiveState {
+        var live = LiveState()
+        switch path {
+        case "/status":
+            live.snapshot = try? await driver.snapshot().get()
+        case "/", "/fragment/pending":
+            live.asks = (try? await control(BridgeCore.askList, nil).get()).flatMap { try? AskedInvokes.Prompt.list($0) }
+        case "/activity", "/fragment/activity":
+            live.activity = await ConsoleActivity.Feed.read { method, params in await control(method, params) }
+        default:
+            break
+        }
+        return live
+    }
+
+    /// A control-socket method, asked of the core as the operator (the console's session is one).
+    func control(_ method: String, _ params: JSONValue?) async -> Result<JSONValue, ErrorMessage> {
+        switch await driver.request(method: method, params: params) {
+        case let .success(.value(value?)): .success(value)
+        case .success: .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "\(method): an unexpected answer"))
+        case let .failure(error): .failure(error)
+        }
+    }
+
+    private func get(_ request: HTTPRequest, context: ConsolePages.Context, live: LiveState) -> HTTPReply {
         let pages = ConsolePages(directory: directory, settings: settings.withLockedValue { $0 }, context: context)
         let path = request.path
         do {
             switch path {
-            case "/": return .html(.ok, try pages.pending())
-            case "/fragment/pending": return .html(.ok, try pages.pendingSection())
+            case "/": return .html(.ok, try pages.pending(asks: live.asks))
+            case "/fragment/pending": return .html(.ok, try pages.pendingSection(asks: live.asks))
+            case "/activity": return .html(.ok, pages.activity(live.activity, filter: ConsoleActivity.Filter(request.query)))
+            case "/fragment/activity": return .html(.ok, pages.activitySection(live.activity, filter: ConsoleActivity.Filter(request.query)))
             case "/nodes": return .html(.ok, try pages.nodes())
             case "/fragment/nodes": return .html(.ok, try pages.nodesSection())
             case "/invites": return .html(.ok, try pages.invites(issued: auth.takeNewInvite(session: context.sessionId)))
             case "/audit": return .html(.ok, try pages.audit(filter: request.query["q"] ?? "", event: request.query["event"] ?? ""))
-            case "/status": return .html(.ok, try pages.status(snapshot: snapshot))
+            case "/status": return .html(.ok, try pages.status(snapshot: live.snapshot))
             default:
                 if let (node, action) = Self.nodePath(path), action == nil { return .html(.ok, try pages.node(node)) }
                 return .html(.notFound, pages.layout(title: "Not found", current: "", body: "<p>No such page.</p>"))
@@ -174,22 +211,26 @@ struct ConsoleService: HTTPService {
                     }
                 }
                 let declared = request?.details.commands ?? []
-                // Only sensitive commands the node declared can be ticked; anything else is ignored.
-                let ticked = declared.filter { CommandCatalog.sensitivity(of: $0) != nil && form["grant." + $0] == "on" }
+                // Only sensitive commands the node declared can be chosen; anything else is ignored.
+                let sensitive = declared.filter { CommandCatalog.sensitivity(of: $0) != nil }
+                let granted = sensitive.filter { form["sensitive." + $0] == "grant" }
+                let asked = sensitive.filter { form["sensitive." + $0] == "ask" }
                 let shown = request?.openClawApp == nil ? code : String(field("fingerprint").lowercased().filter { $0.isHexDigit })
                 let node: PairedNode
                 let keyChange = KeyChangeChoice(rawValue: field("keyChange"))
                 do {
                     node = try store.approve(
-                        requestId, code: shown, unverified: false, grant: ApprovalGrant(allow: ticked), settings: settings, keyChange: keyChange, actor: actor)
+                        requestId, code: shown, unverified: false, grant: ApprovalGrant(allow: granted, ask: asked), settings: settings, keyChange: keyChange, actor: actor)
                 } catch PairingError.fingerprintMismatch {
                     return back("/", "That is not the start of the fingerprint this bridge showed the app: do not approve it.", error: true)
                 } catch PairingError.keyChangeUndecided(_, let name, _) {
                     return back("/", "This looks like the paired \(name) under a new key: choose replace or add.", error: true)
                 }
                 let replaced = keyChange == .replace ? " It replaces the old key, revoked; its rules carried over." : ""
+                let asks = node.access.ask.isEmpty ? "" : " Asks you first: \(node.access.ask.joined(separator: ", "))."
                 return back(
-                    "/nodes/\(HTML.component(node.nodeId.description))", "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).\(replaced)")
+                    "/nodes/\(HTML.component(node.nodeId.description))",
+                    "Approved \(node.details.displayName). Granted: \(node.access.allow.joined(separator: ", ")).\(asks)\(replaced)")
             case "/pending/reject":
                 let block = field("block") == "1"
                 let rejected = try store.update(actor: actor) { try $0.reject(requestId: field("request"), block: block, now: Date()) }
@@ -227,15 +268,17 @@ struct ConsoleService: HTTPService {
             guard let (node, action) = Self.nodePath(path), let action else { return .text(.notFound, "not found\n") }
             let page = Self.returnPage(path)
             switch action {
-            case "allow", "deny":
+            case "allow", "deny", "ask":
                 let pattern = field("pattern").trimmingWhitespace()
                 if pattern == "*" && action == "allow" { return back(page, "`*` is granted only from the CLI, with --allow-everything.", error: true) }
-                let updated = try store.addRule(pattern, allowing: action == "allow", node: node, catalog: settings.catalog, actor: actor)
-                return back(page, "\(action == "allow" ? "Allowed" : "Denied") \(pattern) for \(updated.details.displayName).")
+                let kind = PairingState.RuleKind(rawValue: action) ?? .deny
+                let updated = try store.addRule(pattern, kind, node: node, catalog: settings.catalog, actor: actor)
+                let done = ["allow": "Allowed", "deny": "Denied", "ask": "Asks you first for"][action] ?? action
+                return back(page, "\(done) \(pattern) for \(updated.details.displayName).")
             case "remove-rule":
-                let denying = field("kind") == "deny"
-                _ = try store.update(actor: actor) { try $0.removeRule(field("pattern"), kind: denying ? .deny : .allow, node: node) }
-                return back(page, "Removed the \(denying ? "deny" : "allow") rule \(field("pattern")).")
+                guard let kind = PairingState.RuleKind(rawValue: field("kind")) else { return back(page, "No such kind of rule.", error: true) }
+                _ = try store.update(actor: actor) { try $0.removeRule(field("pattern"), kind: kind, node: node) }
+                return back(page, "Removed the \(kind.rawValue) rule \(field("pattern")).")
             case "rename":
                 let renamed = try store.update(actor: actor) { try $0.rename(node, to: field("name")) }
                 return back(page, "Renamed to \(renamed.details.displayName).")
@@ -266,7 +309,7 @@ struct ConsoleService: HTTPService {
     }
 
     /// Store reads and writes take a file lock and touch the disk: never on an event loop.
-    private func offLoop(_ body: @escaping @Sendable () -> HTTPReply) async -> HTTPReply {
+    func offLoop(_ body: @escaping @Sendable () -> HTTPReply) async -> HTTPReply {
         (try? await NIOThreadPool.singleton.runIfActive(body)) ?? .text(.serviceUnavailable, "the bridge is stopping\n")
     }
 }

@@ -45,6 +45,13 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     let doorTLS: DoorTLS?
     /// Told each rotated certificate's SHA-256 (the mDNS advertisement for OpenClaw's apps names it); set before the first rotation can come.
     nonisolated(unsafe) var doorCertificateRotated: @Sendable (String) -> Void = { _ in }
+    /// Told, on the loop, when what the console shows live has changed: an invoke started or stopped
+    /// waiting for the operator, or the activity feed grew. Set before the console listens.
+    nonisolated(unsafe) var liveChanged: @Sendable (ConsoleEvents.Topic) -> Void = { _ in }
+    /// Runs the notify hook; set before the control socket and the doors open.
+    nonisolated(unsafe) var askNotifier: AskNotifier?
+    private var shownAsks = 0
+    private var shownActivity = 0
     /// One descriptor budget for every listener (nil in tests that build a driver alone).
     let descriptors: DescriptorGate?
     /// Node connections' places in that budget, by their admission slot, until proved or gone.
@@ -489,6 +496,14 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// An event for the core, at this moment; what it decides is carried out.
     private func decide(_ event: BridgeEvent) {
         perform(core.handle(event, now: .now, wall: Date()))
+        if core.book.asked.generation != shownAsks {
+            shownAsks = core.book.asked.generation
+            liveChanged(.asks)
+        }
+        if core.activity.nextSeq != shownActivity {
+            shownActivity = core.activity.nextSeq
+            liveChanged(.activity)
+        }
     }
 
     private func perform(_ actions: [BridgeAction]) {
@@ -562,6 +577,8 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 descriptors?.prove(tickets.removeValue(forKey: slot))
             case let .wake(call):
                 wakeHook.run(call)
+            case let .notifyOperator(settings, prompt):
+                askNotifier?.notify(prompt, settings)
             case let .armTimer(deadline):
                 timer?.cancel()
                 timer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [self] in

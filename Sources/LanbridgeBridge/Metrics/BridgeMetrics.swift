@@ -68,6 +68,8 @@ public final class BridgeMetrics: Sendable {
     /// A wake hook run ended: `ok`, `failed` (nonzero exit), `timeout`, `error` (could not start)
     /// or `skipped` (too many already running).
     func wake(_ outcome: String) { counter("lanbridge_wake_runs_total", ("outcome", outcome))?.increment() }
+    /// A notify hook's run (an invoke waits for the operator): ok, failed, timeout, error, skipped.
+    func notify(_ outcome: String) { counter("lanbridge_notify_runs_total", ("outcome", outcome))?.increment() }
 
     /// How late the relay loop ran a task scheduled on it (its lag), each quarter second.
     func loopLag(seconds: Double) { gauge("lanbridge_loop_lag_seconds")?.record(seconds) }

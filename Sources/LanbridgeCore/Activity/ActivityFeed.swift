@@ -7,7 +7,7 @@ import LanbridgeProtocol
 /// asked, the outcome and its size and duration only. Read by `lanbridge activity` over the control
 /// socket (`activity.list`).
 package struct ActivityFeed: Sendable {
-    package struct Record: Sendable, Equatable, Encodable {
+    package struct Record: Sendable, Equatable, Codable {
         /// Increases by one per record for the daemon's life: `--follow` asks for what came after.
         package let seq: Int
         package let time: Date
@@ -21,6 +21,8 @@ package struct ActivityFeed: Sendable {
         package let outcome: String
         package let durationMs: Int
         package let resultBytes: Int
+        /// Why: the rule that denied it, or who answered its ask and how (never params).
+        package var note: String? = nil
     }
 
     package let capacity: Int
@@ -31,11 +33,12 @@ package struct ActivityFeed: Sendable {
     package init(capacity: Int) { self.capacity = max(1, capacity) }
 
     package mutating func append(
-        time: Date, nodeId: String?, name: String?, command: String, asker: String, outcome: String, durationMs: Int, resultBytes: Int
+        time: Date, nodeId: String?, name: String?, command: String, asker: String, outcome: String, durationMs: Int, resultBytes: Int,
+        note: String? = nil
     ) {
         let record = Record(
             seq: nextSeq, time: time, nodeId: nodeId, name: name, command: command, asker: asker, outcome: outcome,
-            durationMs: durationMs, resultBytes: resultBytes)
+            durationMs: durationMs, resultBytes: resultBytes, note: note)
         nextSeq += 1
         if ring.count < capacity {
             ring.append(record)
@@ -63,7 +66,7 @@ package struct ActivityFeed: Sendable {
     /// Per node, how many invokes the ring holds from the last hour and the last day, and how
     /// many of those did not end "ok" (`activity --counts`). `coversDay` is false when the ring
     /// has overflowed within the day: the day's figures are then lower bounds.
-    package struct Counts: Sendable, Equatable, Encodable {
+    package struct Counts: Sendable, Equatable, Codable {
         package var nodeId: String
         package var name: String?
         package var lastHour = 0, lastDay = 0, notOkLastDay = 0

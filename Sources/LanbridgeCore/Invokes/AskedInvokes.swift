@@ -30,6 +30,23 @@ package struct AskedInvokes: WaitingInvokes {
         package var expires: Moment
     }
 
+    /// What the operator is shown of one (`ask.list`: the CLI and the console read it): never the
+    /// params, only their shape.
+    package struct Prompt: Codable, Sendable, Equatable {
+        package let id, nodeId, name, command, askRule, asker, askedAt, params: String
+        package let expiresInMs: Int
+
+        package init(id: String, nodeId: String, name: String, command: String, askRule: String, asker: String, askedAt: String, params: String, expiresInMs: Int) {
+            (self.id, self.nodeId, self.name, self.command, self.askRule) = (id, nodeId, name, command, askRule)
+            (self.asker, self.askedAt, self.params, self.expiresInMs) = (asker, askedAt, params, expiresInMs)
+        }
+
+        /// The prompts in an `ask.list` answer.
+        package static func list(_ answer: JSONValue?) throws -> [Prompt] {
+            try JSONDecoder().decode([Prompt].self, from: JSONEncoder().encode(answer?["asks"] ?? .array([])))
+        }
+    }
+
     package struct Ending {
         package var entry: Entry
         package var error: ErrorMessage
@@ -38,7 +55,9 @@ package struct AskedInvokes: WaitingInvokes {
 
     package var limits = Limits()
     /// In the order they were asked; at most `limits.total`, so a scan is short.
-    package private(set) var entries: [Entry] = []
+    package private(set) var entries: [Entry] = [] { didSet { generation &+= 1 } }
+    /// Changes whenever an invoke starts or stops waiting: the console's prompt is redrawn then.
+    package private(set) var generation = 0
     /// `invokes approve --for`: a command the operator said yes to for a while, per node. At most
     /// `limits.perNode` per node (the oldest goes); gone with the pairing or the time.
     private var grants: [Fingerprint: [(command: String, until: Moment)]] = [:]

@@ -9,7 +9,7 @@ import LanbridgeState
 ///
 /// Bounded per node, in all and in bytes; past a bound the newest is refused, never an older one
 /// dropped. Each node's invokes leave in the order they came. The wake hook runs at most once per
-/// node per `BridgeSettings.Wake.intervalSeconds`.
+/// node per `WakeSchedule.intervalSeconds`.
 package struct HeldInvokes: WaitingInvokes {
     package struct Limits: Equatable {
         package var perNode = 16
@@ -59,7 +59,7 @@ package struct HeldInvokes: WaitingInvokes {
     // MARK: - Events
 
     /// A new invoke that cannot run yet: queued behind its node's others, or refused at a bound.
-    package mutating func hold(_ entry: Entry, node: PairedNode, hook: BridgeSettings.Wake, now: Moment) -> Verdict {
+    package mutating func hold(_ entry: Entry, node: PairedNode, hook: BridgeSettings.Hook, now: Moment) -> Verdict {
         if let full = bound(for: entry, node: node.nodeId) {
             return .refused(
                 ErrorMessage(

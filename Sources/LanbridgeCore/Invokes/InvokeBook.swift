@@ -38,6 +38,9 @@ package struct InvokeBook {
         package var started: Moment
         /// The paired node it names, once found (the activity feed says whose it was).
         package var node: Fingerprint? = nil
+        /// Why it ended as it did, for the activity feed: the rule that denied it, or who answered
+        /// its ask and how.
+        package var note: String? = nil
 
         /// Asked on one of these control-socket connections (their clients left).
         package func asked(onControl tokens: Set<Int>) -> Bool {
@@ -302,7 +305,7 @@ package struct InvokeBook {
 
     // MARK: - Held
 
-    package mutating func hold(_ entry: HeldInvokes.Entry, node: PairedNode, hook: BridgeSettings.Wake, now: Moment) -> HeldInvokes.Verdict {
+    package mutating func hold(_ entry: HeldInvokes.Entry, node: PairedNode, hook: BridgeSettings.Hook, now: Moment) -> HeldInvokes.Verdict {
         let verdict = held.hold(entry, node: node, hook: hook, now: now)
         switch verdict {
         case let .refused(error): finish(entry.waiter, .failure(error), now: now)
@@ -341,7 +344,11 @@ package struct InvokeBook {
     }
 
     private mutating func end(_ endings: [AskedInvokes.Ending], now: Moment) {
-        for ending in endings { finish(ending.waiter, .failure(ending.error), now: now) }
+        for ending in endings {
+            var waiter = ending.waiter
+            waiter.note = "asked (ask rule \(ending.entry.rule)); not answered"
+            finish(waiter, .failure(ending.error), now: now)
+        }
     }
 
     // MARK: - Answers

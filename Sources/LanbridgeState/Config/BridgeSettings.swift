@@ -119,15 +119,23 @@ public struct BridgeSettings: Sendable {
 
     /// The operator's wake hook (`wake` in config.json): run when an invoke is held for a node that
     /// is in the background or away (PROTOCOL.md §12.3), with the node's push registration on stdin.
-    public struct Wake: Sendable, Equatable {
+    /// An operator's hook (`wake`, `notify`): a program run with one JSON document on stdin.
+    public struct Hook: Sendable, Equatable {
         /// An absolute path to an executable; nil: no hook.
         public var exec: String?
         /// Passed as they are (no shell).
         public var args: [String] = []
         /// How long one run may take before it is killed.
         public var timeoutMs = 10_000
-        /// At most one run per node this often (not configurable: a phone is not woken more often).
-        public static let intervalSeconds = 30.0
+        public init() {}
+    }
+
+    /// The notify hook (`notify`): run when an invoke starts waiting for the operator's answer.
+    public struct Notify: Sendable, Equatable {
+        public var hook = Hook()
+        /// The user whose browser may open the hook's console link (a one-time login, as
+        /// `lanbridge ui` gives); nil: the document has no link.
+        public var consoleUid: UInt32?
         public init() {}
     }
 
@@ -144,7 +152,8 @@ public struct BridgeSettings: Sendable {
     public var console = Console()
     public var limits = Limits()
     public var admission = Admission()
-    public var wake = Wake()
+    public var wake = Hook()
+    public var notify = Notify()
     public var canvas = Canvas()
     public var openClawApps = OpenClawApps()
     public var extraCommands: [String] = []
@@ -235,6 +244,23 @@ public struct BridgeSettings: Sendable {
             return out
         }
 
+        /// `wake` and `notify`: a hook's exec, args and timeout (and the keys `also` names, read by the caller).
+        func hook(_ value: JSONValue, _ path: String, also: Set<String> = []) throws(ConfigError) -> BridgeSettings.Hook {
+            let fields = try object(value, path, keys: Set(["exec", "args", "timeoutMs"]).union(also))
+            var hook = BridgeSettings.Hook()
+            if let v = fields["exec"] {
+                let exec = try string(v, "\(path).exec")
+                guard exec.hasPrefix("/") else { throw fail("\(path).exec", "expected an absolute path to an executable") }
+                hook.exec = exec
+            }
+            if let v = fields["args"] {
+                hook.args = try strings(v, "\(path).args")
+                guard hook.args.count <= 32 else { throw fail("\(path).args", "at most 32 entries") }
+            }
+            if let v = fields["timeoutMs"] { hook.timeoutMs = try count(v, "\(path).timeoutMs", range: 100...120_000) }
+            return hook
+        }
+
         func patterns(_ value: JSONValue, _ path: String, catalog: CommandCatalog) throws(ConfigError) -> [String] {
             let list = try strings(value, path)
             for (i, text) in list.enumerated() {
@@ -268,7 +294,7 @@ public struct BridgeSettings: Sendable {
             let top = try object(
                 root, "",
                 keys: [
-                    "gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "canvas",
+                    "gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "notify", "canvas",
                     "openclawApps", "version",
                 ])
             if let apps = top["openclawApps"] {
@@ -308,18 +334,10 @@ public struct BridgeSettings: Sendable {
                     if key == "allowOrigins" { settings.canvas.allowOrigins = parsed } else { settings.canvas.denyOrigins = parsed }
                 }
             }
-            if let wake = top["wake"] {
-                let w = try object(wake, "wake", keys: ["exec", "args", "timeoutMs"])
-                if let v = w["exec"] {
-                    let path = try string(v, "wake.exec")
-                    guard path.hasPrefix("/") else { throw fail("wake.exec", "expected an absolute path to an executable") }
-                    settings.wake.exec = path
-                }
-                if let v = w["args"] {
-                    settings.wake.args = try strings(v, "wake.args")
-                    guard settings.wake.args.count <= 32 else { throw fail("wake.args", "at most 32 entries") }
-                }
-                if let v = w["timeoutMs"] { settings.wake.timeoutMs = try count(v, "wake.timeoutMs", range: 100...120_000) }
+            if let wake = top["wake"] { settings.wake = try hook(wake, "wake") }
+            if let notify = top["notify"] {
+                settings.notify.hook = try hook(notify, "notify", also: ["consoleUid"])
+                if let v = notify["consoleUid"] { settings.notify.consoleUid = UInt32(try count(v, "notify.consoleUid", range: 0...Int(UInt32.max - 1))) }
             }
             if let v = top["listen"] {
                 settings.listen = try strings(v, "listen")

@@ -4,18 +4,25 @@ import LanbridgeState
 
 /// The operator's changes that check before they write: one store update each.
 extension PairingStore {
-    /// `nodes allow|deny` and the console: the pattern is checked against the known commands and
-    /// the node's declared ones before anything is written, so a typo is refused, not kept.
+    /// `nodes allow|deny|ask` and the console: the pattern is checked against the known commands
+    /// and the node's declared ones before anything is written, so a typo is refused, not kept.
     public func addRule(
-        _ pattern: String, allowing: Bool, node reference: String, catalog: CommandCatalog,
+        _ pattern: String, _ kind: PairingState.RuleKind, node reference: String, catalog: CommandCatalog,
         actor: String = AuditLog.currentUser
     ) throws -> PairedNode {
-        if OriginPattern.isOrigin(pattern) {
+        // A canvas origin is allowed or denied; asking is for commands only.
+        if kind != .ask, OriginPattern.isOrigin(pattern) {
             do { _ = try OriginPattern(pattern) } catch { throw CanvasOriginRefused(origin: pattern, reason: error.reason) }
         } else {
             _ = try catalog.check(pattern, also: try read().node(matching: reference).details.commands)
         }
-        return try update(actor: actor) { allowing ? try $0.allow(pattern, node: reference) : try $0.deny(pattern, node: reference) }
+        return try update(actor: actor) { state in
+            switch kind {
+            case .allow: try state.allow(pattern, node: reference)
+            case .deny: try state.deny(pattern, node: reference)
+            case .ask: try state.ask(pattern, node: reference)
+            }
+        }
     }
 }
 

@@ -109,7 +109,7 @@ def browser(args):
             # The live section replaces an entry when it changes: an element found a moment ago may be gone.
             return WebDriverWait(driver, TIMEOUT, ignored_exceptions=[StaleElementReferenceException, NoSuchElementException]).until(condition)
         except TimeoutException:
-            fail(f"the page never showed {what}: {driver.current_url} {driver.find_element(By.TAG_NAME, 'body').text[:600]!r}")
+            fail(f"the page never showed {what}: {driver.current_url} {driver.find_element(By.TAG_NAME, 'body').text[:3000]!r}")
 
     def replaced(page):
         """True once `page` (the old document's root) is gone. Mid-navigation chromedriver may say so
@@ -160,7 +160,7 @@ def browser(args):
         # Log in through `lanbridge ui`'s link: it lands on a URL without the token.
         link = login_link(args.lanbridge, args.state_dir)
         driver.get(link)
-        until("the pending page", lambda d: d.current_url.rstrip("/") == args.console and "Pending devices" in d.title)
+        until("the pending page", lambda d: d.current_url.rstrip("/") == args.console and d.title.startswith("Pending"))
         cookie = driver.get_cookie("lanbridge_session")
         if not cookie or not cookie.get("httpOnly") or cookie.get("sameSite") != "Strict":
             fail(f"the session cookie is not HttpOnly and SameSite=Strict: {cookie}")
@@ -280,6 +280,92 @@ def browser(args):
         driver.get(args.console + "/nodes")
         until("the invited node", lambda d: "Invited tablet" in d.find_element(By.ID, "live").text)
         ok("the invite's QR code decoded to its URI, and node-sim paired with it")
+
+        # Issue 52: approved with "ask each time" for the camera, each photo waits for the operator,
+        # whose prompt appears live; its params show as their shape, markup as text.
+        driver.get(args.console + "/")
+        asker_name = "<img src=x onerror=alert(3)>asker"
+        asker = sim(asker_name, "--camera")
+        asker_id = asker.wait("node").split()[1]
+        asker_code = asker.wait("code").split()[1]
+        until("the camera node's request", lambda d: article(asker_name) is not None and article(asker_name).find_elements(By.NAME, "code"))
+        article(asker_name).find_element(By.CSS_SELECTOR, "input[type=radio][name='sensitive.camera.snap'][value=ask]").click()
+        box = article(asker_name).find_element(By.NAME, "code")
+        box.send_keys(asker_code)
+        message = submit(box.submit)
+        if "Asks you first: camera.snap" not in message:
+            fail(f"approving with 'ask each time' did not make camera.snap an ask rule: {message!r}")
+        asker.wait("connected")
+        described = json.loads(cli(["nodes", "describe", asker_id, "--json"], args.lanbridge, args.state_dir).stdout)
+        if described["access"].get("ask") != ["camera.snap"] or "camera.snap" in described["allowedCommands"]:
+            fail(f"the approval's choice is not what paired.json holds: {described['access']}")
+        ok("the approval screen's 'ask each time' made camera.snap an ask rule")
+
+        def ask_invoke():
+            """`nodes invoke camera.snap` in the background: it waits for the operator."""
+            return subprocess.Popen([args.lanbridge, "nodes", "invoke", "--node", asker_id, "--command", "camera.snap",
+                                     "--params", '{"<img src=x onerror=alert(4)>": "secret value 42"}', "--state-dir", args.state_dir],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+        def prompt():
+            for a in driver.find_elements(By.CSS_SELECTOR, "article.ask"):
+                return a
+            return None
+
+        def answer(button, expected_exit, what):
+            driver.get(args.console + "/")
+            driver.execute_script("window.notReloaded = true")
+            waiting = ask_invoke()
+            asked = until("the asked invoke's prompt", lambda d: prompt())
+            if not driver.execute_script("return window.notReloaded === true"):
+                fail("the page reloaded to show the prompt")
+            if asked.find_elements(By.TAG_NAME, "img") or "secret value 42" in driver.page_source:
+                fail(f"the prompt shows markup as elements or a param's value: {asked.get_attribute('innerHTML')[:400]!r}")
+            if "camera.snap" not in asked.text or "<img src=x onerror=alert(4)>: text (15)" not in asked.text or asker_name not in asked.text:
+                fail(f"the prompt lacks the node, the command or the params' shape: {asked.text!r}")
+            no_alert("the ask prompt")
+            if button == "approve":
+                shot("asks")
+            flash = submit(asked.find_element(By.XPATH, f".//button[@value='{button}']").click)
+            out, err = waiting.communicate(timeout=TIMEOUT)
+            if waiting.returncode != expected_exit:
+                fail(f"{what}: the invoke exited {waiting.returncode}: {flash!r} {out.strip()} {err.strip()}")
+            return flash, out + err
+
+        flash, _ = answer("approve", 0, "approve once")
+        ok(f"an asked invoke appeared live, escaped, and Approve once released it ({flash})")
+        flash, said = answer("deny", 1, "deny")
+        if "ASKED_DENIED" not in said:
+            fail(f"a denied invoke did not say ASKED_DENIED: {said!r}")
+        ok("Deny refused the invoke with ASKED_DENIED")
+        answer("always", 0, "always allow")
+        described = json.loads(cli(["nodes", "describe", asker_id, "--json"], args.lanbridge, args.state_dir).stdout)
+        if described["access"].get("ask") or "camera.snap" not in described["access"]["allow"]:
+            fail(f"Always allow did not turn the ask rule into an allow rule: {described['access']}")
+        ok("Always allow ran it and turned the ask rule into an allow rule")
+
+        # The Activity page: each outcome, the markup name as text, and a new invoke appears live.
+        driver.get(args.console + "/activity")
+        driver.execute_script("window.notReloaded = true")
+        feed = until("the activity feed", lambda d: d.find_element(By.ID, "live"))
+        text = feed.text
+        if "ASKED_DENIED" not in text or text.count("camera.snap") < 3 or asker_name not in text or feed.find_elements(By.TAG_NAME, "img"):
+            fail(f"the activity page lacks an outcome or shows markup: {text[:600]!r}")
+        if "approved once by uid:" not in text or "denied by uid:" not in text:
+            fail(f"the activity page does not say who answered the asks: {text[:600]!r}")
+        def newest():
+            rows = driver.find_elements(By.CSS_SELECTOR, "#live tr[data-key]")
+            return rows[0].text if rows else ""
+
+        if "device.echo" in newest():
+            fail(f"the newest record is already a device.echo: {newest()!r}")
+        cli(["nodes", "invoke", "--node", asker_id, "--command", "device.echo"], args.lanbridge, args.state_dir, check=False)
+        until("the new invoke, live, on top", lambda d: "device.echo" in newest() and asker_name in newest() and "FORBIDDEN" in newest())
+        if not driver.execute_script("return window.notReloaded === true"):
+            fail("the activity page reloaded to show the new invoke")
+        no_alert("the activity page")
+        shot("activity")
+        ok("the Activity page shows each outcome and who answered, and a new invoke appears live")
 
         # Revoke, confirmed: the node is dropped.
         driver.get(f"{args.console}/nodes/{urllib.parse.quote(node_id)}")

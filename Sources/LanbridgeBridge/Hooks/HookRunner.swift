@@ -1,98 +1,78 @@
-import FoundationEssentials
 import Dispatch
+import FoundationEssentials
 import Glibc
-import LanbridgeFiles
-import LanbridgeProtocol
 import LanbridgeCore
+import LanbridgeProtocol
 import LanbridgeState
-import LanbridgeStores
 import Logging
 import NIOConcurrencyHelpers
 
-/// Runs the operator's wake hook (`wake.exec`) for a `WakeCall`, off the relay loop: the node's push
-/// registration is read from its 0600 file and handed over on stdin as one JSON document, with
-/// nothing else of the daemon's (an allow-listed environment, no inherited descriptors, never the
-/// gateway token). A run that outlives `timeoutMs` is killed with its process group. Its exit and
-/// first line of output are logged (the token blanked out if the hook echoes it).
-final class WakeHook: Sendable {
-    /// Runs under way at once, in all; past it a call is skipped and counted (the core already
-    /// allows one run per node per 30 s, this bounds many nodes at once).
+/// Runs an operator's hook (`wake`, `notify`) off the relay loop: one JSON document on stdin, an
+/// allow-listed environment, no inherited descriptors, killed with its process group past its
+/// timeout. Its exit and first line of output are logged, a secret it was given blanked out.
+final class HookRunner: Sendable {
+    /// Runs of this hook under way at once; past it a run is skipped and counted.
     static let maxRunning = 4
     /// What a hook sees of the daemon's environment.
     static let environment = ["PATH", "LANG", "LC_ALL", "TZ", "HOME"]
     static let maxOutputLine = 200
 
-    private let directory: StateDirectory
+    /// "wake hook", "notify hook": how the log names it.
+    let name: String
     private let logger: Logger
-    private let metrics: BridgeMetrics
+    /// Counts each run's outcome: ok, failed, timeout, error, skipped.
+    private let count: @Sendable (String) -> Void
     private let running = NIOLockedValueBox(0)
 
-    init(directory: StateDirectory, logger: Logger, metrics: BridgeMetrics) {
-        (self.directory, self.logger, self.metrics) = (directory, logger, metrics)
+    init(name: String, logger: Logger, count: @escaping @Sendable (String) -> Void) {
+        (self.name, self.logger, self.count) = (name, logger, count)
         // A hook that exits without reading its input must not take the daemon with it (the
         // write to its stdin would raise SIGPIPE); sockets already ignore it per call.
         signal(SIGPIPE, SIG_IGN)
     }
 
-    /// Starts a run on its own thread; returns at once.
-    func run(_ call: WakeCall) {
-        guard call.hook.exec != nil else { return }
+    /// Starts `body` (which calls `execute`) on its own thread; returns at once.
+    func start(_ meta: Logger.Metadata, _ body: @escaping @Sendable () -> Void) {
         let admitted = running.withLockedValue { count -> Bool in
             guard count < Self.maxRunning else { return false }
             count += 1
             return true
         }
         guard admitted else {
-            logger.warning("wake hook not run: \(Self.maxRunning) runs already under way", metadata: ["node": "\(call.node)"])
-            return metrics.wake("skipped")
+            logger.warning("\(name) not run: \(Self.maxRunning) runs already under way", metadata: meta)
+            return count("skipped")
         }
         let started = DetachedThread.start { [self] in
             defer { running.withLockedValue { $0 -= 1 } }
-            execute(call)
+            body()
         }
         if !started {
             running.withLockedValue { $0 -= 1 }
-            logger.error("wake hook not run: the system gave no thread for it", metadata: ["node": "\(call.node)"])
-            metrics.wake("error")
+            logger.error("\(name) not run: the system gave no thread for it", metadata: meta)
+            count("error")
         }
     }
 
-    /// The document on the hook's stdin (PROTOCOL.md §12.3): absent push fields are null.
-    static func document(_ call: WakeCall, push: PushRegistration?) -> JSONValue {
-        func text(_ value: String?) -> JSONValue { value.map(JSONValue.string) ?? .null }
-        return [
-            "version": 1, "nodeId": .string(call.node.description), "displayName": .string(call.displayName), "platform": .string(call.platform),
-            "command": .string(call.command), "why": .string(call.why), "holdMs": .number(Double(call.holdMs)),
-            "provider": text(push?.provider), "token": text(push?.token), "environment": text(push?.environment), "topic": text(push?.topic),
-        ]
-    }
-
-    private func execute(_ call: WakeCall) {
-        guard let exec = call.hook.exec else { return }
-        var meta: Logger.Metadata = ["node": "\(call.node)", "command": "\(call.command)", "why": "\(call.why)"]
-        let push: PushRegistration?
-        do { push = try PushTokens(directory: directory).record(for: call.node)?.registration } catch {
-            logger.error("wake hook: cannot read \(PushTokens.fileName): \(error)", metadata: meta)
-            push = nil
-        }
-        meta["provider"] = "\(push?.provider ?? "none")"
-        let input = Self.document(call, push: push).serialized
-
+    /// Runs `hook` with `input` on its stdin, and waits for it (on the thread `start` gave).
+    /// `since`: when what it reports on happened, for its latency.
+    func execute(_ hook: BridgeSettings.Hook, input: [UInt8], hiding secret: String?, meta: Logger.Metadata, since: Moment) {
+        guard let exec = hook.exec else { return }
+        var meta = meta
         let inherited = ProcessInfo.processInfo.environment
         let environment = Dictionary(uniqueKeysWithValues: Self.environment.compactMap { key in inherited[key].map { (key, $0) } })
         let process: HookProcess
-        do throws(HookProcess.SpawnError) { process = try HookProcess.spawn(exec, arguments: call.hook.args, environment: environment) } catch {
-            logger.error("wake hook could not start: \(error)", metadata: meta)
-            return metrics.wake("error")
+        do throws(HookProcess.SpawnError) { process = try HookProcess.spawn(exec, arguments: hook.args, environment: environment) } catch {
+            logger.error("\(name) could not start: \(error)", metadata: meta)
+            return count("error")
         }
-        meta["latencyMs"] = "\(Int(Moment.now.timeIntervalSince(call.heldAt) * 1000))"
-        logger.info("wake hook started", metadata: meta)
+        meta["latencyMs"] = "\(Int(Moment.now.timeIntervalSince(since) * 1000))"
+        logger.info("\(name) started", metadata: meta)
 
         // A late hook is killed with its group, but never once it is reaped (its PID may be
         // someone else's by then): the lock orders the kill against the reaping.
         enum Run { case running, timedOut, reaped }
         let run = NIOLockedValueBox(Run.running)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(call.hook.timeoutMs)) {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(hook.timeoutMs)) {
             run.withLockedValue { state in
                 guard state == .running else { return }
                 state = .timedOut
@@ -102,7 +82,7 @@ final class WakeHook: Sendable {
         process.send(input)
         var output = FirstLine()
         // Past the kill, a second more for the output to end, then it is not waited for.
-        let outputDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(call.hook.timeoutMs + 1000) * 1_000_000
+        let outputDeadline = DispatchTime.now().uptimeNanoseconds + UInt64(hook.timeoutMs + 1000) * 1_000_000
         process.readOutput(until: outputDeadline) { output.append($0) }
         var timedOut = false
         let termination = process.wait {
@@ -112,22 +92,22 @@ final class WakeHook: Sendable {
             }
         }
 
-        meta["ms"] = "\(Int(Moment.now.timeIntervalSince(call.heldAt) * 1000))"
-        meta["output"] = "\(output.text(hiding: push?.token))"
+        meta["ms"] = "\(Int(Moment.now.timeIntervalSince(since) * 1000))"
+        meta["output"] = "\(output.text(hiding: secret))"
         if timedOut {
-            logger.warning("wake hook timed out after \(call.hook.timeoutMs) ms", metadata: meta)
-            metrics.wake("timeout")
+            logger.warning("\(name) timed out after \(hook.timeoutMs) ms", metadata: meta)
+            count("timeout")
         } else if termination == .exited(0) {
-            logger.info("wake hook ran", metadata: meta.merging(["exit": "0"]) { $1 })
-            metrics.wake("ok")
+            logger.info("\(name) ran", metadata: meta.merging(["exit": "0"]) { $1 })
+            count("ok")
         } else {
             let how =
                 switch termination {
                 case let .exited(code): "exit \(code)";
                 case let .signalled(signal): "signal \(signal)"
                 }
-            logger.warning("wake hook failed: \(how)", metadata: meta)
-            metrics.wake("failed")
+            logger.warning("\(name) failed: \(how)", metadata: meta)
+            count("failed")
         }
     }
 
@@ -150,7 +130,7 @@ final class WakeHook: Sendable {
             var line = String(decoding: kept, as: UTF8.self)
             if let secret, !secret.isEmpty { line = Self.redact(secret, in: line) }
             line = String(String.UnicodeScalarView(line.unicodeScalars.map { $0.properties.generalCategory == .control ? " " : $0 }))
-            return line.count > WakeHook.maxOutputLine ? String(line.prefix(WakeHook.maxOutputLine)) + "…" : line
+            return line.count > HookRunner.maxOutputLine ? String(line.prefix(HookRunner.maxOutputLine)) + "…" : line
         }
 
         /// Shortest piece of a secret that is hidden: shorter runs are too likely to be words.
