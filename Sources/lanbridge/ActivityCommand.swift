@@ -58,6 +58,8 @@ struct ActivityCommand: ParsableCommand {
         let outcome: String
         let durationMs: Int
         let resultBytes: Int
+        /// Why it ended so: the rule that denied it, or who answered its ask and how.
+        let note: String?
     }
 
     func run() throws {
@@ -81,13 +83,16 @@ struct ActivityCommand: ParsableCommand {
                     }
                 } else {
                     let rows = records.map {
-                        [$0.time, $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)"]
+                        [$0.time, $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)", $0.note ?? ""]
                     }
                     if first {
-                        if records.isEmpty {
+                        if answer["capacity"] == .number(0) {
+                            print("The activity feed is off (limits.activityRecords: 0).")
+                            return
+                        } else if records.isEmpty {
                             print(follow ? "No invokes yet; waiting for some." : "No invokes yet.")
                         } else {
-                            Output.table(["TIME", "NODE", "COMMAND", "ASKED BY", "OUTCOME", "MS", "BYTES"], rows)
+                            Output.table(["TIME", "NODE", "COMMAND", "ASKED BY", "OUTCOME", "MS", "BYTES", "WHY"], rows)
                         }
                     } else {
                         // Names and commands are the peer's: escaped, as the table escapes them.

@@ -19,6 +19,15 @@ struct ActivityFeedTests {
         #expect(feed.records(limit: 1).map(\.seq) == [5], "the newest when limited")
     }
 
+    /// `limits.activityRecords: 0`: nothing is kept, and reading and counting an empty ring is safe.
+    @Test func aFeedThatIsOffKeepsNothing() {
+        var feed = ActivityFeed(capacity: 0)
+        for i in 1...3 { record(&feed, "canvas.c\(i)") }
+        #expect(feed.count == 0 && feed.records().isEmpty && feed.nextSeq == 4)
+        let (nodes, coversDay) = feed.counts(at: Date())
+        #expect(nodes.isEmpty && coversDay)
+    }
+
     @Test func filtersByNodeIDOrNameAndByCommandPattern() throws {
         var feed = ActivityFeed(capacity: 10)
         record(&feed, "camera.snap")

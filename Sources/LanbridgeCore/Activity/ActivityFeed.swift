@@ -30,7 +30,8 @@ package struct ActivityFeed: Sendable {
     private var head = 0
     package private(set) var nextSeq = 1
 
-    package init(capacity: Int) { self.capacity = max(1, capacity) }
+    /// 0: the feed is off (`limits.activityRecords: 0`); nothing is kept, records are still numbered.
+    package init(capacity: Int) { self.capacity = max(0, capacity) }
 
     package mutating func append(
         time: Date, nodeId: String?, name: String?, command: String, asker: String, outcome: String, durationMs: Int, resultBytes: Int,
@@ -40,6 +41,7 @@ package struct ActivityFeed: Sendable {
             seq: nextSeq, time: time, nodeId: nodeId, name: name, command: command, asker: asker, outcome: outcome,
             durationMs: durationMs, resultBytes: resultBytes, note: note)
         nextSeq += 1
+        if capacity == 0 { return }
         if ring.count < capacity {
             ring.append(record)
         } else {
@@ -52,7 +54,7 @@ package struct ActivityFeed: Sendable {
     /// Oldest first: records after `since`, of `node` (ID or name) and matching `command`, the
     /// newest `limit` of them.
     package func records(since: Int = 0, node: String? = nil, command: CommandPattern? = nil, limit: Int = Int.max) -> [Record] {
-        let ordered = ring.count < capacity ? ring : Array(ring[head...] + ring[..<head])
+        let ordered = isFull ? Array(ring[head...] + ring[..<head]) : ring
         let wanted = ordered.filter { record in
             record.seq > since
                 && (node.map { record.nodeId == $0 || record.name.map(NameSkeleton.of) == NameSkeleton.of($0) } ?? true)
@@ -62,6 +64,8 @@ package struct ActivityFeed: Sendable {
     }
 
     package var count: Int { ring.count }
+    /// The ring has wrapped: `head` is the oldest (never true for a feed that is off).
+    private var isFull: Bool { capacity > 0 && ring.count == capacity }
 
     /// Per node, how many invokes the ring holds from the last hour and the last day, and how
     /// many of those did not end "ok" (`activity --counts`). `coversDay` is false when the ring
@@ -88,7 +92,7 @@ package struct ActivityFeed: Sendable {
             counts.name = record.name ?? counts.name
             byNode[key] = counts
         }
-        let oldest = ring.count < capacity ? nil : ring[head].time
+        let oldest = isFull ? ring[head].time : nil
         return (byNode.values.sorted { ($0.lastDay, $1.nodeId) > ($1.lastDay, $0.nodeId) }, oldest.map { $0 <= day } ?? true)
     }
 }

@@ -96,7 +96,7 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
                 .limits, 250, 100...60_000, "ms", "the first wait before the gateway link dials again (doubling; `lanbridge gateway reconnect` skips it)",
                 restartOnly: true)
         case .activityRecords:
-            Spec(.limits, 10_000, 1...1_000_000, "records", "invokes the activity feed remembers (the oldest go first)", restartOnly: true)
+            Spec(.limits, 10_000, 0...1_000_000, "records", "invokes the activity feed remembers (the oldest go first); 0 turns the feed off", restartOnly: true)
         case .gatewayRedialMaxMs:
             Spec(.limits, 30_000, 1000...600_000, "ms", "the longest wait between the gateway link's dials", restartOnly: true)
         case .openClawDeviceRetryMs:
