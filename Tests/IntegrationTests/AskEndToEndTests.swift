@@ -248,4 +248,34 @@ struct AskEndToEndTests {
         #expect(try stack.cli(["invokes", "deny", waiting[0].id]).status == 0)
         #expect(reason(call.wait()) == "ASKED_DENIED")
     }
+
+    /// §1, both modes: OpenClaw's gateway invokes a node's own socket there; an ask rule holds it
+    /// for the operator all the same (asked by "openclaw"), and the answer reaches that gateway:
+    /// approved it runs, denied it hears FORBIDDEN with ASKED_DENIED.
+    @Test(.enabled(if: Python.hasModule("websockets") && Python.hasModule("cryptography"), "needs Python's websockets and cryptography"))
+    func anOpenClawGatewaysInvokeIsAskedToo() throws {
+        let stack = try OpenClawEndToEndTests.Stack()
+        #expect(try CLI.run(["nodes", "ask", stack.nodeID, "system.info", "--state-dir", stack.bridge.state.path]).status == 0)
+        func asked() throws -> (id: String, ask: String) {
+            stack.gateway.command("invoke \(stack.device) device.info null 90000")
+            let id = try stack.gateway.waitFor("invoking")[0]
+            try stack.bridge.waitForLog("invoke waits for the operator")
+            let listed = try CLI.run(["invokes", "pending", "--json", "--state-dir", stack.bridge.state.path])
+            let waiting = try JSONDecoder().decode([Pending].self, from: Data(listed.stdout.utf8))
+            #expect(waiting.count == 1 && waiting.first?.command == "system.info" && waiting.first?.asker == "openclaw", "\(listed)")
+            return (id, waiting.first?.id ?? "")
+        }
+        func result(_ id: String) throws -> JSONValue {
+            let line = try stack.gateway.process.waitForLine(timeout: 30) { $0.hasPrefix("result \(id) ") }
+            return try JSONDecoder().decode(JSONValue.self, from: Data(line.dropFirst("result \(id) ".count).utf8))
+        }
+        let first = try asked()
+        #expect(try CLI.run(["invokes", "approve", first.ask, "--state-dir", stack.bridge.state.path]).status == 0)
+        let approved = try result(first.id)
+        #expect(approved["ok"] == true, "\(approved)")
+        let second = try asked()
+        #expect(try CLI.run(["invokes", "deny", second.ask, "--state-dir", stack.bridge.state.path]).status == 0)
+        let denied = try result(second.id)
+        #expect(denied["ok"] == false && "\(denied)".contains("ASKED_DENIED"), "\(denied)")
+    }
 }

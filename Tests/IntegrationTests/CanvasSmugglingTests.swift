@@ -93,6 +93,67 @@ struct CanvasSmugglingTests {
         _ = try host.waitForLine(timeout: 30) { $0 == "live closed" }
         #expect(!host.output.contains { $0.hasPrefix("live message") }, "\(host.output)")
     }
+
+    // MARK: - Keep-alive (issue 53 §1): the same checks on a kept connection
+
+    func kept(_ stack: Stack, _ requests: [String]) throws -> [String] {
+        try CanvasEndToEndTests.webview(["kept", stack.canvas.origin, stack.canvas.sha256] + requests.map(Self.json))
+    }
+
+    static func get(_ capability: String, _ path: String = "/__openclaw__/canvas/index.html", _ extra: String = "") -> String {
+        "GET /__openclaw__/cap/\(capability)\(path) HTTP/1.1\r\nHost: x\r\n\(extra)\r\n"
+    }
+
+    /// One request at a time on one connection: each answered whole, the connection kept; a second
+    /// request is decided as strictly as the first (capability, another node's capability, path,
+    /// method, a body, Host), refused and the connection closed; `Connection: close` is honoured.
+    @Test func aSecondRequestOnAKeptConnectionIsCheckedAsStrictlyAsTheFirst() throws {
+        let stack = try Stack()
+        let other = try SimulatedNode(port: stack.bridge.port, arguments: ["--name", "other tablet"])
+        try other.pair(with: stack.bridge)
+        let othersCapability = String(try other.waitFor("canvas").split(separator: " ")[0].split(separator: "/").last ?? "")
+        let cap = stack.canvas.capability
+        #expect(try kept(stack, [Self.get(cap), Self.get(cap), Self.get(cap)]) == ["status 200 keep", "status 200 keep", "status 200 keep"])
+        let refused = [
+            Self.get("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"),
+            Self.get(othersCapability),
+            Self.get(cap, "/not-canvas/secret"),
+            "POST /__openclaw__/cap/\(cap)/__openclaw__/canvas/index.html HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nhi",
+            Self.get(cap, "/__openclaw__/canvas/index.html", "Transfer-Encoding: chunked\r\n"),
+            "GET /__openclaw__/cap/\(cap)/__openclaw__/canvas/index.html HTTP/1.1\r\n\r\n",
+            Self.get(cap, "/__openclaw__/canvas/%2e%2e/secret"),
+        ]
+        for second in refused {
+            let lines = try kept(stack, [Self.get(cap), second, Self.get(cap)])
+            #expect(lines == ["status 200 keep", "status 404 close", "closed"], "\(second.debugDescription): \(lines)")
+        }
+        #expect(try kept(stack, [Self.get(cap, "/__openclaw__/canvas/index.html", "Connection: close\r\n"), Self.get(cap)]) == ["status 200 close", "closed"])
+        let reached = try stack.requestsReachingTheHost()
+        #expect(!reached.contains { $0.contains("POST") || $0.contains("/not-canvas") || $0.contains("secret") }, "\(reached)")
+    }
+
+    /// Pipelining is not read: two requests in one write, first or later on a kept connection, get
+    /// the first answered, marked `Connection: close`, and what was behind it never reaches the host.
+    @Test func nothingSentBehindAHeadIsReadAsARequestOnAKeptConnection() throws {
+        let stack = try Stack()
+        let cap = stack.canvas.capability
+        let behind = Self.get(cap, "/__openclaw__/canvas/pipelined-\(UUID().uuidString.prefix(8)).html")
+        let first = try kept(stack, [Self.get(cap) + behind, Self.get(cap)])
+        #expect(first == ["status 200 close", "closed"], "\(first)")
+        let later = try kept(stack, [Self.get(cap), Self.get(cap) + behind, Self.get(cap)])
+        #expect(later == ["status 200 keep", "status 200 close", "closed"], "\(later)")
+        let smuggled = try kept(stack, [Self.get(cap), Self.get(cap) + Self.smuggled.joined(), Self.get(cap)])
+        #expect(smuggled == ["status 200 keep", "status 200 close", "closed"], "\(smuggled)")
+        let reached = try stack.requestsReachingTheHost()
+        #expect(!reached.contains { $0.contains("pipelined-") || $0.contains("/admin") || $0.contains("/not-canvas") }, "\(reached)")
+    }
+
+    /// A phone's reconnect skips the full handshake: the relay issues TLS 1.3 session tickets.
+    @Test func aReconnectResumesItsTLSSession() throws {
+        let stack = try Stack()
+        let lines = try CanvasEndToEndTests.webview(["resume", stack.canvas.url + "/__openclaw__/canvas/index.html", stack.canvas.sha256])
+        #expect(lines == ["first new", "second reused"], "\(lines)")
+    }
 }
 
 /// Debian's nginx on a free loopback port, run in the foreground by the test with a configuration

@@ -21,8 +21,10 @@ struct CanvasExchangeTests {
             upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://192.168.1.10:18793", added: [("content-security-policy", "x")])
     }
 
-    static func exchange(_ head: String, upstream: String? = upstreamCap) throws -> CanvasExchange {
-        CanvasExchange(request: try request(head), response: settings(upstream: upstream), maskKey: [1, 2, 3, 4], maxHeld: 16 << 10)
+    static func exchange(_ head: String, upstream: String? = upstreamCap, keepAlive: Bool = false) throws -> CanvasExchange {
+        var response = settings(upstream: upstream)
+        response.keepAlive = keepAlive
+        return CanvasExchange(request: try request(head), response: response, maskKey: [1, 2, 3, 4], maxHeld: 16 << 10)
     }
 
     static func toHost(_ actions: [CanvasExchange.Action]) -> [UInt8] {
@@ -38,6 +40,57 @@ struct CanvasExchangeTests {
         return CanvasRequest.endOfHead(bytes, from: 0).map { Array(bytes[$0...]) } ?? []
     }
     static func closed(_ actions: [CanvasExchange.Action]) -> Bool { actions.contains { if case .close = $0 { true } else { false } } }
+
+    // MARK: - Keep-alive (issue 53 §1)
+
+    static func finished(_ actions: [CanvasExchange.Action]) -> Bool { actions.contains(.finished) }
+
+    /// What the node asked for: HTTP/1.1 keeps unless it says close; HTTP/1.0 and an upgrade never.
+    @Test func aRequestAsksToBeKeptByItsVersionAndConnection() throws {
+        #expect(try Self.request(Self.pageHead).keepAlive)
+        #expect(try !Self.request(Self.pageHead.replacingOccurrences(of: "Host: h\r\n", with: "Host: h\r\nConnection: keep-alive, Close\r\n")).keepAlive)
+        #expect(try !Self.request(Self.pageHead.replacingOccurrences(of: "HTTP/1.1", with: "HTTP/1.0")).keepAlive)
+        #expect(try !Self.request(Self.upgradeHead).keepAlive)
+    }
+
+    /// An answer whose end is known keeps the connection (no `Connection: close` in its head, and
+    /// `.finished`, not `.close`); one that ends with the host's close cannot; nor when not asked.
+    @Test(arguments: [
+        ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nindex", true),
+        ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nindex\r\n0\r\n\r\n", true),
+        ("HTTP/1.1 304 Not Modified\r\nETag: \"x\"\r\n\r\n", true),
+        ("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", true),
+        ("HTTP/1.1 200 OK\r\nConnection: keep-alive\r\n\r\nuntil the close", false),
+    ])
+    func anAnswerWhoseEndIsKnownKeepsTheConnection(answer: String, kept: Bool) throws {
+        var exchange = try Self.exchange(Self.pageHead, keepAlive: true)
+        var actions = exchange.fromHost(Array(answer.utf8))
+        if !kept { actions += exchange.hostClosed() }
+        let head = Self.toNode(actions).components(separatedBy: "\r\n\r\n")[0].lowercased()
+        #expect(head.contains("connection: close") != kept, "\(head)")
+        #expect(Self.finished(actions) == kept && Self.closed(actions) != kept, "\(actions)")
+        #expect(exchange.fromHost(Array("HTTP/1.1 200 OK\r\n\r\nmore".utf8)).isEmpty, "after its end, nothing more of the host's passes")
+
+        var unasked = try Self.exchange(Self.pageHead, keepAlive: false)
+        let closing = unasked.fromHost(Array(answer.utf8)) + unasked.hostClosed()
+        #expect(Self.toNode(closing).lowercased().contains("connection: close") && !Self.finished(closing))
+    }
+
+    /// The last body bytes that pass unchanged end a kept answer too.
+    @Test func aBodyPassedUnchangedEndsAKeptAnswer() throws {
+        var exchange = try Self.exchange(Self.pageHead, upstream: nil, keepAlive: true)
+        let head = exchange.fromHost(Array("HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\n".utf8))
+        #expect(!Self.finished(head) && !Self.closed(head))
+        let end = Array("body".utf8).withUnsafeBytes { exchange.passesUnchanged($0) }
+        #expect(end == [.finished], "\(String(describing: end))")
+    }
+
+    /// A kept upgrade is not a thing: a host that answers an upgrade with a page closes it.
+    @Test func anUpgradeIsNeverKept() throws {
+        var exchange = try Self.exchange(Self.upgradeHead, keepAlive: true)
+        let actions = exchange.fromHost(Array("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nindex".utf8))
+        #expect(Self.closed(actions) && !Self.finished(actions))
+    }
 
     // MARK: - The accept value
 

@@ -10,11 +10,15 @@ import NIOPosix
 import NIOSSL
 
 /// The canvas relay (issue 37 §1): HTTPS on the bridge's LAN addresses, for paired nodes only.
-/// Each connection carries one request: its head is read and decided (`CanvasRequest`), its
-/// capability looked up in the core (a `.canvasUse` event), and only then is the canvas host
-/// dialled, with the head rebuilt for it. From there `CanvasExchange` decides what moves: the
-/// response, read as HTTP and filtered, or, after a checked switch, the live-reload socket's
-/// frames. Backpressure both ways.
+/// Each request's head is read and decided (`CanvasRequest`), its capability looked up in the core
+/// (a `.canvasUse` event), and only then is the canvas host dialled, with the head rebuilt for it.
+/// From there `CanvasExchange` decides what moves: the response, read as HTTP and filtered, or,
+/// after a checked switch, the live-reload socket's frames. Backpressure both ways.
+///
+/// Keep-alive (issue 53 §1): one request at a time. When an answer ends cleanly the connection
+/// rests (evictable, `canvasKeepAliveMs`), and the next head is read only once the whole answer
+/// is written; it is decided as the first was, for the same node. Bytes sent behind a head (a
+/// pipelined request) are never read as one: the connection closes after the answer.
 ///
 /// Bounds (all in `limits`): the head's size and arrival time, idle and total time, the
 /// response's size, connections per node and in all (`CanvasConnectionTable` decides which go).
@@ -87,9 +91,20 @@ final class CanvasRelay: @unchecked Sendable {
 
     /// The connection showed a live capability for `node`: false when the node holds its bound already.
     func proven(_ id: Int, ticket: DescriptorGate.Ticket?, node: Fingerprint) -> Bool {
-        let proven = table.withLockedValue { $0.prove(id, node: node) }
+        let (proven, evicted) = table.withLockedValue { $0.prove(id, node: node) }
+        evicted?.close(promise: nil)
         if proven { driver.descriptors?.prove(ticket) }
         return proven
+    }
+
+    /// A kept connection waits for its next request (evictable meanwhile); false when it is gone.
+    func rest(_ id: Int, node: Fingerprint) -> Bool {
+        table.withLockedValue { $0.rest(id, node: node) }
+    }
+
+    /// A kept connection's next request, for `node`: false when it was evicted, or `node` is not its own.
+    func resume(_ id: Int, node: Fingerprint) -> Bool {
+        table.withLockedValue { $0.resume(id, node: node) }
     }
 
     func closed(_ id: Int, node: Fingerprint?) {
@@ -162,6 +177,8 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         /// Bytes after an upgrade's head wait here while the capability is looked up and the host dialled.
         case deciding(early: [UInt8])
         case relaying(upstream: any Channel)
+        /// A kept connection's answer is being written; its next head is read once it is.
+        case resting
         case closed
     }
 
@@ -177,6 +194,11 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var context: ChannelHandlerContext?
     /// The last write to the node, so a close waits for what came before it.
     private var lastWrite: EventLoopFuture<Void>?
+    /// The node sent bytes behind a plain request's head (pipelining): never read as a request, so
+    /// the connection is not kept after this answer.
+    private var pipelined = false
+    /// The request being answered is the live-reload upgrade (its early bytes are frames, held).
+    private var upgrading = false
 
     init(relay: CanvasRelay, id: Int, ticket: DescriptorGate.Ticket?) {
         (self.relay, self.id, self.ticket) = (relay, id, ticket)
@@ -212,13 +234,18 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             decide(context, head: Array(head[..<end]), early: Array(head[end...]) + (buffer.readBytes(length: buffer.readableBytes) ?? []))
         case var .deciding(early):
             state = .closed  // as above
-            early += buffer.readBytes(length: buffer.readableBytes) ?? []
+            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            if !upgrading, !bytes.isEmpty { pipelined = true }
+            early += bytes
             guard early.count <= limit else { return refuse(context, status: 431, reason: "canvasMaxHeaderBytes") }
             state = .deciding(early: early)
         case .relaying:
-            perform(exchange?.fromNode(buffer.readBytes(length: buffer.readableBytes) ?? []) ?? [])
-        case .closed:
-            break
+            let bytes = buffer.readBytes(length: buffer.readableBytes) ?? []
+            if !upgrading, !bytes.isEmpty { pipelined = true }
+            perform(exchange?.fromNode(bytes) ?? [])
+        case .resting, .closed:
+            // Not read while resting (autoRead is off until the answer is written); dropped if it comes.
+            if buffer.readableBytes > 0, case .resting = state { pipelined = true }
         }
     }
 
@@ -227,9 +254,12 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
         do { request = try CanvasRequest(head: head) } catch {
             return refuse(context, status: 404, reason: error.reason)
         }
-        // One request a connection: after a plain request's head the node is not read again (what
-        // it sent behind it is dropped, never sent on). An upgrade's next bytes wait for the host.
+        // One request at a time: after a plain request's head the node is not read until its answer
+        // is written (what it sent behind the head is dropped, never sent on, and the connection is
+        // not kept). An upgrade's next bytes wait for the host.
         if !request.upgrade { context.channel.setOption(.autoRead, value: false).whenFailure { _ in } }
+        if !request.upgrade, !early.isEmpty { pipelined = true }
+        upgrading = request.upgrade
         state = .deciding(early: request.upgrade ? early : [])
         guard request.upgrade ? early.count <= relay.configuration.limits[.canvasMaxHeaderBytes] : true else {
             return refuse(context, status: 431, reason: "canvasMaxHeaderBytes")
@@ -253,7 +283,13 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     private func forward(_ context: ChannelHandlerContext, _ request: CanvasRequest, node: Fingerprint, use: CanvasUse) {
-        guard relay.proven(id, ticket: ticket, node: node) else { return refuse(context, status: 429, reason: "canvasConnectionsPerNode") }
+        if let kept = self.node {
+            // A kept connection serves the node it was proven for, and only while it holds its slot.
+            guard kept == node else { return refuse(context, status: 404, reason: "canvas_other_node") }
+            guard relay.resume(id, node: node) else { return finish(context) }
+        } else {
+            guard relay.proven(id, ticket: ticket, node: node) else { return refuse(context, status: 429, reason: "canvasConnectionsPerNode") }
+        }
         self.node = node
         if use.upstream == nil, relay.configuration.upstreamNeedsCapability {
             return refuse(context, status: 503, reason: "no_upstream_capability")
@@ -281,6 +317,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             maxHeadBytes: limits[.canvasMaxHeaderBytes], upstreamOrigins: relay.configuration.upstreamOrigins, relayOrigin: origin,
             added: [("content-security-policy", CanvasContentPolicy.header(relayOrigin: origin, allowed: use.origins))])
         response.holdUnauthorized = retry
+        response.keepAlive = request.keepAlive && !pipelined && limits[.canvasKeepAliveMs] > 0
         self.use = use
         exchange = CanvasExchange(request: request, response: response, maskKey: SecureRandom.bytes(4), maxHeld: limits[.canvasMaxHeaderBytes])
         let head = request.upstreamHead(host: relay.configuration.upstream.hostHeader, upstreamCapability: use.upstream)
@@ -332,6 +369,8 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
                 finish(context)
             case .retry:
                 retry(context)
+            case .finished:
+                rest(context)
             }
         }
         context.flush()
@@ -352,6 +391,35 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
             guard case let .success(fresh?) = result else { return handler.refuse(context, status: 502, reason: "upstream_capability_refused") }
             use.upstream = fresh
             handler.send(context, request, use: use, retry: false)
+        }
+    }
+
+    /// The answer ended cleanly on a kept connection: the host's side goes now; once the whole
+    /// answer is written the next head is read, within `canvasKeepAliveMs`. Bytes the node sent
+    /// meanwhile make it close instead: nothing sent behind a head is read as a request.
+    private func rest(_ context: ChannelHandlerContext) {
+        guard case let .relaying(upstream) = state, let node, !pipelined else { return finish(context) }
+        state = .resting
+        deadline?.cancel()
+        upstream.close(promise: nil)
+        (exchange, use) = (nil, nil)
+        let written = lastWrite ?? context.eventLoop.makeSucceededVoidFuture()
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        written.hop(to: context.eventLoop).whenComplete { result in
+            let (handler, context) = bound.value
+            guard case .resting = handler.state else { return }
+            guard case .success = result, !handler.pipelined, handler.relay.rest(handler.id, node: node) else { return handler.finish(context) }
+            handler.state = .readingHead([])
+            handler.lastWrite = nil
+            let channel = context.channel
+            let keepAlive = Int64(handler.relay.configuration.limits[.canvasKeepAliveMs])
+            handler.deadline = context.eventLoop.scheduleTask(in: .milliseconds(keepAlive)) {
+                // Quiet since its answer: an ordinary end. A head begun and not finished: slowloris.
+                let (handler, _) = bound.value
+                if case let .readingHead(head) = handler.state, !head.isEmpty { handler.relay.refused("canvasHeadMs", peer: channel.remoteAddress) }
+                channel.close(promise: nil)
+            }
+            channel.setOption(.autoRead, value: true).whenFailure { _ in }
         }
     }
 
@@ -388,7 +456,7 @@ final class CanvasFrontHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func hostClosed() {
-        guard case .relaying = state else { return }
+        guard case .relaying = state else { return }  // resting: its own close of the host's side
         perform(exchange?.hostClosed() ?? [])
     }
 

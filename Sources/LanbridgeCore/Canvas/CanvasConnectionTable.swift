@@ -6,8 +6,9 @@ import LanbridgeProtocol
 ///
 /// A connection holds a slot from accept. Until it shows a live capability it is unproven, and
 /// when every slot is held the oldest unproven one goes for a new one (a flood of strangers
-/// cannot keep a paired node out); when every slot is proven, the new one is refused. A proven
-/// connection counts for its node, up to `perNode`.
+/// cannot keep a paired node out); then the oldest resting one (kept alive between two requests,
+/// issue 53 §1); when every slot is busy, the new one is refused. A proven connection counts for
+/// its node, up to `perNode`; past it, the node's own oldest resting connection makes way.
 package struct CanvasConnectionTable<Handle> {
     package var total: Int
     package var perNode: Int
@@ -15,6 +16,8 @@ package struct CanvasConnectionTable<Handle> {
     /// Oldest first by ID.
     private var unproven: [Int: Handle] = [:]
     private var byNode: [Fingerprint: [Int: Handle]] = [:]
+    /// Proven connections kept between two requests, and their nodes: the first to go.
+    private var resting: [Int: Fingerprint] = [:]
 
     package init(total: Int, perNode: Int) { (self.total, self.perNode) = (total, perNode) }
 
@@ -24,8 +27,13 @@ package struct CanvasConnectionTable<Handle> {
     package mutating func admit(_ handle: Handle) -> (id: Int?, evicted: Handle?) {
         var evicted: Handle?
         if count >= total {
-            guard let oldest = unproven.keys.min() else { return (nil, nil) }
-            evicted = unproven.removeValue(forKey: oldest)
+            if let oldest = unproven.keys.min() {
+                evicted = unproven.removeValue(forKey: oldest)
+            } else if let oldest = resting.keys.min() {
+                evicted = evictResting(oldest)
+            } else {
+                return (nil, nil)
+            }
         }
         nextID += 1
         unproven[nextID] = handle
@@ -34,15 +42,44 @@ package struct CanvasConnectionTable<Handle> {
 
     /// The connection showed a live capability for `node`: false when it was evicted meanwhile or
     /// the node holds its bound already (the connection is then the caller's to close).
-    package mutating func prove(_ id: Int, node: Fingerprint) -> Bool {
-        guard let handle = unproven.removeValue(forKey: id) else { return false }
-        guard byNode[node, default: [:]].count < perNode else { return false }
+    /// At its bound, the node's oldest resting connection goes (`evicted`, for the caller to close).
+    package mutating func prove(_ id: Int, node: Fingerprint) -> (proven: Bool, evicted: Handle?) {
+        guard let handle = unproven.removeValue(forKey: id) else { return (false, nil) }
+        var evicted: Handle?
+        if byNode[node, default: [:]].count >= perNode {
+            guard let oldest = resting.filter({ $0.value == node }).keys.min() else { return (false, nil) }
+            evicted = evictResting(oldest)
+        }
         byNode[node, default: [:]][id] = handle
+        return (true, evicted)
+    }
+
+    /// A proven connection's answer is written and it waits for its next request: evictable
+    /// until `resume`. False when it is gone already (evicted, revoked).
+    package mutating func rest(_ id: Int, node: Fingerprint) -> Bool {
+        guard byNode[node]?[id] != nil else { return false }
+        resting[id] = node
         return true
+    }
+
+    /// A resting connection's next request is for `node`'s capability: it is busy again. False when
+    /// it was evicted meanwhile, or the capability is another node's (the connection was proven for one).
+    package mutating func resume(_ id: Int, node: Fingerprint) -> Bool {
+        guard resting[id] == node, byNode[node]?[id] != nil else { return false }
+        resting[id] = nil
+        return true
+    }
+
+    private mutating func evictResting(_ id: Int) -> Handle? {
+        guard let node = resting.removeValue(forKey: id) else { return nil }
+        let handle = byNode[node]?.removeValue(forKey: id)
+        if byNode[node]?.isEmpty == true { byNode[node] = nil }
+        return handle
     }
 
     package mutating func closed(_ id: Int, node: Fingerprint?) {
         unproven[id] = nil
+        resting[id] = nil
         guard let node else { return }
         byNode[node]?[id] = nil
         if byNode[node]?.isEmpty == true { byNode[node] = nil }
@@ -50,7 +87,8 @@ package struct CanvasConnectionTable<Handle> {
 
     /// The node's capability died: its connections, to close now (live-reload sockets included).
     package mutating func revoke(_ node: Fingerprint) -> [Handle] {
-        Array((byNode.removeValue(forKey: node) ?? [:]).values)
+        resting = resting.filter { $0.value != node }
+        return Array((byNode.removeValue(forKey: node) ?? [:]).values)
     }
 
     /// Everything open, for the relay's stop.

@@ -9,7 +9,9 @@
 ///
 /// A plain request: its head goes upstream and nothing the node sends after it does (no
 /// pipelining, so nothing can be smuggled behind it); the answer comes back through
-/// `CanvasResponseReader`.
+/// `CanvasResponseReader`. When that answer's end is known (a length, chunks, no body) and the
+/// node asked for it, the exchange ends `.finished` instead of `.close`: the relay may read the
+/// node's next head once the whole answer is written, and decides it as it decided this one.
 ///
 /// The live-reload upgrade (issue 48 §1): a relay passes a protocol, not bytes.
 /// - The node's bytes after its head are held, unread by anyone, until the host has answered.
@@ -33,6 +35,9 @@ public struct CanvasExchange: Sendable {
         /// The host refused the upstream capability and nothing went to the node: close the host's
         /// side and ask again, once, with a fresh capability.
         case retry
+        /// The answer is whole and the node's connection is kept: close the host's side; the
+        /// node's next request is read once what came before is written.
+        case finished
     }
 
     /// A host message (a whole, possibly fragmented, data message) larger than this closes the socket.
@@ -159,7 +164,7 @@ public struct CanvasExchange: Sendable {
         let passes = reader.passesUnchanged(bytes)
         stage = .answer(reader)
         guard passes else { return nil }
-        return reader.isDone ? close(nil) : []
+        return reader.isDone ? ended(reader) : []
     }
 
     public mutating func hostClosed() -> [Action] {
@@ -184,8 +189,9 @@ public struct CanvasExchange: Sendable {
             case let .toNode(bytes):
                 actions.append(.toNode(bytes))
             case .end:
-                // One request a connection: the answer is complete, and held bytes are never sent.
-                return actions + close(nil)
+                // The answer is complete; held bytes are never sent.
+                guard case let .answer(reader) = stage else { return actions + close(nil) }
+                return actions + ended(reader)
             case let .cut(reason, status):
                 if let status { actions.append(.toNode(Self.refusal(status))) }
                 return actions + close(reason)
@@ -226,6 +232,14 @@ public struct CanvasExchange: Sendable {
         held = []
         if !early.isEmpty, !isClosed { actions += fromNode(early) }
         return actions
+    }
+
+    /// A whole answer: the connection is kept if its head said so.
+    private mutating func ended(_ reader: CanvasResponseReader) -> [Action] {
+        guard reader.persistent, !request.upgrade else { return close(nil) }
+        stage = .closed
+        held = []
+        return [.finished]
     }
 
     private mutating func close(_ refused: String?) -> [Action] {

@@ -27,12 +27,15 @@ public struct CanvasRequest: Equatable, Sendable {
     /// The query without `oc_cap`, without its `?`; empty when none is left.
     public var query: String
     public var upgrade: Bool
+    /// HTTP/1.1 without `Connection: close`: the node is ready to send another request on the
+    /// connection once this one is answered (an upgrade never is).
+    public var keepAlive: Bool
     /// Lowercase names, values as sent.
     public var headers: [(name: String, value: String)]
 
     public static func == (a: CanvasRequest, b: CanvasRequest) -> Bool {
         a.method == b.method && a.capability == b.capability && a.path == b.path && a.query == b.query && a.upgrade == b.upgrade
-            && a.headers.elementsEqual(b.headers) { $0 == $1 }
+            && a.keepAlive == b.keepAlive && a.headers.elementsEqual(b.headers) { $0 == $1 }
     }
 
     public struct Refusal: Error, Equatable, CustomStringConvertible {
@@ -53,7 +56,7 @@ public struct CanvasRequest: Equatable, Sendable {
         method = String(requestLine[0])
         guard method == "GET" || method == "HEAD" else { throw Refusal(reason: "method") }
         var headers: [(name: String, value: String)] = []
-        var hosts = 0, upgrades: [String] = [], connectionUpgrade = false
+        var hosts = 0, upgrades: [String] = [], connectionUpgrade = false, connectionClose = false
         for line in lines {
             guard let colon = line.firstIndex(of: ":"), colon > line.startIndex,
                 line[..<colon].utf8.allSatisfy(Self.isTokenByte)
@@ -65,7 +68,10 @@ public struct CanvasRequest: Equatable, Sendable {
             case "host": hosts += 1
             case "content-length", "transfer-encoding": throw Refusal(reason: "body")
             case "upgrade": upgrades.append(value.lowercased())
-            case "connection": connectionUpgrade = connectionUpgrade || value.lowercased().split(separator: ",").contains { $0.trimmingSpaces == "upgrade" }
+            case "connection":
+                let tokens = value.lowercased().split(separator: ",").map(\.trimmingSpaces)
+                connectionUpgrade = connectionUpgrade || tokens.contains("upgrade")
+                connectionClose = connectionClose || tokens.contains("close")
             default: break
             }
             if Self.forwardedHeaders.contains(name) || Self.upgradeHeaders.contains(name) { headers.append((name, value)) }
@@ -74,6 +80,7 @@ public struct CanvasRequest: Equatable, Sendable {
         // An upgrade is a whole RFC 6455 opening handshake (§4.1) or nothing: half of one is how a
         // node would get a keep-alive host to read what follows as requests of its own.
         upgrade = !upgrades.isEmpty || connectionUpgrade
+        keepAlive = !upgrade && !connectionClose && requestLine[2] == "HTTP/1.1"
         if upgrade {
             func one(_ name: String) -> String? {
                 let values = headers.filter { $0.name == name }

@@ -8,8 +8,8 @@
 /// - a chunked body is sent on as chunks of the relay's own making;
 /// - absolute URLs of the canvas host's own origins in `Location` and `Content-Location` point at
 ///   the relay instead (a phone cannot follow `http://127.0.0.1:18789/…`);
-/// - hop-by-hop headers (and those `Connection` names) go, `Connection: close` and the relay's
-///   own headers (the CSP) are added;
+/// - hop-by-hop headers (and those `Connection` names) go, and the relay's own headers (the CSP)
+///   are added, with `Connection: close` unless the connection is kept (`persistent`);
 /// - a compressed body is refused while there is a capability to hide (the filter could not see
 ///   inside it), and so is any head it cannot read: 502, never a guess.
 ///
@@ -30,6 +30,9 @@ public struct CanvasResponseReader: Sendable {
         /// A 401 is not passed on but reported (`.unauthorized`): the capability upstream lapsed,
         /// and the relay tries once more with a fresh one.
         public var holdUnauthorized = false
+        /// The relay would keep the node's connection for another request: it is kept when the
+        /// body's end is known without the host's close (a length, chunks, or no body).
+        public var keepAlive = false
 
         public init(
             upstreamCapability: String?, nodeCapability: String, maxBodyBytes: Int, maxHeadBytes: Int,
@@ -101,6 +104,9 @@ public struct CanvasResponseReader: Sendable {
     public var isDone: Bool { if case .done = stage { true } else { false } }
     /// Whether anything has gone to the node yet.
     public private(set) var started = false
+    /// The head sent to the node kept its connection (no `Connection: close`): once the response
+    /// ends the node may send another request on it.
+    public private(set) var persistent = false
 
     public mutating func read(_ bytes: [UInt8]) -> [Event] {
         var events: [Event] = []
@@ -266,7 +272,8 @@ public struct CanvasResponseReader: Sendable {
         }
         for (name, value) in settings.added { out += "\(name): \(value)\r\n" }
         if chunked, !bodyless { out += "transfer-encoding: chunked\r\n" }
-        out += "Connection: close\r\n\r\n"
+        persistent = settings.keepAlive && (bodyless || chunked || length != nil)
+        out += persistent ? "\r\n" : "Connection: close\r\n\r\n"
         stage = bodyless ? .done : chunked ? .chunked(.size([])) : length.map { $0 == 0 ? Stage.done : .length($0) } ?? .untilClose
         return .success(Array(out.utf8))
     }

@@ -11,7 +11,7 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     case maxHoldMs, heldPerNode, heldTotal, heldBytes
     // limits: the canvas relay
     case canvasMaxResponseBytes, canvasMaxHeaderBytes, canvasConnectionsPerNode, canvasConnections
-    case canvasRequestsPerMinute, canvasHeadMs, canvasIdleMs, canvasRequestMs
+    case canvasRequestsPerMinute, canvasHeadMs, canvasIdleMs, canvasRequestMs, canvasKeepAliveMs
     // limits: each node's socket at an OpenClaw gateway (`gateway.protocol: "openclaw"`)
     case openClawConnecting, openClawRedialMinMs, openClawRedialMaxMs, openClawDeviceRetryMs
     case openClawReofferMinMs, openClawReofferMaxMs, openClawEventWaitMs, openClawWaitingEvents, openClawCanvasWaitMs
@@ -78,6 +78,8 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         case .canvasHeadMs: Spec(.limits, 10_000, 100...600_000, "ms", "for a request head to arrive (slowloris)")
         case .canvasIdleMs: Spec(.limits, 60_000, 100...3_600_000, "ms", "a relay connection's silence (not a live-reload socket's)")
         case .canvasRequestMs: Spec(.limits, 600_000, 1000...86_400_000, "ms", "one relayed response, in all")
+        case .canvasKeepAliveMs:
+            Spec(.limits, 5_000, 0...600_000, "ms", "a kept relay connection's wait for its next request head; 0: one request a connection")
         case .openClawConnecting:
             Spec(
                 .limits, 4, 1...32, "sockets",

@@ -8,6 +8,10 @@ the SHA-256 that came in `welcome.canvas` (lanbridge_node.canvas, the Python SDK
   canvas_client.py speak URL SHA256 TEXT           -> opens it, waits for a message, sends TEXT; "open", "message M", "closed CODE"
   canvas_client.py smuggle URL SHA256 FIRST LATER  -> sends FIRST (JSON) in one write, reads the answer, then sends LATER (JSON)
                                                       on the same connection; "status N", then "closed" or "open" after LATER
+  canvas_client.py kept URL SHA256 REQUEST...       -> sends each request (JSON) on one connection, one at a time, reading each
+                                                      answer whole: "status N keep|close" per answer, "closed" once the relay hung up
+  canvas_client.py resume URL SHA256                -> two connections, a request each; the second offers the first's TLS
+                                                      session: "first new|reused", "second new|reused"
   canvas_client.py slow URL SHA256 SECONDS         -> sends a head a byte a second; "closed after S" when cut
   canvas_client.py flood URL SHA256 RATE SECONDS   -> RATE bad requests a second (fresh TLS each); "flood N sent M answered"
   canvas_client.py browser URL SHA256              -> headless Chromium, the relay's key pinned (--ignore-certificate-errors-spki-list),
@@ -78,6 +82,35 @@ def main():
             say("closed")
         except (OSError, ssl.SSLError) as e:
             say("closed" if not isinstance(e, TimeoutError) else "open")
+    elif mode == "kept":
+        import http.client
+        sock = tls_socket(url, pin)
+        for raw in sys.argv[4:]:
+            try:
+                sock.sendall(json.loads(raw).encode("latin-1"))
+                response = http.client.HTTPResponse(sock, method="GET")
+                response.begin()
+                response.read()
+                say(f"status {response.status} {'close' if response.will_close else 'keep'}")
+            except (OSError, ssl.SSLError, http.client.HTTPException):
+                say("closed")
+                break
+    elif mode == "resume":
+        import hashlib, hmac
+        context = ssl.create_default_context()
+        context.check_hostname, context.verify_mode = False, ssl.CERT_NONE  # the pin below replaces CA checks
+        parts = urlsplit(url)
+        session = None
+        for name in ("first", "second"):
+            with socket.create_connection((parts.hostname, parts.port), timeout=10) as raw:
+                with context.wrap_socket(raw, session=session) as sock:
+                    if not hmac.compare_digest(hashlib.sha256(sock.getpeercert(binary_form=True)).hexdigest(), pin.lower()):
+                        raise SystemExit("the relay's certificate is not the pinned one")
+                    sock.sendall(f"GET {parts.path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".encode())
+                    while sock.recv(65536):
+                        pass
+                    say(f"{name} {'reused' if sock.session_reused else 'new'}")
+                    session = sock.session  # a TLS 1.3 ticket arrives after the handshake: taken once the answer is read
     elif mode == "slow":
         sock = tls_socket(url, pin, timeout=60)
         start = time.monotonic()
