@@ -173,7 +173,8 @@ extension BridgeCore {
         let waiter =
             heldEntry?.waiter ?? askedEntry?.waiter
             ?? InvokeBook.Waiter(target: target, slot: slot, command: request.command, started: now, node: found?.nodeId)
-        let approved = askedEntry != nil || found.map { book.asked.granted($0.nodeId, request.command, now: now) } ?? false
+        let approved =
+            askedEntry != nil || heldEntry?.approved == true || found.map { book.asked.granted($0.nodeId, request.command, now: now) } ?? false
         let canvas = InvokeGate.CanvasPlace(
             relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
             upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
@@ -203,7 +204,7 @@ extension BridgeCore {
             }
             let entry = HeldInvokes.Entry(
                 request: request, origin: origin, waiter: waiter, expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
-                bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal)
+                bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal, approved: askedEntry != nil)
             if case let .held(wake) = book.hold(entry, node: node, hook: settings.wake, now: now) {
                 logger.info(
                     "invoke held",

@@ -17,7 +17,9 @@ import Logging
 ///   - the invokes in flight to the node never exceed `maxConcurrentInvokes`, nor those held
 ///     their bounds;
 ///   - the canvas relay's every question about a capability is answered once, and a capability
-///     opens something only while its node has a paired session (issue 49: canvas use is an event).
+///     opens something only while its node has a paired session (issue 49: canvas use is an event);
+///   - while an ask rule stands for `camera.snap` (issue 52), the node is sent no more of them than
+///     the operator approved, and the invokes waiting for an answer never exceed their bounds.
 public struct CoreWalk {
     /// Where the walk's choices come from: a number in `0..<bound` each time.
     public protocol Choices {
@@ -47,6 +49,12 @@ public struct CoreWalk {
     /// The relay's questions not answered yet, and the next one's number.
     var canvasAsked: Set<Int> = []
     var nextCanvasAsk = 0
+    /// Whether the ask rule for `camera.snap` stands, the operator's approvals while it did, and
+    /// the `camera.snap` invokes sent to the node meanwhile.
+    var askRule = false
+    var approvals = 0
+    var askedSends = 0
+    var storeVersion = 0
     /// What broke a promise, by step (empty: all kept).
     public private(set) var problems: [String] = []
     /// The last steps walked and what the core did, to replay a failure by eye (`trace`).
@@ -182,6 +190,24 @@ public struct CoreWalk {
         case 89..<90:  // the node's socket at an OpenClaw gateway gets (or loses) the gateway's capability
             guard let has = choices.next(below: 2) else { return false }
             take(core.handle(.canvasUpstream(node: nodeId, capability: has == 1 ? "upstreamCapability-xxxxxx" : nil), now: now, wall: wall), step: name)
+        case 90..<92:  // the operator adds or removes the ask rule for camera.snap
+            guard !revoked else { return true }
+            let changed = askRule ? try? state.removeRule("camera.snap", kind: .ask, node: nodeId.description) : try? state.ask("camera.snap", node: nodeId.description)
+            guard changed != nil else { return true }
+            askRule.toggle()
+            storeVersion += 1
+            take(core.handle(.storeChanged(state, version: "v-ask-\(storeVersion)"), now: now, wall: wall), step: name)
+        case 92..<95:  // the operator answers an invoke that waits (or an ID that does not)
+            guard let picked = pick(core.book.asked.entries.map(\.id) + ["0000000000"]), let approve = choices.next(below: 2) else { return false }
+            guard let id = picked else { return true }
+            nextRequest += 1
+            let target = AnswerTarget.control(nextRequest)
+            asked[Self.key(of: target)] = (target, 0)
+            let params: JSONValue = ["id": .string(id), "approve": .bool(approve == 1), "answeredBy": "uid:0"]
+            let actions = core.handle(.request(method: BridgeCore.askAnswer, params: params, from: target), now: now, wall: wall)
+            let accepted = actions.contains { if case .answer(target, .success) = $0 { true } else { false } }
+            if accepted, approve == 1, askRule { approvals += 1 }
+            take(actions, step: name)
         case 80..<85:  // an operator's control client leaves
             let tokens = asked.values.compactMap { if case let .control(token) = $0.target, $0.answers == 0 { token } else { nil } }.sorted()
             guard let picked = pick(tokens) else { return false }
@@ -216,6 +242,10 @@ public struct CoreWalk {
                 if entry.answers > 1 { problems.append("\(step): \(key) answered \(entry.answers) times") }
             case let .send(id, invoke as Invoke):
                 if revoked { problems.append("\(step): invoke \(invoke.id) sent to a revoked node") }
+                if askRule, invoke.command == "camera.snap" {
+                    askedSends += 1
+                    if askedSends > approvals { problems.append("\(step): camera.snap sent \(askedSends) times under its ask rule, approved \(approvals)") }
+                }
                 if !open.contains(id) { problems.append("\(step): invoke sent to closed connection \(id)") }
                 outstanding[id, default: []].append(invoke)
             case let .close(id):
@@ -237,6 +267,8 @@ public struct CoreWalk {
         if inFlight > limit { problems.append("\(step): \(inFlight) invokes in flight to the node, over \(limit)") }
         let held = (core.book.held.count, core.book.held.limits)
         if held.0 > held.1.total || held.0 > held.1.perNode { problems.append("\(step): \(held.0) invokes held, over \(held.1)") }
+        let waiting = (core.book.asked.count, core.book.asked.limits)
+        if waiting.0 > waiting.1.total || waiting.0 > waiting.1.perNode { problems.append("\(step): \(waiting.0) invokes wait for the operator, over \(waiting.1)") }
     }
 
     /// A `node.invoke`, held for its node `holdMs` if given (PROTOCOL.md §12.3).

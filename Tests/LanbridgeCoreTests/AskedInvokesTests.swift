@@ -48,6 +48,25 @@ extension BridgeCoreTests {
         #expect(Self.failure(again)?.details?["reason"] == "UNKNOWN_ASK" && core.book.asked.count == 1)
     }
 
+    /// Asked while the node is in front, approved once it has gone to the background: it is held
+    /// (it asked to be), and when the node comes back it runs; the operator is not asked twice.
+    @Test func anApprovedInvokeThatIsHeldIsNotAskedAgainWhenItRuns() throws {
+        var core = try core()
+        var rules = core.lastState
+        rules.paired.nodes[0].access.ask = ["camera.snap"]
+        _ = core.on(.storeChanged(rules, version: "ask"), now: t0)
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        _ = core.on(.received(state(true), from: 1), now: t0, wall: wall)
+        _ = ask(&core, held("camera.snap", maxMs: 60_000), id: "g1", at: t0)
+        let id = try #require(core.book.asked.entries.first?.id)
+        _ = core.on(.received(state(false), from: 1), now: t0 + 1, wall: wall)
+        let yes = answerAsk(&core, id, approve: true, at: t0 + 2)
+        #expect(Self.invokeSent(yes) == nil && core.book.held.count == 1, "approved, and held for the foreground")
+        let front = core.on(.received(state(true), from: 1), now: t0 + 3, wall: wall)
+        #expect(core.book.asked.count == 0, "the operator is not asked twice")
+        #expect(Self.invokeSent(front)?.command == "camera.snap")
+    }
+
     @Test func noIsAskedDeniedAndSilenceIsAskTimeout() throws {
         var core = try askingCore(timeoutMs: 1000)
         _ = ask(&core, invoke("device.info"), id: "g1", at: t0)

@@ -1,5 +1,6 @@
 import Foundation
 import LanbridgeCore
+import LanbridgeProtocol
 @testable import LanbridgeCoreWalk
 import TestSupport
 import Testing
@@ -37,5 +38,23 @@ struct BridgeCoreSequenceTests {
         #expect(twice.problems.isEmpty)
         twice.take([answer], step: "second")
         #expect(twice.problems == ["second: c99 answered 2 times"])
+    }
+
+    /// Issue 52: the walks reach the ask rule (they approve asked invokes), and the walk catches a
+    /// `camera.snap` sent under its ask rule with no approval.
+    @Test func theWalksAskTheOperatorAndCatchAnUnapprovedSend() throws {
+        var approvals = 0
+        for seed in Self.seeds.prefix(40) {
+            var walk = try CoreWalk()
+            var choices = Seeded(rng: SplitMix(state: seed))
+            walk.walk(&choices, steps: 300)
+            approvals += walk.approvals
+        }
+        #expect(approvals > 0, "no walk approved an asked invoke")
+        var broken = try CoreWalk()
+        broken.askRule = true
+        broken.open.insert(1)
+        broken.take([.send(1, Invoke(id: "i1", command: "camera.snap"))], step: "unapproved")
+        #expect(broken.problems.first?.contains("sent 1 times under its ask rule, approved 0") == true, "\(broken.problems)")
     }
 }

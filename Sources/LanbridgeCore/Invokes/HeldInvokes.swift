@@ -28,6 +28,8 @@ package struct HeldInvokes: WaitingInvokes {
         package var bytes: Int
         /// What the asker hears if holding ends: the last reason it could not run.
         package var refusal: ErrorMessage
+        /// The operator already said yes to it (an ask rule matched): released, it is not asked again.
+        package var approved = false
     }
 
     /// An invoke that stops waiting without running, and what its asker hears.

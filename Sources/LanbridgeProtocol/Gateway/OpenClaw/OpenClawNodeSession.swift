@@ -186,7 +186,10 @@ public struct OpenClawNodeSession: Sendable {
             if payload != .value(nil) { params["payloadJSON"] = .string(String(decoding: payload.bytes, as: UTF8.self)) }
         case let .failure(error):
             params["ok"] = false
-            params["error"] = ["code": .string(error.code), "message": .string(error.message)]
+            // OpenClaw's error has a code and a message only: the reason (ASKED_DENIED, ASK_TIMEOUT,
+            // NOT_ALLOWLISTED, …) leads the message, so the agent can tell one refusal from another.
+            let reason = error.details?["reason"]?.stringValue.flatMap { $0 == error.code ? nil : $0 }
+            params["error"] = ["code": .string(error.code), "message": .string(reason.map { "\($0): \(error.message)" } ?? error.message)]
         }
         return [request("node.invoke.result", .object(params))]
     }
