@@ -34,6 +34,19 @@ struct PairingStateTests {
         #expect(first.requestId.count == 8)
     }
 
+    /// Issue 53 §4: the stop records every connected node at once, in one pass: those named, and no other.
+    @Test func lastSeenIsRecordedForTheNodesNamedOnly() throws {
+        var state = PairingState()
+        let nodes = try (0..<3).map { n in
+            let request = try state.requestPairing(key: someKey(), details: phone("phone \(n)"), source: nil, now: t0)
+            return try state.approveRevealed(request.requestId, now: t0)
+        }
+        state.recordSeen([nodes[0].nodeId, nodes[2].nodeId], now: t0 + 60)
+        #expect(state.paired.nodes.map(\.lastSeen) == [t0 + 60, nodes[1].lastSeen, t0 + 60])
+        state.recordSeen([], now: t0 + 120)
+        #expect(state.paired.nodes.map(\.lastSeen) == [t0 + 60, nodes[1].lastSeen, t0 + 60])
+    }
+
     @Test func timeToLiveIsRefreshedButCappedAtFifteenMinutes() throws {
         var state = PairingState()
         let request = try state.requestPairing(key: someKey(), details: phone(), source: nil, now: t0)

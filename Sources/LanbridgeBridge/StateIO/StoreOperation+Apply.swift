@@ -33,7 +33,7 @@ extension StoreOperation {
             }
             return .done
         case let .recordSeen(nodes, now):
-            try store.update(actor: "bridge") { state in nodes.forEach { state.recordSeen($0, now: now) } }
+            try store.update(actor: "bridge") { $0.recordSeen(nodes, now: now) }
             return .done
         case let .appBootstrap(token, key, claim, details, access, now):
             return .redeemed(

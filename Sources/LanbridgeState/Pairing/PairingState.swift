@@ -307,8 +307,15 @@ public struct PairingState: Equatable, Sendable {
     }
 
     public mutating func recordSeen(_ id: Fingerprint, now: Date) {
-        guard let index = paired.nodes.firstIndex(where: { $0.nodeId == id }) else { return }
-        paired.nodes[index].lastSeen = now
+        recordSeen([id], now: now)
+    }
+
+    /// The nodes that were connected until `now` (the bridge stops, or the batch of the last
+    /// minute): one pass over the paired nodes, however many there are (one search per node was
+    /// quadratic, 2 s of a 10,000-node stop).
+    public mutating func recordSeen(_ ids: Set<Fingerprint>, now: Date) {
+        guard !ids.isEmpty else { return }
+        for index in paired.nodes.indices where ids.contains(paired.nodes[index].nodeId) { paired.nodes[index].lastSeen = now }
     }
 
     // MARK: - Helpers
