@@ -57,6 +57,9 @@ struct MetricsEndToEndTests {
         #expect(before["lanbridge_gateway_link_up"] == 1)
         // The relay loop's lag, sampled every 250 ms from the loop itself (issue 21).
         #expect(before["lanbridge_loop_lag_seconds"].map { $0 >= 0 } == true, "\(before.keys.filter { $0.contains("loop") })")
+        // The allocator's account (issue 53 §5): bytes in use, and what it holds free.
+        #expect(before["lanbridge_heap_bytes{kind=\"in_use\"}"] ?? 0 > 1_048_576, "\(before.keys.filter { $0.contains("heap") })")
+        #expect(before["lanbridge_heap_bytes{kind=\"free\"}"] != nil && before["lanbridge_heap_bytes{kind=\"mapped\"}"] != nil)
         #expect(before["lanbridge_handshakes_total{outcome=\"completed\"}"] ?? 0 >= 1)
 
         for _ in 0..<2 { #expect(try stack.gateway.invoke(stack.nodeID, "canvas.navigate", params: ["url": "https://example.com"]).ok) }

@@ -90,6 +90,11 @@ public final class BridgeMetrics: Sendable {
         gauge("lanbridge_pairing_requests_pending")?.record(snapshot.pending)
         gauge("lanbridge_gateway_link_up")?.record(snapshot.gatewayUp ? 1 : 0)
         gauge("lanbridge_store_readable")?.record(snapshot.storeReadable ? 1 : 0)
+        // What RSS is made of, for a soak to tell a table that keeps something from the allocator.
+        let heap = AllocatorPolicy.heap
+        for (kind, bytes) in [("in_use", heap.inUse), ("free", heap.free), ("mapped", heap.mapped)] {
+            gauge("lanbridge_heap_bytes", ("kind", kind))?.record(bytes)
+        }
     }
 
     // MARK: - Bounded label values
@@ -137,7 +142,7 @@ public final class BridgeMetrics: Sendable {
         handle(label, dimensions) { Timer(label: label, dimensions: dimensions, preferredDisplayUnit: .seconds, factory: $0) }
     }
 
-    private func gauge(_ label: String) -> Gauge? {
-        handle(label, []) { Gauge(label: label, factory: $0) }
+    private func gauge(_ label: String, _ dimensions: (String, String)...) -> Gauge? {
+        handle(label, dimensions) { Gauge(label: label, dimensions: dimensions, factory: $0) }
     }
 }

@@ -35,6 +35,22 @@ public enum AllocatorPolicy {
         #endif
     }
 
+    /// The allocator's own account, over every arena (glibc's mallinfo2): bytes handed out and not
+    /// yet freed, free bytes it holds in its heaps, and bytes in blocks mapped on their own. Growth
+    /// in `inUse` is something kept (a table); growth in `free` alone is the allocator holding on.
+    public struct Heap: Sendable, Equatable {
+        public var inUse = 0, free = 0, mapped = 0
+    }
+
+    public static var heap: Heap {
+        #if canImport(Glibc)
+            let info = mallinfo2()
+            return Heap(inUse: Int(info.uordblks), free: Int(info.fordblks), mapped: Int(info.hblkhd))
+        #else
+            Heap()
+        #endif
+    }
+
     /// Free bytes the allocator holds in its heaps (some of them perhaps already given back).
     public static var freeBytes: Int {
         #if canImport(Glibc)
