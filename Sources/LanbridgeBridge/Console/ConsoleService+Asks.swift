@@ -29,17 +29,21 @@ extension ConsoleService {
         case "always":
             // As `invokes approve --always`: the rule first, in paired.json (audited as a change of
             // access); the core reads the store again before it takes the answer.
-            let prompts = (try? await control(BridgeCore.askList, nil).get()).flatMap { try? AskedInvokes.Prompt.list($0) } ?? []
-            guard let prompt = prompts.first(where: { $0.id == id }) else { return back(Self.nothingWaits(id), error: true) }
-            let changed = await offLoop {
+            guard let prompt = await waitingAsks()?.first(where: { $0.id == id }) else { return back(Self.nothingWaits(id), error: true) }
+            // nil: written; else why not.
+            let problem: String?? = await onThreadPool { [directory] in
                 do {
                     _ = try PairingStore(directory: directory).update(actor: actor) { try $0.askToAllow(prompt.askRule, node: prompt.nodeId) }
-                    return .text(.ok, "")
+                    return nil
                 } catch {
-                    return .text(.conflict, "\(error)")
+                    return "\(error)"
                 }
             }
-            guard changed.status == .ok else { return back(String(decoding: changed.body, as: UTF8.self), error: true) }
+            switch problem {
+            case .some(nil): break
+            case let .some(.some(why)): return back(why, error: true)
+            case nil: return back("The bridge is stopping.", error: true)
+            }
             params["always"] = true
         default:
             return back("Approve or deny.", error: true)

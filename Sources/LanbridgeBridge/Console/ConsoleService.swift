@@ -137,13 +137,18 @@ struct ConsoleService: HTTPService {
         case "/status":
             live.snapshot = try? await driver.snapshot().get()
         case "/", "/fragment/pending":
-            live.asks = (try? await control(BridgeCore.askList, nil).get()).flatMap { try? AskedInvokes.Prompt.list($0) }
+            live.asks = await waitingAsks()
         case "/activity", "/fragment/activity":
             live.activity = await ConsoleActivity.Feed.read { method, params in await control(method, params) }
         default:
             break
         }
         return live
+    }
+
+    /// The invokes waiting for the operator's answer; nil when the core did not say.
+    func waitingAsks() async -> [AskedInvokes.Prompt]? {
+        (try? await control(BridgeCore.askList, nil).get()).flatMap { try? AskedInvokes.Prompt.list($0) }
     }
 
     /// A control-socket method, asked of the core as the operator (the console's session is one).
@@ -310,6 +315,11 @@ struct ConsoleService: HTTPService {
 
     /// Store reads and writes take a file lock and touch the disk: never on an event loop.
     func offLoop(_ body: @escaping @Sendable () -> HTTPReply) async -> HTTPReply {
-        (try? await NIOThreadPool.singleton.runIfActive(body)) ?? .text(.serviceUnavailable, "the bridge is stopping\n")
+        await onThreadPool(body) ?? .text(.serviceUnavailable, "the bridge is stopping\n")
+    }
+
+    /// `body` on NIO's thread pool; nil when the bridge is stopping.
+    func onThreadPool<T: Sendable>(_ body: @escaping @Sendable () -> T) async -> T? {
+        try? await NIOThreadPool.singleton.runIfActive(body)
     }
 }
