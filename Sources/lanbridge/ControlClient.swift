@@ -77,6 +77,19 @@ extension ControlClient {
         }
     }
 
+    /// The daemon's answer as it gave it, for a command that maps its errors itself. No daemon:
+    /// `notRunning` is said (by default, why the socket did not answer), exit 69.
+    static func answer(
+        _ directory: StateDirectory, _ method: String, _ params: [String: JSONValue], timeout: TimeInterval = 10, notRunning: String? = nil
+    ) throws -> Result<JSONValue?, ErrorMessage> {
+        do {
+            return try ControlClient(path: directory.controlSocketPath).request(method: method, params: .object(params), timeout: timeout)
+        } catch let error as NotRunning {
+            Output.note("lanbridge: \(notRunning ?? "\(error)")")
+            throw ExitCode(69)  // EX_UNAVAILABLE
+        }
+    }
+
     /// `ask`, where no daemon means the command cannot be done: `notRunning` is said, exit 69.
     static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], notRunning: String) throws -> JSONValue {
         guard let answer = try ask(directory, method, params) else {

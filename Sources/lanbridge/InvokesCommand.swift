@@ -113,14 +113,7 @@ struct InvokesCommand: ParsableCommand {
 }
 
 private func answer(_ state: StateOptions, _ params: [String: JSONValue], json: Bool) throws {
-    let result: Result<JSONValue?, ErrorMessage>
-    do {
-        result = try ControlClient(path: state.directory.controlSocketPath).request(method: BridgeCore.askAnswer, params: .object(params), timeout: 10)
-    } catch is ControlClient.NotRunning {
-        Output.note("lanbridge: the daemon is not running: nothing waits (lanbridge serve)")
-        throw ExitCode(69)
-    }
-    switch result {
+    switch try ControlClient.answer(state.directory, BridgeCore.askAnswer, params, notRunning: "the daemon is not running: nothing waits (lanbridge serve)") {
     case let .success(value):
         if json { return try Output.json(value ?? .null) }
         let how = value?["answered"]?.stringValue ?? "answered"

@@ -50,16 +50,8 @@ extension NodesCommand {
                 if let parsed { request["params"] = parsed }
                 if let timeout { request["timeoutMs"] = .number(Double(timeout.milliseconds)) }
                 if let hold { request["hold"] = ["maxMs": .number(Double(hold.milliseconds))] }
-                let path = state.directory.controlSocketPath
-                let answer: Result<JSONValue?, ErrorMessage>
-                do {
-                    answer = try ControlClient(path: path).request(
-                        method: GatewayMethod.nodeInvoke, params: .object(request),
-                        timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
-                } catch let error as ControlClient.NotRunning {
-                    Output.note("lanbridge: \(error)")
-                    throw ExitCode(69)  // EX_UNAVAILABLE
-                }
+                let answer = try ControlClient.answer(
+                    state.directory, GatewayMethod.nodeInvoke, request, timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
                 switch answer {
                 case let .success(payload):
                     let shown = try out.map { try writeData(from: payload, to: $0) } ?? payload

@@ -84,15 +84,7 @@ struct UICommand: ParsableCommand {
     }
 
     private func ask(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue {
-        let path = state.directory.controlSocketPath
-        let answer: Result<JSONValue?, ErrorMessage>
-        do {
-            answer = try ControlClient(path: path).request(method: method, params: .object(params), timeout: 10)
-        } catch let error as ControlClient.NotRunning {
-            Output.note("lanbridge: \(error)")
-            throw ExitCode(69)
-        }
-        switch answer {
+        switch try ControlClient.answer(state.directory, method, params) {
         case let .success(value?): return value
         case .success(nil): throw ExitCode(69)
         case let .failure(error):
