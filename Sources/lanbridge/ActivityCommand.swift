@@ -33,33 +33,21 @@ struct ActivityCommand: ParsableCommand {
         if counts, follow || node != nil || command != nil { throw ValidationError("--counts takes no --follow, --node or --command") }
     }
 
-    struct Counts: Codable {
-        let nodeId: String
-        let name: String?
-        let lastHour, lastDay, notOkLastDay: Int
-    }
-
     private func showCounts() throws {
         let answer = try ControlClient.ask(state.directory, BridgeCore.activityCounts, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
-        let nodes = try JSONDecoder().decode([Counts].self, from: JSONEncoder().encode(answer["nodes"] ?? .array([])))
+        let nodes = try ActivityFeed.decode([ActivityFeed.Counts].self, answer["nodes"])
         if json { return try Output.json(nodes) }
         guard !nodes.isEmpty else { return print("No invokes in the last day.") }
         Output.table(["NODE", "LAST HOUR", "LAST DAY", "NOT OK"], nodes.map { [$0.name ?? $0.nodeId, "\($0.lastHour)", "\($0.lastDay)", "\($0.notOkLastDay)"] })
         if answer["coversDay"] == false { Output.note("(the feed holds fewer than a day of invokes: limits.activityRecords)") }
     }
 
-    struct Record: Decodable, Encodable {
-        let seq: Int
-        let time: String
-        let nodeId: String?
-        let name: String?
-        let command: String
-        let asker: String
-        let outcome: String
-        let durationMs: Int
-        let resultBytes: Int
-        /// Why it ended so: the rule that denied it, or who answered its ask and how.
-        let note: String?
+    /// `--follow --json`: one record a line, dates as the rest of the CLI writes them.
+    private var lineEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        encoder.dateEncodingStrategy = .iso8601
+        return encoder
     }
 
     func run() throws {
@@ -73,17 +61,18 @@ struct ActivityCommand: ParsableCommand {
                 if let command { params["command"] = .string(command) }
                 let answer = try ControlClient.ask(
                     state.directory, BridgeCore.activityList, params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
-                let records = try JSONDecoder().decode([Record].self, from: JSONEncoder().encode(answer["records"] ?? .array([])))
+                let records = try ActivityFeed.decode([ActivityFeed.Record].self, answer["records"])
                 since = max(since, Int(answer["next"]?.numberValue ?? 0))
                 if json {
                     if follow {
-                        for record in records { print(String(decoding: try JSONEncoder().encode(record), as: UTF8.self)) }
+                        let encoder = lineEncoder
+                        for record in records { print(String(decoding: try encoder.encode(record), as: UTF8.self)) }
                     } else {
                         try Output.json(records)
                     }
                 } else {
                     let rows = records.map {
-                        [$0.time, $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)", $0.note ?? ""]
+                        [$0.time.formatted(.iso8601), $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)", $0.note ?? ""]
                     }
                     if first {
                         if answer["capacity"] == .number(0) {

@@ -21,11 +21,7 @@ enum ConsoleActivity {
             guard case let .success(list) = await control(BridgeCore.activityList, ["limit": 1000]),
                 case let .success(counts) = await control(BridgeCore.activityCounts, nil)
             else { return nil }
-            let decoder = JSONDecoder()
-            decoder.dateDecodingStrategy = .iso8601
-            func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue?) -> T? {
-                (try? JSONEncoder().encode(value ?? .array([]))).flatMap { try? decoder.decode(type, from: $0) }
-            }
+            func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue?) -> T? { try? ActivityFeed.decode(type, value) }
             return Feed(
                 records: decode([ActivityFeed.Record].self, list["records"]) ?? [], counts: decode([ActivityFeed.Counts].self, counts["nodes"]) ?? [],
                 coversDay: counts["coversDay"] != .bool(false), capacity: decode(Int.self, list["capacity"]) ?? 0)
