@@ -39,12 +39,16 @@ package struct DescriptorLedger: Sendable {
     /// when every peer holds one, found without a scan.
     private var queue: [Int] = []
     private var queueHead = 0
+    /// Unproven connections now (what the queue would hold if nothing had left it).
+    private var unprovenConnections = 0
 
     package init(capacity: Int) {
         self.capacity = max(1, capacity)
     }
 
     package var count: Int { entries.count }
+    /// IDs waiting in the eviction queue, those that left included (bounded: see `addUnproven`).
+    package var queued: Int { queue.count - queueHead }
     package var unprovenCount: Int { unproven.values.reduce(0) { $0 + $1.count } }
 
     /// A new connection from `peer`, holding `cost` descriptors (2 for one that dials out for it).
@@ -100,6 +104,14 @@ package struct DescriptorLedger: Sendable {
             queue.removeFirst(queueHead)
             queueHead = 0
         }
+        // IDs that left (proven, closed) stay until met, and without evictions none is met: when
+        // they are most of the queue, it keeps only the unproven (issue 53 §5: it grew by an ID for
+        // every connection ever accepted, 8 bytes each, 15 MiB in a day of churn).
+        if queued > 2 * unprovenConnections + 1024 {
+            queue = queue[queueHead...].filter { entries[$0].map { !$0.proven } ?? false }
+            queueHead = 0
+        }
+        unprovenConnections += 1
         queue.append(id)
         let before = unproven[peer]?.count ?? 0
         unproven[peer, default: []].append(id)
@@ -110,6 +122,7 @@ package struct DescriptorLedger: Sendable {
         let peer = entry.peer
         guard var ids = unproven[peer], let index = ids.firstIndex(of: id) else { return }
         unprovenUsed -= entry.cost
+        unprovenConnections -= 1
         let before = ids.count
         ids.remove(at: index)
         unproven[peer] = ids.isEmpty ? nil : ids

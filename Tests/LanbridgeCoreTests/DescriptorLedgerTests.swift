@@ -67,4 +67,24 @@ struct DescriptorLedgerTests {
             #expect(ledger.unprovenCount == live.values.filter { !$0 }.count)
         }
     }
+
+    /// Issue 53 §5: connections that come, prove themselves or not, and go, with room to spare
+    /// (nothing ever evicted): the eviction queue keeps what is unproven now, not an ID for every
+    /// connection ever accepted (it grew 8 bytes a connection, found by heaptrack under churn).
+    @Test func theEvictionQueueDoesNotGrowWithConnectionsThatLeft() {
+        var ledger = DescriptorLedger(capacity: 100_000)
+        var waiting: [Int] = []
+        for n in 0..<50_000 {
+            guard case let .admit(id, _) = ledger.admit(peer: "10.0.\(n % 200).1") else { Issue.record("refused"); return }
+            if n % 3 == 0 { ledger.prove(id) }
+            if n % 7 == 0 { waiting.append(id) } else { ledger.release(id) }
+        }
+        #expect(ledger.count == waiting.count)
+        #expect(ledger.queued <= 2 * ledger.unprovenCount + 1025, "\(ledger.queued) queued for \(ledger.unprovenCount) unproven")
+        // And eviction still takes the oldest unproven first.
+        var full = DescriptorLedger(capacity: 3)
+        guard case let .admit(first, _) = full.admit(peer: "a"), case .admit = full.admit(peer: "b"), case .admit = full.admit(peer: "c") else { return }
+        guard case let .admit(_, evicting) = full.admit(peer: "d") else { Issue.record("refused"); return }
+        #expect(evicting == [first])
+    }
 }
