@@ -272,7 +272,8 @@ func canvasRequest(_ bytes: [UInt8]) {
 /// then chunks, each a direction byte (even: the canvas host, odd: the node; 0xFF: the host
 /// closes), a length byte and that many bytes. Whatever they say: nothing of the node's reaches the
 /// host before a checked switch, and after it only control frames do; the upstream capability
-/// never reaches the node; nothing moves after the close.
+/// never reaches the node; nothing moves after the close or a kept connection's end (`kind & 4`:
+/// the node asked to keep the connection, issue 53 §1), and a kept answer is never an upgrade's.
 func canvasExchange(_ bytes: [UInt8]) {
     guard let kind = bytes.first else { return }
     let cap = "kWz4f-t5Z7fK2_YHJIBfbqFZ", upstream = "UPSTREAMcapabilityxxxxxx"
@@ -281,12 +282,11 @@ func canvasExchange(_ bytes: [UInt8]) {
         ? "GET /__openclaw__/ws?oc_cap=\(cap) HTTP/1.1\r\nHost: h\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
         : "\(kind & 2 == 0 ? "GET" : "HEAD") /__openclaw__/cap/\(cap)/__openclaw__/canvas/ HTTP/1.1\r\nHost: h\r\n\r\n"
     guard let request = try? CanvasRequest(head: Array(head.utf8)) else { return invariant(false, "the seed request reads") }
-    var exchange = CanvasExchange(
-        request: request,
-        response: .init(
-            upstreamCapability: upstream, nodeCapability: cap, maxBodyBytes: 4096, maxHeadBytes: 1024,
-            upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://10.0.0.1:1"),
-        maskKey: [1, 2, 3, 4], maxHeld: 1024)
+    var response = CanvasResponseReader.Settings(
+        upstreamCapability: upstream, nodeCapability: cap, maxBodyBytes: 4096, maxHeadBytes: 1024,
+        upstreamOrigins: ["http://127.0.0.1:18789"], relayOrigin: "https://10.0.0.1:1")
+    response.keepAlive = kind & 4 != 0
+    var exchange = CanvasExchange(request: request, response: response, maskKey: [1, 2, 3, 4], maxHeld: 1024)
     var toNode: [UInt8] = [], closed = false
     var hostReader = LiveReloadFrameReader(.fromClient, maxPayload: 125)
     var i = 1
@@ -304,6 +304,9 @@ func canvasExchange(_ bytes: [UInt8]) {
                 guard let frames = try? hostReader.read(out) else { return invariant(false, "the relay sends the host whole, valid frames") }
                 invariant(frames.allSatisfy { $0.opcode.isControl }, "only control frames from the node")
             case .close, .retry: closed = true  // a retry is another exchange's, with a fresh capability
+            case .finished:
+                invariant(!request.upgrade && response.keepAlive, "only a plain request the node asked to keep ends kept")
+                closed = true
             }
         }
     }
