@@ -35,7 +35,7 @@ struct ActivityCommand: ParsableCommand {
 
     private func showCounts() throws {
         let answer = try ControlClient.ask(state.directory, BridgeCore.activityCounts, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
-        let nodes = try ActivityFeed.decode([ActivityFeed.Counts].self, answer["nodes"])
+        let nodes = try (answer["nodes"] ?? .array([])).decoded(as: [ActivityFeed.Counts].self)
         if json { return try Output.json(nodes) }
         guard !nodes.isEmpty else { return print("No invokes in the last day.") }
         Output.table(["NODE", "LAST HOUR", "LAST DAY", "NOT OK"], nodes.map { [$0.name ?? $0.nodeId, "\($0.lastHour)", "\($0.lastDay)", "\($0.notOkLastDay)"] })
@@ -61,7 +61,7 @@ struct ActivityCommand: ParsableCommand {
                 if let command { params["command"] = .string(command) }
                 let answer = try ControlClient.ask(
                     state.directory, BridgeCore.activityList, params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
-                let records = try ActivityFeed.decode([ActivityFeed.Record].self, answer["records"])
+                let records = try (answer["records"] ?? .array([])).decoded(as: [ActivityFeed.Record].self)
                 since = max(since, Int(answer["next"]?.numberValue ?? 0))
                 if json {
                     if follow {

@@ -21,7 +21,7 @@ enum ConsoleActivity {
             guard case let .success(list) = await control(BridgeCore.activityList, ["limit": 1000]),
                 case let .success(counts) = await control(BridgeCore.activityCounts, nil)
             else { return nil }
-            func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue?) -> T? { try? ActivityFeed.decode(type, value) }
+            func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue?) -> T? { try? (value ?? .array([])).decoded(as: type) }
             return Feed(
                 records: decode([ActivityFeed.Record].self, list["records"]) ?? [], counts: decode([ActivityFeed.Counts].self, counts["nodes"]) ?? [],
                 coversDay: counts["coversDay"] != .bool(false), capacity: decode(Int.self, list["capacity"]) ?? 0)

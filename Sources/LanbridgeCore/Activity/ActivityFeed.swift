@@ -25,14 +25,6 @@ package struct ActivityFeed: Sendable {
         package var note: String? = nil
     }
 
-    /// The records or counts in a control-socket answer (`activity.list`'s `records`,
-    /// `activity.counts`' `nodes`), as the CLI and the console read them.
-    package static func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue?) throws -> T {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return try decoder.decode(type, from: JSONEncoder().encode(value ?? .array([])))
-    }
-
     package let capacity: Int
     private var ring: [Record] = []
     private var head = 0

@@ -43,7 +43,7 @@ package struct AskedInvokes: WaitingInvokes {
 
         /// The prompts in an `ask.list` answer.
         package static func list(_ answer: JSONValue?) throws -> [Prompt] {
-            try JSONDecoder().decode([Prompt].self, from: JSONEncoder().encode(answer?["asks"] ?? .array([])))
+            try (answer?["asks"] ?? .array([])).decoded(as: [Prompt].self)
         }
     }
 

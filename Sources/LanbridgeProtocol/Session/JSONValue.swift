@@ -49,6 +49,13 @@ public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral,
         self = (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder.lanbridge.encode(value))) ?? .null
     }
 
+    /// The inverse of `init(encoding:)`: this JSON read as `type` (dates as ISO 8601).
+    public func decoded<T: Decodable>(as type: T.Type) throws -> T {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        return try decoder.decode(type, from: JSONEncoder().encode(self))
+    }
+
     public init(stringLiteral value: String) { self = .string(value) }
     public init(integerLiteral value: Int) { self = .number(Double(value)) }
     public init(booleanLiteral value: Bool) { self = .bool(value) }
