@@ -67,15 +67,10 @@ final class StateIO: Sendable {
         }
     }
 
-    /// Gives the heap's free pages back to the system (glibc's `malloc_trim`, which the Swift Glibc
-    /// module does not declare; nothing elsewhere), off the event loop.
+    /// Gives the heap's free pages back to the system, off the event loop.
     func trimHeap() {
-        guard let trim = Self.mallocTrim else { return }
-        pool.submit { _ in _ = trim(0) }
+        pool.submit { _ in AllocatorPolicy.giveBack(ifHoldingMoreThan: 0) }
     }
-
-    private typealias MallocTrim = @convention(c) (Int) -> Int32
-    private static let mallocTrim: MallocTrim? = dlsym(nil, "malloc_trim").map { unsafeBitCast($0, to: MallocTrim.self) }
 
     func record(_ entries: [AuditEntry], on loop: any EventLoop) {
         let (store, logger) = (store, logger)
