@@ -251,6 +251,22 @@ struct BridgeCoreTests {
         #expect(Self.sent(expired, to: 1).compactMap { $0 as? GatewayCallResult }.first?.error?.code == ErrorMessage.timeout)
     }
 
+    /// lastSeen is written an interval after the first tick, then every interval: not at the
+    /// first tick, amid the reconnect storm that follows a restart (issue 53 §4).
+    @Test func lastSeenIsFirstWrittenAnIntervalAfterStart() throws {
+        var core = try core()
+        func writesSeen(_ actions: [BridgeAction]) -> Bool {
+            actions.contains { if case let .updateStore(operation) = $0, case .recordSeen = operation.change { true } else { false } }
+        }
+        _ = core.on(.opened(opening(1)), now: t0, wall: wall)
+        #expect(!writesSeen(core.on(.tick, now: t0 + 1, wall: wall)), "not at the first tick")
+        #expect(!writesSeen(core.on(.tick, now: t0 + BridgeCore.seenInterval, wall: wall)))
+        #expect(writesSeen(core.on(.tick, now: t0 + 1 + BridgeCore.seenInterval, wall: wall)), "an interval after it")
+        _ = core.on(.opened(opening(2)), now: t0 + 2 + BridgeCore.seenInterval, wall: wall)
+        #expect(!writesSeen(core.on(.tick, now: t0 + 2 + BridgeCore.seenInterval, wall: wall)))
+        #expect(writesSeen(core.on(.tick, now: t0 + 1 + 2 * BridgeCore.seenInterval, wall: wall)), "and every interval")
+    }
+
     /// State changes are announced within the node's rate, on the monotonic clock; the rest are
     /// coalesced and the state it ends in is announced on the next tick.
     @Test func stateChangesAreCoalescedOnTheFakeClock() throws {
