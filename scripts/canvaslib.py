@@ -111,17 +111,27 @@ def p90(samples):
 
 
 
-def canvas_stack(tmp, root, limits=None):
-    """Python's http.server as the canvas host for `root`, a bridge with its relay in front, and a
-    paired node-sim; returns (relay URL with the capability, the relay key's SPKI pin in base64,
-    the canvas host's port)."""
+class CanvasStack:
+    """What canvas_stack started: the relay's URL with the capability and its pin (the node's
+    view), the relay key's SPKI pin in base64 (Chromium's), the canvas host's port, the load
+    generator as gateway and its name for the node, the bridge process and its state directory."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def canvas_stack(tmp, root, limits=None, access=None):
+    """Python's http.server as the canvas host for `root`, a bridge with its relay in front, the
+    load generator as its gateway, and a paired node-sim."""
     s = socket.socket(); s.bind(("127.0.0.1", 0)); upstream_port = s.getsockname()[1]; s.close()
     spawn(quiet=True, argv=[sys.executable, "-m", "http.server", str(upstream_port), "--bind", "127.0.0.1", "--directory", root])
     state = os.path.join(tmp, "state")
     os.makedirs(state, mode=0o700)
     gw = LoadGenerator()
-    bridge_with_gateway(tmp, state, gw.port, {"canvas": {"upstream": f"http://127.0.0.1:{upstream_port}"},
-                                              "limits": {"canvasRequestsPerMinute": 100000, **(limits or {})}}, extra=["--canvas-listen", "0"])
+    config = {"canvas": {"upstream": f"http://127.0.0.1:{upstream_port}"}, "limits": {"canvasRequestsPerMinute": 100000, **(limits or {})}}
+    if access:
+        config["access"] = access
+    bridge, _ = bridge_with_gateway(tmp, state, gw.port, config, extra=["--canvas-listen", "0"])
     sim = node_sim(state, tmp, "canvas-node", quiet=False)
     url = pin = None
     while url is None:
@@ -136,7 +146,8 @@ def canvas_stack(tmp, root, limits=None):
     connection, _ = pinned_connection(url, pin)
     spki = x509.load_der_x509_certificate(connection.sock.getpeercert(binary_form=True)).public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
     connection.close()
-    return url, base64.b64encode(hashlib.sha256(spki).digest()).decode(), upstream_port
+    return CanvasStack(url=url, pin=pin, spki=base64.b64encode(hashlib.sha256(spki).digest()).decode(), upstream_port=upstream_port,
+                       gateway=gw, node=gw.ask("nodes", 1)[0], bridge=bridge, state=state)
 
 
 def compare(relay, direct, spki, rounds):
