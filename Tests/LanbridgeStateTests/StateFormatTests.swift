@@ -137,6 +137,29 @@ struct StateFormatTests {
         #expect((try? BridgeSettings.parse(Data(#"{"version": [1]}"#.utf8))) == nil)
     }
 
+    /// runtime.json is written by hand (compact, the nodes without `JSONEncoder`) and read with the
+    /// decoder as ever: every field comes back.
+    @Test func theRuntimeFileReadsBackWhatWasWritten() throws {
+        let dir = TemporaryDirectory()
+        let file = RuntimeStatusFile(directory: StateDirectory(url: dir.url))
+        let second = Date(timeIntervalSince1970: 1_795_000_000)
+        var status = RuntimeStatus(bridgeName: "b \"q\"\n", listening: ["127.0.0.1:1", "[::1]:2"], startedAt: second)
+        status.reachable = ["10.0.0.2:7"]
+        status.mdns = "published"
+        status.gateway = "connected to ws://127.0.0.1:3/"
+        status.canvas = .init(listening: ["0.0.0.0:4"], tlsSha256: "ab", upstream: "http://127.0.0.1:5")
+        status.openClawApps = ["wss://0.0.0.0:6"]
+        var plain = RuntimeStatus.Node(address: "10.0.0.5", foreground: true, connectedAt: second.addingTimeInterval(-86_400 * 400))
+        plain.gatewaySession = "up"
+        var held = RuntimeStatus.Node(address: "fe80::1%eth0", foreground: false, connectedAt: second)
+        (held.gatewayDeviceId, held.gatewayApproval) = ("dev", .commands(["camera.snap"]))
+        status.nodes = ["AAAA-BBBB": plain, "CCCC-DDDD": held, "EEEE-FFFF": .init(address: "x", foreground: false, connectedAt: second)]
+        try file.write(status)
+        #expect(file.read() == status)
+        let text = try String(contentsOf: file.url, encoding: .utf8)
+        #expect(text.hasSuffix("}\n") && !text.dropLast().contains("\n"), "one line: \(text)")
+    }
+
     @Test func aNewerRuntimeFileIsNotTrusted() throws {
         let dir = TemporaryDirectory()
         let file = RuntimeStatusFile(directory: StateDirectory(url: dir.url))
