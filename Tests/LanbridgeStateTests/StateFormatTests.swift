@@ -156,6 +156,8 @@ struct StateFormatTests {
         status.nodes = ["AAAA-BBBB": plain, "CCCC-DDDD": held, "EEEE-FFFF": .init(address: "x", foreground: false, connectedAt: second)]
         try file.write(status)
         #expect(file.read() == status)
+        // The file names a node's fields one by one: one added to the type must be added there too.
+        #expect(Mirror(reflecting: held).children.map { $0.label ?? "" } == ["address", "foreground", "connectedAt", "gatewayDeviceId", "gatewaySession", "gatewayApproval"])
         let text = try String(contentsOf: file.url, encoding: .utf8)
         #expect(text.hasSuffix("}\n") && !text.dropLast().contains("\n"), "one line: \(text)")
     }
