@@ -1,7 +1,8 @@
-"""The canvas page a user waits for (issue 53 §2), shared by scripts/bench-canvas --browser and
+"""The canvas page a user waits for (issue 53 §2), shared by scripts/bench-canvas and
 scripts/bench-smoke: an A2UI-like page of 30 assets, a bridge with its canvas relay in front of a
 canvas host, page loads timed in a fresh headless Chromium, and a delaying link."""
 import base64, hashlib, json, os, socket, subprocess, sys, threading
+from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sdk", "python"))
@@ -111,18 +112,12 @@ def p90(samples):
 
 
 
-class CanvasStack:
-    """What canvas_stack started: the relay's URL with the capability and its pin (the node's
-    view), the relay key's SPKI pin in base64 (Chromium's), the canvas host's port, the load
-    generator as gateway and its name for the node, the bridge process and its state directory."""
-
-    def __init__(self, **fields):
-        self.__dict__.update(fields)
-
-
 def canvas_stack(tmp, root, limits=None, access=None):
     """Python's http.server as the canvas host for `root`, a bridge with its relay in front, the
-    load generator as its gateway, and a paired node-sim."""
+    load generator as its gateway, and a paired node-sim. Returns what it started: the relay's URL
+    with the capability and its pin (the node's view), the relay key's SPKI pin in base64
+    (Chromium's), the canvas host's port, the gateway and its name for the node, the bridge
+    process and its state directory."""
     s = socket.socket(); s.bind(("127.0.0.1", 0)); upstream_port = s.getsockname()[1]; s.close()
     spawn(quiet=True, argv=[sys.executable, "-m", "http.server", str(upstream_port), "--bind", "127.0.0.1", "--directory", root])
     state = os.path.join(tmp, "state")
@@ -146,7 +141,7 @@ def canvas_stack(tmp, root, limits=None, access=None):
     connection, _ = pinned_connection(url, pin)
     spki = x509.load_der_x509_certificate(connection.sock.getpeercert(binary_form=True)).public_key().public_bytes(Encoding.DER, PublicFormat.SubjectPublicKeyInfo)
     connection.close()
-    return CanvasStack(url=url, pin=pin, spki=base64.b64encode(hashlib.sha256(spki).digest()).decode(), upstream_port=upstream_port,
+    return SimpleNamespace(url=url, pin=pin, spki=base64.b64encode(hashlib.sha256(spki).digest()).decode(), upstream_port=upstream_port,
                        gateway=gw, node=gw.ask("nodes", 1)[0], bridge=bridge, state=state)
 
 
