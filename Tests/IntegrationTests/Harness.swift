@@ -51,6 +51,12 @@ final class BridgeDaemon: @unchecked Sendable {
         try process.waitForLine(timeout: 30) { $0.contains(text) }
     }
 
+    /// The same, all within `seconds` however much else the daemon logs meanwhile.
+    @discardableResult
+    func waitForLog(_ text: String, within seconds: TimeInterval) throws -> String {
+        try process.waitForLine(within: seconds) { $0.contains(text) }
+    }
+
     /// Waits until runtime.json says what `condition` wants: it is written off the relay loop a
     /// moment after the change it shows (a node's welcome goes out first).
     @discardableResult

@@ -264,11 +264,11 @@ struct OpenClawAppsEndToEndTests {
     }
 
     /// OpenClaw's own client code as the peer: `GatewayClient` (src/gateway/client.ts), bundled from
-    /// OpenClaw's sources at test time (Tests/Tools/openclaw-client/build.sh; nothing of it is kept
-    /// in this repository) and run under Node as OpenClaw's node host sets it up, pins the door's
+    /// OpenClaw's sources at test time (Tests/Tools/openclaw/build; nothing of it is kept in this
+    /// repository) and run under Node 20 as OpenClaw's node host sets it up, pins the door's
     /// certificate, is refused PAIRING_REQUIRED, approved by the CLI, invoked through the gateway
     /// and revoked.
-    @Test(.enabled(if: OpenClawClientBundle.missing == nil, Comment(rawValue: OpenClawClientBundle.missing ?? "")))
+    @Test(.enabled(if: OpenClawClientBundle.missing == nil || OpenClawGateway.canRun, Comment(rawValue: OpenClawClientBundle.missing ?? "")))
     func openClawsOwnGatewayClientPairsIsInvokedAndIsRevoked() throws {
         let bundle = try OpenClawClientBundle.build()
         let stack = try Stack()
@@ -277,7 +277,7 @@ struct OpenClawAppsEndToEndTests {
         let client = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/node"),
             [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha],
-            environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
+            environment: ["PATH": "/usr/bin:/bin"], mergeStandardError: true)
         _ = try client.waitForLine(timeout: 30) { $0 == "closed 1008 pairing required" }
         let pending = try JSONDecoder().decode(JSONValue.self, from: Data(try stack.cli(["nodes", "pending", "--json"]).stdout.utf8))
         guard case let .array(rows) = pending, case let .string(requestId)? = rows.first?["requestId"] else { Issue.record("\(pending)"); return }
@@ -306,7 +306,7 @@ struct OpenClawAppsEndToEndTests {
         let second = try ChildProcess(
             URL(fileURLWithPath: "/usr/bin/node"),
             [Repository.url("Tests/IntegrationTests/js/openclaw_node.js").path, bundle.path, stack.doorURL, sha, token],
-            environment: ["NODE_PATH": "/usr/share/nodejs", "PATH": "/usr/bin:/bin"], mergeStandardError: true)
+            environment: ["PATH": "/usr/bin:/bin"], mergeStandardError: true)
         #expect(try second.waitForLine(timeout: 30) { $0.hasPrefix("hello") || $0.hasPrefix("closed") } == "hello 3")
         second.killIfRunning()
     }
@@ -322,30 +322,13 @@ struct OpenClawAppsEndToEndTests {
     }
 }
 
-/// OpenClaw's `GatewayClient`, bundled from an OpenClaw source tree outside this repository:
-/// `$OPENCLAW_SOURCE`, else the snapshot this machine keeps at /work/.mirror/zhihh+openclaw/repo.
+/// OpenClaw's `GatewayClient` (src/gateway/client.ts), bundled for Node 20 by the same build as
+/// the real gateway (Tests/Tools/openclaw/build: `client.cjs`), from OpenClaw's source beside the
+/// repository. Nothing of it is kept in this repository.
 enum OpenClawClientBundle {
-    static var source: String? {
-        let candidates = [ProcessInfo.processInfo.environment["OPENCLAW_SOURCE"], "/work/.mirror/zhihh+openclaw/repo"].compactMap { $0 }
-        return candidates.first { FileManager.default.fileExists(atPath: $0) }
+    static var missing: String? {
+        FileManager.default.fileExists(atPath: "/usr/bin/node") ? OpenClawGateway.missing : "needs /usr/bin/node (Debian's nodejs; scripts/setup installs it)"
     }
 
-    static let missing: String? = {
-        for tool in ["/usr/bin/node", "/usr/bin/esbuild", "/usr/share/nodejs/ws", "/usr/share/nodejs/ipaddr.js"] where !FileManager.default.fileExists(atPath: tool) {
-            return "needs \(tool) (Debian's nodejs, esbuild, node-ws, node-ipaddr.js; scripts/setup installs them)"
-        }
-        return source == nil ? "needs OpenClaw's sources (set OPENCLAW_SOURCE to a checkout; none is kept in this repository)" : nil
-    }()
-
-    static func build() throws -> URL {
-        let out = FileManager.default.temporaryDirectory.appendingPathComponent("openclaw-client-\(UUID().uuidString).js")
-        let built = try ChildProcess(
-            URL(fileURLWithPath: "/bin/bash"), [Repository.url("Tests/Tools/openclaw-client/build.sh").path, source ?? "", out.path],
-            mergeStandardError: true)
-        _ = built.wait()
-        guard FileManager.default.fileExists(atPath: out.path) else { throw BuildFailed(description: built.output.joined(separator: "\n")) }
-        return out
-    }
-
-    struct BuildFailed: Error, CustomStringConvertible { let description: String }
+    static func build() throws -> URL { try OpenClawGateway.build.get().appendingPathComponent("client.cjs") }
 }

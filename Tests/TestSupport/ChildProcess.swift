@@ -115,6 +115,20 @@ public final class ChildProcess: @unchecked Sendable {
         throw Timeout(description: "\(process.executableURL!.lastPathComponent) exited without the expected line; stderr: \(standardError)")
     }
 
+    /// Reads lines until one satisfies `predicate`, all within `seconds` (a hang guard for a
+    /// process that keeps talking: `waitForLine(timeout:)` bounds each line only).
+    public func waitForLine(within seconds: TimeInterval, where predicate: (String) -> Bool) throws -> String {
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            let left = deadline.timeIntervalSinceNow
+            guard left > 0 else { throw Timeout(description: "\(process.executableURL!.lastPathComponent): no such line within \(seconds) s") }
+            guard let line = try nextLine(timeout: left) else {
+                throw Timeout(description: "\(process.executableURL!.lastPathComponent) exited without the expected line; stderr: \(standardError)")
+            }
+            if predicate(line) { return line }
+        }
+    }
+
     /// Everything the process wrote to stderr. Once it has exited, this waits for the pipe to
     /// drain (bounded), so a message written just before exit is never missed.
     public var standardError: String {

@@ -1,7 +1,7 @@
-// OpenClaw's own GatewayClient (bundled from OpenClaw's sources by Tests/Tools/openclaw-client/build.sh)
+// OpenClaw's own GatewayClient (bundled from OpenClaw's sources by Tests/Tools/openclaw/build: client.cjs)
 // as a role-node client, set up the way OpenClaw's node host sets it up (src/node-host/runner.ts:179-222),
 // against lanbridge's door for OpenClaw's apps.
-//   NODE_PATH=/usr/share/nodejs node openclaw_node.js BUNDLE URL TLS_SHA256 [BOOTSTRAP_TOKEN]
+//   node openclaw_node.js BUNDLE URL TLS_SHA256 [BOOTSTRAP_TOKEN]
 // Prints: "hello PROTOCOL", "connect-error MESSAGE", "closed CODE REASON", "invoke COMMAND PARAMS".
 const crypto = require("node:crypto");
 const [bundle, url, fingerprint, bootstrapToken] = process.argv.slice(2);

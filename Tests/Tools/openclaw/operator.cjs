@@ -1,0 +1,57 @@
+// OpenClaw's own GatewayClient (src/gateway/client.ts, bundled by ./build as client.cjs) as the
+// real gateway's operator, for tests: it prints what the gateway tells it and runs what it is asked.
+//   Tests/Tools/openclaw/operator --state DIR        (the gateway's state: its port and token)
+// stdout: "hello PROTOCOL", "event NAME PAYLOAD_JSON", "result ID ANSWER_JSON", "closed CODE REASON",
+//         "connect-error MESSAGE". stdin: "call ID METHOD PARAMS_JSON" (one line each).
+// ANSWER_JSON is {"ok":true,"payload":…} or {"ok":false,"error":{"code","message","details"}}.
+"use strict";
+const fs = require("node:fs");
+const path = require("node:path");
+const crypto = require("node:crypto");
+const readline = require("node:readline");
+const { GatewayClient } = require(path.join(process.env.OPENCLAW_BUILD, "client.cjs"));
+
+const state = process.env.OPENCLAW_STATE_DIR;
+const config = JSON.parse(fs.readFileSync(process.env.OPENCLAW_CONFIG_PATH, "utf8"));
+const say = (line) => process.stdout.write(line + "\n");
+
+// One identity per state directory, kept across restarts (as a real operator's device is).
+const identityFile = path.join(state, "operator-identity.json");
+let deviceIdentity;
+if (fs.existsSync(identityFile)) {
+  deviceIdentity = JSON.parse(fs.readFileSync(identityFile, "utf8"));
+} else {
+  const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
+  const raw = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
+  deviceIdentity = {
+    deviceId: crypto.createHash("sha256").update(raw).digest("hex"),
+    publicKeyPem: publicKey.export({ format: "pem", type: "spki" }).toString(),
+    privateKeyPem: privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
+  };
+  fs.writeFileSync(identityFile, JSON.stringify(deviceIdentity), { mode: 0o600 });
+}
+
+const client = new GatewayClient({
+  url: `ws://127.0.0.1:${config.gateway.port}`,
+  token: config.gateway.auth.token,
+  role: "operator",
+  scopes: ["operator.admin", "operator.read", "operator.write", "operator.approvals", "operator.pairing"],
+  clientDisplayName: "lanbridge test operator",
+  clientVersion: "test",
+  deviceIdentity,
+  onHelloOk: (hello) => say(`hello ${hello.protocol}`),
+  onEvent: (evt) => say(`event ${evt.event} ${JSON.stringify(evt.payload ?? null)}`),
+  onConnectError: (err) => say(`connect-error ${String(err.message).replace(/\n/g, " ")}`),
+  onClose: (code, reason) => say(`closed ${code} ${reason}`),
+});
+client.start();
+
+readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const m = line.match(/^call (\S+) (\S+) (.*)$/);
+  if (!m) return say(`error unreadable line: ${JSON.stringify(line)}`);
+  const [, id, method, params] = m;
+  client
+    .request(method, JSON.parse(params))
+    .then((payload) => say(`result ${id} ${JSON.stringify({ ok: true, payload: payload ?? null })}`))
+    .catch((err) => say(`result ${id} ${JSON.stringify({ ok: false, error: { code: err.gatewayCode ?? "CLIENT", message: err.message, details: err.details ?? null } })}`));
+}).on("close", () => process.exit(0));
