@@ -180,14 +180,14 @@ struct OpenClawEndToEndTests {
         #expect(audit.contains("event.denied") && audit.contains("chat.subscribe: NOT_IN_CATALOGUE"), "\(audit)")
     }
 
-    /// Issue 36 §5: a rule change re-offers the node's commands by reconnecting its gateway socket;
-    /// a voice command said right then failed UNAVAILABLE and its transcript was lost. It waits for
-    /// the socket now (up to 5 s).
+    /// Issue 36 §5: a rule change that adds a command re-offers the node's commands by reconnecting
+    /// its gateway socket; a voice command said right then failed UNAVAILABLE and its transcript
+    /// was lost. It waits for the socket now (up to 5 s).
     @Test func aVoiceCommandRightAfterARuleChangeWaitsForTheReofferedSocket() throws {
         // The sim holds the re-offered socket's hello-ok for a second: the voice command lands in that window.
-        let stack = try Stack(gatewayArguments: ["--tick-ms", "1000", "--slow-reconnect-ms", "1000"])
-        let denied = try CLI.run(["nodes", "deny", stack.nodeID, "canvas.snapshot", "--state-dir", stack.bridge.state.path])
-        #expect(denied.status == 0, "\(denied)")
+        let stack = try Stack(gatewayArguments: ["--tick-ms", "1000", "--slow-reconnect-ms", "1000"], allowSystemInfo: false)
+        let allowed = try CLI.run(["nodes", "allow", stack.nodeID, "system.info", "--state-dir", stack.bridge.state.path])
+        #expect(allowed.status == 0, "\(allowed)")
         #expect(try stack.gateway.waitFor("reconnecting")[0] == stack.device)
         stack.node.process.write(line: "voice turn on the lights")
         let heard = try stack.node.waitFor("voice")
@@ -212,17 +212,23 @@ struct OpenClawEndToEndTests {
         #expect(!stack.bridge.log.contains(PushEndToEndTests.token))
     }
 
+    /// A command taken away is refused by lanbridge's rules at once, whatever the gateway asks;
+    /// its socket is not re-offered for it (issue 60 §5: every reconnect is a moment in which the
+    /// gateway answers NOT_CONNECTED), and the node's next connect offers the smaller set.
     @Test func lanbridgesRulesComeFirstWhateverTheGatewayAllows() throws {
         let stack = try Stack()
+        // `nodes deny` returns once the daemon holds the rule (store.applied).
         #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.snapshot"]).status == 0)
-        // Re-offered without it (issue 23): the gateway no longer asks for it…
-        var line = try stack.gateway.waitFor("connected")
-        while line.joined(separator: " ").contains("canvas.snapshot") { line = try stack.gateway.waitFor("connected") }
-        let notOffered = try stack.gateway.invoke(stack.device, "canvas.snapshot")
-        #expect(notOffered["error"]?["details"]?["reason"] == "command not declared by node", "\(notOffered)")
-        // …and a gateway that asks anyway is refused by lanbridge's rules.
-        let refused = try stack.gateway.invoke(stack.device, "canvas.snapshot", force: true)
+        let refused = try stack.gateway.invoke(stack.device, "canvas.snapshot")
         #expect(refused["ok"] == false && refused["error"]?["code"] == .string(ErrorMessage.forbidden), "\(refused)")
+        #expect(!stack.bridge.logContains("re-offering the node's commands"), "no reconnect for a command taken away")
+        // The next connect offers the smaller set.
+        stack.node.stop()
+        try stack.gateway.waitFor("disconnected")
+        let again = try SimulatedNode(state: stack.node.state, port: stack.bridge.port, arguments: ["--name", "phone"])
+        try again.waitFor("connected")
+        let line = try stack.gateway.waitFor("connected")
+        #expect(!line.joined(separator: " ").contains("canvas.snapshot"), "\(line)")
     }
 
     @Test func aBackgroundedPhoneIsQueuedAtTheGatewayAndDrainedWhenItReturns() throws {
@@ -340,55 +346,16 @@ struct OpenClawEndToEndTests {
     /// A re-offer closes the node's gateway socket: it waits for the invokes in flight there, which
     /// the gateway would otherwise fail as DISCONNECTED.
     @Test func aReofferWaitsForTheInvokesInFlight() throws {
-        let stack = try Stack()
+        let stack = try Stack(allowSystemInfo: false)
         stack.gateway.command(#"invoke \#(stack.device) canvas.snapshot {"width":2,"height":2,"delayMs":1500} 10000"#)
         let id = try stack.gateway.waitFor("invoking")[0]
         try stack.node.waitFor("invoke canvas.snapshot")
-        #expect(try stack.cli(["nodes", "deny", stack.nodeID, "system.info"]).status == 0)
+        #expect(try stack.cli(["nodes", "allow", stack.nodeID, "system.info"]).status == 0)
         try stack.bridge.waitForLog("re-offering the node's commands")
         let result = try stack.gateway.process.waitForLine(timeout: 30) { $0.hasPrefix("result \(id) ") }
         #expect(result.contains(#""ok": true"#), "\(result)")
         var line = try stack.gateway.waitFor("connected")
-        while line.joined(separator: " ").contains("device.info") { line = try stack.gateway.waitFor("connected") }
-    }
-
-    /// Issue 23: a rule change reached the gateway only at the node's next connection, and commands
-    /// added then were held by the gateway for its operator with no word from lanbridge.
-    @Test func aRuleChangeIsReofferedAtOnceAndCommandsTheGatewayHoldsAreShownUntilApproved() throws {
-        let stack = try Stack(allowSystemInfo: false)
-        #expect(!stack.connectedLine.joined(separator: " ").contains("device.info"))
-        #expect(try stack.cli(["nodes", "allow", stack.nodeID, "system.info"]).status == 0)
-
-        // Re-offered on a new socket, the node itself untouched; the gateway holds the new command.
-        let held = try stack.gateway.waitFor("surface-pending")
-        #expect(held[1] == stack.device && held[2].split(separator: ",").contains("device.info"))
-        #expect(try stack.gateway.waitFor("connected")[0] == stack.device)
-        let refused = try stack.gateway.invoke(stack.device, "device.info")
-        #expect(refused["error"]?["details"]?["reason"] == "command not declared by node", "\(refused)")
-        #expect(stack.bridge.process.output.filter { $0.contains("node connected") && !$0.contains("unpaired") }.count == 1, "the node connected once")
-
-        let runtime = try stack.bridge.waitForRuntime("the held commands in runtime.json") { $0.nodes[stack.nodeID]?.gatewayApproval != nil }
-        #expect(runtime.nodes[stack.nodeID]?.gatewayApproval == .commands(["device.info"]))
-        let doctor = try stack.cli(["doctor"])
-        #expect(
-            doctor.status == 0 && doctor.stdout.contains("WARN gateway session \(stack.nodeID): waiting for the gateway's approval of device.info")
-                && doctor.stdout.contains("openclaw nodes approve"), "\(doctor.stdout)")
-        let status = try stack.cli(["status"])
-        #expect(status.stdout.contains("waiting for the gateway's approval of device.info"), "\(status.stdout)")
-
-        // Approved there: the bridge's next re-offer (5 s after the last) picks it up.
-        stack.gateway.command("approve \(held[0])")
-        try stack.gateway.waitFor("surface-approved")
-        var line = try stack.gateway.waitFor("connected")
         while !line.joined(separator: " ").contains("device.info") { line = try stack.gateway.waitFor("connected") }
-        #expect(try stack.gateway.invoke(stack.device, "device.info")["ok"] == true)
-        try stack.bridge.waitForRuntime("the approval seen") {
-            $0.nodes[stack.nodeID]?.gatewayApproval == nil && $0.nodes[stack.nodeID]?.gatewaySession?.hasPrefix("connected") == true
-        }
-        #expect(stack.bridge.log.components(separatedBy: "holds the node's added commands").count == 2, "logged once")
-        // Stored: a restarted bridge does not ask again.
-        let devices = try String(contentsOf: StateDirectory(url: stack.bridge.state.url).file(OpenClawDevices.fileName), encoding: .utf8)
-        #expect(devices.contains("device.info"))
     }
 }
 

@@ -39,7 +39,7 @@ struct BridgeCoreOpenClawTests {
         var core = try core()
         let node = Fingerprint(publicKey: base.phoneKey.publicKey)
         _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
-        let approval = RuntimeStatus.GatewayApproval.commands(["camera.snap"])
+        let approval = RuntimeStatus.GatewayApproval.device("req-1")
         _ = core.on(.openClawSession(node: node, deviceId: "dev", state: approval.summary, approval: approval))
         _ = core.on(.opened(base.opening(2)), now: base.t0 + 1, wall: base.wall)
         #expect(core.runtimeFile().nodes[node.description]?.gatewayDeviceId == "dev")

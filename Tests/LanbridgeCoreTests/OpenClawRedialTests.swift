@@ -8,7 +8,7 @@ struct OpenClawRedialTests {
     let timing = OpenClawRedial.Timing(BridgeSettings().limits)
 
     @Test func theDefaultsAreTheLimitTables() {
-        #expect(timing.backoff == 0.5...30 && timing.deviceRetry == 10 && timing.reoffer == 5...120)
+        #expect(timing.backoff == 0.5...30 && timing.deviceRetry == 10)
         #expect(timing.eventWait == 5 && timing.waitingEvents == 16 && timing.canvasWait == 5 && timing.connecting == 4)
     }
 
@@ -27,7 +27,19 @@ struct OpenClawRedialTests {
         #expect(token.wait == 0 && token.forgetDeviceToken)
         let reoffer = redial.ended(.reoffer, lasted: 0, jitter: 0.5)
         #expect(reoffer.wait == 0 && reoffer.quiet, "a re-offer is no socket going down")
-        #expect(redial.ended(.operatorNeeded("fix the token"), lasted: 0, jitter: 0.5).wait == 30)
+        let fix = redial.ended(.operatorNeeded("fix the token"), lasted: 0, jitter: 0.5)
+        #expect(fix.wait == 30 && fix.operatorHint == "fix the token")
+    }
+
+    /// Issue 60 §2: a refused shared token that the gateway says a device token would pass is
+    /// retried at once with the node's device token when the bridge holds one; without one, a
+    /// person must fix the token file.
+    @Test func aRefusedSharedTokenIsRetriedWithTheDeviceTokenWhenOneIsHeld() {
+        var redial = OpenClawRedial(timing)
+        let held = redial.ended(.deviceToken, lasted: 0, holdsDeviceToken: true, jitter: 0.5)
+        #expect(held.wait == 0 && held.operatorHint == nil && !held.forgetDeviceToken)
+        let none = redial.ended(.deviceToken, lasted: 0, holdsDeviceToken: false, jitter: 0.5)
+        #expect(none.wait == 30 && none.operatorHint == OpenClawNodeSession.sharedTokenHint)
     }
 
     @Test func aHeldDeviceIsAskedAgainOftenAndLoggedOncePerRequest() {
@@ -39,13 +51,6 @@ struct OpenClawRedialTests {
         #expect(again.approval?.requestId == "r1" && !again.newHold)
         #expect(other.newHold)
         #expect(redial.ended(.backoff, lasted: 0, jitter: 0.5).approval == nil, "the hold is shown only while the gateway says so")
-    }
-
-    @Test func reoffersDoubleAndStartOverOnceApproved() {
-        var schedule = ReofferSchedule(timing.reoffer)
-        #expect((0..<6).map { _ in schedule.next() } == [5, 10, 20, 40, 80, 120])
-        schedule.reset()
-        #expect(schedule.next() == 5)
     }
 
     @Test func theLimitsComeFromConfig() throws {

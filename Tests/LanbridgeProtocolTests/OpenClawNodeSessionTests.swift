@@ -106,6 +106,40 @@ struct OpenClawNodeSessionTests {
         #expect(got == retry)
     }
 
+    /// Issue 60 §2: OpenClaw's real gateway refuses a stale shared token with
+    /// `AUTH_TOKEN_MISMATCH` and `canRetryWithDeviceToken: true` (and `recommendedNextStep:
+    /// "retry_with_device_token"`); upstream's client then connects with its device token. A
+    /// connect that carried the device token already, or a refusal that does not say so, is not retried that way.
+    @Test(
+        arguments: [
+            (["canRetryWithDeviceToken": true, "recommendedNextStep": "retry_with_device_token"], nil, .deviceToken),
+            (["recommendedNextStep": "retry_with_device_token"], nil, .deviceToken),
+            (["canRetryWithDeviceToken": false, "recommendedNextStep": "update_auth_credentials"], nil, .operatorNeeded(OpenClawNodeSession.sharedTokenHint)),
+            (["canRetryWithDeviceToken": "true"], nil, .operatorNeeded(OpenClawNodeSession.sharedTokenHint)),
+            (["canRetryWithDeviceToken": true], "carried", .operatorNeeded(OpenClawNodeSession.sharedTokenHint)),
+        ] as [(JSONValue, String?, OpenClawNodeSession.Retry)])
+    func aRefusedSharedTokenIsRetriedWithTheDeviceTokenWhenTheGatewaySaysSo(advice: JSONValue, deviceToken: String?, retry: OpenClawNodeSession.Retry) {
+        var session = OpenClawNodeSession(configuration(deviceToken: deviceToken), nowMs: 0)
+        _ = session.received(Self.challenge, nowMs: 1)
+        guard case var .object(details) = advice else { return }
+        details["code"] = "AUTH_TOKEN_MISMATCH"
+        let actions = session.received(
+            Self.frame([
+                "type": "res", "id": "connect", "ok": false,
+                "error": ["code": "INVALID_REQUEST", "message": "unauthorized: gateway token mismatch", "details": .object(details)],
+            ]), nowMs: 2)
+        guard case let .close(_, got)? = actions.first else { Issue.record("\(actions)"); return }
+        #expect(got == retry)
+    }
+
+    /// The device token, once held, is what a connect carries (and what its signature binds): a
+    /// rotated shared token does not lock the node out.
+    @Test func aHeldDeviceTokenIsWhatTheConnectCarries() throws {
+        var session = OpenClawNodeSession(configuration(deviceToken: "device-tok"), nowMs: 0)
+        let connect = Self.sent(session.received(Self.challenge, nowMs: 1))
+        #expect(connect.first?["params"]?["auth"] == ["deviceToken": "device-tok"])
+    }
+
     @Test(arguments: [(JSONValue.string("req-1"), "req-1"), (.null, nil), (.string(""), nil), (.number(7), nil)] as [(JSONValue, String?)])
     func pairingRequiredWaitsForTheGatewaysOperatorUnderItsRequest(requestId: JSONValue, expected: String?) {
         var session = OpenClawNodeSession(configuration(), nowMs: 0)

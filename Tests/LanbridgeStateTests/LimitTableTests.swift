@@ -38,6 +38,16 @@ struct LimitTableTests {
         #expect(shown == wanted, "lanbridge-config(5)'s limits differ from Limit.swift; regenerate them with LANBRIDGE_REGENERATE=1")
     }
 
+    /// A key an older lanbridge bounded something with still loads (an unknown key is an error),
+    /// and sets nothing.
+    @Test func aRetiredKeyLoadsAndSetsNothing() throws {
+        for key in Limit.retired.keys {
+            #expect(Limit(rawValue: key) == nil)
+            let loaded = try BridgeSettings.parse(Data(#"{"limits": {"\#(key)": 5000}}"#.utf8))
+            #expect(loaded.limits == BridgeSettings().limits, "\(key)")
+        }
+    }
+
     @Test func everyKeyLoadsWithinItsRangeAndNoneOutside() throws {
         for limit in Limit.allCases {
             let section = limit.spec.section.rawValue, range = limit.spec.range

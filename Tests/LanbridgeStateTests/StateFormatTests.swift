@@ -152,7 +152,7 @@ struct StateFormatTests {
         var plain = RuntimeStatus.Node(address: "10.0.0.5", foreground: true, connectedAt: second.addingTimeInterval(-86_400 * 400))
         plain.gatewaySession = "up"
         var held = RuntimeStatus.Node(address: "fe80::1%eth0", foreground: false, connectedAt: second)
-        (held.gatewayDeviceId, held.gatewayApproval) = ("dev", .commands(["camera.snap"]))
+        (held.gatewayDeviceId, held.gatewayApproval) = ("dev", .device("req-1"))
         status.nodes = ["AAAA-BBBB": plain, "CCCC-DDDD": held, "EEEE-FFFF": .init(address: "x", foreground: false, connectedAt: second)]
         try file.write(status)
         #expect(file.read() == status)

@@ -34,28 +34,29 @@ final class OpenClawLinks: @unchecked Sendable {
         var task: Task<Void, Never>?
         var handler: OpenClawLinkHandler?
         var foreground: Bool
-        /// What the socket offers (OpenClaw's names); a change re-offers at once.
+        /// What the node's rules let the gateway ask (OpenClaw's names). A command added re-offers
+        /// at once; one taken away waits for the next connect (lanbridge refuses it meanwhile).
         var commands: [String]
-        /// What the gateway approved of them, once the device's record is read.
-        var surface: OpenClawSurface?
-        /// Added commands already logged as held by the gateway (logged once per set).
-        var loggedAwaiting: Set<String> = []
-        /// While the gateway holds added commands: the next re-offer, which picks up an approval.
-        var reoffer: Scheduled<Void>?
-        var reofferSchedule: ReofferSchedule
+        /// What the current (or last) socket offered at its connect, nil before the first.
+        var offered: Set<String>?
+        /// The token the gateway issued this node's device (its last `hello-ok` that had one):
+        /// every later connect carries it, whatever becomes of the shared token.
+        var deviceToken: String?
         /// What the node said while its socket was re-offering or reconnecting: sent once it is up
         /// again, or answered UNAVAILABLE after `timing.eventWait`.
         var waiting: [WaitingEvent] = []
         /// The relay waits for a fresh canvas capability (its request met 401): answered by the
         /// gateway's reply, the socket's end, or `timing.canvasWait`.
         var canvasWaiters: [EventLoopPromise<String?>] = []
-        init(token: Int, foreground: Bool, commands: [String], reoffer: ClosedRange<TimeInterval>) {
-            (self.token, self.foreground, self.commands, reofferSchedule) = (token, foreground, commands, ReofferSchedule(reoffer))
+        init(token: Int, foreground: Bool, commands: [String]) {
+            (self.token, self.foreground, self.commands) = (token, foreground, commands)
         }
+
+        /// Offered now and not at the last connect: a new socket must carry them.
+        var unoffered: Set<String> { Set(commands).subtracting(offered ?? []) }
 
         func stop() {
             task?.cancel()
-            reoffer?.cancel()
             for event in waiting { event.expiry.cancel() }
             answerCanvas(nil)
         }
@@ -116,7 +117,7 @@ final class OpenClawLinks: @unchecked Sendable {
             // A session replacing another keeps the node's socket.
             guard nodes[node] == nil else { return offer(commands, on: node) }
             nextToken += 1
-            let link = NodeLink(token: nextToken, foreground: foreground, commands: commands, reoffer: timing.reoffer)
+            let link = NodeLink(token: nextToken, foreground: foreground, commands: commands)
             nodes[node] = link
             let token = link.token
             link.task = Task { await self.run(node, token: token, details: details) }
@@ -146,11 +147,16 @@ final class OpenClawLinks: @unchecked Sendable {
         nodes.removeAll()
     }
 
-    /// The node's rules changed what the gateway may ask: its socket reconnects with the new set
-    /// once nothing is in flight on it (a socket still dialling offers it anyway).
+    /// The node's rules changed what the gateway may ask. The gateway takes a node's commands only
+    /// at its connect, so a command added needs a new socket: it reconnects once nothing is in
+    /// flight (a socket still dialling offers the new set anyway). A command taken away does not:
+    /// lanbridge's rules refuse it whatever the gateway asks, and every reconnect is a moment in
+    /// which the gateway answers its own callers NOT_CONNECTED (issue 60 §5); the next connect
+    /// offers the smaller set.
     private func offer(_ commands: [String], on node: Fingerprint) {
         guard let link = nodes[node], link.commands != commands else { return }
         link.commands = commands
+        guard !link.unoffered.isEmpty else { return }
         logger.info("re-offering the node's commands to the OpenClaw gateway", metadata: ["node": "\(node)", "commands": "\(commands.joined(separator: ","))"])
         link.handler?.reoffer()
     }
@@ -240,22 +246,14 @@ final class OpenClawLinks: @unchecked Sendable {
         let node = handler.node
         logger.info("node attached to the OpenClaw gateway", metadata: ["node": "\(node)", "deviceId": "\(deviceId)", "protocol": "\(protocolVersion)"])
         guard let link = nodes[node] else { return }
-        var surface = link.surface ?? OpenClawSurface(approved: nil)
-        if surface.sessionUp(offering: offered) { storeApproved(surface, for: node) }
-        link.surface = surface
-        publish(node, deviceId: deviceId, protocolVersion: protocolVersion)
-        if !surface.awaiting.isEmpty {
-            if link.loggedAwaiting != surface.awaiting {
-                link.loggedAwaiting = surface.awaiting
-                logger.warning(
-                    "the OpenClaw gateway holds the node's added commands for its operator: \(RuntimeStatus.GatewayApproval.commands(surface.awaiting.sorted()).summary) (device \(deviceId)); until then it keeps to the ones it approved, and lanbridge re-offers them now and then so that an approval takes effect",
-                    metadata: ["node": "\(node)"])
-            }
-            link.reoffer?.cancel()
-            // The gateway applies an approval of added commands only at the node's next connect, and
-            // drops a request not approved in 5 minutes (openclaw-gateway-protocol.md §3.2).
-            link.reoffer = loop.scheduleTask(in: .interval(link.reofferSchedule.next())) { [weak link] in link?.handler?.reoffer() }
+        if let before = link.offered, case let added = Set(offered).subtracting(before), !added.isEmpty {
+            // The gateway does not tell a node what it keeps back (issue 60 §3): say what it does.
+            logger.notice(
+                "offered the OpenClaw gateway more of the node's commands: \(added.sorted().joined(separator: ", ")). OpenClaw's gateway lets its agent use them at once unless its operator has approved one of the node's command sets before; then it keeps to that set, lists these in `openclaw nodes pending`, and applies an approval at the node's next connect",
+                metadata: ["node": "\(node)", "deviceId": "\(deviceId)"])
         }
+        link.offered = Set(offered)
+        driver?.submit(.openClawSession(node: node, deviceId: deviceId, state: "connected (protocol \(protocolVersion))", approval: nil))
         // What waited for the socket goes now, in order, before a re-offer can close it again.
         let waiting = link.waiting
         link.waiting = []
@@ -263,29 +261,16 @@ final class OpenClawLinks: @unchecked Sendable {
             event.expiry.cancel()
             handler.nodeEvent(event.event, payload: event.payload, tag: event.tag)
         }
-        // The rules changed while this socket was dialled.
-        if offered != link.commands { handler.reoffer() }
+        // Commands were added while this socket was dialled.
+        if !link.unoffered.isEmpty { handler.reoffer() }
         // Whatever the gateway queued while the node was away or in the background.
         if link.foreground { handler.nodeForeground(true) }
     }
 
-    /// The session's state and what the gateway holds, for status and doctor.
-    private func publish(_ node: Fingerprint, deviceId: String, protocolVersion: Int) {
-        let awaiting = nodes[node]?.surface?.awaiting ?? []
-        let approval = awaiting.isEmpty ? nil : RuntimeStatus.GatewayApproval.commands(awaiting.sorted())
-        driver?.submit(.openClawSession(node: node, deviceId: deviceId, state: approval?.summary ?? "connected (protocol \(protocolVersion))", approval: approval))
-    }
-
-    private func storeApproved(_ surface: OpenClawSurface, for node: Fingerprint) {
-        guard let approved = surface.approved else { return }
-        Task { [devices, devicesLock, logger] in
-            do { try devicesLock.withLock { try devices.setApprovedCommands(approved, for: node) } } catch {
-                logger.error("cannot store the commands the gateway approved for \(node): \(error)")
-            }
-        }
-    }
-
+    /// The gateway issued (or rotated) the node's device token in a `hello-ok` (on the loop): the
+    /// node's next connect carries it, and it is stored for the next run.
     func store(deviceToken: String, for node: Fingerprint) {
+        nodes[node]?.deviceToken = deviceToken
         Task { [devices, devicesLock, logger] in
             do { try devicesLock.withLock { try devices.setDeviceToken(deviceToken, for: node) } } catch {
                 logger.error("cannot store the gateway's device token for \(node): \(error)")
@@ -294,16 +279,6 @@ final class OpenClawLinks: @unchecked Sendable {
     }
 
     func invoke(_ invoke: OpenClawNodeSession.Invoke, on node: Fingerprint, from handler: OpenClawLinkHandler) {
-        if let link = nodes[node], var surface = link.surface, let name = OpenClawCommands.openClawName(invoke.command), surface.invoked(name) {
-            // Held back until its operator approved: so the approval is in.
-            link.surface = surface
-            link.loggedAwaiting = []
-            link.reofferSchedule.reset()
-            link.reoffer?.cancel()
-            storeApproved(surface, for: node)
-            logger.info("the OpenClaw gateway's operator approved the node's added commands", metadata: ["node": "\(node)"])
-            publish(node, deviceId: handler.deviceId, protocolVersion: handler.protocolVersion)
-        }
         driver?.submit(.openClawInvoke(node: node, invoke))
     }
 
@@ -320,12 +295,12 @@ final class OpenClawLinks: @unchecked Sendable {
             return
         }
         let (device, record) = made
-        // What the gateway approved, as stored; what the rules offer is read again each time round.
+        // What the rules offer is read again each time round.
         guard
             let commands = await onLink(
                 node, token,
                 { link in
-                    if link.surface == nil { link.surface = OpenClawSurface(approved: record.approvedCommands) }
+                    if link.deviceToken == nil { link.deviceToken = record.deviceToken }
                     return link.commands
                 })
         else { return }
@@ -341,24 +316,29 @@ final class OpenClawLinks: @unchecked Sendable {
         var approval: RuntimeStatus.GatewayApproval?
         var retry = OpenClawNodeSession.Retry.backoff
         while !Task.isCancelled {
-            if let commands = await onLink(node, token, \.commands) { configuration.commands = commands }
+            // What to offer, and the device token the gateway issued last (it may have come in the
+            // previous socket's hello-ok).
+            if let (commands, deviceToken) = await onLink(node, token, { ($0.commands, $0.deviceToken) }) {
+                (configuration.commands, configuration.deviceToken) = (commands, deviceToken)
+            }
             // A re-offer is down for a moment only: the state it had stays until the session says more.
             if retry != .reoffer { driver?.submit(.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "connecting", approval: approval)) }
             let started = Date()
             let reason: String
             (reason, retry) = await connectOnce(node, token: token, configuration)
             if Task.isCancelled { break }
-            let next = redial.ended(retry, lasted: Date().timeIntervalSince(started))
+            let holdsDeviceToken = await onLink(node, token, { $0.deviceToken != nil }) ?? false
+            let next = redial.ended(retry, lasted: Date().timeIntervalSince(started), holdsDeviceToken: holdsDeviceToken)
             approval = next.approval
             if next.signV2 { configuration.signature = .v2 }
             if next.forgetDeviceToken {
-                configuration.deviceToken = nil
+                _ = await onLink(node, token) { $0.deviceToken = nil }
                 try? devicesLock.withLock { try devices.setDeviceToken(nil, for: node) }
             }
             if let held = next.approval, next.newHold {
                 logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(held.summary)")
             }
-            if case let .operatorNeeded(hint) = retry { logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)") }
+            if let hint = next.operatorHint { logger.warning("OpenClaw gateway refused node \(node): \(reason); \(hint)") }
             if !next.quiet {
                 logger.info("node's OpenClaw socket down (\(reason)); retrying in \(NumberText.fixed(next.wait)) s", metadata: ["node": "\(node)"])
                 driver?.submit(.openClawSession(node: node, deviceId: device.deviceId, state: approval?.summary ?? "disconnected: \(reason)", approval: approval))

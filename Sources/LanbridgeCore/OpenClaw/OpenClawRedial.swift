@@ -10,8 +10,6 @@ package struct OpenClawRedial: Sendable {
         package var backoff: ClosedRange<TimeInterval>
         /// While the gateway holds the device for its operator.
         package var deviceRetry: TimeInterval
-        /// While it holds added commands: idle reconnects that pick up an approval, doubling.
-        package var reoffer: ClosedRange<TimeInterval>
         /// A node's call waits this long, and this many at once, for its socket to come back.
         package var eventWait: TimeInterval
         package var waitingEvents: Int
@@ -22,7 +20,6 @@ package struct OpenClawRedial: Sendable {
             connecting = limits[.openClawConnecting]
             backoff = seconds(.openClawRedialMinMs)...max(seconds(.openClawRedialMinMs), seconds(.openClawRedialMaxMs))
             deviceRetry = seconds(.openClawDeviceRetryMs)
-            reoffer = seconds(.openClawReofferMinMs)...max(seconds(.openClawReofferMinMs), seconds(.openClawReofferMaxMs))
             eventWait = seconds(.openClawEventWaitMs)
             waitingEvents = limits[.openClawWaitingEvents]
             canvasWait = seconds(.openClawCanvasWaitMs)
@@ -37,6 +34,8 @@ package struct OpenClawRedial: Sendable {
         package var signV2 = false
         /// Forget the device token; the shared token goes instead.
         package var forgetDeviceToken = false
+        /// Why a person is needed, when one is (logged as a warning).
+        package var operatorHint: String?
         /// What the gateway holds for its operator, shown until it lets the device in.
         package var approval: RuntimeStatus.GatewayApproval?
         /// The hold is new (log it once, not every retry).
@@ -54,42 +53,33 @@ package struct OpenClawRedial: Sendable {
         backoff = Backoff(initial: timing.backoff.lowerBound, maximum: timing.backoff.upperBound, resetAfter: 30)
     }
 
-    /// The socket ended after `lasted` seconds for `retry`'s reason. `jitter` in 0...1 (random in use).
-    package mutating func ended(_ retry: OpenClawNodeSession.Retry, lasted: TimeInterval, jitter: Double = .random(in: 0...1)) -> Next {
+    /// The socket ended after `lasted` seconds for `retry`'s reason. `jitter` in 0...1 (random in
+    /// use). `holdsDeviceToken`: the bridge holds a device token for the node (the gateway issued
+    /// one in an earlier `hello-ok`).
+    package mutating func ended(
+        _ retry: OpenClawNodeSession.Retry, lasted: TimeInterval, holdsDeviceToken: Bool = false, jitter: Double = .random(in: 0...1)
+    ) -> Next {
         var next = Next(wait: backoff.wait(lasted: lasted, jitter: jitter))
         switch retry {
         case .signV2:
             (next.signV2, next.wait) = (true, 0)
         case .sharedToken:
             (next.forgetDeviceToken, next.wait) = (true, 0)
+        case .deviceToken where holdsDeviceToken:
+            next.wait = 0
+        case .deviceToken:
+            (next.operatorHint, next.wait) = (OpenClawNodeSession.sharedTokenHint, timing.backoff.upperBound)
+        case let .operatorNeeded(hint):
+            (next.operatorHint, next.wait) = (hint, timing.backoff.upperBound)
         case .reoffer:
             (next.quiet, next.wait) = (true, 0)
         case let .deviceApproval(requestId):
             let held = RuntimeStatus.GatewayApproval.device(requestId)
             (next.approval, next.newHold, next.wait) = (held, held != loggedHold, timing.deviceRetry)
             loggedHold = held
-        case .operatorNeeded:
-            next.wait = timing.backoff.upperBound
         case .backoff:
             backoff.grow()
         }
         return next
     }
-}
-
-/// While the gateway holds a node's added commands: when its socket next reconnects (idle) to
-/// pick up an approval. Doubles up to the bound; starts over once the approval is in.
-package struct ReofferSchedule: Sendable, Equatable {
-    package let bounds: ClosedRange<TimeInterval>
-    package private(set) var delay: TimeInterval
-
-    package init(_ bounds: ClosedRange<TimeInterval>) { (self.bounds, delay) = (bounds, bounds.lowerBound) }
-
-    /// The wait before the next re-offer; the one after is twice as long.
-    package mutating func next() -> TimeInterval {
-        defer { delay = min(delay * 2, bounds.upperBound) }
-        return delay
-    }
-
-    package mutating func reset() { delay = bounds.lowerBound }
 }

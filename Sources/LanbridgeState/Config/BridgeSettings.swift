@@ -434,7 +434,7 @@ public struct BridgeSettings: Sendable {
                 }
             }
             if let limits = top["limits"] {
-                let l = try object(limits, "limits", keys: Set(Limit.in(.limits).map(\.rawValue) + ["snapshotCommands"]))
+                let l = try object(limits, "limits", keys: Set(Limit.in(.limits).map(\.rawValue) + ["snapshotCommands"] + Limit.retired.keys))
                 for limit in Limit.in(.limits) {
                     if let v = l[limit.rawValue] { settings.limits[limit] = try count(v, "limits.\(limit.rawValue)", range: limit.spec.range) }
                 }

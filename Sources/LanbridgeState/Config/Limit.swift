@@ -14,7 +14,7 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     case canvasRequestsPerMinute, canvasHeadMs, canvasIdleMs, canvasRequestMs, canvasKeepAliveMs
     // limits: each node's socket at an OpenClaw gateway (`gateway.protocol: "openclaw"`)
     case openClawConnecting, openClawRedialMinMs, openClawRedialMaxMs, openClawDeviceRetryMs
-    case openClawReofferMinMs, openClawReofferMaxMs, openClawEventWaitMs, openClawWaitingEvents, openClawCanvasWaitMs
+    case openClawEventWaitMs, openClawWaitingEvents, openClawCanvasWaitMs
     // limits: the link to a lanbridge gateway (`gateway.protocol: "lanbridge"`)
     case gatewayRedialMinMs, gatewayRedialMaxMs
     // limits: the activity feed (`lanbridge activity`)
@@ -26,6 +26,13 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
 
     public enum Section: String, Sendable { case limits, admission }
+
+    /// Keys a config.json may still hold from an older lanbridge that no longer bound anything:
+    /// accepted and ignored (an unknown key is an error), with why.
+    public static let retired: [String: String] = [
+        "openClawReofferMinMs": "0.11.0 stopped re-offering a node's commands to pick up an OpenClaw gateway's approvals",
+        "openClawReofferMaxMs": "0.11.0 stopped re-offering a node's commands to pick up an OpenClaw gateway's approvals",
+    ]
 
     public struct Spec: Sendable {
         public let section: Section
@@ -105,12 +112,6 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
             Spec(
                 .limits, 10_000, 1000...600_000, "ms",
                 "how often the gateway is asked again while it holds a node's device for its operator", restartOnly: true)
-        case .openClawReofferMinMs:
-            Spec(
-                .limits, 5000, 1000...600_000, "ms",
-                "while the gateway holds added commands: the first idle reconnect that picks up an approval (doubling)",
-                restartOnly: true)
-        case .openClawReofferMaxMs: Spec(.limits, 120_000, 1000...3_600_000, "ms", "the longest wait between such reconnects", restartOnly: true)
         case .openClawEventWaitMs:
             Spec(
                 .limits, 5000, 100...60_000, "ms", "how long a node's call waits for its socket while that reconnects (then UNAVAILABLE)",

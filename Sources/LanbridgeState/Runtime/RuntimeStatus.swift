@@ -25,7 +25,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
         public enum Kind: String, Codable, Sendable {
             /// The node's device: no session until it is approved.
             case device
-            /// Commands added to the node's surface: the gateway keeps to the approved ones meanwhile.
+            /// Written by 0.9 and 0.10 only, which guessed that the gateway held added commands (it
+            /// does not tell a node so); read for such a daemon's runtime.json.
             case commands
         }
 
@@ -44,11 +45,6 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
         /// The device, held under `requestId`.
         public static func device(_ requestId: String?) -> Self {
             Self(kind: .device, requestId: requestId, approveWith: "openclaw devices approve \(requestId ?? "<requestId from: openclaw devices list>")")
-        }
-
-        /// Added commands; the gateway does not tell the node the request's ID.
-        public static func commands(_ commands: [String]) -> Self {
-            Self(kind: .commands, commands: commands, approveWith: "openclaw nodes approve <requestId from: openclaw nodes pending>")
         }
 
         /// One line for status, doctor and the log.

@@ -22,8 +22,8 @@ public struct OpenClawDevices: Sendable {
         public var deviceFamily: String
         /// The token the gateway issued, once it has.
         public var deviceToken: String?
-        /// The commands (OpenClaw's names) the gateway approved for the node (`OpenClawSurface`);
-        /// absent before its first session, and in files written before 0.9.
+        /// What 0.9 and 0.10 believed the gateway had approved of the node's commands (a guess:
+        /// the gateway tells a node no such thing). Read and kept, no longer used or written.
         public var approvedCommands: [String]?
     }
 
@@ -49,13 +49,6 @@ public struct OpenClawDevices: Sendable {
     public func setDeviceToken(_ token: String?, for node: Fingerprint) throws {
         try file.update { devices in
             if devices[node.description] != nil { devices[node.description]?.deviceToken = token }
-        }
-    }
-
-    /// Records the commands the gateway approved for the node.
-    public func setApprovedCommands(_ commands: Set<String>, for node: Fingerprint) throws {
-        try file.update { devices in
-            if devices[node.description] != nil { devices[node.description]?.approvedCommands = commands.sorted() }
         }
     }
 

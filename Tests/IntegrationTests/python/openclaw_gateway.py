@@ -251,23 +251,19 @@ async def handshake(ws):
 
 
 def reconcile_surface(device_id, declared):
-    """The node's effective commands for this session, after the node-surface approval of
-    openclaw-gateway-protocol.md §3.2. Follows OpenClaw's reconcileNodePairingOnConnect
-    (src/gateway/node-connect-reconcile.ts:54-118, applied by message-handler.ts:1143-1157):
-    with an approved record that lacks some declared command, a pending node.pair request is made
-    and the session keeps to the approved commands. One pending request per node, refreshed on each
-    connect (src/infra/node-pairing.ts:183-221). The first surface is approved with the device, as
-    the current gateway does on loopback (reference §3.2, [L] connect-node-session.ts)."""
+    """The node's effective commands for this session, as OpenClaw's reconcileNodePairingOnConnect
+    (src/gateway/node-connect-reconcile.ts, applied by message-handler.ts:1143-1157) decides them,
+    checked against the real gateway (OpenClawRealGatewayTests): with no approved node.pair record,
+    every declared command is usable and a pending request lists them; with an approved record that
+    lacks some declared command, a pending request is made and the session keeps to the approved
+    commands. One pending request per node, refreshed on each connect (src/infra/node-pairing.ts)."""
     approved = surfaces.get(device_id)
-    if approved is None:
-        surfaces[device_id] = declared
-        return declared
-    if all(c in approved for c in declared):
+    if approved is not None and all(c in approved for c in declared):
         return declared
     request_id = next((r for r, (d, _) in surface_requests.items() if d == device_id), None) or str(uuid.uuid4())
     surface_requests[request_id] = (device_id, declared)
     say(f"surface-pending {request_id} {device_id} {','.join(declared)}")
-    return list(approved)  # resolveApprovedReconnectCommands: the approved ones (within the allowlist already)
+    return declared if approved is None else list(approved)
 
 
 async def node_request(ws, device_id, msg, unauthorized):

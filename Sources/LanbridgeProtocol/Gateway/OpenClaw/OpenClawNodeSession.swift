@@ -33,7 +33,8 @@ public struct OpenClawNodeSession: Sendable {
         public var commands: [String]
         /// The gateway's shared token, for the first contact and after a device token is refused.
         public var sharedToken: String?
-        /// The token the gateway issued this device, once it has.
+        /// The token the gateway issued this device, once it has. When there is one, it is what the
+        /// session connects with (a rotation of the shared token does not touch it).
         public var deviceToken: String?
         public var signature: OpenClawDevice.PayloadVersion = .v3
         public static let protocols = 3...4
@@ -68,6 +69,11 @@ public struct OpenClawNodeSession: Sendable {
         case signV2
         /// The device token was refused: forget it, connect with the shared token (at once, once).
         case sharedToken
+        /// The shared token was refused, this connect carried no device token, and the gateway says
+        /// one would get in (`details.canRetryWithDeviceToken` or `recommendedNextStep:
+        /// "retry_with_device_token"`, as upstream's client reads them): if the bridge holds the
+        /// node's device token, connect with it at once; if not, a person must fix the shared token.
+        case deviceToken
         /// Needs a person: fix the configuration. Retried slowly.
         case operatorNeeded(String)
         /// The gateway holds the device for its operator's approval (`PAIRING_REQUIRED`), under this
@@ -335,16 +341,22 @@ public struct OpenClawNodeSession: Sendable {
         }
     }
 
+    /// What a refused shared token needs.
+    public static let sharedTokenHint = "set the gateway's token in lanbridge's gateway.tokenFile"
+
     /// What to change before the next attempt, from the refusal's `details.code` (§2.5).
     static func retry(after error: ErrorMessage, _ configuration: Configuration) -> Retry {
         guard case let .string(code)? = error.details?["code"] else { return .backoff }
+        let deviceTokenHelps =
+            error.details?["canRetryWithDeviceToken"] == true || error.details?["recommendedNextStep"] == "retry_with_device_token"
         switch code {
         case "DEVICE_AUTH_SIGNATURE_INVALID" where configuration.signature == .v3: return .signV2
         case "AUTH_DEVICE_TOKEN_MISMATCH" where configuration.sharedToken != nil: return .sharedToken
+        case "AUTH_TOKEN_MISMATCH" where deviceTokenHelps && configuration.deviceToken == nil: return .deviceToken
         case "PAIRING_REQUIRED":
             return .deviceApproval(requestId: { if case let .string(id)? = error.details?["requestId"], !id.isEmpty { id } else { nil } }())
         case "AUTH_TOKEN_MISSING", "AUTH_TOKEN_MISMATCH", "AUTH_DEVICE_TOKEN_MISMATCH":
-            return .operatorNeeded("set the gateway's token in lanbridge's gateway.tokenFile")
+            return .operatorNeeded(sharedTokenHint)
         case "PROTOCOL_MISMATCH":
             return .operatorNeeded("an OpenClaw gateway of protocol 3 or 4")
         default: return .backoff
