@@ -40,12 +40,37 @@ extension BridgeCore {
 
     /// A node's gateway session changed: shown by `status` and `doctor`, `nodes describe`.
     mutating func openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?) {
+        if let deviceId, paired[node] != nil, runtime.openClawDevices?[node.description] != deviceId {
+            runtime.openClawDevices = (runtime.openClawDevices ?? [:]).merging([node.description: deviceId]) { $1 }
+            runtimeChanged = true
+        }
         if live[node] != nil {
             live[node]?.gatewayDeviceId = deviceId
             live[node]?.gatewaySession = state
             live[node]?.gatewayApproval = approval
             runtimeChanged = true
         }
+    }
+
+    /// The identities the daemon holds at the gateway, at start. Those of nodes revoked while it was
+    /// down are gone here, and stay at the gateway: audited with what removes them there.
+    mutating func openClawDevices(kept: [Fingerprint: String], removed: [Fingerprint: String]) {
+        runtime.openClawDevices = Dictionary(uniqueKeysWithValues: kept.map { ($0.key.description, $0.value) })
+        runtimeChanged = true
+        for (node, deviceId) in removed.sorted(by: { $0.key.description < $1.key.description }) { gatewayKeeps(node, deviceId: deviceId) }
+    }
+
+    /// A revoked node's identity is gone from lanbridge, but the gateway keeps the device, its
+    /// token and its `node.list` entry, and a node's socket may not remove them (issue 60 §4).
+    mutating func gatewayKeeps(_ node: Fingerprint, deviceId: String) {
+        let cleanup = OpenClawCommands.cleanup(deviceId: deviceId)
+        logger.warning(
+            "the node's pairing is gone; the OpenClaw gateway keeps its device, token and node.list entry until its operator removes them: \(cleanup)",
+            metadata: ["node": "\(node)", "deviceId": "\(deviceId)"])
+        actions.append(
+            .audit([
+                AuditEntry(time: wall, event: "openclaw.device.kept", actor: "bridge", nodeId: node.description, detail: "device \(deviceId): \(cleanup)")
+            ]))
     }
 
     /// OpenClaw's names of the commands a paired node's rules let the gateway ask of it.
@@ -121,7 +146,12 @@ extension BridgeCore {
         case .disconnected: change = .offline
         case .foreground: change = .foreground(true)
         case .background: change = .foreground(false)
-        case .revoked: change = .revoked
+        case .revoked:
+            if let deviceId = runtime.openClawDevices?.removeValue(forKey: node.description) {
+                runtimeChanged = true
+                gatewayKeeps(node, deviceId: deviceId)
+            }
+            change = .revoked
         case .pairRequested, .pairResolved, .nodeEvent: return
         }
         actions.append(.nodePresence(NodePresence(node: node, change: change)))

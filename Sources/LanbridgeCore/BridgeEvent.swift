@@ -24,6 +24,9 @@ package enum BridgeEvent {
     case openClawCancel(node: Fingerprint, invokeID: String)
     case openClawSession(node: Fingerprint, deviceId: String?, state: String, approval: RuntimeStatus.GatewayApproval?)
     case openClawEventAnswered(tag: String, Result<JSONValue?, ErrorMessage>)
+    /// At start: the nodes' identities at the gateway (device IDs), and those of nodes revoked
+    /// while the daemon was down, which were just removed.
+    case openClawDevices(kept: [Fingerprint: String], removed: [Fingerprint: String])
     // The store
     case storeChanged(PairingState, version: String)
     case storeUnreadable(any Error)
@@ -71,6 +74,7 @@ extension BridgeCore {
         case let .openClawCancel(node, invokeID): openClawCancel(node: node, invokeID: invokeID)
         case let .openClawSession(node, deviceId, state, approval): openClawSession(node: node, deviceId: deviceId, state: state, approval: approval)
         case let .openClawEventAnswered(tag, result): openClawEventAnswered(tag, result)
+        case let .openClawDevices(kept, removed): openClawDevices(kept: kept, removed: removed)
         case let .storeChanged(state, version): storeChanged(state, version: version)
         case let .storeUnreadable(error): storeUnreadable(error)
         case let .storeUpdated(operation, result): storeUpdated(operation, result)

@@ -125,8 +125,10 @@ extension NodesCommand {
             try Output.run {
                 let settings = try state.settings()
                 let found = try PairingStore(directory: state.directory).read().node(matching: node)
-                let live = RuntimeStatusFile(directory: state.directory).read()?.nodes[found.nodeId.description]
-                let d = NodeDescription(found, live: live, policy: settings.policy, now: Date())
+                let runtime = RuntimeStatusFile(directory: state.directory).read()
+                let d = NodeDescription(
+                    found, live: runtime?.nodes[found.nodeId.description], policy: settings.policy, now: Date(),
+                    gatewayDevice: runtime?.openClawDevices?[found.nodeId.description])
                 if json { return try Output.json(d) }
                 let state = d.connected ? (d.foreground == false ? "connected, in the background" : "connected, in the foreground") : "offline"
                 print(
@@ -154,7 +156,7 @@ extension NodesCommand {
                     )
                 }
                 if let device = d.gatewayDeviceId {
-                    print("  gateway:    OpenClaw device \(device): \(d.gatewaySession ?? "?")")
+                    print("  gateway:    OpenClaw device \(device): \(d.gatewaySession ?? "not connected")")
                 }
             }
         }

@@ -285,12 +285,34 @@ struct NodesCommand: AsyncParsableCommand {
         @Flag(help: "Also ignore the device's key from now on: it cannot ask to pair again until `nodes unblock`.") var block = false
         @Flag(help: "Print JSON.") var json = false
 
+        /// What `--json` prints: the revoked node's record, and with the OpenClaw gateway protocol
+        /// what the gateway keeps of it and how its operator removes that.
+        struct Revoked: Encodable {
+            let node: PairedNode
+            let gatewayDeviceId: String?
+            let gatewayCleanup: String?
+            enum Keys: String, CodingKey { case gatewayDeviceId, gatewayCleanup }
+            func encode(to encoder: any Encoder) throws {
+                try node.encode(to: encoder)
+                var extra = encoder.container(keyedBy: Keys.self)
+                try extra.encodeIfPresent(gatewayDeviceId, forKey: .gatewayDeviceId)
+                try extra.encodeIfPresent(gatewayCleanup, forKey: .gatewayCleanup)
+            }
+        }
+
         func run() throws {
             try Output.run {
+                // Read first: the daemon forgets the node's gateway identity once the pairing is gone.
+                let devices = RuntimeStatusFile(directory: state.directory).read()?.openClawDevices
                 let removed = try PairingStore(directory: state.directory).update { try $0.revoke(matching: node, block: block, now: Date()) }
                 try DaemonConfirmation.confirm(state, "the revocation of \(removed.details.displayName)")
-                if json { return try Output.json(removed) }
+                let device = devices?[removed.nodeId.description]
+                let cleanup = device.map { OpenClawCommands.cleanup(deviceId: $0) }
+                if json { return try Output.json(Revoked(node: removed, gatewayDeviceId: device, gatewayCleanup: cleanup)) }
                 print("Revoked \(removed.details.displayName) (\(removed.nodeId))\(block ? " and blocked its key" : "").")
+                if let device, let cleanup {
+                    print("The OpenClaw gateway keeps its device \(device), that device's token and its node.list entry: remove them with \(cleanup).")
+                }
             }
         }
     }

@@ -189,6 +189,15 @@ final class OpenClawOperator: @unchecked Sendable {
         }
     }
 
+    /// The next presence broadcast in which the device's entry has this reason ("connect",
+    /// "disconnect"): the gateway updates its node registry in the same turn.
+    func waitForPresence(of deviceId: String, _ reason: String) throws {
+        try waitForEvent("presence") { payload in
+            guard case let .array(entries)? = payload["presence"] else { return false }
+            return entries.contains { $0["deviceId"] == .string(deviceId) && $0["reason"] == .string(reason) }
+        }
+    }
+
     /// `node.invoke` as the agent's tools call it; the gateway's answer.
     func invoke(_ deviceId: String, _ command: String, params: JSONValue? = nil, timeoutMs: Int = 15_000) throws -> JSONValue {
         var request: [String: JSONValue] = [
@@ -200,4 +209,9 @@ final class OpenClawOperator: @unchecked Sendable {
     }
 
     deinit { process.killIfRunning() }
+}
+
+extension JSONValue {
+    /// The elements, when this is an array.
+    var arrayValue: [JSONValue]? { if case let .array(items) = self { items } else { nil } }
 }

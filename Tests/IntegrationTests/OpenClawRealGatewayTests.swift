@@ -2,6 +2,7 @@ import Foundation
 import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
+import LanbridgeStores
 import Testing
 import TestSupport
 
@@ -96,5 +97,144 @@ struct OpenClawRealGatewayTests {
         // The operator's client had the old token too: a new one, with the new token.
         let answer = try stack.gateway.admin().invoke(secondDevice, "canvas.snapshot", params: ["width": 2, "height": 2])
         #expect(answer["ok"] == true, "\(answer)")
+    }
+
+    /// Issue 60 §3: the gateway uses a node's commands at once until its operator has approved a
+    /// set; lanbridge never says "held" (the gateway tells a node no such thing) and runs no
+    /// re-offer loop. After `openclaw nodes approve`, a wider offer waits at the gateway for its
+    /// operator again and takes effect at the node's next connect.
+    @Test func aCommandAddedLaterIsUsableAtOnceUntilTheGatewaysOperatorApprovesASet() throws {
+        // Neither canvas.navigate nor system.info (OpenClaw's device.info) at first.
+        let stack = try Stack(bridgeConfig: #"{"access": {"defaults": {"ios": {"remove": ["canvas.navigate"]}}}}"#)
+        let offered = try stack.gateway.node(stack.device)?["commands"]?.arrayValue ?? []
+        #expect(!offered.contains("canvas.navigate") && !offered.contains("device.info"), "\(offered)")
+        // Added before any approval at the gateway: re-offered, and usable at once.
+        #expect(try stack.cli(["nodes", "allow", stack.nodeID, "canvas.navigate"]).status == 0)
+        _ = try Stack.attached(stack.bridge)
+        let navigate = try stack.admin.invoke(stack.device, "canvas.navigate", params: ["url": "https://example.com/"])
+        #expect(navigate["ok"] == true, "\(navigate)")
+        #expect(!stack.bridge.logContains("holds") && !stack.bridge.logContains("waiting for the gateway's approval"), "no guess")
+
+        // The gateway's operator approves the node's pending request: that set is now the approved one.
+        let requestId = try Self.pendingRequest(stack)
+        #expect(try stack.gateway.cli(["nodes", "approve", requestId]).status == 0)
+
+        // A command the approved set lacks: the gateway keeps to that set and asks its operator.
+        #expect(try stack.cli(["nodes", "allow", stack.nodeID, "system.info"]).status == 0)
+        _ = try Stack.attached(stack.bridge)
+        try stack.bridge.waitForLog("offered the OpenClaw gateway more of the node's commands: device.info", within: 30)
+        let held = try stack.admin.invoke(stack.device, "device.info")
+        #expect(held["ok"] == false, "the gateway holds it for its operator: \(held)")
+        #expect(try stack.admin.invoke(stack.device, "canvas.navigate", params: ["url": "https://example.org/"])["ok"] == true, "the approved set works")
+        let runtime = try #require(RuntimeStatusFile(directory: StateDirectory(url: stack.bridge.state.url)).read())
+        #expect(runtime.nodes[stack.nodeID]?.gatewayApproval == nil && runtime.nodes[stack.nodeID]?.gatewaySession == "connected (protocol 3)")
+
+        // Approved there; it applies at the node's next connect (here: the node comes back).
+        #expect(try stack.gateway.cli(["nodes", "approve", try Self.pendingRequest(stack)]).status == 0)
+        stack.node.stop()
+        let node = try SimulatedNode(state: stack.node.state, port: stack.bridge.port, arguments: ["--name", "phone"])
+        try node.waitFor("connected")
+        _ = try Stack.attached(stack.bridge)
+        #expect(try stack.admin.invoke(stack.device, "device.info")["ok"] == true)
+        #expect(stack.bridge.process.output.filter { $0.contains("re-offering") }.count == 2, "one re-offer per added command, no loop")
+    }
+
+    /// The gateway's pending node.pair request for the stack's node, as `openclaw nodes pending` lists it.
+    static func pendingRequest(_ stack: Stack) throws -> String {
+        let pending = try stack.gateway.cliJSON(["nodes", "pending"]).arrayValue ?? []
+        guard case let .string(id)? = pending.first(where: { $0["nodeId"] == .string(stack.device) })?["requestId"] else {
+            throw OpenClawGateway.Failure(description: "no pending node.pair request: \(pending)")
+        }
+        return id
+    }
+
+    /// A backgrounded iOS node: the gateway queues the command (QUEUED_UNTIL_FOREGROUND, with the
+    /// node's own NODE_BACKGROUND_UNAVAILABLE inside), and on the node's return lanbridge pulls,
+    /// runs and acknowledges it; the gateway's answer says nothing is left.
+    @Test func aBackgroundedPhoneIsQueuedAtTheGatewayAndDrainedWhenItReturns() throws {
+        let stack = try Stack()
+        stack.node.process.write(line: "bg")
+        try stack.bridge.waitForLog("node moved to the background")
+        let answer = try stack.admin.invoke(stack.device, "canvas.snapshot", params: ["width": 2, "height": 2])
+        let details = answer["error"]?["details"]
+        #expect(details?["code"] == "QUEUED_UNTIL_FOREGROUND", "\(answer)")
+        #expect(details?["nodeError"]?["code"] == .string(ErrorMessage.backgroundUnavailable), "\(answer)")
+        stack.node.process.write(line: "fg")
+        try stack.node.waitFor("invoke canvas.snapshot")
+        let acknowledged = try stack.bridge.waitForLog("ran what the OpenClaw gateway queued", within: 30)
+        #expect(acknowledged.contains("acknowledged=1") && acknowledged.contains("stillQueued=0"), "\(acknowledged)")
+    }
+
+    /// The node → agent direction: an APNs registration is stored by the gateway for its own wake,
+    /// a voice transcript starts an agent run in the main session, an agent request one in the
+    /// node's session (the runs then fail at the model, which this harness keeps off the network).
+    @Test func pushVoiceAndAgentRequestsReachTheGateway() throws {
+        let stack = try Stack()
+        let noRegistration = try stack.admin.call("push.test", ["nodeId": .string(stack.device)])
+        #expect(noRegistration["error"]?["message"]?.stringValue?.contains("has no APNs registration") == true, "\(noRegistration)")
+        stack.node.process.write(line: "push apns \(PushEndToEndTests.token) sandbox com.example.companion")
+        #expect(try stack.node.waitFor("push").hasPrefix("ok"))
+        let registrations = stack.gateway.gatewayState.appendingPathComponent("push/apns-registrations.json")
+        try DirectoryWatcher(stack.gateway.gatewayState.appendingPathComponent("push", isDirectory: true)).wait(timeout: 30) {
+            FileManager.default.fileExists(atPath: registrations.path)
+        }
+        let stored = try JSONDecoder().decode(JSONValue.self, from: Data(contentsOf: registrations))
+        let registration = stored["registrationsByNodeId"]?[stack.device]
+        #expect(registration?["token"] == .string(PushEndToEndTests.token) && registration?["topic"] == "com.example.companion", "\(stored)")
+        let registered = try stack.admin.call("push.test", ["nodeId": .string(stack.device)])
+        #expect(registered["error"]?["message"]?.stringValue?.contains("has no APNs registration") == false, "now it has one: \(registered)")
+
+        stack.node.process.write(line: "voice what's on my calendar")
+        #expect(try stack.node.waitFor("voice").hasPrefix("ok"))
+        try stack.admin.waitForEvent("agent") { $0["runId"]?.stringValue?.hasPrefix("voice-") == true && $0["sessionKey"] == "agent:main:main" }
+        stack.node.process.write(line: "agent hello")
+        #expect(try stack.node.waitFor("agent").hasPrefix("ok"))
+        try stack.admin.waitForEvent("agent") { $0["sessionKey"] == .string("agent:main:node-\(stack.device)") }
+    }
+
+    /// The gateway restarts (SIGTERM, as its service manager would): every node's socket comes
+    /// back with its device token, no pairing again.
+    @Test func aGatewayRestartBringsTheNodeBack() throws {
+        let stack = try Stack()
+        try stack.gateway.restart()
+        #expect(try Stack.attached(stack.bridge) == stack.device)
+        let admin = try stack.gateway.admin()
+        #expect(try admin.invoke(stack.device, "canvas.snapshot", params: ["width": 2, "height": 2])["ok"] == true)
+        #expect(!stack.bridge.logContains("PAIRING_REQUIRED"))
+    }
+
+    /// Issue 60 §4: `lanbridge nodes revoke` drops the node from the gateway's live list, but the
+    /// gateway keeps its device, token and node.list entry; lanbridge says what removes them there
+    /// (CLI, audit, log, `nodes describe` before), and after `openclaw devices remove` the device
+    /// and its token are gone from the gateway.
+    @Test func aRevokedNodeIsCleanedUpAtTheGatewayWithWhatLanbridgeSays() throws {
+        let stack = try Stack()
+        // The gateway's operator approved the node's commands (its node.pair record).
+        #expect(try stack.gateway.cli(["nodes", "approve", try Self.pendingRequest(stack)]).status == 0)
+        let describe = try stack.cli(["nodes", "describe", stack.nodeID])
+        #expect(describe.stdout.contains("OpenClaw device \(stack.device)"), "\(describe.stdout)")
+        let revoked = try stack.cli(["nodes", "revoke", stack.nodeID, "--json"])
+        let answer = try JSONDecoder().decode(JSONValue.self, from: Data(revoked.stdout.utf8))
+        #expect(answer["gatewayDeviceId"] == .string(stack.device) && answer["nodeId"] == .string(stack.nodeID), "\(revoked.stdout)")
+        #expect(answer["gatewayCleanup"]?.stringValue?.contains("openclaw devices remove \(stack.device)") == true)
+        try stack.bridge.waitForLog("keeps its device, token and node.list entry", within: 30)
+        let audit = try String(contentsOf: stack.bridge.state.url.appendingPathComponent("audit.jsonl"), encoding: .utf8)
+        #expect(audit.contains("openclaw.device.kept") && audit.contains("openclaw devices remove \(stack.device)"))
+
+        // What the gateway keeps: the node, offline, with its commands; its device and token.
+        try stack.admin.waitForPresence(of: stack.device, "disconnect")
+        let kept = try #require(try stack.gateway.node(stack.device))
+        #expect(kept["connected"] == false && kept["commands"]?.arrayValue?.isEmpty == false, "\(kept)")
+        let devices = try stack.gateway.cliJSON(["devices", "list"])
+        #expect(devices["paired"]?.arrayValue?.contains { $0["deviceId"] == .string(stack.device) && $0["tokens"]?.arrayValue?.isEmpty == false } == true)
+
+        // The cleanup lanbridge named, as the gateway's operator types it.
+        #expect(try stack.gateway.cli(["devices", "remove", stack.device]).status == 0)
+        let after = try stack.gateway.cliJSON(["devices", "list"])
+        #expect(after["paired"]?.arrayValue?.contains { $0["deviceId"] == .string(stack.device) } == false, "the device and its token are gone")
+        // The approved node.pair record stays in node.list: 2026.4.12 has no command that removes
+        // it (README says so).
+        let record = try stack.gateway.node(stack.device)
+        #expect(record?["connected"] == false && record?["paired"] == true, "\(String(describing: record))")
     }
 }

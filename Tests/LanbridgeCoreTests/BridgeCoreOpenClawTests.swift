@@ -47,6 +47,35 @@ struct BridgeCoreOpenClawTests {
         #expect(core.runtimeFile().nodes[node.description]?.gatewayApproval == approval)
     }
 
+    /// Issue 60 §4: the gateway keeps a revoked node's device, token and node.list entry, and a
+    /// node's socket cannot remove them. runtime.json names every node's device ID, connected or
+    /// not, and a revocation is audited and logged with what removes them at the gateway.
+    @Test func aRevokedNodesGatewayDeviceIsAuditedWithItsCleanup() throws {
+        var core = try core()
+        let node = Fingerprint(publicKey: base.phoneKey.publicKey)
+        let gone = Fingerprint(publicKey: X25519.KeyPair.generate().publicKey)
+        let removedAtStart = core.on(.openClawDevices(kept: [node: "dev-phone"], removed: [gone: "dev-gone"]), now: base.t0, wall: base.wall)
+        #expect(core.runtimeFile().openClawDevices == [node.description: "dev-phone"])
+        #expect(Self.audit(removedAtStart).map(\.detail) == ["device dev-gone: \(OpenClawCommands.cleanup(deviceId: "dev-gone"))"])
+
+        _ = core.on(.opened(base.opening(1)), now: base.t0 + 1, wall: base.wall)
+        _ = core.on(.openClawSession(node: node, deviceId: "dev-phone", state: "connected (protocol 3)", approval: nil), now: base.t0 + 2)
+        var state = core.lastState
+        _ = try state.revoke(nodeId: node.description)
+        let revoked = core.on(.storeChanged(state, version: "v2"), now: base.t0 + 3, wall: base.wall)
+        let entries = Self.audit(revoked)
+        #expect(entries.map(\.event) == ["openclaw.device.kept"] && entries.first?.nodeId == node.description, "\(entries)")
+        #expect(entries.first?.detail?.contains("openclaw devices remove dev-phone") == true)
+        #expect(core.runtimeFile().openClawDevices?[node.description] == nil)
+    }
+
+    static func audit(_ actions: [BridgeAction]) -> [AuditEntry] {
+        actions.flatMap { action -> [AuditEntry] in
+            guard case let .audit(entries) = action else { return [] }
+            return entries
+        }
+    }
+
     /// Issue 23: a rule change reached the gateway only at the node's next connection.
     @Test func aRuleChangeReoffersTheNodesCommandsWithoutDroppingTheNode() throws {
         var core = try core()

@@ -277,6 +277,12 @@ struct OpenClawNodeSessionTests {
         #expect(session.nodeAnswered(invokeId: "q1", .success(.value(nil))).isEmpty, "acknowledged together, once all ran")
         let ack = try #require(Self.sent(session.nodeAnswered(invokeId: "q2", .success(.value(nil)))).first)
         #expect(ack["method"] == "node.pending.ack" && ack["params"] == ["ids": ["q1", "q2"]])
+        // The gateway's answer says how many are still queued (the real gateway's remainingCount).
+        guard case let .string(ackID)? = ack["id"] else { Issue.record("no id"); return }
+        let acknowledged = session.received(
+            Self.frame(["type": "res", "id": .string(ackID), "ok": true, "payload": ["nodeId": .string(device.deviceId), "ackedIds": ["q1", "q2"], "remainingCount": 0]]),
+            nowMs: 6)
+        #expect(acknowledged == [.queueAcknowledged(count: 2, remaining: 0)])
     }
 
     @Test func aQueuedActionThatMeetsTheBackgroundAgainStaysQueued() throws {

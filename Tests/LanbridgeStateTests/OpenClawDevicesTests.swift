@@ -24,8 +24,10 @@ struct OpenClawDevicesTests {
 
         try devices.setDeviceToken("tok", for: a)
         #expect(try devices.device(for: a, platform: "ios").1.deviceToken == "tok")
-        _ = try devices.device(for: b, platform: "linux")
-        #expect(try devices.keepOnly([b]) == 1)
+        let (bDevice, _) = try devices.device(for: b, platform: "linux")
+        // What went and what stayed, by their device IDs at the gateway (its cleanup needs them).
+        let (kept, removed) = try devices.keepOnly([b])
+        #expect(kept == [b: bDevice.deviceId] && removed == [a: first.deviceId])
         #expect(try devices.device(for: a, platform: "ios").0.deviceId != first.deviceId, "a's identity was removed; a new one is made")
         try devices.forget(b)
         #expect(!(try String(contentsOf: devices.url, encoding: .utf8)).contains(b.description))

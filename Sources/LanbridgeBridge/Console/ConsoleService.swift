@@ -290,8 +290,13 @@ struct ConsoleService: HTTPService {
             case "revoke":
                 guard field("confirm") == "yes" else { return back(page, "Tick the box to confirm the revocation.", error: true) }
                 let block = field("block") == "1"
+                // Read first: the daemon forgets the node's gateway identity once the pairing is gone.
+                let devices = RuntimeStatusFile(directory: directory).read()?.openClawDevices
                 let removed = try store.update(actor: actor) { try $0.revoke(matching: node, block: block, now: Date()) }
-                return back("/nodes", "Revoked \(removed.details.displayName)\(block ? " and blocked its key" : "").")
+                let kept = devices?[removed.nodeId.description].map {
+                    " The OpenClaw gateway keeps its device \($0), that device's token and its node.list entry: remove them with \(OpenClawCommands.cleanup(deviceId: $0))."
+                }
+                return back("/nodes", "Revoked \(removed.details.displayName)\(block ? " and blocked its key" : "").\(kept ?? "")")
             default:
                 return .text(.notFound, "not found\n")
             }

@@ -147,6 +147,10 @@ final class OpenClawLinkHandler: ChannelInboundHandler {
                 links.eventAnswered(tag, result)
             case let .canvasCapability(capability):
                 links.canvas(capability, from: self)
+            case let .queueAcknowledged(count, remaining):
+                logger.info(
+                    "ran what the OpenClaw gateway queued while the node was in the background",
+                    metadata: ["node": "\(node)", "acknowledged": "\(count)", "stillQueued": "\(remaining)"])
             case let .close(reason, retry):
                 ending.set(reason, retry)
                 sendClose(.policyViolation, "")

@@ -97,11 +97,13 @@ final class OpenClawLinks: @unchecked Sendable {
         connecting = ConnectSlots(options.timing.connecting)
     }
 
-    /// At start: identities of nodes revoked while the daemon was down go.
+    /// At start: identities of nodes revoked while the daemon was down go; the core learns every
+    /// node's device ID at the gateway (and audits what the gateway keeps of the removed ones).
     func forgetAllBut(_ paired: Set<Fingerprint>) {
         do {
-            let removed = try devicesLock.withLock { try devices.keepOnly(paired) }
-            if removed > 0 { logger.info("removed \(removed) OpenClaw identities of nodes no longer paired") }
+            let (kept, removed) = try devicesLock.withLock { try devices.keepOnly(paired) }
+            if !removed.isEmpty { logger.info("removed \(removed.count) OpenClaw identities of nodes no longer paired") }
+            driver?.submit(.openClawDevices(kept: kept, removed: removed))
         } catch {
             logger.error("cannot read \(OpenClawDevices.fileName): \(error)")
         }

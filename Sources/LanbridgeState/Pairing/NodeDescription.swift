@@ -25,8 +25,9 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var pairingMethod: PairingMethod
     public var pairedAt: Date
     public var lastSeen: Date
-    /// With the OpenClaw gateway protocol, while connected: the node's device ID at the gateway
-    /// (hex SHA-256 of its Ed25519 key, the ID agents use) and its socket's state.
+    /// With the OpenClaw gateway protocol: the node's device ID at the gateway (hex SHA-256 of its
+    /// Ed25519 key, the ID agents use), connected or not once it has one, and while connected its
+    /// socket's state.
     public var gatewayDeviceId: String?
     public var gatewaySession: String?
     /// What that gateway holds for its own operator's approval, if anything.
@@ -42,7 +43,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var openClawApp: OpenClawAppClaim?
 
     /// `now`: what "last seen" is for a node connected now (the caller's clock, not a hidden one).
-    public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy, now: Date) {
+    /// `gatewayDevice`: the node's device ID at an OpenClaw gateway when it is not connected (runtime.json's `openClawDevices`).
+    public init(_ node: PairedNode, live: RuntimeStatus.Node?, policy: AccessPolicy, now: Date, gatewayDevice: String? = nil) {
         nodeId = node.nodeId.description
         displayName = node.details.displayName
         platform = node.details.platform
@@ -67,7 +69,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         pairingMethod = node.pairingMethod
         pairedAt = node.pairedAt
         lastSeen = live == nil ? node.lastSeen : now
-        gatewayDeviceId = live?.gatewayDeviceId
+        gatewayDeviceId = live?.gatewayDeviceId ?? gatewayDevice
         gatewaySession = live?.gatewaySession
         gatewayApproval = live?.gatewayApproval
         push = node.push

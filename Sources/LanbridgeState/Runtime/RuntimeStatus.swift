@@ -78,6 +78,9 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var console: String?
     /// The canvas relay, when it is on.
     public var canvas: Canvas?
+    /// With the OpenClaw gateway protocol: each paired node's device ID at the gateway, node ID →
+    /// device ID, connected or not (`nodes describe`, and the cleanup `nodes revoke` prints).
+    public var openClawDevices: [String: String]?
     /// The front door for OpenClaw's apps, when it is on: `wss://host:port` (or `ws://`) each.
     public var openClawApps: [String]?
     /// SHA-256 of the certificate that door serves (the canvas relay's too), lowercase hex; nil with plain ws.

@@ -57,9 +57,20 @@ public struct OpenClawDevices: Sendable {
         try file.update { $0[node.description] = nil }
     }
 
-    /// Forgets every identity but those of `nodes` (the paired ones); returns how many went.
-    @discardableResult
-    public func keepOnly(_ nodes: Set<Fingerprint>) throws -> Int { try file.keepOnly(nodes) }
+    /// Forgets every identity but those of `nodes` (the paired ones). Returns the device ID at the
+    /// gateway of every identity, kept or gone (a device ID is no secret: the SHA-256 of a public key).
+    public func keepOnly(_ nodes: Set<Fingerprint>) throws -> (kept: [Fingerprint: String], removed: [Fingerprint: String]) {
+        var kept: [Fingerprint: String] = [:], removed: [Fingerprint: String] = [:]
+        for (id, record) in try file.read() {
+            guard let node = Fingerprint(id), let seed = Base64URL.decode(record.seed),
+                let key = try? Ed25519.KeyPair(seed: SecureBytes(copying: seed))
+            else { continue }
+            let deviceId = OpenClawDevice(key: key).deviceId
+            if nodes.contains(node) { kept[node] = deviceId } else { removed[node] = deviceId }
+        }
+        if !removed.isEmpty { try file.keepOnly(nodes) }
+        return (kept, removed)
+    }
 
     /// OpenClaw's `client.platform` and `deviceFamily` for a lanbridge platform. `ios` matters:
     /// the gateway queues foreground-only commands only for nodes whose platform starts with it.

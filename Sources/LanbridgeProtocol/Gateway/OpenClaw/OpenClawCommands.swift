@@ -2,6 +2,14 @@
 /// OpenClaw"). A command with the same name and contract on both sides passes as it is; one that
 /// differs only in name is renamed; anything else OpenClaw does not know is not offered to it.
 public enum OpenClawCommands {
+    /// What an OpenClaw gateway's operator runs to remove a node lanbridge no longer pairs: its
+    /// device and that device's token (`openclaw devices remove`); a node record its operator
+    /// approved stays in `node.list` unless the gateway has a command for it (2026.4.12 has none).
+    /// A node's own socket may remove neither.
+    public static func cleanup(deviceId: String) -> String {
+        "`openclaw devices remove \(deviceId)` at the gateway (and `openclaw nodes remove` for its node record, on gateways that have it)"
+    }
+
     /// Renamed on the way: (lanbridge, OpenClaw).
     public static let renamed: [(lanbridge: String, openClaw: String)] = [
         ("system.info", "device.info")

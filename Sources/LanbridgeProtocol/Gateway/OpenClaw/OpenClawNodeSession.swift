@@ -101,6 +101,9 @@ public struct OpenClawNodeSession: Sendable {
         /// `node.canvas.capability.refresh`): what lanbridge's canvas relay presents upstream for
         /// this node. A secret of the gateway's: never sent to the LAN, never logged.
         case canvasCapability(String)
+        /// The gateway took the acknowledgement of actions it had queued for the node while it was
+        /// in the background (`node.pending.ack`), and says how many are still queued.
+        case queueAcknowledged(count: Int, remaining: Int)
         /// Close the socket.
         case close(reason: String, retry: Retry)
     }
@@ -180,7 +183,7 @@ public struct OpenClawNodeSession: Sendable {
             if case let .failure(error) = answer, error.code == ErrorMessage.backgroundUnavailable {} else { queuedDone.append(invokeId) }
             guard queuedRunning.isEmpty, !queuedDone.isEmpty else { return [] }
             defer { queuedDone = [] }
-            return [request("node.pending.ack", ["ids": .array(queuedDone.map(JSONValue.string))])]
+            return [request("node.pending.ack", ["ids": .array(queuedDone.map(JSONValue.string))], id: "ack")]
         }
         guard inFlight.remove(invokeId) != nil else { return [] }  // cancelled, or answered already
         var params: [String: JSONValue] = ["id": .string(invokeId), "nodeId": .string(configuration.device.deviceId)]
@@ -430,6 +433,12 @@ public struct OpenClawNodeSession: Sendable {
                 Self.isCapability(capability)
             else { return [] }
             return [.canvasCapability(capability)]
+        }
+        if id.hasPrefix("ack") {
+            guard case let .success(payload) = result, case let .array(acked)? = payload?["ackedIds"],
+                case let .number(remaining)? = payload?["remainingCount"], remaining >= 0, remaining <= 1e6
+            else { return [] }
+            return [.queueAcknowledged(count: acked.count, remaining: Int(remaining))]
         }
         guard id.hasPrefix("pull"), case let .success(payload) = result, case let .array(actions)? = payload?["actions"] else { return [] }
         var out: [Action] = []
