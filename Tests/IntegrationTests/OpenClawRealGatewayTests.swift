@@ -237,4 +237,32 @@ struct OpenClawRealGatewayTests {
         let record = try stack.gateway.node(stack.device)
         #expect(record?["connected"] == false && record?["paired"] == true, "\(String(describing: record))")
     }
+
+    /// Issue 60 §6: the canvas relay's live-reload socket passes only what live reload sends. With
+    /// OpenClaw's live reload on, touching a file under the canvas root reaches the page as
+    /// `reload`; with it off, the gateway's own WebSocket answers the upgrade and its
+    /// `connect.challenge` never reaches the page: both sides close.
+    @Test(arguments: [true, false])
+    func theLiveReloadSocketCarriesReloadsOnly(liveReload: Bool) throws {
+        let stack = try Stack(gatewayConfig: #"{"canvasHost": {"liveReload": \#(liveReload)}}"#)
+        let canvas = try stack.node.waitFor("canvas").split(separator: " ")
+        let (url, sha256) = (String(canvas[0]), String(canvas[1]))
+        guard let capability = url.split(separator: "/").last, let origin = url.range(of: "/__openclaw__/").map({ String(url[..<$0.lowerBound]) }) else {
+            Issue.record("no capability in \(url)"); return
+        }
+        let live = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [CanvasEndToEndTests.client, "live", origin + "/__openclaw__/ws?oc_cap=" + capability, sha256], mergeStandardError: true)
+        _ = try live.waitForLine(within: 30) { $0 == "open" }
+        if liveReload {
+            let root = stack.gateway.gatewayState.appendingPathComponent("canvas")
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+            try Data("<p>changed</p>".utf8).write(to: root.appendingPathComponent("index.html"))
+            #expect(try live.waitForLine(within: 30) { $0.hasPrefix("message") || $0.hasPrefix("closed") } == "message reload")
+            live.killIfRunning()
+        } else {
+            #expect(try live.waitForLine(within: 30) { $0.hasPrefix("message") || $0.hasPrefix("closed") } == "closed", "\(live.output)")
+            try stack.bridge.waitForLog("live_reload_not_reload", within: 30)
+        }
+    }
 }

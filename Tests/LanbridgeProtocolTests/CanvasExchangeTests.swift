@@ -172,13 +172,12 @@ struct CanvasExchangeTests {
         #expect(try host.read(Self.toHost(opened)) == [LiveReloadFrame(opcode: .ping, payload: Array("p".utf8))])
         var node = LiveReloadFrameReader(.fromServer, maxPayload: 1 << 16)
         #expect(try node.read(Self.afterHead(opened)) == [LiveReloadFrame(opcode: .text, payload: Array("reload".utf8))])
-        // The host's capability inside a message fragmented across two frames is swapped whole.
-        let half = Self.upstreamCap.utf8.count / 2
-        var message = exchange.fromHost(LiveReloadFrame(fin: false, opcode: .text, payload: Array("cap=\(Self.upstreamCap.prefix(half))".utf8)).encoded())
+        // A message fragmented across two frames is read whole, then passed.
+        var message = exchange.fromHost(LiveReloadFrame(fin: false, opcode: .text, payload: Array("rel".utf8)).encoded())
         #expect(message.isEmpty)
-        message = exchange.fromHost(LiveReloadFrame(opcode: .continuation, payload: Array(Self.upstreamCap.dropFirst(half).utf8)).encoded())
+        message = exchange.fromHost(LiveReloadFrame(opcode: .continuation, payload: Array("oad".utf8)).encoded())
         var reader = LiveReloadFrameReader(.fromServer, maxPayload: 1 << 16)
-        #expect(try reader.read(Self.nodeBytes(message)) == [LiveReloadFrame(opcode: .text, payload: Array("cap=\(Self.nodeCap)".utf8))])
+        #expect(try reader.read(Self.nodeBytes(message)) == [LiveReloadFrame(opcode: .text, payload: Array("reload".utf8))])
 
         // The node speaks: a data frame closes the socket, and not a byte of it reaches the host.
         let spoken = exchange.fromNode(LiveReloadFrame(opcode: .text, payload: Array(#"{"type":"req","method":"connect"}"#.utf8)).encoded(mask: [1, 1, 1, 1]))
@@ -186,6 +185,26 @@ struct CanvasExchangeTests {
         var closing = LiveReloadFrameReader(.fromServer, maxPayload: 125)
         #expect(try closing.read(Self.nodeBytes(spoken)).first?.payload.prefix(2) == [0x03, 0xF0])  // 1008
         #expect(exchange.fromNode(LiveReloadFrame(opcode: .ping, payload: []).encoded(mask: [1, 1, 1, 1])).isEmpty)
+    }
+
+    /// Issue 60 §6: with OpenClaw's live reload off, the gateway's own WebSocket answers the
+    /// upgrade and sends its `connect.challenge`. Only what live reload sends (the text `reload`)
+    /// passes; anything else closes both sides, and not a byte of it reaches the page.
+    @Test(arguments: [
+        LiveReloadFrame(opcode: .text, payload: Array(#"{"type":"event","event":"connect.challenge","payload":{"nonce":"n","ts":1}}"#.utf8)),
+        LiveReloadFrame(opcode: .binary, payload: Array("reload".utf8)),
+        LiveReloadFrame(opcode: .text, payload: Array("reload ".utf8)),
+    ])
+    func aHostMessageThatIsNotAReloadClosesBothSides(frame: LiveReloadFrame) throws {
+        var exchange = try Self.exchange(Self.upgradeHead)
+        _ = exchange.fromHost(Array(Self.switched.utf8))
+        let spoken = exchange.fromHost(frame.encoded())
+        #expect(Self.closed(spoken), "\(spoken)")
+        var node = LiveReloadFrameReader(.fromServer, maxPayload: 125)
+        let toNode = try node.read(Self.nodeBytes(spoken))
+        #expect(toNode.count == 1 && toNode.first?.opcode == .close && toNode.first?.payload.prefix(2) == [0x03, 0xF0], "only a 1008 close: \(toNode)")
+        var host = LiveReloadFrameReader(.fromClient, maxPayload: 125)
+        #expect(try host.read(Self.toHost(spoken)).first?.opcode == .close, "the host is told too")
     }
 
     @Test(

@@ -20,11 +20,13 @@
 ///   socket; any other answer goes back as a response, filtered, and both sides close with the
 ///   held bytes never sent.
 /// - After the switch both directions are read as frames (`LiveReloadFrameReader`). The host may
-///   send data and control frames; its messages are passed whole (the capability swapped within
-///   them). The node may send control frames only: live reload never needs a data frame from the
-///   page, and one is how a node would speak to whatever answered (the gateway's own WebSocket
-///   answers this path when OpenClaw's `canvasHost.liveReload` is off). A data frame from the node
-///   closes the socket with 1008.
+///   send control frames and one data message: what live reload sends, the text `reload`
+///   (OpenClaw's canvas-host/server.ts), passed whole. Any other message from the host closes both
+///   sides with 1008 (issue 60 §6): with OpenClaw's `canvasHost.liveReload` off, the gateway's own
+///   WebSocket server answers this path, and its `connect.challenge` must not reach the page. The
+///   node may send control frames only: live reload never needs a data frame from the page, and
+///   one is how a node would speak to whatever answered. A data frame from the node closes the
+///   socket with 1008.
 public struct CanvasExchange: Sendable {
     public enum Action: Equatable, Sendable {
         case toNode([UInt8])
@@ -42,6 +44,8 @@ public struct CanvasExchange: Sendable {
 
     /// A host message (a whole, possibly fragmented, data message) larger than this closes the socket.
     public static let maxHostMessageBytes = 64 << 10
+    /// The one data message a live-reload socket carries from the host.
+    public static let liveReloadMessage: [UInt8] = Array("reload".utf8)
 
     private enum Stage: Sendable {
         case answer(CanvasResponseReader)
@@ -145,8 +149,11 @@ public struct CanvasExchange: Sendable {
                 }
                 if frame.fin, let whole = message {
                     message = nil
-                    guard let payload = swap.applied(whole) else { return actions + close("upstream_capability") }
-                    actions.append(.toNode(LiveReloadFrame(opcode: opcode, payload: payload).encoded()))
+                    guard opcode == .text, whole == Self.liveReloadMessage else {
+                        return actions + [.toNode(LiveReloadFrame.close(code: 1008, reason: "not a live-reload message").encoded())]
+                            + [.toHost(LiveReloadFrame.close(code: 1008, reason: "").encoded(mask: maskKey))] + close("live_reload_not_reload")
+                    }
+                    actions.append(.toNode(LiveReloadFrame(opcode: opcode, payload: whole).encoded()))
                 }
             }
             stage = .socket(node: node, host: host, message: message, opcode: opcode)
