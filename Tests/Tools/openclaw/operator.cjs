@@ -2,7 +2,7 @@
 // real gateway's operator, for tests: it prints what the gateway tells it and runs what it is asked.
 //   Tests/Tools/openclaw/operator --state DIR        (the gateway's state: its port and token)
 // stdout: "hello PROTOCOL", "event NAME PAYLOAD_JSON", "result ID ANSWER_JSON", "closed CODE REASON",
-//         "connect-error MESSAGE". stdin: "call ID METHOD PARAMS_JSON" (one line each).
+//         "connect-error MESSAGE". stdin: "call ID METHOD PARAMS_JSON" (one line each), or "burst …" (below).
 // ANSWER_JSON is {"ok":true,"payload":…} or {"ok":false,"error":{"code","message","details"}}.
 "use strict";
 const fs = require("node:fs");
@@ -46,7 +46,41 @@ const client = new GatewayClient({
 });
 client.start();
 
+// "burst ID N NODE COMMAND PARAMS_JSON": N node.invoke calls one after another, as an agent's tool
+// loop would make them; prints "burst ID done MS" and one "burst ID OUTCOME COUNT" line per outcome
+// (ok, or the error's details.code or code). For benchmarks (scripts/bench-reoffer).
+// Each run of the same failing outcome is printed too: "burst ID streak OUTCOME AT_MS FOR_MS COUNT".
+async function burst(id, n, nodeId, command, params) {
+  const outcomes = new Map();
+  const started = Date.now();
+  let streak = null;
+  const endStreak = () => {
+    if (streak && streak.outcome !== "ok") say(`burst ${id} streak ${streak.outcome} ${streak.at - started} ${Date.now() - streak.at} ${streak.count}`);
+  };
+  for (let i = 0; i < n; i++) {
+    let outcome;
+    try {
+      await client.request("node.invoke", { nodeId, command, params, timeoutMs: 10000, idempotencyKey: crypto.randomUUID() });
+      outcome = "ok";
+    } catch (err) {
+      outcome = (err.details && err.details.code) || err.gatewayCode || "CLIENT";
+      if (!outcomes.has(outcome)) say(`burst ${id} first ${outcome} ${JSON.stringify(err.message)}`);
+    }
+    outcomes.set(outcome, (outcomes.get(outcome) || 0) + 1);
+    if (streak && streak.outcome === outcome) streak.count += 1;
+    else {
+      endStreak();
+      streak = { outcome, at: Date.now(), count: 1 };
+    }
+  }
+  endStreak();
+  for (const [outcome, count] of outcomes) say(`burst ${id} ${outcome} ${count}`);
+  say(`burst ${id} done ${Date.now() - started}`);
+}
+
 readline.createInterface({ input: process.stdin }).on("line", (line) => {
+  const b = line.match(/^burst (\S+) (\d+) (\S+) (\S+) (.*)$/);
+  if (b) return void burst(b[1], Number(b[2]), b[3], b[4], JSON.parse(b[5]));
   const m = line.match(/^call (\S+) (\S+) (.*)$/);
   if (!m) return say(`error unreadable line: ${JSON.stringify(line)}`);
   const [, id, method, params] = m;
