@@ -1,8 +1,16 @@
 #!/usr/bin/env python3
 """A simulator of an OpenClaw gateway's node-facing side, written from the checklist of
 ../shared/references/openclaw-gateway-protocol.md §9 (not from lanbridge's code), on Python's
-`websockets` and `cryptography`. It is what lanbridge's OpenClaw adapter is tested against; it is
-not OpenClaw.
+`websockets` and `cryptography`. It is not OpenClaw: OpenClawRealGatewayTests run OpenClaw's real
+gateway (Tests/Tools/openclaw), and this simulator stays for what that one cannot be made to do on
+cue: protocol 4, a device held for its operator (--manual), a rotated device token (rotate), slow
+reconnects, TLS and Unix-socket endpoints, kicks and cancels.
+
+Checked against the real gateway (2026.4.12), and made to agree: the connect recipe and its
+refusals, a node's commands before and after its operator approves a set (reconcile_surface), the
+background queue, push registrations, voice and agent events. Known to differ: the real gateway
+leaves an older socket of the same device open when a new one connects (and that older socket's
+close then unregisters the new one, upstream's node-registry.ts), where this simulator closes it.
 
   openclaw_gateway.py TOKEN [--manual] [--tick-ms N] [--protocol 3|4] [--tls CERT KEY | --unix PATH]
 
