@@ -33,6 +33,9 @@ package enum BridgeAction: Sendable {
     /// through `storeUpdated`.
     case updateStore(StoreOperation)
     case audit([AuditEntry])
+    /// Find out whether the state directory takes writes again (the answer is `.stateProbed`), and
+    /// with `read`, read the store again once it does.
+    case probeState(read: Bool)
     /// runtime.json has changed; the driver writes it soon (debounced, not synced), built then
     /// with `BridgeCore.runtimeFile()`: once per write, not once per event (O(nodes) each).
     case publishRuntime

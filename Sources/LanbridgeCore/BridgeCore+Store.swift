@@ -45,6 +45,42 @@ extension BridgeCore {
     mutating func storeUnreadable(_ error: any Error) {
         logger.error("cannot read the pairing store: \(error)")
         (storeReadable, storeProblem) = (false, "cannot read the pairing store: \(error)")
+        storeReadRetry = now + StateWrites.probeInterval
+    }
+
+    // MARK: - A state directory that takes no writes (issue 61 §1)
+
+    /// A store write failed. What is in memory keeps serving; nodes seen meanwhile are written
+    /// once writes work again; the directory is looked at every few seconds until they do.
+    mutating func stateWriteFailed(_ error: any Error, change: StoreOperation.Change) {
+        if case let .recordSeen(nodes, _) = change { seen.formUnion(nodes) }
+        guard stateWrites.failed(Self.writeReason(error), now: now, wall: wall) else { return }
+        logger.warning(
+            "the state directory takes no writes (\(stateWrites.problem ?? "")): paired nodes keep working from memory; pairing, approvals and lastSeen wait until it does, and lanbridge looks again every \(Int(StateWrites.probeInterval)) s"
+        )
+        runtime.stateProblem = stateWrites.summary
+        runtimeChanged = true
+    }
+
+    /// The look at the state directory came back.
+    mutating func stateProbed(_ problem: String?) {
+        guard stateWrites.probed(problem, now: now) else {
+            if runtime.stateProblem != stateWrites.summary { (runtime.stateProblem, runtimeChanged) = (stateWrites.summary, true) }
+            return
+        }
+        logger.notice("the state directory takes writes again")
+        runtime.stateProblem = nil
+        runtimeChanged = true
+    }
+
+    /// Why a write failed, short: the file system's reason when there is one.
+    static func writeReason(_ error: any Error) -> String {
+        let text = "\(error)"
+        for reason in ["Read-only file system", "No space left on device", "Operation not permitted", "Permission denied", "Disk quota exceeded"]
+        where text.contains(reason) {
+            return reason == "Operation not permitted" ? "a file is immutable or not ours (Operation not permitted)" : reason.prefix(1).lowercased() + reason.dropFirst()
+        }
+        return text
     }
 
     // MARK: - Time
@@ -88,6 +124,13 @@ extension BridgeCore {
         }
         if due, !storeOperations.values.contains(where: { if case .maintain = $0.change { true } else { false } }) {
             updateStore(.maintain(waiting: waiting, now: wall, timing: pairingTiming), for: nil)
+        }
+        // An unwritable state directory, or an unreadable store, is looked at again now and then.
+        if stateWrites.probeDue(now: now) {
+            actions.append(.probeState(read: !storeReadable))
+        } else if !storeReadable, now >= storeReadRetry {
+            storeReadRetry = now + StateWrites.probeInterval
+            actions.append(.probeState(read: true))
         }
     }
 

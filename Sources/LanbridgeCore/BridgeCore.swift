@@ -44,6 +44,10 @@ package struct BridgeCore {
     package internal(set) var storeReadable = true
     /// Why not, while it cannot.
     package internal(set) var storeProblem: String?
+    /// Whether the state directory takes writes (issue 61 §1).
+    package internal(set) var stateWrites = StateWrites()
+    /// While the store cannot be read: when to try again.
+    package internal(set) var storeReadRetry = Moment.distantPast
 
     // Invokes: in flight, held, joined by a retry; and each node's rates.
     package internal(set) var book: InvokeBook

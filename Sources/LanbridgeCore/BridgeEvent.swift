@@ -31,6 +31,8 @@ package enum BridgeEvent {
     case storeChanged(PairingState, version: String)
     case storeUnreadable(any Error)
     case storeUpdated(operation: Int, Result<StoreOperation.Outcome, any Error>)
+    /// What `.probeState` found: nil when the state directory takes writes, else why not.
+    case stateProbed(problem: String?)
     // Time
     case timerFired
     case tick
@@ -78,6 +80,7 @@ extension BridgeCore {
         case let .storeChanged(state, version): storeChanged(state, version: version)
         case let .storeUnreadable(error): storeUnreadable(error)
         case let .storeUpdated(operation, result): storeUpdated(operation, result)
+        case let .stateProbed(problem): stateProbed(problem)
         case .timerFired: timerFired()
         case .tick: tick(wall: wall)
         case .pingAll: pingAll()

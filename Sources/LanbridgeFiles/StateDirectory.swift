@@ -39,6 +39,31 @@ public struct StateDirectory: Sendable, Equatable {
 
     public func file(_ name: String) -> URL { url.appendingPathComponent(name) }
 
+    /// Why the pairing store cannot be written here now, or nil when it can (issue 61 §1): a file
+    /// system mounted read-only (as the kernel remounts an SD card after an error), a full disk,
+    /// an immutable file among `files`, or no write permission. It writes and removes one small
+    /// file, and reads the others' flags: nothing of the store is touched.
+    public func writeProblem(files: [String]) -> String? {
+        var fs = statvfs()
+        if statvfs(url.path, &fs) == 0, fs.f_flag & UInt(ST_RDONLY) != 0 { return "read-only file system" }
+        for name in files {
+            let fd = open(file(name).path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            guard fd >= 0 else { continue }
+            var flags: Int = 0
+            let immutable = ioctl(fd, 0x8008_6601 /* FS_IOC_GETFLAGS */, &flags) == 0 && flags & 0x10 /* FS_IMMUTABLE_FL */ != 0
+            close(fd)
+            if immutable { return "\(name) is immutable (chattr -i)" }
+        }
+        let probe = file(".write-probe.\(getpid())")
+        let fd = open(probe.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        defer { close(fd); unlink(probe.path) }
+        // A byte that must reach the disk: a full one refuses it here.
+        var byte: UInt8 = 0
+        guard write(fd, &byte, 1) == 1, fsync(fd) == 0 else { return String(cString: strerror(errno)) }
+        return nil
+    }
+
     /// Creates the directory (mode 0700) if needed.
     public func prepare() throws {
         if let isDirectory = PathKind.isDirectory(url.path) {

@@ -23,6 +23,19 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     case insecureDirectory(URL, mode: UInt32)
     case io(URL, String)
     case lockTimeout(URL, seconds: Double)
+    /// A change that failed and was undone: nothing of it landed, and nothing will.
+    case notMade(String, String)
+    /// A change that failed and could not be undone either: it is written ahead and completes the
+    /// next time the store is opened with the directory writable.
+    case deferred(String, String, undo: String)
+
+    /// The file cannot be understood (as opposed to read or written).
+    public var isCorrupt: Bool {
+        switch self {
+        case .corrupt, .newerFormat: true
+        default: false
+        }
+    }
 
     public var description: String {
         switch self {
@@ -40,6 +53,10 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
             "\(url.path): \(problem)"
         case let .lockTimeout(url, seconds):
             "\(url.path) stayed locked by another lanbridge process for \(Int(seconds)) s"
+        case let .notMade(change, reason):
+            "not done: \(change): \(reason). Nothing was changed, and nothing will be: retry once the state directory can be written"
+        case let .deferred(change, reason, undo):
+            "not done yet: \(change): \(reason); it could not be undone either (\(undo)), so it is written ahead and takes effect the next time lanbridge opens the store with the state directory writable"
         }
     }
 }

@@ -83,17 +83,21 @@ struct AuditCommand: AsyncParsableCommand {
                 let intact = result.isIntact && unexplained.isEmpty
                 if json {
                     struct Report: Encodable {
-                        let lines: Int; let intact: Bool; let brokenAt: [Int]; let truncated: String?; let unanchored: Int; let unexplainedNodes: [String]
+                        let lines: Int; let intact: Bool; let brokenAt: [Int]; let truncated: String?; let unanchored: Int; let tornTail: Bool
+                        let unexplainedNodes: [String]
                     }
                     try Output.json(
                         Report(
                             lines: result.lines, intact: intact, brokenAt: result.brokenAt, truncated: result.truncated,
-                            unanchored: result.unanchored, unexplainedNodes: unexplained))
+                            unanchored: result.unanchored, tornTail: result.tornTail, unexplainedNodes: unexplained))
                 } else {
                     if !result.brokenAt.isEmpty { print("Audit log TAMPERED: the chain breaks at line \(result.brokenAt.map(String.init).joined(separator: ", ")).") }
                     if let truncated = result.truncated { print("Audit log TRUNCATED: \(truncated).") }
                     if !unexplained.isEmpty { print("Audit log INCOMPLETE: no approval recorded for paired node(s) \(unexplained.joined(separator: ", ")).") }
                     if result.unanchored > 0 { print("note: \(result.unanchored) line(s) after the anchored head (a crash, or another writer).") }
+                    if result.tornTail {
+                        print("note: the last line is torn, a write cut short (a full disk, or a crash); not tampering. The next append cuts it off.")
+                    }
                     if intact { print("Audit log intact: \(result.lines) entries, every paired node explained.") }
                 }
                 if !intact { throw ExitCode(1) }

@@ -104,7 +104,7 @@ extension NodesCommand {
             try Output.run {
                 if remove { return try removeRule(state, node: node, pattern: pattern, kind: .ask, json: json) }
                 let settings = try state.settings()
-                let updated = try PairingStore(directory: state.directory).addRule(pattern, .ask, node: node, catalog: settings.catalog)
+                let updated = try PairingStore(directory: state.directory).addRule(pattern, .ask, node: node, catalog: settings.catalog).after
                 try DaemonConfirmation.confirm(state, "the ask rule \(pattern) for \(updated.details.displayName)")
                 if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
                 print("\(updated.details.displayName) (\(updated.nodeId)) now waits for your answer before it runs \(pattern) (lanbridge invokes pending).")
@@ -188,16 +188,14 @@ private func addRule(_ state: StateOptions, node: String, pattern: String, _ kin
     let settings = try state.settings()
     let allowing = kind == .allow
     let verb = allowing ? "Allowed" : "Denied"
-    let store = PairingStore(directory: state.directory)
-    let before = try? store.read().node(matching: node)
-    let updated = try store.addRule(pattern, kind, node: node, catalog: settings.catalog)
+    let (before, updated) = try PairingStore(directory: state.directory).addRule(pattern, kind, node: node, catalog: settings.catalog)
     try DaemonConfirmation.confirm(state, "the \(kind.rawValue) rule \(pattern) for \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")
     print("allow: \(list(updated.access.allow))")
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
     // What allowing did to the deny rules, and what it could not do: a deny rule wins.
-    if allowing, before?.access.deny.contains(pattern) == true {
+    if allowing, before.access.deny.contains(pattern) {
         print("This removed the deny rule \(pattern).")
     }
     if allowing, !OriginPattern.isOrigin(pattern), let command = try? CommandPattern(pattern),

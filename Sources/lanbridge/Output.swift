@@ -70,11 +70,17 @@ enum Output {
             return ExitCode(66)  // EX_NOINPUT
         case let error as StoreError:
             note("lanbridge: \(error)")
-            if case let .io(url, reason) = error, reason.hasSuffix(String(cString: strerror(EACCES))) {
+            let denied = String(cString: strerror(EACCES))
+            switch error {
+            case let .io(url, reason) where reason.hasSuffix(denied):
                 note(
                     "lanbridge: \(url.deletingLastPathComponent().path) is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo"
                 )
                 return ExitCode(77)  // EX_NOPERM
+            case let .notMade(_, reason) where reason.contains(denied):
+                note("lanbridge: the state directory is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo")
+                return ExitCode(77)  // EX_NOPERM
+            default: break
             }
             switch error {
             case .corrupt, .newerFormat, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
@@ -82,6 +88,8 @@ enum Output {
             case .missingDirectory: return ExitCode(66)  // EX_NOINPUT
             case .io: return ExitCode(74)  // EX_IOERR
             case .lockTimeout: return ExitCode(75)  // EX_TEMPFAIL
+            case .notMade: return ExitCode(74)  // EX_IOERR
+            case .deferred: return ExitCode(75)  // EX_TEMPFAIL: it completes later
             }
         default:
             // Refusals (unknown ID, expired request, code mismatch) and anything else.

@@ -36,6 +36,9 @@ struct StatusCommand: ParsableCommand {
             } else {
                 print("lanbridge serve is not running (state in \(state.directory.url.path))")
             }
+            if !json, let problem = report.state {
+                print("  state:      \(problem): paired nodes keep working; pairing and approvals fail until it takes writes")
+            }
             if !json {
                 let n = report.nodes
                 print(

@@ -107,11 +107,11 @@ final class RelayStack: @unchecked Sendable {
     /// If a later part fails to start, the earlier ones are stopped by their deinit.
     init(
         config: String? = nil, bridgeArguments: [String] = [], nodeArguments: [String] = [], nodeExecutable: URL? = nil,
-        bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil, bridgeLauncher: [String] = []
+        bridgeEnvironment: [String: String] = [:], gatewayToken: String? = nil, bridgeLauncher: [String] = [],
+        state: TemporaryDirectory = TemporaryDirectory("bridge")
     ) throws {
         let gatewayDirectory = TemporaryDirectory("gateway")
         gateway = try SimulatedGateway(tokenFile: gatewayToken.map { writeTokenFile($0, in: gatewayDirectory) }, directory: gatewayDirectory)
-        let state = TemporaryDirectory("bridge")
         var arguments = gateway.bridgeArguments + bridgeArguments
         if let config {
             let file = state.url.appendingPathComponent("config.json")

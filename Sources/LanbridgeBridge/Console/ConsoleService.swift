@@ -277,7 +277,7 @@ struct ConsoleService: HTTPService {
                 let pattern = field("pattern").trimmingWhitespace()
                 if pattern == "*" && action == "allow" { return back(page, "`*` is granted only from the CLI, with --allow-everything.", error: true) }
                 let kind = PairingState.RuleKind(rawValue: action) ?? .deny
-                let updated = try store.addRule(pattern, kind, node: node, catalog: settings.catalog, actor: actor)
+                let updated = try store.addRule(pattern, kind, node: node, catalog: settings.catalog, actor: actor).after
                 let done = ["allow": "Allowed", "deny": "Denied", "ask": "Asks you first for"][action] ?? action
                 return back(page, "\(done) \(pattern) for \(updated.details.displayName).")
             case "remove-rule":

@@ -290,7 +290,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         loop.submit { [self] in
             let nodes = core.live.values
             return BridgeHealth.Snapshot(
-                listening: !core.runtime.listening.isEmpty && !stopped, storeReadable: core.storeReadable,
+                listening: !core.runtime.listening.isEmpty && !stopped, storeReadable: core.storeReadable, stateProblem: core.stateWrites.summary,
                 gatewayConfigured: core.gateway.configured, gatewayUp: link != nil, gatewayStatus: core.runtime.gateway ?? "off",
                 paired: core.lastState.paired.nodes.count, pending: core.lastState.pending.requests.count,
                 connected: nodes.count, foreground: nodes.filter(\.foreground).count)
@@ -563,6 +563,17 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             case let .audit(entries):
                 metrics.auditAppended(entries.count)
                 io.record(entries, on: loop)
+            case let .probeState(read):
+                let directory = io.store.directory
+                io.run(on: loop) { directory.writeProblem(files: StateIO.storeFiles) }.whenComplete { [self] result in
+                    let problem: String? =
+                        switch result {
+                        case let .success(problem): problem
+                        case let .failure(error): "\(error)"
+                        }
+                    decide(.stateProbed(problem: problem))
+                    if read { if reading { readAgain = true } else { readStore() } }
+                }
             case .publishRuntime:
                 publishSoon()
             case let .replaceInvites(state):

@@ -15,6 +15,10 @@ import NIOPosix
 final class StateIO: Sendable {
     let store: PairingStore
     let runtimeFile: RuntimeStatusFile
+    /// The files a store change writes: one of them immutable is a state that takes no writes.
+    static let storeFiles = [
+        PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName, AuditLog.fileName, "audit.head",
+    ]
     private let pool: NIOThreadPool
     private let logger: Logger
     /// Lent to a store read or write that finds no descriptor free.

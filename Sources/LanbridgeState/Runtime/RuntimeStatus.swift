@@ -81,6 +81,10 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     /// With the OpenClaw gateway protocol: each paired node's device ID at the gateway, node ID →
     /// device ID, connected or not (`nodes describe`, and the cleanup `nodes revoke` prints).
     public var openClawDevices: [String: String]?
+    /// Why the state directory takes no writes, and since when ("read-only file system since
+    /// 2026-11-29T07:40:00Z"); nil while it does. (On a read-only file system this file cannot be
+    /// written either: `lanbridge status` looks at the directory itself too.)
+    public var stateProblem: String?
     /// The front door for OpenClaw's apps, when it is on: `wss://host:port` (or `ws://`) each.
     public var openClawApps: [String]?
     /// SHA-256 of the certificate that door serves (the canvas relay's too), lowercase hex; nil with plain ws.

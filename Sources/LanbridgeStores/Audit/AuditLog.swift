@@ -68,8 +68,38 @@ public struct AuditLog: Sendable {
         defer { close(fd) }
         try StateSharing.adopt(fd, in: url.deletingLastPathComponent(), path: url)
         let written = text.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-        guard written == text.count, fsync(fd) == 0 else { throw StoreError.io(url, posixError("append")) }
+        guard written == text.count, fsync(fd) == 0 else {
+            let reason = posixError("append")
+            // Never leave a torn line (a full disk writes part of one): cut back to where it was.
+            _ = ftruncate(fd, off_t(data.count))
+            throw StoreError.io(url, reason)
+        }
         try moveHead(to: Head(lines: lines.count + entries.count, last: previous))
+    }
+
+    /// Where the log and its head are now, to go back to if the change being written fails.
+    struct Mark {
+        var length: off_t?
+        var head: Data?
+    }
+
+    func mark() -> Mark {
+        var info = stat()
+        return Mark(length: stat(url.path, &info) == 0 ? info.st_size : nil, head: try? Data(contentsOf: headURL))
+    }
+
+    /// Cuts the log back to `mark` and puts its head back: the entries of a change that was undone.
+    func rewind(to mark: Mark) throws {
+        if let length = mark.length {
+            guard truncate(url.path, length) == 0 || errno == ENOENT else { throw StoreError.io(url, posixError("cut back")) }
+        } else if unlink(url.path) != 0, errno != ENOENT {
+            throw StoreError.io(url, posixError("remove"))
+        }
+        if let head = mark.head {
+            if (try? Data(contentsOf: headURL)) != head { try AtomicFile.write(Array(head), to: headURL) }
+        } else if unlink(headURL.path) != 0, errno != ENOENT {
+            throw StoreError.io(headURL, posixError("remove"))
+        }
     }
 
     private func moveHead(to head: Head) throws {
@@ -86,6 +116,10 @@ public struct AuditLog: Sendable {
         public var truncated: String?
         /// Lines past the anchored head (written without moving it: a crash, or another writer).
         public var unanchored = 0
+        /// The last line is cut short (no newline, not an entry): a write that did not finish, as
+        /// a full disk or a crash leaves it. Not tampering: the next append cuts it off, and
+        /// lanbridge's own appends cut back what they could not finish.
+        public var tornTail = false
         public var isIntact: Bool { brokenAt.isEmpty && truncated == nil }
     }
 
@@ -102,7 +136,12 @@ public struct AuditLog: Sendable {
         var broken: [Int] = []
         var hashes: [String] = []
         let lines = data.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false)
-        let count = lines.last?.isEmpty == true ? lines.count - 1 : lines.count
+        var count = lines.last?.isEmpty == true ? lines.count - 1 : lines.count
+        // A last line with no newline that is no entry is a write cut short, not a change.
+        var torn = false
+        if count > 0, data.last != UInt8(ascii: "\n"), let last = lines.last, (try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(last))) == nil {
+            (count, torn) = (count - 1, true)
+        }
         for (index, line) in lines.prefix(count).enumerated() {
             let entry = try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(line))
             if entry?.prev != previous { broken.append(index + 1) }
@@ -110,6 +149,7 @@ public struct AuditLog: Sendable {
             hashes.append(previous)
         }
         var result = Verification(lines: count, brokenAt: broken)
+        result.tornTail = torn
         if let head = try? JSONDecoder().decode(Head.self, from: Data(contentsOf: headURL)) {
             if head.lines > count {
                 result.truncated = "the head says \(head.lines) lines, the log has \(count): lines were cut off the end"
@@ -124,9 +164,14 @@ public struct AuditLog: Sendable {
         return result
     }
 
+    /// Every entry; a torn last line (see `Verification.tornTail`) is not one.
     public func entries() throws -> [AuditEntry] {
         guard let data = try? Data(contentsOf: url) else { return [] }
-        return try data.split(separator: UInt8(ascii: "\n")).map { try JSONDecoder.audit.decode(AuditEntry.self, from: Data($0)) }
+        var lines = data.split(separator: UInt8(ascii: "\n"))
+        if data.last != UInt8(ascii: "\n"), let last = lines.last, (try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(last))) == nil {
+            lines.removeLast()
+        }
+        return try lines.map { try JSONDecoder.audit.decode(AuditEntry.self, from: Data($0)) }
     }
 
     public static let encoder: JSONEncoder = {

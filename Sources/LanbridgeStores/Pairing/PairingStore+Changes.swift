@@ -6,22 +6,28 @@ import LanbridgeState
 extension PairingStore {
     /// `nodes allow|deny|ask` and the console: the pattern is checked against the known commands
     /// and the node's declared ones before anything is written, so a typo is refused, not kept.
+    /// One acquisition of the lock (issue 61 §1: a read, then an update, waited twice the 10 s
+    /// the CLI promises). Returns the node as it was too.
+    @discardableResult
     public func addRule(
         _ pattern: String, _ kind: PairingState.RuleKind, node reference: String, catalog: CommandCatalog,
         actor: String = AuditLog.currentUser
-    ) throws -> PairedNode {
+    ) throws -> (before: PairedNode, after: PairedNode) {
         // A canvas origin is allowed or denied; asking is for commands only.
-        if kind != .ask, OriginPattern.isOrigin(pattern) {
+        let origin = kind != .ask && OriginPattern.isOrigin(pattern)
+        if origin {
             do { _ = try OriginPattern(pattern) } catch { throw CanvasOriginRefused(origin: pattern, reason: error.reason) }
-        } else {
-            _ = try catalog.check(pattern, also: try read().node(matching: reference).details.commands)
         }
         return try update(actor: actor) { state in
+            let before = try state.node(matching: reference)
+            if !origin { _ = try catalog.check(pattern, also: before.details.commands) }
+            let after: PairedNode
             switch kind {
-            case .allow: try state.allow(pattern, node: reference)
-            case .deny: try state.deny(pattern, node: reference)
-            case .ask: try state.ask(pattern, node: reference)
+            case .allow: after = try state.allow(pattern, node: reference)
+            case .deny: after = try state.deny(pattern, node: reference)
+            case .ask: after = try state.ask(pattern, node: reference)
             }
+            return (before, after)
         }
     }
 }

@@ -11,6 +11,11 @@ import LanbridgeState
 /// files that changed, each atomically (temp file, fsync, rename, fsync directory) with mode 0600.
 /// A file that cannot be understood stops the store with an error naming the file: it is never
 /// replaced, so a hand-edit gone wrong cannot cost a pairing.
+///
+/// A read never writes (issue 61 §1): on a read-only or full state directory it still answers,
+/// with a change written ahead and not yet applied (`store.journal`) laid over the files in
+/// memory. A change that fails is undone before the failure is reported, so a write reported as
+/// failed never takes effect later; one that cannot even be undone is reported as such.
 public struct PairingStore: Sendable {
     public static let pairedFileName = "paired.json"
     public static let pendingFileName = "pending.json"
@@ -64,12 +69,17 @@ public struct PairingStore: Sendable {
 
     /// A consistent snapshot of both files. A state directory that does not exist is an error,
     /// never created here: reading must not leave a directory behind a mistyped --state-dir.
+    /// A crash's journal is redone if it can be; if the directory cannot be written, the read
+    /// lays it over the files instead, and leaves it for a writer.
     public func read() throws -> PairingState {
         try directory.requireExisting()
-        return try lock.withLock {
-            try recover()
+        return try lock.withLock(reading: true) {
+            var overlay: Journal?
+            do { try recover() } catch let error as StoreError where !error.isCorrupt {
+                overlay = try pendingJournal()
+            }
             try audit.checkFormat(formats)
-            return try load().state
+            return try load(overlay: overlay).state
         }
     }
 
@@ -99,6 +109,10 @@ public struct PairingStore: Sendable {
 
     private func change<T>(actor: String, _ body: (inout PairingState) throws -> T) throws -> (result: T, migrated: [Migrated]) {
         try directory.requireExisting()
+        // A directory that takes no writes refuses even the lock file: say it as the failed change it is.
+        if access(directory.file(Self.lockFileName).path, W_OK) != 0, [EROFS, EPERM].contains(errno) {
+            throw StoreError.notMade("the change", "\(directory.url.path): \(String(cString: strerror(errno)))")
+        }
         return try lock.withLock {
             AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName, Self.journalFileName])
             try recover()
@@ -128,7 +142,7 @@ public struct PairingStore: Sendable {
                 migrated.map { AuditEntry(time: now, event: "state.migrated", actor: actor, detail: $0.description) }
                 + AuditEntry.changes(from: before, to: state, actor: actor, now: now)
             guard !files.isEmpty || !entries.isEmpty else { return (result, migrated) }
-            try commit(Journal(tx: Hex.encode(SecureRandom.bytes(8)), files: files, audit: entries))
+            try commit(Journal(tx: Hex.encode(SecureRandom.bytes(8)), files: files, audit: entries), before: before)
             return (result, migrated)
         }
     }
@@ -157,11 +171,58 @@ public struct PairingStore: Sendable {
     /// Write-ahead: the journal first, then the audit entries, then the files. A process killed at
     /// any moment leaves either no journal (nothing happened) or a whole one, which the next open
     /// redoes (`recover`): no change lands without its audit entries, and none is half-applied.
-    private func commit(_ journal: Journal) throws {
-        try AtomicFile.write(Array(try AuditLog.encoder.encode(journal)), to: journalURL)
-        try apply(journal)
+    ///
+    /// A failure this process sees (a full disk, a read-only or immutable file) is undone before it
+    /// is reported: the files already replaced are put back, the audit log is cut back to where it
+    /// was, and the journal goes, so nothing of the change can land later (issue 61 §1: an approval
+    /// reported as failed was applied when its journal was redone after `chattr -i`). If even that
+    /// cannot be done, the journal stays and the error says the change completes later.
+    private func commit(_ journal: Journal, before: PairingState) throws {
+        let change = Self.describe(journal)
+        do {
+            try AtomicFile.write(Array(try AuditLog.encoder.encode(journal)), to: journalURL)
+        } catch {
+            unlink(journalURL.path)  // a torn temporary is removed by the write itself
+            throw StoreError.notMade(change, "\(error)")
+        }
+        let mark = audit.mark()
+        let previous = journal.files.map { ($0.name, try? Data(contentsOf: directory.file($0.name))) }
+        do {
+            try apply(journal)
+        } catch {
+            do {
+                for (name, bytes) in previous {
+                    let url = directory.file(name)
+                    if let bytes {
+                        if (try? Data(contentsOf: url)) != bytes { try AtomicFile.write(Array(bytes), to: url) }
+                    } else if unlink(url.path) != 0, errno != ENOENT {
+                        throw StoreError.io(url, posixError("remove"))
+                    }
+                }
+                try audit.rewind(to: mark)
+                guard unlink(journalURL.path) == 0 || errno == ENOENT else { throw StoreError.io(journalURL, posixError("remove")) }
+            } catch let undo {
+                throw StoreError.deferred(change, "\(error)", undo: "\(undo)")
+            }
+            throw StoreError.notMade(change, "\(error)")
+        }
         unlink(journalURL.path)
         if !journal.audit.isEmpty { appended?(journal.audit.count) }
+    }
+
+    /// What a change was, from its audit entries: "pairing.approved 38HA-…, pairing.request-removed …".
+    static func describe(_ journal: Journal) -> String {
+        let parts = journal.audit.filter { $0.event != "state.migrated" }.map { [$0.event, $0.nodeId ?? $0.requestId].compactMap { $0 }.joined(separator: " ") }
+        if !parts.isEmpty { return parts.prefix(3).joined(separator: ", ") + (parts.count > 3 ? " and \(parts.count - 3) more" : "") }
+        return "a rewrite of " + journal.files.map(\.name).joined(separator: ", ")
+    }
+
+    /// The journal of a change written ahead and not yet applied, if any.
+    private func pendingJournal() throws -> Journal? {
+        guard let data = try? Data(contentsOf: journalURL) else { return nil }
+        do { return try JSONDecoder.audit.decode(Journal.self, from: data) } catch {
+            throw StoreError.corrupt(journalURL, "an interrupted change cannot be read (\(error)); move the file aside to go on without it")
+        }
     }
 
     private func apply(_ journal: Journal) throws {
@@ -174,11 +235,7 @@ public struct PairingStore: Sendable {
 
     /// Completes a change whose writer died after writing its journal. Call with the lock held.
     private func recover() throws {
-        guard let data = try? Data(contentsOf: journalURL) else { return }
-        let journal: Journal
-        do { journal = try JSONDecoder.audit.decode(Journal.self, from: data) } catch {
-            throw StoreError.corrupt(journalURL, "an interrupted change cannot be read (\(error)); move the file aside to go on without it")
-        }
+        guard let journal = try pendingJournal() else { return }
         try apply(journal)
         unlink(journalURL.path)
     }
@@ -191,10 +248,12 @@ public struct PairingStore: Sendable {
 
     // MARK: - Loading and validation
 
-    private func load() throws -> (state: PairingState, migrated: [Migrated]) {
-        let paired = try decode(PairedFile.self, from: pairedURL, as: .paired)
-        let pending = try decode(PendingFile.self, from: pendingURL, as: .pending)
-        let invites = try decode(InvitesFile.self, from: invitesURL, as: .invites)
+    /// The files as they are, or with `overlay`'s new contents in place of theirs.
+    private func load(overlay: Journal? = nil) throws -> (state: PairingState, migrated: [Migrated]) {
+        let replaced = Dictionary((overlay?.files ?? []).map { ($0.name, $0.bytes) }) { $1 }
+        let paired = try decode(PairedFile.self, from: pairedURL, as: .paired, replaced: replaced[Self.pairedFileName])
+        let pending = try decode(PendingFile.self, from: pendingURL, as: .pending, replaced: replaced[Self.pendingFileName])
+        let invites = try decode(InvitesFile.self, from: invitesURL, as: .invites, replaced: replaced[Self.invitesFileName])
         var state = PairingState(paired: paired.value ?? PairedFile(), pending: pending.value ?? PendingFile(), invites: invites.value ?? InvitesFile())
         try validate(state.paired)
         try validate(state.pending)
@@ -203,10 +262,12 @@ public struct PairingStore: Sendable {
         return (state, [paired.migrated, pending.migrated, invites.migrated].compactMap { $0 })
     }
 
-    private func decode<T: Decodable>(_ type: T.Type, from url: URL, as file: StateFormat.File) throws -> (value: T?, migrated: Migrated?) {
+    private func decode<T: Decodable>(_ type: T.Type, from url: URL, as file: StateFormat.File, replaced: Data? = nil) throws -> (
+        value: T?, migrated: Migrated?
+    ) {
         var data: Data
         do {
-            data = try Data(contentsOf: url)
+            data = try replaced ?? Data(contentsOf: url)
         } catch let error as CocoaError where error.code == .fileReadNoSuchFile {
             return (nil, nil)
         } catch {
