@@ -151,7 +151,7 @@ public struct CanvasExchange: Sendable {
                     message = nil
                     guard opcode == .text, whole == Self.liveReloadMessage else {
                         return actions + [.toNode(LiveReloadFrame.close(code: 1008, reason: "not a live-reload message").encoded())]
-                            + [.toHost(LiveReloadFrame.close(code: 1008, reason: "").encoded(mask: maskKey))] + close("live_reload_not_reload")
+                            + close("live_reload_not_reload")
                     }
                     actions.append(.toNode(LiveReloadFrame(opcode: opcode, payload: whole).encoded()))
                 }
