@@ -48,6 +48,23 @@ extension BridgeCore {
         storeReadRetry = now + StateWrites.probeInterval
     }
 
+    // MARK: - The wall clock (issue 61 §2)
+
+    /// A step of the wall clock (NTP setting a board that booted without a real-time clock, or
+    /// an operator's `date -s`): logged once, and the lifetimes in memory move with it. Nothing
+    /// times out or lives longer for it: deadlines run on the monotonic clock, and the store's
+    /// lifetimes on the boot clock (`Lifetimes`).
+    mutating func noticeClockStep(wall: Date) {
+        let offset = wall.timeIntervalSince1970 - now.timeIntervalSince(Moment(nanoseconds: 0))
+        defer { clockOffset = offset }
+        guard let previous = clockOffset, abs(offset - previous) >= 2 else { return }
+        let delta = offset - previous
+        logger.notice(
+            "the clock moved by \(delta > 0 ? "+" : "-")\(NumberText.fixed(abs(delta))) s; pending requests, invites and every deadline keep counting the time that really passed",
+            metadata: ["wall": "\(ISO8601Text.string(wall))"])
+        lastState.shiftLifetimes(by: delta)
+    }
+
     // MARK: - A state directory that takes no writes (issue 61 §1)
 
     /// A store write failed. What is in memory keeps serving; nodes seen meanwhile are written

@@ -48,6 +48,9 @@ package struct BridgeCore {
     package internal(set) var stateWrites = StateWrites()
     /// While the store cannot be read: when to try again.
     package internal(set) var storeReadRetry = Moment.distantPast
+    /// The wall clock less the monotonic one at the last tick: a change of it is a step of the
+    /// wall clock (issue 61 §2), logged once, and applied to the lifetimes held in memory.
+    package internal(set) var clockOffset: TimeInterval?
 
     // Invokes: in flight, held, joined by a retry; and each node's rates.
     package internal(set) var book: InvokeBook

@@ -61,6 +61,7 @@ extension BridgeCore {
         // Every event brings its time: nothing in the core decides with the previous event's clock.
         self.now = now
         self.wall = wall
+        noticeClockStep(wall: wall)
         switch event {
         case let .opened(opening): opened(opening, wall: wall)
         case let .received(bytes, id): received(SessionMessages.check(bytes), size: bytes.count, from: id, wall: wall)

@@ -25,7 +25,7 @@ struct InviteCommand: ParsableCommand {
         func run() throws {
             try Output.run {
                 let now = Date()
-                let rows = try PairingStore(directory: state.directory).read().invites.invites.filter { $0.expiresAt > now }
+                let rows = try PairingStore(directory: state.directory).read().invites.invites.filter { $0.isOpen(at: now) }
                     .map { Row(id: String($0.id.prefix(8)), name: $0.name, allow: $0.allow, grant: $0.grant, createdAt: $0.createdAt, expiresAt: $0.expiresAt) }
                 if json { return try Output.json(rows) }
                 guard !rows.isEmpty else { return print("No live invites.") }

@@ -141,8 +141,10 @@ final class SimulatedNode: @unchecked Sendable {
 }
 
 enum CLI {
-    static func run(_ arguments: [String], launcher: [String] = []) throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = try launch("lanbridge", arguments, launcher: launcher)
+    static func run(_ arguments: [String], launcher: [String] = [], environment: [String: String] = [:]) throws -> (
+        status: Int32, stdout: String, stderr: String
+    ) {
+        let child = try launch("lanbridge", arguments, launcher: launcher, environment: environment)
         var out: [String] = []
         while let line = try child.nextLine() { out.append(line) }
         let status = child.wait()

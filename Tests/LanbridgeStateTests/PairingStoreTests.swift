@@ -13,7 +13,7 @@ struct PairingStoreTests {
 
     func storeWithOneNode() throws -> (TemporaryDirectory, PairingStore, PairedNode) {
         let dir = TemporaryDirectory()
-        let store = PairingStore(directory: StateDirectory(url: dir.url))
+        let store = PairingStore(directory: StateDirectory(url: dir.url), clock: .fixed(now))
         let node = try store.update { state in
             let r = try state.requestPairing(key: someKey(), details: phone(), source: "10.0.0.5", now: now)
             return try state.approveRevealed(r.requestId, access: .init(allow: ["canvas.*"]), now: now)

@@ -8,8 +8,9 @@ import NIOConcurrencyHelpers
 /// The PSKs of live invites, copied out of invites.json whenever it changes, so the handshake can
 /// look one up without file I/O or the store lock.
 final class InviteCache: Sendable {
+    /// Expiry on the monotonic clock: a step of the wall clock after the read changes nothing.
     private struct Loaded {
-        var entries: [[UInt8]: (psk: [UInt8], expiresAt: Date)] = [:]
+        var entries: [[UInt8]: (psk: [UInt8], expiresAt: Moment)] = [:]
         var version = ""
     }
     private let loaded = NIOLockedValueBox(Loaded())
@@ -24,9 +25,13 @@ final class InviteCache: Sendable {
     }
 
     private func replace(with file: InvitesFile, version: String) {
-        var fresh: [[UInt8]: (psk: [UInt8], expiresAt: Date)] = [:]
+        var fresh: [[UInt8]: (psk: [UInt8], expiresAt: Moment)] = [:]
+        let (wall, now) = (Date(), Moment.now)
+        // Used invites too: their key may come back (PairingState.pair), and the store decides.
         for invite in file.invites where invite.openClaw != true {
-            if let id = try? Hex.decode(invite.id), let psk = try? Hex.decode(invite.psk) { fresh[id] = (psk, invite.expiresAt) }
+            if let id = try? Hex.decode(invite.id), let psk = try? Hex.decode(invite.psk) {
+                fresh[id] = (psk, now + invite.expiresAt.timeIntervalSince(wall))
+            }
         }
         loaded.withLockedValue { $0 = Loaded(entries: fresh, version: version) }
     }
@@ -43,7 +48,7 @@ final class InviteCache: Sendable {
 
     private func lookup(_ id: [UInt8]) -> SecureBytes? {
         loaded.withLockedValue { loaded in
-            guard let entry = loaded.entries[id], entry.expiresAt > Date() else { return nil }
+            guard let entry = loaded.entries[id], entry.expiresAt > Moment.now else { return nil }
             return SecureBytes(copying: entry.psk)
         }
     }

@@ -11,7 +11,12 @@ final class ConsoleAuth: Sendable {
     private let sessions: NIOLockedValueBox<ConsoleSessions>
     private let clock: @Sendable () -> Date
 
-    init(limits: ConsoleSessions.Limits = .init(), clock: @escaping @Sendable () -> Date = { Date() }) {
+    /// The clock counts elapsed time only (login links and sessions expire by it; nothing shows
+    /// it): the monotonic one, so a step of the wall clock neither ends nor extends them.
+    init(
+        limits: ConsoleSessions.Limits = .init(),
+        clock: @escaping @Sendable () -> Date = { Date(timeIntervalSinceReferenceDate: Moment.now.timeIntervalSince(Moment(nanoseconds: 0))) }
+    ) {
         (sessions, self.clock) = (NIOLockedValueBox(ConsoleSessions(limits: limits)), clock)
     }
 

@@ -288,7 +288,7 @@ struct ConsolePages {
 
     func invites(issued: InviteIssuer.Issued?) throws -> String {
         let now = Date()
-        let live = try PairingStore(directory: directory).read().invites.invites.filter { $0.expiresAt > now }
+        let live = try PairingStore(directory: directory).read().invites.invites.filter { $0.isOpen(at: now) }
         let created =
             issued.map { issued in
                 let uri = issued.uri.description

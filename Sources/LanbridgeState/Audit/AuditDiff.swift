@@ -106,7 +106,7 @@ extension AuditEntry {
         for invite in after.invites.invites where !oldInvites.contains(invite.id) {
             add("invite.created", node: nil, "id \(invite.id.prefix(8)), expires \(invite.expiresAt.formatted(.iso8601))" + (invite.name.map { ", name \($0)" } ?? ""))
         }
-        for invite in before.invites.invites where !newInvites.contains(invite.id) {
+        for invite in before.invites.invites where !newInvites.contains(invite.id) && invite.redeemedBy == nil {
             if invite.expiresAt <= now {
                 add("invite.expired", node: nil, "id \(invite.id.prefix(8))")
             } else if !redeemed {

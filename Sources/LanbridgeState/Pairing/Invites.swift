@@ -18,6 +18,16 @@ public struct InviteRecord: Codable, Equatable, Sendable {
     /// An OpenClaw setup code's bootstrap token (`invite --openclaw`): `id` is the token's
     /// SHA-256 and `psk` is empty; only OpenClaw's apps at their front door can redeem it.
     public var openClaw: Bool?
+    /// The boot it was made in, and the boot clock then (`Lifetimes`); absent before 0.11.
+    public var bootId: String?
+    public var bootCreatedNs: Int64?
+    /// The key it paired, once redeemed (issue 61 §3). Kept until it expires, so a device whose
+    /// redemption was committed but never confirmed to it (the daemon died in between) gets in
+    /// when it comes back with the same key and invite; any other key is refused.
+    public var redeemedBy: PublicKey?
+
+    /// Still offered: not expired at `now`, and not yet used.
+    public func isOpen(at now: Date) -> Bool { expiresAt > now && redeemedBy == nil }
 }
 
 /// invites.json
@@ -58,12 +68,22 @@ extension PairingState {
 
     /// Uses up the invite at `index` and pairs `key` under it (its name and grant), unless the key
     /// is blocked; a key already paired keeps its record. One path for both kinds of invite.
+    ///
+    /// A used invite is kept, marked with the key it paired, until it expires: the same key
+    /// coming back with it is answered as the paired node it is (the daemon may have died after
+    /// committing the pairing and before telling the device: issue 61 §3), and any other key,
+    /// or that key once revoked, is refused.
     mutating func pair(
         usingInviteAt index: Int, key: PublicKey, details: NodeDetails, method: PairingMethod, claim: OpenClawAppClaim? = nil,
         defaultAccess: AccessRules?, now: Date
     ) throws -> PairedNode {
         if isBlocked(key) { throw PairingError.blocked(key.fingerprint) }
-        let invite = invites.invites.remove(at: index)
+        if let redeemer = invites.invites[index].redeemedBy {
+            guard redeemer == key, let existing = node(withKey: key) else { throw PairingError.invalidInvite }
+            return existing
+        }
+        invites.invites[index].redeemedBy = key
+        let invite = invites.invites[index]
         if let existing = node(withKey: key) { return existing }
         var details = details
         if let name = invite.name { details.displayName = name }

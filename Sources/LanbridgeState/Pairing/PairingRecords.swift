@@ -150,6 +150,9 @@ public struct PendingRequest: Codable, Equatable, Sendable {
     public var locked: Lock?
     /// Set for one of OpenClaw's own apps: approved without a code (it shows none).
     public var openClawApp: OpenClawAppClaim?
+    /// The boot it was made in, and the boot clock then (`Lifetimes`); absent before 0.11.
+    public var bootId: String?
+    public var bootCreatedNs: Int64?
 
     public init(requestId: String, publicKey: PublicKey, details: NodeDetails, sourceAddress: String?, createdAt: Date, expiresAt: Date) {
         self.requestId = requestId
@@ -178,6 +181,8 @@ public struct PendingRequest: Codable, Equatable, Sendable {
         codeMismatches = try c.decodeIfPresent(Int.self, forKey: .codeMismatches) ?? 0
         locked = try c.decodeIfPresent(Lock.self, forKey: .locked)
         openClawApp = try c.decodeIfPresent(OpenClawAppClaim.self, forKey: .openClawApp)
+        bootId = try c.decodeIfPresent(String.self, forKey: .bootId)
+        bootCreatedNs = try c.decodeIfPresent(Int64.self, forKey: .bootCreatedNs)
     }
 }
 

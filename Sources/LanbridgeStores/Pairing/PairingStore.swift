@@ -31,12 +31,16 @@ public struct PairingStore: Sendable {
     private let lock: FileLock
     /// Told how many audit entries each change wrote (the daemon counts them in its metrics).
     private let appended: (@Sendable (Int) -> Void)?
+    /// What lifetimes are counted on (`Lifetimes`).
+    private let clock: StoreClock
 
     public init(
-        directory: StateDirectory, lockTimeout: Double = 10, formats: StateFormat = .current, appended: (@Sendable (Int) -> Void)? = nil
+        directory: StateDirectory, lockTimeout: Double = 10, formats: StateFormat = .current, clock: StoreClock = .system,
+        appended: (@Sendable (Int) -> Void)? = nil
     ) {
         self.directory = directory
         self.formats = formats
+        self.clock = clock
         lock = FileLock(url: directory.file(Self.lockFileName), timeout: lockTimeout)
         audit = AuditLog(directory: directory)
         self.appended = appended
@@ -64,7 +68,10 @@ public struct PairingStore: Sendable {
     /// invites.json alone, without the lock: every write is an atomic rename, so a reader always
     /// sees a whole file. For the handshake path, which must never wait for a lock.
     public func readInvitesWithoutLock() throws -> InvitesFile {
-        try decode(InvitesFile.self, from: invitesURL, as: .invites).value ?? InvitesFile()
+        var state = PairingState(paired: PairedFile(), pending: PendingFile(), invites: try decode(InvitesFile.self, from: invitesURL, as: .invites).value ?? InvitesFile())
+        let (wall, boot) = clock.read()
+        state.rebase(wall: wall, boot: boot)
+        return state.invites
     }
 
     /// A consistent snapshot of both files. A state directory that does not exist is an error,
@@ -79,7 +86,8 @@ public struct PairingStore: Sendable {
                 overlay = try pendingJournal()
             }
             try audit.checkFormat(formats)
-            return try load(overlay: overlay).state
+            let (wall, boot) = clock.read()
+            return try load(overlay: overlay, wall: wall, boot: boot).state
         }
     }
 
@@ -117,9 +125,11 @@ public struct PairingStore: Sendable {
             AtomicFile.removeStaleTemporaries(in: directory.url, for: [Self.pairedFileName, Self.pendingFileName, Self.invitesFileName, Self.journalFileName])
             try recover()
             try audit.checkFormat(formats)
-            let (before, migrated) = try load()
+            let (wall, boot) = clock.read()
+            let (before, migrated) = try load(wall: wall, boot: boot)
             var state = before
             let result = try body(&state)
+            state.anchor(wall: wall, boot: boot)
             state.paired.version = formats.version(.paired)
             state.pending.version = formats.version(.pending)
             state.invites.version = formats.version(.invites)
@@ -248,8 +258,9 @@ public struct PairingStore: Sendable {
 
     // MARK: - Loading and validation
 
-    /// The files as they are, or with `overlay`'s new contents in place of theirs.
-    private func load(overlay: Journal? = nil) throws -> (state: PairingState, migrated: [Migrated]) {
+    /// The files as they are, or with `overlay`'s new contents in place of theirs; every lifetime
+    /// put on `wall`'s timeline by the boot clock (`Lifetimes`).
+    private func load(overlay: Journal? = nil, wall: Date, boot: BootInstant) throws -> (state: PairingState, migrated: [Migrated]) {
         let replaced = Dictionary((overlay?.files ?? []).map { ($0.name, $0.bytes) }) { $1 }
         let paired = try decode(PairedFile.self, from: pairedURL, as: .paired, replaced: replaced[Self.pairedFileName])
         let pending = try decode(PendingFile.self, from: pendingURL, as: .pending, replaced: replaced[Self.pendingFileName])
@@ -259,6 +270,7 @@ public struct PairingStore: Sendable {
         try validate(state.pending)
         let pairedKeys = Set(state.paired.nodes.map(\.publicKey))
         state.pending.requests.removeAll { pairedKeys.contains($0.publicKey) }
+        state.rebase(wall: wall, boot: boot)
         return (state, [paired.migrated, pending.migrated, invites.migrated].compactMap { $0 })
     }
 

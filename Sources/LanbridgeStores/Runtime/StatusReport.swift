@@ -57,7 +57,7 @@ public struct StatusReport: Encodable, Sendable {
             nodes: .init(
                 paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
                 pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
-                invites: current.invites.invites.filter { $0.expiresAt > now }.count),
+                invites: current.invites.invites.filter { $0.isOpen(at: now) }.count),
             gatewaySessions: (runtime?.nodes ?? [:]).filter { paired.contains($0.key) }.sorted { $0.key < $1.key }.compactMap { id, node in
                 node.gatewayDeviceId.map { GatewaySession(nodeId: id, deviceId: $0, session: node.gatewaySession ?? "unknown", approval: node.gatewayApproval) }
             })

@@ -1,0 +1,85 @@
+import FoundationEssentials
+import LanbridgeProtocol
+
+/// A point on the machine's boot clock (CLOCK_BOOTTIME: monotonic, and it counts a suspend), with
+/// the boot it belongs to (`/proc/sys/kernel/random/boot_id`). Read by `BootClock` in the files
+/// layer; a value here, so the rules below are tested with made-up ones.
+public struct BootInstant: Sendable, Equatable {
+    public var id: String
+    public var nanoseconds: Int64
+    public init(id: String, nanoseconds: Int64) { (self.id, self.nanoseconds) = (id, nanoseconds) }
+}
+
+/// How long a pending request or an invite has lived, counted on the boot clock (issue 61 §2): a
+/// board with no real-time clock that boots three years behind and is stepped forward by NTP
+/// expired every request at once, and one stepped back a day kept them a day.
+///
+/// Each record keeps its wall-clock `createdAt` and `expiresAt` (for people, and for the audit)
+/// and, once written by a lanbridge that knows this, the boot it was made in and the boot clock
+/// then. When the store is read, both dates are put back on the wall clock's present timeline
+/// from the time elapsed on the boot clock, so everything that compares them with "now" (the
+/// expiry, the refresh, the hard cap, what the CLI shows) counts elapsed time, whatever the wall
+/// clock did meanwhile. A daemon restart keeps the count exact (same boot). After a reboot the
+/// elapsed time is unknown: the wall clock's dates stand, but a record never has more than its
+/// own lifetime left (a clock that came up behind cannot stretch it).
+public enum Lifetimes {
+    /// `createdAt` and `expiresAt` on the present timeline of `wall`.
+    static func rebased(createdAt: Date, expiresAt: Date, bootId: String?, bootCreatedNs: Int64?, wall: Date, boot: BootInstant) -> (Date, Date) {
+        let lifetime = max(0, expiresAt.timeIntervalSince(createdAt))
+        if bootId == boot.id, let created = bootCreatedNs {
+            let age = max(0, Double(boot.nanoseconds &- created) / 1e9)
+            let start = wall.addingTimeInterval(-age)
+            return (start, start.addingTimeInterval(lifetime))
+        }
+        let expires = min(expiresAt, wall.addingTimeInterval(lifetime))
+        return (expires.addingTimeInterval(-lifetime), expires)
+    }
+
+    /// The boot clock at `createdAt` (on `wall`'s timeline).
+    static func anchor(createdAt: Date, wall: Date, boot: BootInstant) -> Int64 {
+        boot.nanoseconds &- Int64((wall.timeIntervalSince(createdAt) * 1e9).rounded())
+    }
+}
+
+extension PairingState {
+    /// Puts every lifetime on `wall`'s present timeline (see `Lifetimes`): call on every read.
+    public mutating func rebase(wall: Date, boot: BootInstant) {
+        for i in pending.requests.indices {
+            let r = pending.requests[i]
+            (pending.requests[i].createdAt, pending.requests[i].expiresAt) = Lifetimes.rebased(
+                createdAt: r.createdAt, expiresAt: r.expiresAt, bootId: r.bootId, bootCreatedNs: r.bootCreatedNs, wall: wall, boot: boot)
+        }
+        for i in invites.invites.indices {
+            let r = invites.invites[i]
+            (invites.invites[i].createdAt, invites.invites[i].expiresAt) = Lifetimes.rebased(
+                createdAt: r.createdAt, expiresAt: r.expiresAt, bootId: r.bootId, bootCreatedNs: r.bootCreatedNs, wall: wall, boot: boot)
+        }
+    }
+
+    /// The wall clock was stepped by `delta` seconds: every lifetime held in memory moves with it,
+    /// so elapsed time stays what the boot clock says (the daemon's copy of the store, until its
+    /// next read rebases it anyway).
+    public mutating func shiftLifetimes(by delta: TimeInterval) {
+        for i in pending.requests.indices {
+            pending.requests[i].createdAt.addTimeInterval(delta)
+            pending.requests[i].expiresAt.addTimeInterval(delta)
+        }
+        for i in invites.invites.indices {
+            invites.invites[i].createdAt.addTimeInterval(delta)
+            invites.invites[i].expiresAt.addTimeInterval(delta)
+        }
+    }
+
+    /// Gives every record not yet anchored in this boot its place on the boot clock: call before
+    /// every write, with the `wall` and `boot` the state was rebased with.
+    public mutating func anchor(wall: Date, boot: BootInstant) {
+        for i in pending.requests.indices where pending.requests[i].bootId != boot.id || pending.requests[i].bootCreatedNs == nil {
+            pending.requests[i].bootId = boot.id
+            pending.requests[i].bootCreatedNs = Lifetimes.anchor(createdAt: pending.requests[i].createdAt, wall: wall, boot: boot)
+        }
+        for i in invites.invites.indices where invites.invites[i].bootId != boot.id || invites.invites[i].bootCreatedNs == nil {
+            invites.invites[i].bootId = boot.id
+            invites.invites[i].bootCreatedNs = Lifetimes.anchor(createdAt: invites.invites[i].createdAt, wall: wall, boot: boot)
+        }
+    }
+}
