@@ -562,6 +562,8 @@ public enum BridgeServer {
                         .childChannelOption(.socketOption(.so_keepalive), value: 1)
                         .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                         .childChannelOption(.recvAllocator, value: Self.nodeReceiveBuffers)
+                        // What a node has not read stays in its outbox above this (NodeOutbox).
+                        .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
                         .childChannelInitializer { channel in
                             channel.eventLoop.makeCompletedFuture {
                                 try admit(
@@ -607,7 +609,10 @@ public enum BridgeServer {
         try sync.addHandler(IdleCloser(logger: logger))
         let timeout = min(handshakeTimeout, configuration.handshakeTimeout)
         try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
-        try sync.addHandler(NodeSessionHandler(driver: driver, id: driver.accepted(channel, slot: slot, ticket: ticket), address: address))
+        let id = driver.accepted(channel, slot: slot, ticket: ticket)
+        try sync.addHandler(
+            NodeOutbox(limit: configuration.settings.limits[.nodeQueueBytes]) { backlogged in driver.submit(.nodeBacklog(id, backlogged), order: .inOrder) })
+        try sync.addHandler(NodeSessionHandler(driver: driver, id: id, address: address))
     }
 
     /// Starts advertising, unless turned off. A missing avahi-daemon is a warning, never a reason not to serve.

@@ -21,6 +21,9 @@ package enum AnswerTarget: Hashable, Sendable {
 package enum BridgeAction: Sendable {
     /// Encrypt and send a message to a node.
     case send(ConnectionID, any SessionMessage)
+    /// An invoke that ended (timed out) before it was written to the node: drop it if it still
+    /// waits in the node's outbox (issue 61 §4).
+    case withdraw(ConnectionID, invokeID: String)
     /// The node proved a paired key: lift the small pre-pairing limits on its channel (before the
     /// welcome that follows).
     case authorize(ConnectionID)

@@ -167,7 +167,7 @@ extension BridgeCore {
         let node = Result { try lookUp(request.node) }
         let found = try? node.get()
         let session = found.flatMap { pairedConnection($0.nodeId) }.map {
-            InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: book.inFlight(for: $0.nodeId))
+            InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: book.inFlight(for: $0.nodeId), backlogged: $0.backlogged)
         }
         // A held invoke keeps the waiter it was asked with: its latency counts the wait.
         let waiter =
@@ -296,6 +296,7 @@ extension BridgeCore {
             switch action {
             case let .send(invoke, connection): send(invoke, to: connection)
             case let .cancel(cancel, connection): send(cancel, to: connection)
+            case let .withdraw(invokeID, connection): actions.append(.withdraw(connection, invokeID: invokeID))
             case let .answer(target, result): answer(target, result)
             case let .finished(waiter, outcome, seconds, bytes):
                 metrics.invoke(command: waiter.command, outcome: outcome, seconds: seconds)

@@ -48,6 +48,22 @@ extension BridgeCore {
         storeReadRetry = now + StateWrites.probeInterval
     }
 
+    // MARK: - A node that stops reading (issue 61 §4)
+
+    /// Its outbox went over `nodeQueueBytes` (new invokes are refused NODE_BACKLOGGED until it
+    /// drains to half), or drained.
+    mutating func nodeBacklog(_ id: ConnectionID, _ backlogged: Bool) {
+        guard let connection = connections[id], connection.backlogged != backlogged else { return }
+        connections[id]?.backlogged = backlogged
+        if backlogged {
+            logger.warning(
+                "the node does not read what it is sent: more than \(settings.limits[.nodeQueueBytes]) bytes wait for it; new invokes are refused NODE_BACKLOGGED",
+                metadata: meta(connection))
+        } else {
+            logger.notice("the node reads again", metadata: meta(connection))
+        }
+    }
+
     // MARK: - The wall clock (issue 61 §2)
 
     /// A step of the wall clock (NTP setting a board that booted without a real-time clock, or

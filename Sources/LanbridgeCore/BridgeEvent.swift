@@ -31,6 +31,8 @@ package enum BridgeEvent {
     case storeChanged(PairingState, version: String)
     case storeUnreadable(any Error)
     case storeUpdated(operation: Int, Result<StoreOperation.Outcome, any Error>)
+    /// A node's channel holds more (true) than `nodeQueueBytes` unwritten, or drained (false).
+    case nodeBacklog(ConnectionID, Bool)
     /// What `.probeState` found: nil when the state directory takes writes, else why not.
     case stateProbed(problem: String?)
     // Time
@@ -82,6 +84,7 @@ extension BridgeCore {
         case let .storeUnreadable(error): storeUnreadable(error)
         case let .storeUpdated(operation, result): storeUpdated(operation, result)
         case let .stateProbed(problem): stateProbed(problem)
+        case let .nodeBacklog(id, backlogged): nodeBacklog(id, backlogged)
         case .timerFired: timerFired()
         case .tick: tick(wall: wall)
         case .pingAll: pingAll()

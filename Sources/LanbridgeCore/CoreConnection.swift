@@ -50,6 +50,8 @@ extension BridgeCore {
         package let handshakeHash: [UInt8]
         package var phase: Phase
         package var foreground = true
+        /// Its channel holds more than `nodeQueueBytes` unwritten (it stopped reading).
+        package var backlogged = false
         /// The foreground state last announced, and state changes since held back by the rate limit.
         package var announcedForeground: Bool?
         package var coalescedStates = 0

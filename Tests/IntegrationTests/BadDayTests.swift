@@ -3,6 +3,7 @@ import LanbridgeFiles
 import LanbridgeProtocol
 import LanbridgeState
 import LanbridgeStores
+import NIOConcurrencyHelpers
 import Testing
 import TestSupport
 
@@ -300,5 +301,37 @@ struct BadDayTests {
         }
         let paired = try bridge.store.read().paired.nodes.map(\.details.displayName)
         #expect(Set(paired) == Set((0..<10).map { "app \($0)" }), "\(paired)")
+    }
+
+    // MARK: - §4: a node that stops reading
+
+    /// §4: a node frozen (SIGSTOP) while the gateway keeps invoking it with large params: what
+    /// waits for it stays within `nodeQueueBytes` (here 1 MiB), new invokes are refused at once
+    /// NODE_BACKLOGGED (retryable) instead of queueing, and once it reads again so does it.
+    @Test func aNodeThatStopsReadingCostsABoundedQueueAndIsRefusedAtOnce() throws {
+        let stack = try RelayStack(config: #"{"limits": {"nodeQueueBytes": 1048576, "maxConcurrentInvokes": 64}}"#)
+        #expect(try stack.cli(["nodes", "allow", stack.nodeID, "device.echo"]).status == 0)
+        let big: JSONValue = ["pad": .string(String(repeating: "x", count: 900_000))]
+        #expect(try stack.gateway.invoke(stack.nodeID, "device.echo", params: big, timeoutMs: 10_000).ok)
+        stack.node.process.signal(SIGSTOP)
+        defer { stack.node.process.signal(SIGCONT) }
+        // Kernel buffers take some first, then the outbox, then refusals: 40 invokes at once, each
+        // on a thread of its own (a relayed one waits for the node).
+        let answers = NIOLockedValueBox<[SimulatedGateway.Answer]>([])
+        let refusedOne = DispatchSemaphore(value: 0)
+        for _ in 0..<40 {
+            Thread.detachNewThread {
+                guard let answer = try? stack.gateway.invoke(stack.nodeID, "device.echo", params: big, timeoutMs: 120_000) else { return }
+                answers.withLockedValue { $0.append(answer) }
+                if answer.code == ErrorMessage.nodeBacklogged { refusedOne.signal() }
+            }
+        }
+        #expect(refusedOne.wait(timeout: .now() + 60) == .success, "never refused NODE_BACKLOGGED")
+        let answer = try #require(answers.withLockedValue { $0.first { $0.code == ErrorMessage.nodeBacklogged } })
+        #expect(answer.error?["retryable"] == true && answer.error?["message"]?.stringValue?.contains("is not reading") == true, "\(String(describing: answer.error))")
+        try stack.bridge.waitForLog("the node does not read what it is sent", within: 30)
+        stack.node.process.signal(SIGCONT)
+        try stack.bridge.waitForLog("the node reads again", within: 60)
+        #expect(try stack.gateway.invoke(stack.nodeID, "device.echo", params: ["small": true], timeoutMs: 30_000).ok)
     }
 }

@@ -511,11 +511,14 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             switch action {
             case let .send(id, message):
                 let bytes = SessionMessages.encode(message)
-                if message is Invoke { metrics.relayed(bytes: bytes.count, toGateway: false) }
+                let invoke = message as? Invoke
+                if invoke != nil { metrics.relayed(bytes: bytes.count, toGateway: false) }
                 guard let channel = channels[id] else { continue }
-                channel.write(bytes, promise: nil)
+                channel.write(NodeOutbound(bytes: bytes, invokeID: invoke?.id), promise: nil)
                 unflushed.insert(id)
                 flushSoon()
+            case let .withdraw(id, invokeID):
+                channels[id]?.triggerUserOutboundEvent(NodeOutbox.Withdraw(invokeID: invokeID), promise: nil)
             case let .authorize(id):
                 channels[id]?.triggerUserOutboundEvent(SecureChannelHandler.Authorize(), promise: nil)
             case let .close(id):

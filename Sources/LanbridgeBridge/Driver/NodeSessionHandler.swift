@@ -23,7 +23,7 @@ protocol NodeSessionDriver: AnyObject {
 /// they were sent, its close last.
 final class NodeSessionHandler: ChannelDuplexHandler {
     typealias InboundIn = SecureChannelInbound
-    typealias OutboundIn = [UInt8]
+    typealias OutboundIn = NodeOutbound  // passed down untouched to `NodeOutbox`
 
     private let driver: any NodeSessionDriver
     private let id: ConnectionID

@@ -81,6 +81,8 @@ package struct InvokeBook {
     package enum Action: Sendable {
         case send(Invoke, to: ConnectionID)
         case cancel(InvokeCancel, on: ConnectionID)
+        /// It timed out: drop it if it still waits to be written to the node.
+        case withdraw(invokeID: String, on: ConnectionID)
         case answer(AnswerTarget, InvokeAnswer)
         /// An asker's invoke ended: what, how, and after how long (the metrics).
         case finished(Waiter, outcome: String, seconds: Double, bytes: Int)
@@ -288,6 +290,7 @@ package struct InvokeBook {
         let due = inFlight.values.filter { $0.deadline <= now }.sorted { ($0.deadline, $0.invokeID) < ($1.deadline, $1.invokeID) }
         for entry in due {
             remove(entry)
+            out.append(.withdraw(invokeID: entry.invokeID, on: entry.connection))
             fail(entry, ErrorMessage.timeout, "\(entry.waiter.command) did not answer in time", retryable: true, now: now)
         }
         end(held.expire(now: now), now: now)

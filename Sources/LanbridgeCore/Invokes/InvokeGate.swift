@@ -15,6 +15,7 @@ import LanbridgeState
 /// | the node is connected                        | NODE_NOT_CONNECTED, retryable (or held)  |
 /// | in front, if the command needs it            | BACKGROUND_UNAVAILABLE, retryable (or held) |
 /// | fewer than maxConcurrentInvokes in flight    | RATE_LIMITED (concurrentInvokes)         |
+/// | the node reads what it is sent               | NODE_BACKLOGGED, retryable (nodeQueueBytes) |
 /// | an ask rule matches: the operator said yes   | waits for the answer (`AskedInvokes`)    |
 /// | snapshots within snapshotsPerMinute          | RATE_LIMITED (snapshotsPerMinute)        |
 ///
@@ -67,6 +68,8 @@ package struct InvokeGate {
         package var connection: ConnectionID
         package var foreground: Bool
         package var inFlight: Int
+        /// More than `nodeQueueBytes` wait to be written to it (a node that stopped reading).
+        package var backlogged = false
     }
 
     package enum Verdict: Equatable {
@@ -193,6 +196,11 @@ package struct InvokeGate {
             return refuse(
                 ErrorMessage.rateLimited, "\(session.inFlight) invokes already in flight for this node",
                 details: details.merging(["limit": "concurrentInvokes"]), retryable: true, retryAfterMs: 100)
+        }
+        guard !session.backlogged else {
+            return refuse(
+                ErrorMessage.nodeBacklogged, "\(name) is not reading what it was sent: more than \(limits[.nodeQueueBytes]) bytes wait for it",
+                details: details.merging(["limit": "nodeQueueBytes"]), retryable: true, retryAfterMs: 1000)
         }
         if let asking, !approved { return .ask(node: paired, rule: asking) }
         if snapshotCommands.contains(where: { $0.matches(command) }),

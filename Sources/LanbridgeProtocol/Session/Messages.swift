@@ -117,6 +117,8 @@ public struct ErrorMessage: SessionMessage, Error {
     public static let forbidden = "FORBIDDEN"
     public static let nodeNotFound = "NODE_NOT_FOUND"
     public static let nodeNotConnected = "NODE_NOT_CONNECTED"
+    /// The node does not read what it was sent: more than `limits.nodeQueueBytes` wait for it.
+    public static let nodeBacklogged = "NODE_BACKLOGGED"
     public static let backgroundUnavailable = "NODE_BACKGROUND_UNAVAILABLE"
     /// `node.invoke` with `hold`, over a bound of held invokes (per node, in all, or bytes).
     public static let holdLimit = "HOLD_LIMIT"

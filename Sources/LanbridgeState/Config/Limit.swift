@@ -5,7 +5,7 @@
 /// when README's table differs from it.
 public enum Limit: String, CaseIterable, Sendable, Hashable {
     // limits: what a node and the gateway may do
-    case maxResultBytes, maxConcurrentInvokes, defaultTimeoutMs, maxTimeoutMs
+    case maxResultBytes, maxConcurrentInvokes, defaultTimeoutMs, maxTimeoutMs, nodeQueueBytes
     case agentPerMinute, systemEventsPerMinute, snapshotsPerMinute
     case eventsPerMinute, eventBytesPerMinute, maxEventBytes, statesPerMinute
     case maxHoldMs, heldPerNode, heldTotal, heldBytes
@@ -58,6 +58,11 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
                 "the largest invoke result relayed (bigger: PAYLOAD_TOO_LARGE); every message size the transports allow derives from it",
                 restartOnly: true)
         case .maxConcurrentInvokes: Spec(.limits, 8, 1...1024, "invokes", "invokes in flight per node (more: RATE_LIMITED)")
+        case .nodeQueueBytes:
+            Spec(
+                .limits, 4 << 20, 64 << 10...(256 << 20), "bytes",
+                "bytes waiting for one node that does not read them (more: NODE_BACKLOGGED, retryable); 4 MiB holds a few large invokes for a node that is slow, not one that froze"
+            )
         case .defaultTimeoutMs: Spec(.limits, 30_000, 100...3_600_000, "ms", "an invoke's timeout when it names none")
         case .maxTimeoutMs: Spec(.limits, 300_000, 100...3_600_000, "ms", "the longest timeout an invoke may ask for")
         case .agentPerMinute: Spec(.limits, 30, 1...100_000, "per minute", "agent calls a node may forward to the gateway")
