@@ -207,6 +207,8 @@ public enum BridgeServer {
         let canvasListeners: [any Channel]
         let appDoors: [any Channel]
         let appAdvertisement: AvahiPublisher.Extra?
+        /// Keeps the reachable list in step with the host's addresses.
+        let reachWatch: RepeatedTask
     }
 
     /// Binds in an order that lets a bad address stop the start before nodes are accepted; if one
@@ -242,9 +244,11 @@ public enum BridgeServer {
         // An IPv6 address in brackets, so "host:port" splits at the right colon.
         let listeningList = configuration.listen.map { ReachableAddress(host: $0.host, port: port).description }
         let addresses = listeningList.joined(separator: ", ")
-        let reach = BridgeReach.addresses(
-            listen: configuration.listen, port: port, configured: configuration.addresses,
-            interfaces: NetworkInterfaces.addresses())
+        let computeReach: @Sendable () -> [ReachableAddress] = {
+            BridgeReach.addresses(
+                listen: configuration.listen, port: port, configured: configuration.addresses, interfaces: NetworkInterfaces.addresses())
+        }
+        let reach = computeReach()
         await driver.setListening(listeningList, reachable: reach.map(\.description))
         logger.info(
             "lanbridge listening",
@@ -269,9 +273,12 @@ public enum BridgeServer {
             await io.finish(on: loop)
             throw error
         }
+        let reachWatch = ReachWatch.start(
+            on: driver.loop, listening: listeningList, reachable: reach.map(\.description), compute: { computeReach().map(\.description) },
+            driver: driver, logger: logger)
         return Listening(
             monitoring: monitoring, console: console, consoleURL: consoleURL, servers: servers, port: port, addresses: addresses,
-            canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, appAdvertisement: appAdvertisement)
+            canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, appAdvertisement: appAdvertisement, reachWatch: reachWatch)
     }
 
     /// What runs beside the listeners: the mDNS advertisement, the gateway link, the control
@@ -387,6 +394,7 @@ public enum BridgeServer {
     /// (which closes every connection and removes runtime.json).
     private static func stop(relay: Relay, listening: Listening, services: Services) async {
         services.watchdog?.cancel()
+        listening.reachWatch.cancel()
         services.publisher?.stop()
         if let links = relay.openClawLinks { try? await relay.loop.submit { links.stopAll() }.get() }
         if services.control != nil { unlink(services.controlPath) }

@@ -185,4 +185,25 @@ struct ReachEndToEndTests {
         ])
         #expect(taken.status != 0 && taken.stderr.contains("192.0.2.1"), "\(taken)")
     }
+
+    /// Issue 61 §5: the bridge host's address moves (a DHCP renewal: one removed, another added)
+    /// under a running bridge. Within a few seconds the reachable list follows (log, runtime.json,
+    /// invites), and a device pairs with a new invite at the new address, with no restart.
+    @Test func whenTheHostsAddressMovesInvitesAndWelcomeFollowIt() throws {
+        let lan = try TestLAN()
+        defer { lan.tearDown() }
+        let bridge = try BridgeDaemon(launcher: lan.launcher(lan.host), bind: "lan")
+        defer { bridge.stop() }
+        #expect(try invite(bridge).hasPrefix("lanbridge://\(TestLAN.bridgeAddress):\(bridge.port)/"))
+        let moved = "10.77.0.9"
+        #expect(ChildProcess.exitStatus("/usr/sbin/ip", ["-n", lan.host, "addr", "del", "\(TestLAN.bridgeAddress)/24", "dev", "vb"]) == 0)
+        #expect(ChildProcess.exitStatus("/usr/sbin/ip", ["-n", lan.host, "addr", "add", "\(moved)/24", "dev", "vb"]) == 0)
+        let line = try bridge.waitForLog("the host's addresses changed", within: 30)
+        #expect(line.contains("\(moved):\(bridge.port)") && !line.contains("dial \(TestLAN.bridgeAddress)"), "\(line)")
+        try bridge.waitForRuntime("the new address") { $0.reachable == ["\(moved):\(bridge.port)"] }
+        let uri = try invite(bridge)
+        #expect(uri.hasPrefix("lanbridge://\(moved):\(bridge.port)/"), "\(uri)")
+        let node = try SimulatedNode(arguments: ["--invite", uri], launcher: lan.launcher(lan.phone))
+        try node.waitFor("connected")
+    }
 }
