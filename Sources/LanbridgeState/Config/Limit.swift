@@ -30,8 +30,8 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     /// Keys a config.json may still hold from an older lanbridge that no longer bound anything:
     /// accepted and ignored (an unknown key is an error), with why.
     public static let retired: [String: String] = [
-        "openClawReofferMinMs": "0.11.0 stopped re-offering a node's commands to pick up an OpenClaw gateway's approvals",
-        "openClawReofferMaxMs": "0.11.0 stopped re-offering a node's commands to pick up an OpenClaw gateway's approvals",
+        "openClawReofferMinMs": "lanbridge no longer re-offers a node's commands to pick up an OpenClaw gateway's approvals",
+        "openClawReofferMaxMs": "lanbridge no longer re-offers a node's commands to pick up an OpenClaw gateway's approvals",
     ]
 
     public struct Spec: Sendable {

@@ -18,7 +18,7 @@ public struct InviteRecord: Codable, Equatable, Sendable {
     /// An OpenClaw setup code's bootstrap token (`invite --openclaw`): `id` is the token's
     /// SHA-256 and `psk` is empty; only OpenClaw's apps at their front door can redeem it.
     public var openClaw: Bool?
-    /// The boot it was made in, and the boot clock then (`Lifetimes`); absent before 0.11.
+    /// The boot it was made in, and the boot clock then (`Lifetimes`); absent in files written before these were kept.
     public var bootId: String?
     public var bootCreatedNs: Int64?
     /// The key it paired, once redeemed (issue 61 §3). Kept until it expires, so a device whose

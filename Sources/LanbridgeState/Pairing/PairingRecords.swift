@@ -150,7 +150,7 @@ public struct PendingRequest: Codable, Equatable, Sendable {
     public var locked: Lock?
     /// Set for one of OpenClaw's own apps: approved without a code (it shows none).
     public var openClawApp: OpenClawAppClaim?
-    /// The boot it was made in, and the boot clock then (`Lifetimes`); absent before 0.11.
+    /// The boot it was made in, and the boot clock then (`Lifetimes`); absent in files written before these were kept.
     public var bootId: String?
     public var bootCreatedNs: Int64?
 

@@ -25,7 +25,7 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
         public enum Kind: String, Codable, Sendable {
             /// The node's device: no session until it is approved.
             case device
-            /// Written by 0.9 and 0.10 only, which guessed that the gateway held added commands (it
+            /// Written by lanbridge until 6c1e032 only, which guessed that the gateway held added commands (it
             /// does not tell a node so); read for such a daemon's runtime.json.
             case commands
         }

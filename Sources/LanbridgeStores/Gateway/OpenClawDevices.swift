@@ -22,7 +22,7 @@ public struct OpenClawDevices: Sendable {
         public var deviceFamily: String
         /// The token the gateway issued, once it has.
         public var deviceToken: String?
-        /// What 0.9 and 0.10 believed the gateway had approved of the node's commands (a guess:
+        /// What lanbridge until 6c1e032 believed the gateway had approved of the node's commands (a guess:
         /// the gateway tells a node no such thing). Read and kept, no longer used or written.
         public var approvedCommands: [String]?
     }

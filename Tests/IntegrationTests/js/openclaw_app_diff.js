@@ -10,8 +10,6 @@
 // "closed CODE"; answers each node.invoke.request {ok:true, payload {shown}}; reads stdin lines
 // "event NAME PAYLOAD_JSON" (a node.event, printed "event-answer SHAPE") and "quit".
 "use strict";
-const fs = require("node:fs");
-const crypto = require("node:crypto");
 const http = require("node:http");
 const readline = require("node:readline");
 const [bundle, url, keyFile, ...rest] = process.argv.slice(2);
@@ -42,18 +40,7 @@ function shape(value, key) {
   return typeof value;
 }
 
-let identity;
-if (fs.existsSync(keyFile)) identity = JSON.parse(fs.readFileSync(keyFile, "utf8"));
-else {
-  const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
-  const raw = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
-  identity = {
-    deviceId: crypto.createHash("sha256").update(raw).digest("hex"),
-    publicKeyPem: publicKey.export({ format: "pem", type: "spki" }).toString(),
-    privateKeyPem: privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
-  };
-  fs.writeFileSync(keyFile, JSON.stringify(identity), { mode: 0o600 });
-}
+const identity = require("../../Tools/openclaw/device-identity.cjs").loadOrCreate(keyFile);
 
 // Every frame the app receives, before the client acts on it.
 const handle = GatewayClient.prototype.handleMessage;

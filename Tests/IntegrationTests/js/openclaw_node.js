@@ -3,17 +3,10 @@
 // against lanbridge's door for OpenClaw's apps.
 //   node openclaw_node.js BUNDLE URL TLS_SHA256 [BOOTSTRAP_TOKEN]
 // Prints: "hello PROTOCOL", "connect-error MESSAGE", "closed CODE REASON", "invoke COMMAND PARAMS".
-const crypto = require("node:crypto");
 const [bundle, url, fingerprint, bootstrapToken] = process.argv.slice(2);
 const { GatewayClient } = require(bundle);
 
-const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
-const raw = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
-const deviceIdentity = {
-  deviceId: crypto.createHash("sha256").update(raw).digest("hex"),
-  publicKeyPem: publicKey.export({ format: "pem", type: "spki" }).toString(),
-  privateKeyPem: privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
-};
+const deviceIdentity = require("../../Tools/openclaw/device-identity.cjs").create();
 const say = (line) => process.stdout.write(line + "\n");
 
 const client = new GatewayClient({

@@ -16,20 +16,7 @@ const config = JSON.parse(fs.readFileSync(process.env.OPENCLAW_CONFIG_PATH, "utf
 const say = (line) => process.stdout.write(line + "\n");
 
 // One identity per state directory, kept across restarts (as a real operator's device is).
-const identityFile = path.join(state, "operator-identity.json");
-let deviceIdentity;
-if (fs.existsSync(identityFile)) {
-  deviceIdentity = JSON.parse(fs.readFileSync(identityFile, "utf8"));
-} else {
-  const { publicKey, privateKey } = crypto.generateKeyPairSync("ed25519");
-  const raw = publicKey.export({ format: "der", type: "spki" }).subarray(-32);
-  deviceIdentity = {
-    deviceId: crypto.createHash("sha256").update(raw).digest("hex"),
-    publicKeyPem: publicKey.export({ format: "pem", type: "spki" }).toString(),
-    privateKeyPem: privateKey.export({ format: "pem", type: "pkcs8" }).toString(),
-  };
-  fs.writeFileSync(identityFile, JSON.stringify(deviceIdentity), { mode: 0o600 });
-}
+const deviceIdentity = require("./device-identity.cjs").loadOrCreate(path.join(state, "operator-identity.json"));
 
 const client = new GatewayClient({
   url: `ws://127.0.0.1:${config.gateway.port}`,
