@@ -145,7 +145,7 @@ final class PreAuthLimit: ChannelDuplexHandler, RemovableChannelHandler {
 /// messages to its node (written to the channel as the driver writes any node's) translated for it.
 final class OpenClawAppHandler: ChannelDuplexHandler {
     typealias InboundIn = WebSocketFrame
-    typealias OutboundIn = [UInt8]
+    typealias OutboundIn = NodeOutbound
     typealias OutboundOut = WebSocketFrame
 
     private let driver: BridgeDriver
@@ -210,7 +210,7 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
     /// The core's message to this node, encoded by the driver as for any node: read back (it is
     /// the bridge's own) and translated.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let bytes = unwrapOutboundIn(data)
+        let bytes = unwrapOutboundIn(data).bytes
         let wasReady = session.isReady
         if let message = try? SessionMessages.decode(bytes) { perform(session.fromBridge(message, nowMs: Self.unixMs)) }
         // Paired and up: the app may now send what any node may (results up to the result limit).
