@@ -212,7 +212,7 @@ struct CanvasExchangeTests {
             LiveReloadFrame(fin: false, opcode: .text, payload: [1]).encoded(mask: [1, 2, 3, 4]),
             LiveReloadFrame(opcode: .continuation, payload: [1]).encoded(mask: [1, 2, 3, 4]),
             LiveReloadFrame(opcode: .ping, payload: []).encoded(),  // unmasked
-            [0x89 | 0x40, 0x80, 1, 2, 3, 4],  // a reserved bit
+            [UInt8(0x89 | 0x40), 0x80, 1, 2, 3, 4],  // a reserved bit (typed: Swift 6.2 cannot infer it in this list)
             [0x83, 0x80, 1, 2, 3, 4],  // opcode 3
             LiveReloadFrame(opcode: .ping, payload: Array(repeating: 0, count: 126)).encoded(mask: [1, 2, 3, 4]),
             [0x09, 0x80, 1, 2, 3, 4],  // a fragmented ping
