@@ -74,6 +74,15 @@ package struct StoreOperation: Sendable {
     package let id: Int
     package let change: Change
 
+    /// The file system refused the change's write (read-only, full, an immutable file): the
+    /// failure the core treats as a state directory that takes no writes. The store layer says
+    /// which failures these are (`StoreError.unwritableReason`).
+    package struct Unwritable: Error, CustomStringConvertible {
+        package let reason: String
+        package let description: String
+        package init(reason: String, description: String) { (self.reason, self.description) = (reason, description) }
+    }
+
     package enum Change: Sendable {
         /// A code challenge on this key's request (PairingState.challenge).
         case challenge(key: PublicKey, details: NodeDetails, source: String, now: Date, timing: PairingState.Timing)

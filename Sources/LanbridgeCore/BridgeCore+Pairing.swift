@@ -97,7 +97,7 @@ extension BridgeCore {
     /// A store change the core asked for is done (or failed).
     mutating func storeUpdated(_ operation: Int, _ result: Result<StoreOperation.Outcome, any Error>) {
         guard let (id, change) = storeOperations.removeValue(forKey: operation) else { return }
-        if case let .failure(error) = result, !(error is PairingError) { stateWriteFailed(error, change: change) }
+        if case let .failure(error as StoreOperation.Unwritable) = result { stateWriteFailed(error.reason, change: change) }
         if case let .failure(error) = result, id == nil { logger.error("pairing store: \(error)") }
         guard let id, let connection = connections[id] else { return }
         switch (change, connection.phase, result) {

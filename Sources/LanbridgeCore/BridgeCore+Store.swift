@@ -85,9 +85,9 @@ extension BridgeCore {
 
     /// A store write failed. What is in memory keeps serving; nodes seen meanwhile are written
     /// once writes work again; the directory is looked at every few seconds until they do.
-    mutating func stateWriteFailed(_ error: any Error, change: StoreOperation.Change) {
+    mutating func stateWriteFailed(_ reason: String, change: StoreOperation.Change) {
         if case let .recordSeen(nodes, _) = change { seen.formUnion(nodes) }
-        guard stateWrites.failed(Self.writeReason(error), now: now, wall: wall) else { return }
+        guard stateWrites.failed(reason, now: now, wall: wall) else { return }
         logger.warning(
             "the state directory takes no writes (\(stateWrites.problem ?? "")): paired nodes keep working from memory; pairing, approvals and lastSeen wait until it does, and lanbridge looks again every \(Int(StateWrites.probeInterval)) s"
         )
@@ -104,16 +104,6 @@ extension BridgeCore {
         logger.notice("the state directory takes writes again")
         runtime.stateProblem = nil
         runtimeChanged = true
-    }
-
-    /// Why a write failed, short: the file system's reason when there is one.
-    static func writeReason(_ error: any Error) -> String {
-        let text = "\(error)"
-        for reason in ["Read-only file system", "No space left on device", "Operation not permitted", "Permission denied", "Disk quota exceeded"]
-        where text.contains(reason) {
-            return reason == "Operation not permitted" ? "a file is immutable or not ours (Operation not permitted)" : reason.prefix(1).lowercased() + reason.dropFirst()
-        }
-        return text
     }
 
     // MARK: - Time

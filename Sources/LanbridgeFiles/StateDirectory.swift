@@ -44,8 +44,7 @@ public struct StateDirectory: Sendable, Equatable {
     /// an immutable file among `files`, or no write permission. It writes and removes one small
     /// file, and reads the others' flags: nothing of the store is touched.
     public func writeProblem(files: [String]) -> String? {
-        var fs = statvfs()
-        if statvfs(url.path, &fs) == 0, fs.f_flag & UInt(ST_RDONLY) != 0 { return "read-only file system" }
+        if isMountedReadOnly { return StoreError.unwritable(errno: EROFS) }
         for name in files {
             let fd = open(file(name).path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
             guard fd >= 0 else { continue }
@@ -56,12 +55,18 @@ public struct StateDirectory: Sendable, Equatable {
         }
         let probe = file(".write-probe.\(getpid())")
         let fd = open(probe.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return String(cString: strerror(errno)) }
+        guard fd >= 0 else { return StoreError.unwritable(errno: errno) ?? String(cString: strerror(errno)) }
         defer { close(fd); unlink(probe.path) }
         // A byte that must reach the disk: a full one refuses it here.
         var byte: UInt8 = 0
-        guard write(fd, &byte, 1) == 1, fsync(fd) == 0 else { return String(cString: strerror(errno)) }
+        guard write(fd, &byte, 1) == 1, fsync(fd) == 0 else { return StoreError.unwritable(errno: errno) ?? String(cString: strerror(errno)) }
         return nil
+    }
+
+    /// The directory's file system is mounted read-only: what a reader can see without writing.
+    public var isMountedReadOnly: Bool {
+        var fs = statvfs()
+        return statvfs(url.path, &fs) == 0 && fs.f_flag & UInt(ST_RDONLY) != 0
     }
 
     /// Creates the directory (mode 0700) if needed.

@@ -29,6 +29,33 @@ public enum StoreError: Error, Equatable, CustomStringConvertible {
     /// next time the store is opened with the directory writable.
     case deferred(String, String, undo: String)
 
+    /// Why a write failed, when the file system refused it (issue 61 §1: the daemon keeps serving
+    /// and looks again later), in the words `status` and `/healthz` use; nil for anything else
+    /// (a file that cannot be understood, a lock held too long, a refusal of the store's own).
+    public var unwritableReason: String? {
+        let reason: String
+        switch self {
+        case let .io(_, text), let .notMade(_, text), let .deferred(_, text, _): reason = text
+        default: return nil
+        }
+        return Self.writeErrors.first { reason.contains(String(cString: strerror($0))) }.flatMap { Self.unwritable(errno: $0) }
+    }
+
+    /// The file system's refusals of a write, in the order they are looked for.
+    static let writeErrors = [EROFS, ENOSPC, EDQUOT, EPERM, EACCES]
+
+    /// A refusal of a write, said as `status` says it; nil for an errno that is not one.
+    public static func unwritable(errno code: Int32) -> String? {
+        switch code {
+        case EROFS: "read-only file system"
+        case ENOSPC: "no space left on device"
+        case EDQUOT: "disk quota exceeded"
+        case EPERM: "a file is immutable or not ours (operation not permitted)"
+        case EACCES: "permission denied"
+        default: nil
+        }
+    }
+
     /// The file cannot be understood (as opposed to read or written).
     public var isCorrupt: Bool {
         switch self {

@@ -251,4 +251,16 @@ struct IdentityStoreTests {
         let shared = TemporaryDirectory()
         #expect(StateDirectory.resolve(environment: ["HOME": "/h"], isRoot: false, system: shared.path).url.path == shared.path)
     }
+
+    /// Issue 61 §1: which failed writes mean a state directory that takes no writes (the daemon
+    /// keeps serving and looks again) and which do not (a corrupt file is not one).
+    @Test func theFileSystemsRefusalsAreToldApartFromTheStoresOwn() {
+        let url = URL(fileURLWithPath: "/x/paired.json")
+        let readOnly = StoreError.notMade("pairing.approved A", "\(url.path): rename: \(String(cString: strerror(EROFS)))")
+        #expect(readOnly.unwritableReason == "read-only file system")
+        #expect(StoreError.io(url, "append: \(String(cString: strerror(ENOSPC)))").unwritableReason == "no space left on device")
+        #expect(StoreError.corrupt(url, "not valid JSON").unwritableReason == nil)
+        #expect(StoreError.lockTimeout(url, seconds: 10).unwritableReason == nil)
+        #expect(StoreError.io(url, "cannot read: \(String(cString: strerror(EIO)))").unwritableReason == nil)
+    }
 }

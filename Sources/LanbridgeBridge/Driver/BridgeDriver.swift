@@ -556,7 +556,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 }
             case let .updateStore(operation):
                 let store = io.store
-                io.run(on: loop) { try operation.apply(to: store) }.whenComplete { [self] result in
+                io.run(on: loop) { try operation.carryOut(on: store) }.whenComplete { [self] result in
                     decide(.storeUpdated(operation: operation.id, result.mapError { $0 }))
                     // The bridge's own change reaches the core now, not when inotify reports it.
                     if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending {

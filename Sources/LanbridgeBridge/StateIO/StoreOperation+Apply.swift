@@ -1,11 +1,21 @@
 import FoundationEssentials
 import LanbridgeProtocol
 import LanbridgeCore
+import LanbridgeFiles
 import LanbridgeState
 import LanbridgeStores
 
 // The core decides a store change (`StoreOperation`); this carries it out, on StateIO's thread.
 extension StoreOperation {
+    /// `apply`, with a write the file system refused told as such (`StoreOperation.Unwritable`):
+    /// the core then keeps serving and looks at the state directory again later.
+    func carryOut(on store: PairingStore) throws -> Outcome {
+        do { return try apply(to: store) } catch let error as StoreError {
+            guard let reason = error.unwritableReason else { throw error }
+            throw StoreOperation.Unwritable(reason: reason, description: "\(error)")
+        }
+    }
+
     /// Carries the change out on the store (on the driver's I/O thread).
     func apply(to store: PairingStore) throws -> Outcome {
         switch change {

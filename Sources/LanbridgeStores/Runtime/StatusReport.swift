@@ -36,14 +36,6 @@ public struct StatusReport: Encodable, Sendable {
         public let approval: RuntimeStatus.GatewayApproval?
     }
 
-    /// What a reader can see without writing: the directory's file system mounted read-only, or
-    /// a store file immutable. (A full disk shows only when a write fails: the daemon says so.)
-    static func readOnly(_ directory: StateDirectory) -> String? {
-        var fs = statvfs()
-        if statvfs(directory.url.path, &fs) == 0, fs.f_flag & UInt(ST_RDONLY) != 0 { return "read-only file system" }
-        return nil
-    }
-
     public static func read(_ directory: StateDirectory, now: Date = Date()) throws -> StatusReport {
         let current = try PairingStore(directory: directory).read()
         let runtime = RuntimeStatusFile(directory: directory).read()
@@ -53,7 +45,7 @@ public struct StatusReport: Encodable, Sendable {
             running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
             reachable: runtime?.reachable ?? [], console: runtime?.console, canvas: runtime?.canvas, openClawApps: runtime?.openClawApps,
             openClawAppsTlsSha256: runtime?.openClawAppsTlsSha256, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway,
-            state: runtime?.stateProblem ?? Self.readOnly(directory), startedAt: runtime?.startedAt,
+            state: runtime?.stateProblem ?? (directory.isMountedReadOnly ? StoreError.unwritable(errno: EROFS) : nil), startedAt: runtime?.startedAt,
             nodes: .init(
                 paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,
                 pending: current.pending.requests.filter { $0.expiresAt > now }.count, blocked: current.paired.blocked.count,
