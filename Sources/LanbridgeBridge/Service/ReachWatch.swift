@@ -21,15 +21,11 @@ enum ReachWatch {
         let last = NIOLockedValueBox(reachable)
         return loop.scheduleRepeatedTask(initialDelay: interval, delay: interval) { _ in
             let now = compute()
-            guard
-                let was = last.withLockedValue({ was in
-                    was == now
-                        ? nil
-                        : {
-                            defer { was = now }; return was
-                        }()
-                })
-            else { return }
+            let was = last.withLockedValue { last in
+                defer { last = now }
+                return last
+            }
+            guard now != was else { return }
             logger.info(
                 "the host's addresses changed: devices are now told to dial \(now.isEmpty ? "nothing (no address)" : now.joined(separator: ", "))",
                 metadata: ["was": "\(was.joined(separator: ", "))"])

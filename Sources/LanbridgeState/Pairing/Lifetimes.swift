@@ -41,45 +41,63 @@ public enum Lifetimes {
     }
 }
 
+/// A record whose lifetime `Lifetimes` counts: a pending request, an invite or setup code.
+protocol Lifetime {
+    var createdAt: Date { get set }
+    var expiresAt: Date { get set }
+    var bootId: String? { get set }
+    var bootCreatedNs: Int64? { get set }
+}
+
+extension PendingRequest: Lifetime {}
+extension InviteRecord: Lifetime {}
+
+extension Lifetime {
+    mutating func rebase(wall: Date, boot: BootInstant) {
+        (createdAt, expiresAt) = Lifetimes.rebased(
+            createdAt: createdAt, expiresAt: expiresAt, bootId: bootId, bootCreatedNs: bootCreatedNs, wall: wall, boot: boot)
+    }
+
+    mutating func anchor(wall: Date, boot: BootInstant) {
+        guard bootId != boot.id || bootCreatedNs == nil else { return }
+        (bootId, bootCreatedNs) = (boot.id, Lifetimes.anchor(createdAt: createdAt, wall: wall, boot: boot))
+    }
+
+    mutating func shift(by delta: TimeInterval) {
+        createdAt.addTimeInterval(delta)
+        expiresAt.addTimeInterval(delta)
+    }
+}
+
 extension PairingState {
-    /// Puts every lifetime on `wall`'s present timeline (see `Lifetimes`): call on every read.
-    public mutating func rebase(wall: Date, boot: BootInstant) {
-        for i in pending.requests.indices {
-            let r = pending.requests[i]
-            (pending.requests[i].createdAt, pending.requests[i].expiresAt) = Lifetimes.rebased(
-                createdAt: r.createdAt, expiresAt: r.expiresAt, bootId: r.bootId, bootCreatedNs: r.bootCreatedNs, wall: wall, boot: boot)
-        }
-        for i in invites.invites.indices {
-            let r = invites.invites[i]
-            (invites.invites[i].createdAt, invites.invites[i].expiresAt) = Lifetimes.rebased(
-                createdAt: r.createdAt, expiresAt: r.expiresAt, bootId: r.bootId, bootCreatedNs: r.bootCreatedNs, wall: wall, boot: boot)
+    private enum LifetimeChange {
+        case rebase(Date, BootInstant), anchor(Date, BootInstant), shift(TimeInterval)
+    }
+
+    private mutating func change(_ change: LifetimeChange) {
+        Self.change(change, &pending.requests)
+        Self.change(change, &invites.invites)
+    }
+
+    private static func change<Record: Lifetime>(_ change: LifetimeChange, _ records: inout [Record]) {
+        for i in records.indices {
+            switch change {
+            case let .rebase(wall, boot): records[i].rebase(wall: wall, boot: boot)
+            case let .anchor(wall, boot): records[i].anchor(wall: wall, boot: boot)
+            case let .shift(delta): records[i].shift(by: delta)
+            }
         }
     }
+
+    /// Puts every lifetime on `wall`'s present timeline (see `Lifetimes`): call on every read.
+    public mutating func rebase(wall: Date, boot: BootInstant) { change(.rebase(wall, boot)) }
 
     /// The wall clock was stepped by `delta` seconds: every lifetime held in memory moves with it,
     /// so elapsed time stays what the boot clock says (the daemon's copy of the store, until its
     /// next read rebases it anyway).
-    public mutating func shiftLifetimes(by delta: TimeInterval) {
-        for i in pending.requests.indices {
-            pending.requests[i].createdAt.addTimeInterval(delta)
-            pending.requests[i].expiresAt.addTimeInterval(delta)
-        }
-        for i in invites.invites.indices {
-            invites.invites[i].createdAt.addTimeInterval(delta)
-            invites.invites[i].expiresAt.addTimeInterval(delta)
-        }
-    }
+    public mutating func shiftLifetimes(by delta: TimeInterval) { change(.shift(delta)) }
 
     /// Gives every record not yet anchored in this boot its place on the boot clock: call before
     /// every write, with the `wall` and `boot` the state was rebased with.
-    public mutating func anchor(wall: Date, boot: BootInstant) {
-        for i in pending.requests.indices where pending.requests[i].bootId != boot.id || pending.requests[i].bootCreatedNs == nil {
-            pending.requests[i].bootId = boot.id
-            pending.requests[i].bootCreatedNs = Lifetimes.anchor(createdAt: pending.requests[i].createdAt, wall: wall, boot: boot)
-        }
-        for i in invites.invites.indices where invites.invites[i].bootId != boot.id || invites.invites[i].bootCreatedNs == nil {
-            invites.invites[i].bootId = boot.id
-            invites.invites[i].bootCreatedNs = Lifetimes.anchor(createdAt: invites.invites[i].createdAt, wall: wall, boot: boot)
-        }
-    }
+    public mutating func anchor(wall: Date, boot: BootInstant) { change(.anchor(wall, boot)) }
 }
