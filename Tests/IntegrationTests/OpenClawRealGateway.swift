@@ -20,8 +20,7 @@ final class OpenClawGateway: @unchecked Sendable {
 
     /// `config`: a JSON object merged over the harness's config (e.g. `{"canvasHost":{"liveReload":false}}`).
     init(config: String = "{}") throws {
-        let build = try Self.build.get()
-        _ = build
+        _ = try Self.build.get()  // built once per run; the reason if it cannot be
         state = TemporaryDirectory("openclaw-gw")
         token = "oc-\(UUID().uuidString)"
         tokenFile = writeTokenFile(token, in: state)

@@ -70,13 +70,12 @@ struct OpenClawRealGatewayTests {
         let typed = try stack.gateway.cliJSON(["nodes", "invoke", "--node", stack.device, "--command", "canvas.snapshot", "--params", #"{"width":2,"height":2}"#])
         #expect(typed["ok"] == true && typed["payload"]?["format"] == "png", "\(typed)")
 
-        // Denied by lanbridge's rules: the gateway still lists it until the next re-offer, and
-        // lanbridge refuses it with its reason.
+        // Denied by lanbridge's rules: no reconnect for a command taken away, so the gateway still
+        // asks, and lanbridge refuses it with its reason at the head of the message.
         #expect(try stack.cli(["nodes", "deny", stack.nodeID, "canvas.navigate"]).status == 0)
         let refused = try stack.admin.invoke(stack.device, "canvas.navigate", params: ["url": "https://example.com/"])
-        #expect(refused["ok"] == false, "\(refused)")
-        let message = refused["error"]?["message"]?.stringValue ?? ""
-        #expect(message.contains("NOT_ALLOWLISTED") || message.contains("not declared") || message.contains("not allowed"), "\(refused)")
+        #expect(refused["ok"] == false && refused["error"]?["message"]?.stringValue?.contains("NOT_ALLOWLISTED: canvas.navigate") == true, "\(refused)")
+        #expect(!stack.bridge.logContains("re-offering"), "the denial reconnected the node's socket")
     }
 
     /// Issue 60 §2: after the gateway's shared token is rotated, a node that stayed connected comes
