@@ -299,7 +299,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// inotify saw the CLI (or the bridge) replace a store file.
     func storeMayHaveChanged() {
-        loop.execute { [self] in if reading { readAgain = true } else { readStore() } }
+        loop.execute { [self] in readStoreSoon() }
     }
 
     /// Returns once the core has the new settings, so "reloaded" is never said before it is true
@@ -425,6 +425,11 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
     /// Runs `event` now, unless events before it are held for the store: then after them.
     private func inOrder(_ event: @escaping () -> Void) {
         if held.isEmpty, !reading { event() } else { held.append(event) }
+    }
+
+    /// Reads the store now, or once more after the read under way (on the loop).
+    private func readStoreSoon() {
+        if reading { readAgain = true } else { readStore() }
     }
 
     private func readStore() {
@@ -559,9 +564,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                 io.run(on: loop) { try operation.carryOut(on: store) }.whenComplete { [self] result in
                     decide(.storeUpdated(operation: operation.id, result.mapError { $0 }))
                     // The bridge's own change reaches the core now, not when inotify reports it.
-                    if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending {
-                        if reading { readAgain = true } else { readStore() }
-                    }
+                    if io.store.pairedFileVersion() != core.pairedVersion || operation.changesPending { readStoreSoon() }
                 }
             case let .audit(entries):
                 metrics.auditAppended(entries.count)
@@ -575,7 +578,7 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
                         case let .failure(error): "\(error)"
                         }
                     decide(.stateProbed(problem: problem))
-                    if read { if reading { readAgain = true } else { readStore() } }
+                    if read { readStoreSoon() }
                 }
             case .publishRuntime:
                 publishSoon()
