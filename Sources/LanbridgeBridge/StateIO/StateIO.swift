@@ -17,7 +17,7 @@ final class StateIO: Sendable {
     let runtimeFile: RuntimeStatusFile
     /// The files a store change writes: one of them immutable is a state that takes no writes.
     static let storeFiles = [
-        PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName, AuditLog.fileName, "audit.head",
+        PairingStore.pairedFileName, PairingStore.pendingFileName, PairingStore.invitesFileName, AuditLog.fileName, AuditLog.headFileName,
     ]
     private let pool: NIOThreadPool
     private let logger: Logger

@@ -10,6 +10,8 @@ import LanbridgeState
 /// Appends happen under the store lock, so the daemon and the CLI never interleave.
 public struct AuditLog: Sendable {
     public static let fileName = "audit.jsonl"
+    /// The head: the log's line count and last hash (`Head`).
+    public static let headFileName = StateFormat.File.auditHead.rawValue
     public static let genesis = String(repeating: "0", count: 64)
     public let url: URL
 
@@ -35,7 +37,7 @@ public struct AuditLog: Sendable {
         _ = try formats.bytes(data, as: .auditHead, url: headURL)
     }
 
-    public var headURL: URL { url.deletingLastPathComponent().appendingPathComponent("audit.head") }
+    public var headURL: URL { url.deletingLastPathComponent().appendingPathComponent(Self.headFileName) }
 
     /// Appends entries, chaining each to the last line on disk, then moves the head. Call with the
     /// store lock held. Entries of a change (`tx`) already in the log are not written again, and a

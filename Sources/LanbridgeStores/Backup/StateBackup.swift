@@ -18,7 +18,7 @@ public enum StateBackup {
     public static let files: [(name: String, secret: Bool)] = [
         (IdentityStore.fileName, true), (IdentityStore.publicFileName, false),
         (PairingStore.pairedFileName, false), (PairingStore.pendingFileName, false), (PairingStore.invitesFileName, false),
-        (AuditLog.fileName, false), ("audit.head", false), (BridgeSettings.fileName, false),
+        (AuditLog.fileName, false), (AuditLog.headFileName, false), (BridgeSettings.fileName, false),
         (PushTokens.fileName, true), (OpenClawDevices.fileName, true),
         ("canvas-tls.pem", true),  // CanvasCertificate.fileName: the door certificate OpenClaw's apps pinned
     ]
