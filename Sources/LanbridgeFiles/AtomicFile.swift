@@ -28,6 +28,16 @@ public enum AtomicFile {
         if durable { try syncDirectory(url.deletingLastPathComponent()) }
     }
 
+    /// Puts `url` back as it was before a change that failed: `bytes`, or no file when nil. A file
+    /// that holds `bytes` already is not written again.
+    public static func restore(_ bytes: Data?, at url: URL) throws {
+        if let bytes {
+            if (try? Data(contentsOf: url)) != bytes { try write(Array(bytes), to: url) }
+        } else if unlink(url.path) != 0, errno != ENOENT {
+            throw StoreError.io(url, posixError("remove"))
+        }
+    }
+
     /// Creates `url` only if it does not exist yet; returns false if someone else created it first.
     /// The content is complete before the name appears (link(2) of a synced temporary file).
     public static func create(_ bytes: some ContiguousByteStorage, at url: URL, mode: mode_t? = nil) throws -> Bool {

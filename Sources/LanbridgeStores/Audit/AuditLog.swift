@@ -97,11 +97,7 @@ public struct AuditLog: Sendable {
         } else if unlink(url.path) != 0, errno != ENOENT {
             throw StoreError.io(url, posixError("remove"))
         }
-        if let head = mark.head {
-            if (try? Data(contentsOf: headURL)) != head { try AtomicFile.write(Array(head), to: headURL) }
-        } else if unlink(headURL.path) != 0, errno != ENOENT {
-            throw StoreError.io(headURL, posixError("remove"))
-        }
+        try AtomicFile.restore(mark.head, at: headURL)
     }
 
     private func moveHead(to head: Head) throws {

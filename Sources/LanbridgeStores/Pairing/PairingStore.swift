@@ -196,28 +196,23 @@ public struct PairingStore: Sendable {
             throw StoreError.notMade(change, "\(error)")
         }
         let mark = audit.mark()
-        let previous = journal.files.map { ($0.name, try? Data(contentsOf: directory.file($0.name))) }
+        let previous = journal.files.map { (name: $0.name, bytes: try? Data(contentsOf: directory.file($0.name))) }
         do {
             try apply(journal)
         } catch {
-            do {
-                for (name, bytes) in previous {
-                    let url = directory.file(name)
-                    if let bytes {
-                        if (try? Data(contentsOf: url)) != bytes { try AtomicFile.write(Array(bytes), to: url) }
-                    } else if unlink(url.path) != 0, errno != ENOENT {
-                        throw StoreError.io(url, posixError("remove"))
-                    }
-                }
-                try audit.rewind(to: mark)
-                guard unlink(journalURL.path) == 0 || errno == ENOENT else { throw StoreError.io(journalURL, posixError("remove")) }
-            } catch let undo {
-                throw StoreError.deferred(change, "\(error)", undo: "\(undo)")
-            }
+            do { try undo(files: previous, audit: mark) } catch let undo { throw StoreError.deferred(change, "\(error)", undo: "\(undo)") }
             throw StoreError.notMade(change, "\(error)")
         }
         unlink(journalURL.path)
         if !journal.audit.isEmpty { appended?(journal.audit.count) }
+    }
+
+    /// Puts back the files a failed change replaced and the audit log it appended to, then removes
+    /// its journal: nothing of it is left to land later.
+    private func undo(files previous: [(name: String, bytes: Data?)], audit mark: AuditLog.Mark) throws {
+        for (name, bytes) in previous { try AtomicFile.restore(bytes, at: directory.file(name)) }
+        try audit.rewind(to: mark)
+        guard unlink(journalURL.path) == 0 || errno == ENOENT else { throw StoreError.io(journalURL, posixError("remove")) }
     }
 
     /// What a change was, from its audit entries: "pairing.approved 38HA-…, pairing.request-removed …".
