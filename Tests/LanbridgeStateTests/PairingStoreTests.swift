@@ -192,6 +192,19 @@ struct PairingStoreTests {
         }
         #expect(try store.read().paired.nodes.count == 80, "no lost updates")
     }
+
+    /// Issue 61 §2: the handshake's lock-free read of invites.json puts lifetimes on the boot
+    /// clock as the store's read does: three years of wall clock and 3 s of boot clock later, a
+    /// 10-minute invite has 597 s left.
+    @Test func theHandshakesReadOfInvitesAloneCountsTheBootClock() throws {
+        let dir = TemporaryDirectory()
+        let clock = Mutex((wall: now, boot: BootInstant(id: "boot-a", nanoseconds: 50_000_000_000)))
+        let store = PairingStore(directory: StateDirectory(url: dir.url), clock: StoreClock { clock.withLock { $0 } })
+        try store.update { state in _ = state.createInvite(name: nil, ttl: 600, now: now) }
+        let wall = now.addingTimeInterval(3 * 365 * 86_400 + 3)
+        clock.withLock { $0 = (wall, BootInstant(id: "boot-a", nanoseconds: 53_000_000_000)) }
+        #expect(try store.readInvitesWithoutLock().invites.first?.expiresAt == wall.addingTimeInterval(597))
+    }
 }
 
 struct IdentityStoreTests {

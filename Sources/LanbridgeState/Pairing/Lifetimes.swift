@@ -69,24 +69,25 @@ extension Lifetime {
     }
 }
 
-extension PairingState {
-    private enum LifetimeChange {
-        case rebase(Date, BootInstant), anchor(Date, BootInstant), shift(TimeInterval)
-    }
+/// One change to every lifetime in a list of records.
+private enum LifetimeChange {
+    case rebase(Date, BootInstant), anchor(Date, BootInstant), shift(TimeInterval)
 
-    private mutating func change(_ change: LifetimeChange) {
-        Self.change(change, &pending.requests)
-        Self.change(change, &invites.invites)
-    }
-
-    private static func change<Record: Lifetime>(_ change: LifetimeChange, _ records: inout [Record]) {
+    func apply<Record: Lifetime>(to records: inout [Record]) {
         for i in records.indices {
-            switch change {
+            switch self {
             case let .rebase(wall, boot): records[i].rebase(wall: wall, boot: boot)
             case let .anchor(wall, boot): records[i].anchor(wall: wall, boot: boot)
             case let .shift(delta): records[i].shift(by: delta)
             }
         }
+    }
+}
+
+extension PairingState {
+    private mutating func change(_ change: LifetimeChange) {
+        change.apply(to: &pending.requests)
+        change.apply(to: &invites.invites)
     }
 
     /// Puts every lifetime on `wall`'s present timeline (see `Lifetimes`): call on every read.
@@ -100,4 +101,9 @@ extension PairingState {
     /// Gives every record not yet anchored in this boot its place on the boot clock: call before
     /// every write, with the `wall` and `boot` the state was rebased with.
     public mutating func anchor(wall: Date, boot: BootInstant) { change(.anchor(wall, boot)) }
+}
+
+extension InvitesFile {
+    /// `PairingState.rebase` for a reader of invites.json alone.
+    public mutating func rebase(wall: Date, boot: BootInstant) { LifetimeChange.rebase(wall, boot).apply(to: &invites) }
 }

@@ -68,10 +68,10 @@ public struct PairingStore: Sendable {
     /// invites.json alone, without the lock: every write is an atomic rename, so a reader always
     /// sees a whole file. For the handshake path, which must never wait for a lock.
     public func readInvitesWithoutLock() throws -> InvitesFile {
-        var state = PairingState(paired: PairedFile(), pending: PendingFile(), invites: try decode(InvitesFile.self, from: invitesURL, as: .invites).value ?? InvitesFile())
+        var invites = try decode(InvitesFile.self, from: invitesURL, as: .invites).value ?? InvitesFile()
         let (wall, boot) = clock.read()
-        state.rebase(wall: wall, boot: boot)
-        return state.invites
+        invites.rebase(wall: wall, boot: boot)
+        return invites
     }
 
     /// A consistent snapshot of both files. A state directory that does not exist is an error,
