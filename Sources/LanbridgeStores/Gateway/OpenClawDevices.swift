@@ -25,6 +25,14 @@ public struct OpenClawDevices: Sendable {
         /// What lanbridge until 6c1e032 believed the gateway had approved of the node's commands (a guess:
         /// the gateway tells a node no such thing). Read and kept, no longer used or written.
         public var approvedCommands: [String]?
+
+        /// The device its seed makes; nil for a seed that is not base64url.
+        var device: OpenClawDevice? {
+            get throws {
+                guard let seed = Base64URL.decode(seed) else { return nil }
+                return OpenClawDevice(key: try Ed25519.KeyPair(seed: SecureBytes(copying: seed)))
+            }
+        }
     }
 
     private let file: NodeSecrets<Record>
@@ -34,9 +42,7 @@ public struct OpenClawDevices: Sendable {
     /// The node's device, made (and stored) if it has none.
     public func device(for node: Fingerprint, platform: String) throws -> (OpenClawDevice, Record) {
         try file.update { devices in
-            if let record = devices[node.description], let seed = Base64URL.decode(record.seed) {
-                return (OpenClawDevice(key: try Ed25519.KeyPair(seed: SecureBytes(copying: seed))), record)
-            }
+            if let record = devices[node.description], let device = try record.device { return (device, record) }
             let key = Ed25519.KeyPair.generate()
             let (platform, family) = Self.claims(platform)
             let record = Record(seed: key.seed.withUnsafeBytes { Base64URL.encode($0) }, platform: platform, deviceFamily: family)
@@ -62,11 +68,8 @@ public struct OpenClawDevices: Sendable {
     public func keepOnly(_ nodes: Set<Fingerprint>) throws -> (kept: [Fingerprint: String], removed: [Fingerprint: String]) {
         var kept: [Fingerprint: String] = [:], removed: [Fingerprint: String] = [:]
         for (id, record) in try file.read() {
-            guard let node = Fingerprint(id), let seed = Base64URL.decode(record.seed),
-                let key = try? Ed25519.KeyPair(seed: SecureBytes(copying: seed))
-            else { continue }
-            let deviceId = OpenClawDevice(key: key).deviceId
-            if nodes.contains(node) { kept[node] = deviceId } else { removed[node] = deviceId }
+            guard let node = Fingerprint(id), let device = try? record.device else { continue }
+            if nodes.contains(node) { kept[node] = device.deviceId } else { removed[node] = device.deviceId }
         }
         if !removed.isEmpty { try file.keepOnly(nodes) }
         return (kept, removed)
