@@ -310,9 +310,7 @@ struct NodesCommand: AsyncParsableCommand {
                 let cleanup = device.map { OpenClawCommands.cleanup(deviceId: $0) }
                 if json { return try Output.json(Revoked(node: removed, gatewayDeviceId: device, gatewayCleanup: cleanup)) }
                 print("Revoked \(removed.details.displayName) (\(removed.nodeId))\(block ? " and blocked its key" : "").")
-                if let device, let cleanup {
-                    print("The OpenClaw gateway keeps its device \(device), that device's token and its node.list entry: remove them with \(cleanup).")
-                }
+                if let device { print(OpenClawCommands.keptNotice(deviceId: device)) }
             }
         }
     }

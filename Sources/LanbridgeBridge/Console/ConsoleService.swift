@@ -293,9 +293,7 @@ struct ConsoleService: HTTPService {
                 // Read first: the daemon forgets the node's gateway identity once the pairing is gone.
                 let devices = RuntimeStatusFile(directory: directory).read()?.openClawDevices
                 let removed = try store.update(actor: actor) { try $0.revoke(matching: node, block: block, now: Date()) }
-                let kept = devices?[removed.nodeId.description].map {
-                    " The OpenClaw gateway keeps its device \($0), that device's token and its node.list entry: remove them with \(OpenClawCommands.cleanup(deviceId: $0))."
-                }
+                let kept = devices?[removed.nodeId.description].map { " " + OpenClawCommands.keptNotice(deviceId: $0) }
                 return back("/nodes", "Revoked \(removed.details.displayName)\(block ? " and blocked its key" : "").\(kept ?? "")")
             default:
                 return .text(.notFound, "not found\n")

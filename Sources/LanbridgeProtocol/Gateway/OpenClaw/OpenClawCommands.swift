@@ -10,6 +10,11 @@ public enum OpenClawCommands {
         "`openclaw devices remove \(deviceId)` at the gateway (and `openclaw nodes remove` for its node record, on gateways that have it)"
     }
 
+    /// What `nodes revoke` and the console say after revoking a node the gateway knows as `deviceId`.
+    public static func keptNotice(deviceId: String) -> String {
+        "The OpenClaw gateway keeps its device \(deviceId), that device's token and its node.list entry: remove them with \(cleanup(deviceId: deviceId))."
+    }
+
     /// Renamed on the way: (lanbridge, OpenClaw).
     public static let renamed: [(lanbridge: String, openClaw: String)] = [
         ("system.info", "device.info")
