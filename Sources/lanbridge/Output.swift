@@ -71,16 +71,16 @@ enum Output {
         case let error as StoreError:
             note("lanbridge: \(error)")
             let denied = String(cString: strerror(EACCES))
-            switch error {
-            case let .io(url, reason) where reason.hasSuffix(denied):
-                note(
-                    "lanbridge: \(url.deletingLastPathComponent().path) is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo"
-                )
+            // Permission denied: where, when the error says.
+            let notYours: String? =
+                switch error {
+                case let .io(url, reason) where reason.hasSuffix(denied): url.deletingLastPathComponent().path
+                case let .notMade(_, reason) where reason.contains(denied): "the state directory"
+                default: nil
+                }
+            if let notYours {
+                note("lanbridge: \(notYours) is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo")
                 return ExitCode(77)  // EX_NOPERM
-            case let .notMade(_, reason) where reason.contains(denied):
-                note("lanbridge: the state directory is not yours; members of its group may use it (sudo usermod -aG lanbridge $USER, then log in again), or use sudo")
-                return ExitCode(77)  // EX_NOPERM
-            default: break
             }
             switch error {
             case .corrupt, .newerFormat, .insecurePermissions: return ExitCode(65)  // EX_DATAERR
