@@ -45,7 +45,7 @@ extension BridgeCore {
     mutating func storeUnreadable(_ error: any Error) {
         logger.error("cannot read the pairing store: \(error)")
         (storeReadable, storeProblem) = (false, "cannot read the pairing store: \(error)")
-        storeReadRetry = now + StateWrites.probeInterval
+        stateWrites.readFailed(now: now)
     }
 
     // MARK: - A node that stops reading (issue 61 §4)
@@ -149,12 +149,7 @@ extension BridgeCore {
             updateStore(.maintain(waiting: waiting, now: wall, timing: pairingTiming), for: nil)
         }
         // An unwritable state directory, or an unreadable store, is looked at again now and then.
-        if stateWrites.probeDue(now: now) {
-            actions.append(.probeState(read: !storeReadable))
-        } else if !storeReadable, now >= storeReadRetry {
-            storeReadRetry = now + StateWrites.probeInterval
-            actions.append(.probeState(read: true))
-        }
+        if stateWrites.probeDue(now: now, unreadable: !storeReadable) { actions.append(.probeState(read: !storeReadable)) }
     }
 
     /// A ping to every connection, each written without waiting for any other.

@@ -44,10 +44,9 @@ package struct BridgeCore {
     package internal(set) var storeReadable = true
     /// Why not, while it cannot.
     package internal(set) var storeProblem: String?
-    /// Whether the state directory takes writes (issue 61 §1).
+    /// Whether the state directory takes writes (issue 61 §1), and when to look at it (and at a
+    /// store that cannot be read) again.
     package internal(set) var stateWrites = StateWrites()
-    /// While the store cannot be read: when to try again.
-    package internal(set) var storeReadRetry = Moment.distantPast
     /// The wall clock less the monotonic one at the last tick: a change of it is a step of the
     /// wall clock (issue 61 §2), logged once, and applied to the lifetimes held in memory.
     package internal(set) var clockOffset: TimeInterval?

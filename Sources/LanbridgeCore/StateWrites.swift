@@ -4,7 +4,8 @@ import LanbridgeProtocol
 /// Whether the state directory takes writes, as the daemon learns it (issue 61 §1): a store write
 /// that fails marks it unwritable (a read-only remount, a full disk, an immutable file); from then
 /// on it is probed every `probeInterval` until it takes writes again. Meanwhile paired nodes keep
-/// working from what is in memory, and every write fails with its reason.
+/// working from what is in memory, and every write fails with its reason. A store that cannot be
+/// read is looked at (and read) again on the same schedule.
 package struct StateWrites: Sendable, Equatable {
     /// How often an unwritable state directory is looked at again.
     package static let probeInterval: TimeInterval = 5
@@ -30,9 +31,13 @@ package struct StateWrites: Sendable, Equatable {
         return true
     }
 
-    /// Whether to look again now (once per interval, one look at a time).
-    package mutating func probeDue(now: Moment) -> Bool {
-        guard failingSince != nil, !probing, now >= nextProbe else { return false }
+    /// A read of the store failed: the next look is an interval away.
+    package mutating func readFailed(now: Moment) { nextProbe = now + Self.probeInterval }
+
+    /// Whether to look again now, while writes fail or the store cannot be read (`unreadable`):
+    /// once per interval, one look at a time.
+    package mutating func probeDue(now: Moment, unreadable: Bool = false) -> Bool {
+        guard failingSince != nil || unreadable, !probing, now >= nextProbe else { return false }
         probing = true
         return true
     }

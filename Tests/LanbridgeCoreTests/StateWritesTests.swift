@@ -31,3 +31,31 @@ struct StateWritesTests {
         #expect(recovered && writes.summary == nil && !after, "writes work again")
     }
 }
+
+/// A store that cannot be read (an I/O error, a journal that cannot be redone) is read again by
+/// itself, on the state directory's schedule: not only when inotify happens to see a change.
+extension BridgeCoreTests {
+    static func probes(_ actions: [BridgeAction]) -> [Bool] {
+        actions.compactMap { if case let .probeState(read) = $0 { read } else { nil } }
+    }
+
+    @Test func aStoreThatCannotBeReadIsReadAgainEveryIntervalUntilItCanBe() throws {
+        var core = try core()
+        let interval = StateWrites.probeInterval
+        struct InputOutput: Error {}
+        core.on(.storeUnreadable(InputOutput()), now: t0, wall: wall)
+        #expect(Self.probes(core.on(.tick, now: t0 + (interval - 0.1), wall: wall)).isEmpty, "not before an interval")
+        #expect(Self.probes(core.on(.tick, now: t0 + interval, wall: wall)) == [true], "a look, and a read")
+        #expect(Self.probes(core.on(.tick, now: t0 + (interval + 1), wall: wall)).isEmpty, "one look at a time")
+        // The look came back and the read failed again: an interval from then.
+        core.on(.stateProbed(problem: nil), now: t0 + 6, wall: wall)
+        core.on(.storeUnreadable(InputOutput()), now: t0 + 6, wall: wall)
+        #expect(Self.probes(core.on(.tick, now: t0 + (6 + interval - 0.1), wall: wall)).isEmpty)
+        #expect(Self.probes(core.on(.tick, now: t0 + (6 + interval), wall: wall)) == [true])
+        // This time it reads: nothing more is looked at.
+        core.on(.stateProbed(problem: nil), now: t0 + 12, wall: wall)
+        core.on(.storeChanged(core.lastState, version: "v2"), now: t0 + 12, wall: wall)
+        #expect(core.storeReadable)
+        #expect(Self.probes(core.on(.tick, now: t0 + 100, wall: wall)).isEmpty)
+    }
+}
