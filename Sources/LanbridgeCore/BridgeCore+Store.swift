@@ -71,7 +71,7 @@ extension BridgeCore {
     /// times out or lives longer for it: deadlines run on the monotonic clock, and the store's
     /// lifetimes on the boot clock (`Lifetimes`).
     mutating func noticeClockStep(wall: Date) {
-        let offset = wall.timeIntervalSince1970 - now.timeIntervalSince(Moment(nanoseconds: 0))
+        let offset = wall.timeIntervalSince1970 - now.seconds
         defer { clockOffset = offset }
         guard let previous = clockOffset, abs(offset - previous) >= 2 else { return }
         let delta = offset - previous

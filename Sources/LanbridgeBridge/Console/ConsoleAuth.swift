@@ -15,7 +15,7 @@ final class ConsoleAuth: Sendable {
     /// it): the monotonic one, so a step of the wall clock neither ends nor extends them.
     init(
         limits: ConsoleSessions.Limits = .init(),
-        clock: @escaping @Sendable () -> Date = { Date(timeIntervalSinceReferenceDate: Moment.now.timeIntervalSince(Moment(nanoseconds: 0))) }
+        clock: @escaping @Sendable () -> Date = { Date(timeIntervalSinceReferenceDate: Moment.now.seconds) }
     ) {
         (sessions, self.clock) = (NIOLockedValueBox(ConsoleSessions(limits: limits)), clock)
     }

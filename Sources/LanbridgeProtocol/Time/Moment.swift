@@ -18,6 +18,9 @@ public struct Moment: Comparable, Hashable, Sendable, CustomStringConvertible {
     /// A moment `seconds` after an arbitrary origin (tests and fake clocks).
     public init(seconds: Double) { nanoseconds = Int64((seconds * 1e9).rounded()) }
 
+    /// Seconds since the clock's origin (what `init(seconds:)` takes).
+    public var seconds: Double { Double(nanoseconds) / 1e9 }
+
     public static var now: Moment {
         var spec = timespec()
         clock_gettime(CLOCK_MONOTONIC, &spec)
