@@ -326,6 +326,8 @@ struct InvokeGateTests {
         #expect(code(decide("camera.snap", session: .init(connection: 1, foreground: false, inFlight: 0), buckets: &b)) == ErrorMessage.backgroundUnavailable)
         #expect(code(decide("device.info", session: .init(connection: 1, foreground: false, inFlight: 0), buckets: &b)) == nil)
         #expect(code(decide("device.info", session: .init(connection: 1, foreground: true, inFlight: 8), buckets: &b)) == ErrorMessage.rateLimited)
+        #expect(
+            code(decide("device.info", session: .init(connection: 1, foreground: true, inFlight: 0, backlogged: true), buckets: &b)) == ErrorMessage.nodeBacklogged)
         #expect(code(decide("device.info", buckets: &b)) == nil)
     }
 
