@@ -165,7 +165,7 @@ let package = Package(
             name: "lanbridge",
             dependencies: [
                 "LanbridgeBridge",
-                "LanbridgeCore",  // the control socket's method names
+                "LanbridgeCore",  // the answers' types: the activity feed's records and counts, the asked invokes
                 "LanbridgeNode",  // discover browse --domain: the SDK's wide-area browser
                 "LanbridgeState", "LanbridgeStores",
                 "LanbridgeProtocol",

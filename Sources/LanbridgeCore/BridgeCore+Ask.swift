@@ -5,12 +5,6 @@ import LanbridgeState
 /// Ask rules (`nodes ask`): an invoke they match waits for the operator's answer, given on the
 /// control socket (`lanbridge invokes pending|approve|deny`), and is decided again when it is yes.
 extension BridgeCore {
-    /// The invokes waiting for an answer (control socket only).
-    package static let askList = "ask.list"
-    /// `{id, approve, forMs?, always?, answeredBy}`: the answer to one (control socket only; the
-    /// socket sets `answeredBy` from the caller's uid).
-    package static let askAnswer = "ask.answer"
-
     /// An invoke an ask rule matched: it waits for the operator, or is refused at a bound.
     mutating func ask(_ request: InvokeRequest, origin: InvokeBook.Origin, waiter: InvokeBook.Waiter, node: PairedNode, rule: String, wall: Date) {
         let entry = AskedInvokes.Entry(
@@ -37,7 +31,7 @@ extension BridgeCore {
 
     /// The operator's answer. An unknown, answered or expired ID changes nothing.
     mutating func answerAsk(_ params: JSONValue?, wall: Date) throws(ErrorMessage) -> JSONValue {
-        let method = Self.askAnswer
+        let method = ControlMethod.askAnswer.name
         let id = try InvokeRequest.string("id", in: params, method: method)!
         guard case let .bool(approve)? = params?["approve"] else { throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): approve is true or false") }
         let forMs = try InvokeRequest.int("forMs", in: params, method: method)

@@ -5,28 +5,27 @@ import LanbridgeState
 /// Requests from the gateway or the operator's control socket (PROTOCOL.md §12.3): the same
 /// methods, the same checks (`InvokeGate`), for both.
 extension BridgeCore {
-    /// The control socket's question: which paired.json does the running core hold? The CLI asks
-    /// it after a revoke, block or deny, and reports success only when the answer is its own write.
-    package static let storeApplied = "store.applied"
-    /// `lanbridge activity`: the feed's records (control socket only).
-    package static let activityList = "activity.list"
-    /// `lanbridge activity --counts`: per node, the last hour's and day's invokes (control socket only).
-    package static let activityCounts = "activity.counts"
-
     /// One request. The driver has made sure `lastState` is the store as it is now, so rules
     /// changed by `nodes allow|deny|revoke` a moment ago apply to this request, not the next.
     mutating func request(method: String, params: JSONValue?, from target: AnswerTarget, wall: Date) {
         let origin: InvokeBook.Origin = if case .gateway = target { .gateway } else { .operator }
         do throws(ErrorMessage) {
-            switch method {
-            case GatewayMethod.nodeList:
+            // The table says who may call what; a method the caller may not call is unknown to it.
+            guard let known = ControlMethod(rawValue: method), known.spec.answeredBy == .core,
+                known.spec.callers == .gatewayAndOperator || origin == .operator
+            else {
+                let names = ControlMethod.gatewayMethods.map(\.name).joined(separator: ", ")
+                throw ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(SafeText.escape(String(method.prefix(64))))\" (\(names))")
+            }
+            switch known {
+            case .nodeList:
                 answer(target, .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0, wall: wall)) })]))))
-            case GatewayMethod.nodeDescribe:
+            case .nodeDescribe:
                 let reference = try InvokeRequest.string("nodeId", in: params, method: method)!
                 do { answer(target, .success(.value(JSONValue(encoding: describing(node: try lookUp(reference), wall: wall))))) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["nodeId": .string(reference)])
                 }
-            case GatewayMethod.nodeInvoke:
+            case .nodeInvoke:
                 // Fail closed: rules that cannot be read are not rules to judge an invoke by (a
                 // revoke written while the daemon could not read it must still hold).
                 guard storeReadable else {
@@ -35,25 +34,25 @@ extension BridgeCore {
                         retryable: true, retryAfterMs: 1000)
                 }
                 invoke(try InvokeRequest(params: params), origin: origin, for: target, now: now, wall: wall)
-            case Self.storeApplied where origin == .operator:
+            case .storeApplied:
                 // Answered after the driver compared paired.json with what the core holds (and read it if it changed).
                 guard storeReadable else {
                     throw ErrorMessage(code: ErrorMessage.unavailable, message: storeProblem ?? "the bridge cannot read its pairing store")
                 }
                 answer(target, .success(.value(["version": .string(pairedVersion)])))
-            case Self.activityList where origin == .operator:
+            case .activityList:
                 answer(target, .success(.value(try activityList(params))))
-            case Self.activityCounts where origin == .operator:
+            case .activityCounts:
                 let (nodes, coversDay) = activity.counts(at: wall)
                 answer(target, .success(.value(["nodes": JSONValue(encoding: nodes), "coversDay": .bool(coversDay)])))
-            case Self.askList where origin == .operator:
+            case .askList:
                 answer(target, .success(.value(askList(wall: wall))))
-            case Self.askAnswer where origin == .operator:
+            case .askAnswer:
                 answer(target, .success(.value(try answerAsk(params, wall: wall))))
-            case GatewayMethod.nodeInvokeCancel:
+            case .nodeInvokeCancel:
                 answer(target, .success(.value(try cancelRequested(params, origin: origin, from: target))))
-            default:
-                throw ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(method)\" (node.list, node.describe, node.invoke, node.invoke.cancel)")
+            case .canvasRotateCertificate, .gatewayReconnect, .consoleLogin, .consoleSessions, .consoleLogoutAll:
+                throw ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(method)\"")  // not the core's: excluded above
             }
         } catch {
             answer(target, .failure(error))
@@ -76,7 +75,7 @@ extension BridgeCore {
 
     /// `activity.list {since?, node?, command?, limit?}`: oldest first, at most `limit` (1000 at most).
     private func activityList(_ params: JSONValue?) throws(ErrorMessage) -> JSONValue {
-        let method = Self.activityList
+        let method = ControlMethod.activityList.name
         let since = try InvokeRequest.int("since", in: params, method: method) ?? 0
         let limit = min(try InvokeRequest.int("limit", in: params, method: method) ?? 1000, 1000)
         let node = try InvokeRequest.string("node", in: params, method: method, required: false)
@@ -92,7 +91,7 @@ extension BridgeCore {
     /// `node.invoke.cancel {nodeId, idempotencyKey | id}`: the asker's own invoke, named by its
     /// idempotency key or by the ID of its `node.invoke` request on this link.
     private mutating func cancelRequested(_ params: JSONValue?, origin: InvokeBook.Origin, from target: AnswerTarget) throws(ErrorMessage) -> JSONValue {
-        let method = GatewayMethod.nodeInvokeCancel
+        let method = ControlMethod.nodeInvokeCancel.name
         let reference = try InvokeRequest.string("nodeId", in: params, method: method)!
         let key = try InvokeRequest.string("idempotencyKey", in: params, method: method, required: false)
         let id = try InvokeRequest.string("id", in: params, method: method, required: false)

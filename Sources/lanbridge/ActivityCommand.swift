@@ -34,7 +34,7 @@ struct ActivityCommand: ParsableCommand {
     }
 
     private func showCounts() throws {
-        let answer = try ControlClient.ask(state.directory, BridgeCore.activityCounts, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
+        let answer = try ControlClient.ask(state.directory, .activityCounts, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
         let nodes = try (answer["nodes"] ?? .array([])).decoded(as: [ActivityFeed.Counts].self)
         if json { return try Output.json(nodes) }
         guard !nodes.isEmpty else { return print("No invokes in the last day.") }
@@ -60,7 +60,7 @@ struct ActivityCommand: ParsableCommand {
                 if let node { params["node"] = .string(node) }
                 if let command { params["command"] = .string(command) }
                 let answer = try ControlClient.ask(
-                    state.directory, BridgeCore.activityList, params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
+                    state.directory, .activityList, params, notRunning: "the daemon is not running: the activity feed lives in it (lanbridge serve)")
                 let records = try (answer["records"] ?? .array([])).decoded(as: [ActivityFeed.Record].self)
                 since = max(since, Int(answer["next"]?.numberValue ?? 0))
                 if json {

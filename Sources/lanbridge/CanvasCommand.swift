@@ -32,7 +32,7 @@ struct CanvasCommand: ParsableCommand {
                 let sha256: String
                 let daemon: Bool
                 // With the daemon up it rotates (both doors, the nodes told); without, the file alone.
-                if let answer = try ControlClient.ask(state.directory, "canvas.rotateCertificate", timeout: 30) {
+                if let answer = try ControlClient.ask(state.directory, .canvasRotateCertificate, timeout: 30) {
                     guard let hex = answer["tlsSha256"]?.stringValue else { throw ExitCode(69) }
                     (sha256, daemon) = (hex, true)
                 } else {

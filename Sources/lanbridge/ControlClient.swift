@@ -17,7 +17,7 @@ struct ControlClient {
 
     let path: String
 
-    func request(method: String, params: JSONValue, timeout: TimeInterval) throws -> Result<JSONValue?, ErrorMessage> {
+    func request(_ method: ControlMethod, params: JSONValue, timeout: TimeInterval) throws -> Result<JSONValue?, ErrorMessage> {
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw NotRunning(path: path, reason: String(cString: strerror(errno))) }
         defer { close(fd) }
@@ -34,7 +34,7 @@ struct ControlClient {
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
 
         let id = "cli-\(getpid())"
-        let line = GatewayFrame.request(id: id, method: method, params: params).encoded() + [0x0A]
+        let line = GatewayFrame.request(id: id, method: method.name, params: params).encoded() + [0x0A]
         var sent = 0
         while sent < line.count {
             let n = line[sent...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
@@ -63,9 +63,9 @@ extension ControlClient {
     /// A one-shot command's request to the running daemon: its answer, or nil when no daemon
     /// runs on `directory` (the caller says what that means, or does the work itself). A refusal
     /// is a one-line note and exit 69 (EX_UNAVAILABLE).
-    static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], timeout: TimeInterval = 10) throws -> JSONValue? {
+    static func ask(_ directory: StateDirectory, _ method: ControlMethod, _ params: [String: JSONValue] = [:], timeout: TimeInterval = 10) throws -> JSONValue? {
         do {
-            switch try ControlClient(path: directory.controlSocketPath).request(method: method, params: .object(params), timeout: timeout) {
+            switch try ControlClient(path: directory.controlSocketPath).request(method, params: .object(params), timeout: timeout) {
             case let .success(value?): return value
             case .success(nil): throw ExitCode(69)
             case let .failure(error):
@@ -80,10 +80,10 @@ extension ControlClient {
     /// The daemon's answer as it gave it, for a command that maps its errors itself. No daemon:
     /// `notRunning` is said (by default, why the socket did not answer), exit 69.
     static func answer(
-        _ directory: StateDirectory, _ method: String, _ params: [String: JSONValue], timeout: TimeInterval = 10, notRunning: String? = nil
+        _ directory: StateDirectory, _ method: ControlMethod, _ params: [String: JSONValue], timeout: TimeInterval = 10, notRunning: String? = nil
     ) throws -> Result<JSONValue?, ErrorMessage> {
         do {
-            return try ControlClient(path: directory.controlSocketPath).request(method: method, params: .object(params), timeout: timeout)
+            return try ControlClient(path: directory.controlSocketPath).request(method, params: .object(params), timeout: timeout)
         } catch let error as NotRunning {
             Output.note("lanbridge: \(notRunning ?? "\(error)")")
             throw ExitCode(69)  // EX_UNAVAILABLE
@@ -91,7 +91,7 @@ extension ControlClient {
     }
 
     /// `ask`, where no daemon means the command cannot be done: `notRunning` is said, exit 69.
-    static func ask(_ directory: StateDirectory, _ method: String, _ params: [String: JSONValue] = [:], notRunning: String) throws -> JSONValue {
+    static func ask(_ directory: StateDirectory, _ method: ControlMethod, _ params: [String: JSONValue] = [:], notRunning: String) throws -> JSONValue {
         guard let answer = try ask(directory, method, params) else {
             Output.note("lanbridge: \(notRunning)")
             throw ExitCode(69)

@@ -25,7 +25,7 @@ enum DaemonConfirmation {
         let path = directory.controlSocketPath
         let problem: String
         do {
-            switch try ControlClient(path: path).request(method: "store.applied", params: .object([:]), timeout: timeout) {
+            switch try ControlClient(path: path).request(.storeApplied, params: .object([:]), timeout: timeout) {
             case let .success(value?) where value["version"]?.stringValue == written:
                 return
             case let .success(value):

@@ -27,7 +27,7 @@ struct GatewayCommand: ParsableCommand {
         func run() throws {
             try Output.run {
                 let answer = try ControlClient.ask(
-                    state.directory, "gateway.reconnect", notRunning: "the daemon is not running (start it: lanbridge serve); it dials the gateway when it starts")
+                    state.directory, .gatewayReconnect, notRunning: "the daemon is not running (start it: lanbridge serve); it dials the gateway when it starts")
                 if json { return try Output.json(answer) }
                 switch answer["state"]?.stringValue {
                 case "up": print("The gateway link is up; nothing to do.")

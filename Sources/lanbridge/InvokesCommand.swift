@@ -28,7 +28,7 @@ struct InvokesCommand: ParsableCommand {
 
     /// What waits now, from the running daemon (exit 69 without one).
     static func waiting(_ state: StateOptions) throws -> [AskedInvokes.Prompt] {
-        try AskedInvokes.Prompt.list(ControlClient.ask(state.directory, BridgeCore.askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)"))
+        try AskedInvokes.Prompt.list(ControlClient.ask(state.directory, .askList, notRunning: "the daemon is not running: nothing waits (lanbridge serve)"))
     }
 
     struct Pending: ParsableCommand {
@@ -113,7 +113,7 @@ struct InvokesCommand: ParsableCommand {
 }
 
 private func answer(_ state: StateOptions, _ params: [String: JSONValue], json: Bool) throws {
-    switch try ControlClient.answer(state.directory, BridgeCore.askAnswer, params, notRunning: "the daemon is not running: nothing waits (lanbridge serve)") {
+    switch try ControlClient.answer(state.directory, .askAnswer, params, notRunning: "the daemon is not running: nothing waits (lanbridge serve)") {
     case let .success(value):
         if json { return try Output.json(value ?? .null) }
         let how = value?["answered"]?.stringValue ?? "answered"

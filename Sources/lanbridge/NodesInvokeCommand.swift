@@ -51,7 +51,7 @@ extension NodesCommand {
                 if let timeout { request["timeoutMs"] = .number(Double(timeout.milliseconds)) }
                 if let hold { request["hold"] = ["maxMs": .number(Double(hold.milliseconds))] }
                 let answer = try ControlClient.answer(
-                    state.directory, GatewayMethod.nodeInvoke, request, timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
+                    state.directory, .nodeInvoke, request, timeout: (hold?.seconds ?? 0) + (timeout?.seconds ?? 300) + 5)
                 switch answer {
                 case let .success(payload):
                     let shown = try out.map { try writeData(from: payload, to: $0) } ?? payload

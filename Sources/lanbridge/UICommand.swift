@@ -41,7 +41,7 @@ struct UICommand: ParsableCommand {
             var params: [String: JSONValue] = [:]
             if let uid = try targetUID() { params["uid"] = .number(Double(uid)) }
             if all { params["all"] = true }
-            let method = sessions ? "console.sessions" : logoutAll ? "console.logoutAll" : "console.login"
+            let method: ControlMethod = sessions ? .consoleSessions : logoutAll ? .consoleLogoutAll : .consoleLogin
             let answer = try ask(method, params)
             if json { return try Output.json(answer) }
             if sessions { return printSessions(answer) }
@@ -83,7 +83,7 @@ struct UICommand: ParsableCommand {
         return nil
     }
 
-    private func ask(_ method: String, _ params: [String: JSONValue]) throws -> JSONValue {
+    private func ask(_ method: ControlMethod, _ params: [String: JSONValue]) throws -> JSONValue {
         switch try ControlClient.answer(state.directory, method, params) {
         case let .success(value?): return value
         case .success(nil): throw ExitCode(69)

@@ -204,7 +204,7 @@ public struct CoreWalk {
             let target = AnswerTarget.control(nextRequest)
             asked[Self.key(of: target)] = (target, 0)
             let params: JSONValue = ["id": .string(id), "approve": .bool(approve == 1), "answeredBy": "uid:0"]
-            let actions = core.handle(.request(method: BridgeCore.askAnswer, params: params, from: target), now: now, wall: wall)
+            let actions = core.handle(.request(method: ControlMethod.askAnswer.name, params: params, from: target), now: now, wall: wall)
             let accepted = actions.contains { if case .answer(target, .success) = $0 { true } else { false } }
             if accepted, approve == 1, askRule { approvals += 1 }
             take(actions, step: name)
@@ -281,7 +281,7 @@ public struct CoreWalk {
             "timeoutMs": .number(Double([50, 500, 5000][nextRequest % 3])),
         ]
         if let holdMs { params["hold"] = ["maxMs": .number(Double(holdMs))] }
-        return core.handle(.request(method: GatewayMethod.nodeInvoke, params: .object(params), from: target), now: now, wall: wall)
+        return core.handle(.request(method: ControlMethod.nodeInvoke.name, params: .object(params), from: target), now: now, wall: wall)
     }
 }
 

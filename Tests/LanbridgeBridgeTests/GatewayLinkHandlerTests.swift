@@ -144,7 +144,7 @@ struct GatewayLinkHandlerTests {
             _ = try state.approve(requestId: request.requestId, code: "123456", access: AccessRules(allow: []), now: Date())
         }
         #expect(store.pairedFileVersion() != before, "the store changed, so the request waits for a read")
-        let answer = await driver.request(method: GatewayMethod.nodeList, params: nil)
+        let answer = await driver.request(.nodeList, params: nil)
         #expect((try? answer.get()) != nil)
     }
 

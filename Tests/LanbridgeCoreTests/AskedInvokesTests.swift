@@ -26,7 +26,7 @@ extension BridgeCoreTests {
     func answerAsk(_ core: inout BridgeCore, _ id: String, approve: Bool, forMs: Int? = nil, at now: Moment) -> [BridgeAction] {
         var params: [String: JSONValue] = ["id": .string(id), "approve": .bool(approve), "answeredBy": "uid:1000"]
         if let forMs { params["forMs"] = .number(Double(forMs)) }
-        return core.on(.request(method: BridgeCore.askAnswer, params: .object(params), from: .control(7)), now: now, wall: wall)
+        return core.on(.request(method: ControlMethod.askAnswer.name, params: .object(params), from: .control(7)), now: now, wall: wall)
     }
 
     @Test func anAskedInvokeWaitsThenRunsOnceOnYes() throws {
@@ -109,12 +109,12 @@ extension BridgeCoreTests {
         _ = ask(&core, invoke("device.info"), id: "g1", at: t0)
         let id = try #require(core.book.asked.entries.first?.id)
         let params: JSONValue = ["id": .string(id), "approve": true, "always": true, "answeredBy": "uid:1000"]
-        let early = core.on(.request(method: BridgeCore.askAnswer, params: params, from: .control(7)), now: t0 + 1, wall: wall)
+        let early = core.on(.request(method: ControlMethod.askAnswer.name, params: params, from: .control(7)), now: t0 + 1, wall: wall)
         #expect(Self.failure(early)?.code == ErrorMessage.invalidRequest && core.book.asked.count == 1)
         var rules = core.lastState
         _ = try rules.askToAllow("device.info", node: nodeId)
         _ = core.on(.storeChanged(rules, version: "always"), now: t0 + 2)
-        let done = core.on(.request(method: BridgeCore.askAnswer, params: params, from: .control(7)), now: t0 + 3, wall: wall)
+        let done = core.on(.request(method: ControlMethod.askAnswer.name, params: params, from: .control(7)), now: t0 + 3, wall: wall)
         #expect(Self.invokeSent(done) != nil && core.book.asked.count == 0)
     }
 }
@@ -126,7 +126,7 @@ extension BridgeCoreTests {
         var core = try askingCore()
         _ = ask(&core, invoke("device.info"), id: "g1", at: t0)
         let id = try #require(core.book.asked.entries.first?.id)
-        for (method, params) in [(BridgeCore.askAnswer, ["id": .string(id), "approve": true] as JSONValue), (BridgeCore.askList, [:])] {
+        for (method, params) in [(ControlMethod.askAnswer.name, ["id": .string(id), "approve": true] as JSONValue), (ControlMethod.askList.name, [:] as JSONValue)] {
             let tried = core.on(.request(method: method, params: params, from: .gateway(generation: 1, requestID: "g2")), now: t0 + 1, wall: wall)
             #expect(Self.failure(tried)?.code == ErrorMessage.unknownMethod && Self.invokeSent(tried) == nil, "\(method)")
         }

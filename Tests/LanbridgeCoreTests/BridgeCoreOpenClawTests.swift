@@ -121,7 +121,7 @@ struct BridgeCoreOpenClawTests {
         _ = core.on(.opened(base.opening(1)), now: base.t0, wall: base.wall)
         let later = base.wall.addingTimeInterval(3600)
         let answered = core.on(
-            .request(method: GatewayMethod.nodeDescribe, params: ["nodeId": .string(Fingerprint(publicKey: base.phoneKey.publicKey).description)], from: .control(1)),
+            .request(method: ControlMethod.nodeDescribe.name, params: ["nodeId": .string(Fingerprint(publicKey: base.phoneKey.publicKey).description)], from: .control(1)),
             now: base.t0 + 3600, wall: later)
         guard case let .success(payload)? = BridgeCoreTests.answers(answered).first?.1, case let .value(value?) = payload else {
             Issue.record("\(answered)"); return

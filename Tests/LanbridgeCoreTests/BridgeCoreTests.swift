@@ -75,7 +75,7 @@ struct BridgeCoreTests {
         #expect(welcome.paired)
         #expect(Self.events(actions) == ["connected"])
         // Within the same event nothing else could run; the next event finds the session.
-        let relayed = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
+        let relayed = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         #expect(Self.invokeSent(relayed) != nil)
     }
 
@@ -130,14 +130,14 @@ struct BridgeCoreTests {
     @Test func anInvokeRoundTripsAndTimesOutOnTheFakeClock() throws {
         var core = try core()
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
-        let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
+        let out = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         let sentInvoke = try #require(Self.invokeSent(out))
         let answered = core.on(.received(result(for: sentInvoke), from: 1), now: t0 + 0.01, wall: wall)
         let answer = try #require(Self.answers(answered).first)
         #expect(answer.0 == .gateway(generation: 1, requestID: "g1"))
         guard case .success(.raw) = answer.1 else { Issue.record("\(answer.1)"); return }
 
-        let slow = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(timeoutMs: 500), from: .gateway(generation: 1, requestID: "g2")), now: t0 + 1, wall: wall)
+        let slow = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(timeoutMs: 500), from: .gateway(generation: 1, requestID: "g2")), now: t0 + 1, wall: wall)
         let deadline = try #require(slow.compactMap { if case let .armTimer(at) = $0 { at } else { nil } }.first)
         #expect(deadline <= t0 + 1.5)
         #expect(Self.answers(core.on(.timerFired, now: t0 + 1.2)).isEmpty, "not yet")
@@ -151,14 +151,14 @@ struct BridgeCoreTests {
     @Test func aResultOnlyAnswersOnTheConnectionItsInvokeWentOutOn() throws {
         var core = try core()
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
-        let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
+        let out = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         let sentInvoke = try #require(Self.invokeSent(out))
         // The node reconnects: the old session's invoke fails at once (retryable), not after its timeout.
         let replaced = core.on(.opened(opening(2)), now: t0 + 0.1, wall: wall)
         let failed = try #require(Self.answers(replaced).first)
         #expect(failed.0 == .gateway(generation: 1, requestID: "g1") && failed.1.failureCode == ErrorMessage.nodeNotConnected)
         // The old handler's answer, arriving on the new connection, answers nothing.
-        let next = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g2")), now: t0 + 0.2, wall: wall)
+        let next = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(), from: .gateway(generation: 1, requestID: "g2")), now: t0 + 0.2, wall: wall)
         let second = try #require(Self.invokeSent(next))
         #expect(second.id != sentInvoke.id)
         #expect(Self.answers(core.on(.received(result(for: sentInvoke), from: 2), now: t0 + 0.3, wall: wall)).isEmpty)
@@ -174,17 +174,21 @@ struct BridgeCoreTests {
         var core = try core()
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
         func run(_ key: String, _ requestID: String, at now: Moment) throws -> [BridgeAction] {
-            let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: key), from: .gateway(generation: 1, requestID: requestID)), now: now, wall: wall)
+            let out = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(key: key), from: .gateway(generation: 1, requestID: requestID)), now: now, wall: wall)
             guard let sent = Self.invokeSent(out) else { return out }
             return core.on(.received(result(for: sent), from: 1), now: now, wall: wall)
         }
         _ = try run("sms-1", "g0", at: t0)
         for k in 0..<10_000 { _ = try run("other-\(k)", "g\(k + 1)", at: t0 + Double(k) / 1000) }
-        let retry = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "again")), now: t0 + 30, wall: wall)
+        let retry = core.on(
+            .request(method: ControlMethod.nodeInvoke.name, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "again")),
+            now: t0 + 30, wall: wall)
         #expect(Self.invokeSent(retry) == nil, "the command ran twice")
         #expect(Self.answers(retry).first?.0 == .gateway(generation: 1, requestID: "again"))
         // The window is 120 s: after it, the key is free again.
-        let later = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "later")), now: t0 + 200, wall: wall)
+        let later = core.on(
+            .request(method: ControlMethod.nodeInvoke.name, params: invoke(key: "sms-1"), from: .gateway(generation: 1, requestID: "later")),
+            now: t0 + 200, wall: wall)
         #expect(Self.invokeSent(later) != nil)
     }
 
@@ -192,7 +196,7 @@ struct BridgeCoreTests {
     @Test func anAnswerForAnEarlierLinkIsDropped() throws {
         var core = try core()
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
-        let out = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
+        let out = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(), from: .gateway(generation: 1, requestID: "g1")), now: t0, wall: wall)
         let sentInvoke = try #require(Self.invokeSent(out))
         let down = core.on(.gatewayDown(generation: 1), now: t0 + 0.1)
         #expect(Self.answers(down).isEmpty, "the link that asked is gone: its UNAVAILABLE goes nowhere")
@@ -200,7 +204,7 @@ struct BridgeCoreTests {
         let late = core.on(.received(result(for: sentInvoke), from: 1), now: t0 + 0.3, wall: wall)
         #expect(Self.answers(late).isEmpty, "the new link never hears of the old request")
         // The new link's own request with the same ID is answered on the new link.
-        let again = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(), from: .gateway(generation: 2, requestID: "g1")), now: t0 + 0.4, wall: wall)
+        let again = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(), from: .gateway(generation: 2, requestID: "g1")), now: t0 + 0.4, wall: wall)
         let answered = core.on(.received(result(for: try #require(Self.invokeSent(again))), from: 1), now: t0 + 0.5, wall: wall)
         #expect(Self.answers(answered).map(\.0) == [.gateway(generation: 2, requestID: "g1")])
     }
@@ -223,10 +227,10 @@ struct BridgeCoreTests {
     @Test func idempotentRetriesShareOneRun() throws {
         var core = try core()
         _ = core.on(.opened(opening(1)), now: t0, wall: wall)
-        let first = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "a")), now: t0, wall: wall)
-        let operatorsOwn = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .control(9)), now: t0, wall: wall)
+        let first = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "a")), now: t0, wall: wall)
+        let operatorsOwn = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(key: "k"), from: .control(9)), now: t0, wall: wall)
         #expect(Self.invokeSent(operatorsOwn) != nil, "keys are per origin: the operator's runs on its own")
-        let gatewayRetry = core.on(.request(method: GatewayMethod.nodeInvoke, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "b")), now: t0, wall: wall)
+        let gatewayRetry = core.on(.request(method: ControlMethod.nodeInvoke.name, params: invoke(key: "k"), from: .gateway(generation: 1, requestID: "b")), now: t0, wall: wall)
         #expect(Self.invokeSent(gatewayRetry) == nil, "the retry waits for the first run")
         let done = core.on(.received(result(for: try #require(Self.invokeSent(first))), from: 1), now: t0 + 0.1, wall: wall)
         #expect(Set(Self.answers(done).map(\.0)) == [.gateway(generation: 1, requestID: "a"), .gateway(generation: 1, requestID: "b")])

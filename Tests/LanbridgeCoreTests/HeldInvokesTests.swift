@@ -28,7 +28,7 @@ extension BridgeCoreTests {
     }
 
     func ask(_ core: inout BridgeCore, _ params: JSONValue, id: String, at now: Moment) -> [BridgeAction] {
-        core.on(.request(method: GatewayMethod.nodeInvoke, params: params, from: .gateway(generation: 1, requestID: id)), now: now, wall: wall)
+        core.on(.request(method: ControlMethod.nodeInvoke.name, params: params, from: .gateway(generation: 1, requestID: id)), now: now, wall: wall)
     }
 
     static func failure(_ actions: [BridgeAction]) -> ErrorMessage? {
@@ -165,7 +165,7 @@ extension BridgeCoreTests {
     @Test func anOperatorWhoLeavesTakesTheirHeldInvokesAlong() throws {
         var core = try core()
         connectInBackground(&core)
-        _ = core.on(.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5)), now: t0, wall: wall)
+        _ = core.on(.request(method: ControlMethod.nodeInvoke.name, params: held(), from: .control(5)), now: t0, wall: wall)
         _ = ask(&core, held(), id: "g1", at: t0)
         let left = core.on(.controlLeft([5]), now: t0 + 1)
         #expect(Self.answers(left).map(\.0) == [.control(5)] && core.book.held.count == 1, "only the leaver's")
@@ -189,7 +189,7 @@ extension BridgeCoreTests {
         _ = ask(&core, held(key: "k-held"), id: "g1", at: t0)
         let cancelled = core.on(
             .request(
-                method: GatewayMethod.nodeInvokeCancel, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"), from: .gateway(generation: 1, requestID: "c1")),
+                method: ControlMethod.nodeInvokeCancel.name, params: byKey ? cancelRequest(key: "k-held") : cancelRequest(id: "g1"), from: .gateway(generation: 1, requestID: "c1")),
             now: t0 + 1, wall: wall)
         let answers = Self.answers(cancelled)
         #expect(
@@ -217,17 +217,17 @@ extension BridgeCoreTests {
         _ = core.on(.storeUnreadable(TooManyFiles()))
         let refused = Self.failure(ask(&core, invoke("device.info"), id: "g1", at: t0 + 1))
         #expect(refused?.code == ErrorMessage.unavailable && refused?.retryable == true, "\(String(describing: refused))")
-        let applied = core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .control(7)), now: t0 + 1, wall: wall)
+        let applied = core.on(.request(method: ControlMethod.storeApplied.name, params: nil, from: .control(7)), now: t0 + 1, wall: wall)
         #expect(Self.failure(applied)?.message.contains("cannot read the pairing store") == true, "\(applied)")
         // Readable again: it runs, and the CLI hears the version.
         _ = core.on(.storeChanged(core.lastState, version: "v2"), now: t0 + 2)
         #expect(Self.invokeSent(ask(&core, invoke("device.info"), id: "g2", at: t0 + 2)) != nil)
-        let version = Self.answers(core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .control(8)), now: t0 + 2, wall: wall)).first?.1
+        let version = Self.answers(core.on(.request(method: ControlMethod.storeApplied.name, params: nil, from: .control(8)), now: t0 + 2, wall: wall)).first?.1
         guard case let .success(.value(value?))? = version else { Issue.record("\(String(describing: version))"); return }
         #expect(value["version"] == "v2")
         // The gateway may not ask it.
         #expect(
-            Self.failure(core.on(.request(method: BridgeCore.storeApplied, params: nil, from: .gateway(generation: 1, requestID: "x")), now: t0 + 2, wall: wall))?.code
+            Self.failure(core.on(.request(method: ControlMethod.storeApplied.name, params: nil, from: .gateway(generation: 1, requestID: "x")), now: t0 + 2, wall: wall))?.code
                 == ErrorMessage.unknownMethod)
     }
 }
@@ -332,7 +332,7 @@ extension BridgeCoreTests {
     @Test func aHeldInvokeHearsTheBridgeStop() throws {
         var core = try core()
         connectInBackground(&core)
-        _ = core.on(.request(method: GatewayMethod.nodeInvoke, params: held(), from: .control(5)), now: t0, wall: wall)
+        _ = core.on(.request(method: ControlMethod.nodeInvoke.name, params: held(), from: .control(5)), now: t0, wall: wall)
         #expect(core.book.held.count == 1)
         let stopped = core.on(.shutdown, now: t0 + 1, wall: wall)
         let error = try #require(Self.failure(stopped))

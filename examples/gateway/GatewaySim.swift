@@ -90,20 +90,20 @@ func handle(_ head: HTTPRequestHead, _ body: [UInt8], link: BridgeLink) async ->
     let request: (String, JSONValue)
     switch (head.method, path) {
     case (.GET, "/nodes"):
-        request = (GatewayMethod.nodeList, [:])
+        request = (ControlMethod.nodeList.name, [:])
     case (.GET, _) where path.hasPrefix("/nodes/"):
-        request = (GatewayMethod.nodeDescribe, ["nodeId": .string(String(path.dropFirst("/nodes/".count)).removingPercentEncoding ?? "")])
+        request = (ControlMethod.nodeDescribe.name, ["nodeId": .string(String(path.dropFirst("/nodes/".count)).removingPercentEncoding ?? "")])
     case (.POST, "/invoke"):
         guard case var .object(params)? = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
             return .init(status: .badRequest, body: Array(#"{"error":"body must be a JSON object"}"#.utf8))
         }
         if params["idempotencyKey"] == nil { params["idempotencyKey"] = .string(UUID().uuidString) }
-        request = (GatewayMethod.nodeInvoke, .object(params))
+        request = (ControlMethod.nodeInvoke.name, .object(params))
     case (.POST, "/cancel"):
         guard let params = try? JSONDecoder().decode(JSONValue.self, from: Data(body)) else {
             return .init(status: .badRequest, body: Array(#"{"error":"body must be a JSON object"}"#.utf8))
         }
-        request = (GatewayMethod.nodeInvokeCancel, params)
+        request = (ControlMethod.nodeInvokeCancel.name, params)
     default:
         return .init(status: .notFound, body: Array(#"{"error":"GET /nodes, GET /nodes/ID, POST /invoke or POST /cancel"}"#.utf8))
     }

@@ -17,9 +17,9 @@ enum ConsoleActivity {
         var capacity: Int
 
         /// Nil when the daemon did not answer (stopping, or too busy).
-        static func read(_ control: (String, JSONValue?) async -> Result<JSONValue, ErrorMessage>) async -> Feed? {
-            guard case let .success(list) = await control(BridgeCore.activityList, ["limit": 1000]),
-                case let .success(counts) = await control(BridgeCore.activityCounts, nil)
+        static func read(_ control: (ControlMethod, JSONValue?) async -> Result<JSONValue, ErrorMessage>) async -> Feed? {
+            guard case let .success(list) = await control(.activityList, ["limit": 1000]),
+                case let .success(counts) = await control(.activityCounts, nil)
             else { return nil }
             func decode<T: Decodable>(_ type: T.Type, _ value: JSONValue?) -> T? { try? (value ?? .array([])).decoded(as: type) }
             return Feed(

@@ -48,7 +48,7 @@ extension ConsoleService {
         default:
             return back("Approve or deny.", error: true)
         }
-        switch await control(BridgeCore.askAnswer, .object(params)) {
+        switch await control(.askAnswer, .object(params)) {
         case let .success(answered):
             let how = answered["answered"]?.stringValue ?? "answered"
             let command = answered["command"]?.stringValue ?? ""

@@ -148,12 +148,12 @@ struct ConsoleService: HTTPService {
 
     /// The invokes waiting for the operator's answer; nil when the core did not say.
     func waitingAsks() async -> [AskedInvokes.Prompt]? {
-        (try? await control(BridgeCore.askList, nil).get()).flatMap { try? AskedInvokes.Prompt.list($0) }
+        (try? await control(.askList, nil).get()).flatMap { try? AskedInvokes.Prompt.list($0) }
     }
 
     /// A control-socket method, asked of the core as the operator (the console's session is one).
-    func control(_ method: String, _ params: JSONValue?) async -> Result<JSONValue, ErrorMessage> {
-        switch await driver.request(method: method, params: params) {
+    func control(_ method: ControlMethod, _ params: JSONValue?) async -> Result<JSONValue, ErrorMessage> {
+        switch await driver.request(method, params: params) {
         case let .success(.value(value?)): .success(value)
         case .success: .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "\(method): an unexpected answer"))
         case let .failure(error): .failure(error)

@@ -35,13 +35,6 @@ enum ControlSocket {
         return server
     }
 
-    /// Methods only this socket has: a one-time console login link for the caller's uid (root may
-    /// name the uid whose browser will use it), and the caller's console sessions, listed or ended
-    /// (root's: everyone's).
-    static let consoleLogin = "console.login"
-    static let consoleSessions = "console.sessions"
-    static let consoleLogoutAll = "console.logoutAll"
-
     static func serve(
         _ connection: Connection, driver: BridgeDriver, sharing: StateSharing, console: (auth: ConsoleAuth, url: String)? = nil,
         logger: Logger
@@ -64,25 +57,40 @@ enum ControlSocket {
                     continue
                 }
                 guard case let .request(id, method, params) = frame else { continue }
-                if [consoleLogin, consoleSessions, consoleLogoutAll].contains(method) {
-                    let answer = consoleRequest(method, params, console, caller: peer.uid, logger: logger)
-                    try await outbound.write(GatewayFrame.response(id: id, answer: answer))
-                    continue
-                }
-                // Who answered an asked invoke is the kernel's word (the peer's uid), not the client's.
-                var sent = params
-                if method == BridgeCore.askAnswer, case var .object(fields)? = sent {
-                    fields["answeredBy"] = .string("uid:\(peer.uid)")
-                    sent = .object(fields)
-                }
-                let answer = await driver.request(method: method, params: sent, client: client)
+                let answer = await dispatch(method, params, caller: peer.uid, client: client, driver: driver, console: console, logger: logger)
                 try await outbound.write(GatewayFrame.response(id: id, answer: answer))
             }
         }
     }
 
+    /// The one dispatcher of the operator's methods: each goes where its row in `ControlMethod`'s
+    /// table says (the gateway's requests reach the core by its link, and the core checks `callers`).
+    static func dispatch(
+        _ method: String, _ params: JSONValue?, caller: UInt32, client: Int, driver: BridgeDriver,
+        console: (auth: ConsoleAuth, url: String)?, logger: Logger
+    ) async -> InvokeAnswer {
+        guard let known = ControlMethod(rawValue: method) else {
+            let names = ControlMethod.allCases.map(\.name).joined(separator: ", ")
+            return .failure(ErrorMessage(code: ErrorMessage.unknownMethod, message: "unknown method \"\(SafeText.escape(String(method.prefix(64))))\" (\(names))"))
+        }
+        switch known.spec.answeredBy {
+        case .socket:
+            return consoleRequest(known, params, console, caller: caller, logger: logger)
+        case .driver:
+            return await driver.carryOut(known)
+        case .core:
+            // Who answered an asked invoke is the kernel's word (the peer's uid), not the client's.
+            var sent = params
+            if known == .askAnswer, case var .object(fields)? = sent {
+                fields["answeredBy"] = .string("uid:\(caller)")
+                sent = .object(fields)
+            }
+            return await driver.request(known, params: sent, client: client)
+        }
+    }
+
     private static func consoleRequest(
-        _ method: String, _ params: JSONValue?, _ console: (auth: ConsoleAuth, url: String)?, caller: UInt32,
+        _ method: ControlMethod, _ params: JSONValue?, _ console: (auth: ConsoleAuth, url: String)?, caller: UInt32,
         logger: Logger
     ) -> Result<InvokePayload, ErrorMessage> {
         guard let console else {
@@ -102,7 +110,7 @@ enum ControlSocket {
         }
         let everyone = caller == 0 && params?["all"] == true
         switch method {
-        case consoleLogin:
+        case .consoleLogin:
             let token = console.auth.mintLogin(uid: uid)
             logger.notice("console: login link issued", metadata: ["uid": "\(uid)", "by": "\(caller)"])
             return .success(
@@ -110,7 +118,7 @@ enum ControlSocket {
                     "url": .string("\(console.url)/login?token=\(token)"), "base": .string(console.url), "expiresInSeconds": 60,
                     "uid": .number(Double(uid)),
                 ]))
-        case consoleSessions:
+        case .consoleSessions:
             let listed = console.auth.list(uid: everyone ? nil : uid).map { session -> JSONValue in
                 [
                     "uid": .number(Double(session.uid)), "created": .string(session.created.formatted(.iso8601)),

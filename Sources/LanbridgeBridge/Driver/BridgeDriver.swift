@@ -170,9 +170,6 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }.get()
     }
 
-    static let canvasRotate = "canvas.rotateCertificate"
-    static let gatewayReconnect = "gateway.reconnect"
-
     /// `lanbridge gateway reconnect`: a link that is down dials at once instead of after its backoff.
     func reconnectGateway() async -> InvokeAnswer {
         let seen = try? await loop.submit { [self] in (dialler: gatewayDialler, up: link != nil, openClaw: openClaw != nil) }.get()
@@ -262,16 +259,24 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
         }
     }
 
-    /// A request from the operator's control socket, answered like the gateway's.
-    func request(method: String, params: JSONValue?, client: Int = 0) async -> InvokeAnswer {
-        if method == Self.canvasRotate { return await rotateDoorCertificate() }
-        if method == Self.gatewayReconnect { return await reconnectGateway() }
+    /// A method the driver answers itself (`ControlMethod.Spec.answeredBy == .driver`).
+    func carryOut(_ method: ControlMethod) async -> InvokeAnswer {
+        switch method {
+        case .canvasRotateCertificate: await rotateDoorCertificate()
+        case .gatewayReconnect: await reconnectGateway()
+        default: .failure(ErrorMessage(code: ErrorMessage.unknownMethod, message: "\(method.name) is not the driver's"))
+        }
+    }
+
+    /// A request from the operator's control socket (or the console, as the operator), for the
+    /// core to answer like the gateway's.
+    func request(_ method: ControlMethod, params: JSONValue?, client: Int = 0) async -> InvokeAnswer {
         let promise = loop.makePromise(of: InvokeAnswer.self)
         loop.execute { [self] in
             nextControl += 1
             let token = nextControl
             controlRequests[token] = (promise, client)
-            withFreshStore { [self] in decide(.request(method: method, params: params, from: .control(token))) }
+            withFreshStore { [self] in decide(.request(method: method.name, params: params, from: .control(token))) }
         }
         return (try? await promise.futureResult.get()) ?? .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge is stopping"))
     }

@@ -22,7 +22,7 @@ package struct InvokeRequest: Sendable, Equatable {
     /// Reads the request's `params` (PROTOCOL.md §12.3): `idempotencyKey` is required; anything
     /// malformed is INVALID_REQUEST.
     package init(params: JSONValue?) throws(ErrorMessage) {
-        let method = GatewayMethod.nodeInvoke
+        let method = ControlMethod.nodeInvoke.name
         switch params?["timeoutMs"] {
         case nil, .null?: timeoutMs = nil
         case let .number(n)? where n >= 1 && n <= Double(Int32.max): timeoutMs = Int(n)

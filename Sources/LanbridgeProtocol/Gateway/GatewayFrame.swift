@@ -157,11 +157,7 @@ extension ErrorMessage {
 
 /// The methods and events of the gateway link (PROTOCOL.md §12).
 public enum GatewayMethod {
-    // gateway → bridge
-    public static let nodeList = "node.list"
-    public static let nodeDescribe = "node.describe"
-    public static let nodeInvoke = "node.invoke"
-    public static let nodeInvokeCancel = "node.invoke.cancel"
+    // gateway → bridge: `ControlMethod`'s table, with the control socket's
     // bridge → gateway, on behalf of a node
     public static let agent = "agent"
     public static let systemEvent = "system-event"
