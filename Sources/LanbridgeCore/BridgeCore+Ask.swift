@@ -75,7 +75,6 @@ extension BridgeCore {
                         code: ErrorMessage.forbidden, message: "\(entry.request.command): the operator said no (ask rule \(entry.rule))",
                         details: book.asked.details(entry, reason: ErrorMessage.askedDenied), retryable: false)), now: now)
         }
-        fold()
         return ["id": .string(id), "answered": .string(how), "nodeId": .string(entry.node.description), "command": .string(entry.request.command)]
     }
 

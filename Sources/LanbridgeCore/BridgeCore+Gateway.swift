@@ -55,7 +55,6 @@ extension BridgeCore {
         gateway.linkDown()
         // Nobody is left to answer: what the link's gateway held is dropped, not run later.
         book.gatewayLost(generation, now: now)
-        fold()
         let error = ErrorMessage(code: ErrorMessage.unavailable, message: "the gateway link dropped", retryable: true)
         for (_, call) in gateway.calls.sorted(by: { $0.key < $1.key }) where connections[call.connection] != nil {
             send(GatewayCallResult(id: call.callID, result: .failure(error)), to: call.connection)

@@ -60,7 +60,7 @@ extension BridgeCore {
     }
 
     /// One record per finished invoke: whose, what, who asked, how it ended.
-    private mutating func recordActivity(_ waiter: InvokeBook.Waiter, outcome: String, seconds: Double, bytes: Int) {
+    mutating func recordActivity(_ waiter: InvokeBook.Waiter, outcome: String, seconds: Double, bytes: Int) {
         let asker =
             switch waiter.target {
             case .gateway: "gateway"
@@ -114,7 +114,6 @@ extension BridgeCore {
     /// Cancels the invoke to `node` whose waiter matches, in flight or held (`InvokeBook.cancel`).
     mutating func cancel(node: Fingerprint, where matches: (InvokeBook.Waiter) -> Bool) -> Bool {
         let found = book.cancel(node: node, where: matches, now: now)
-        fold()
         return found
     }
 
@@ -132,7 +131,7 @@ extension BridgeCore {
     mutating func invoke(_ request: InvokeRequest, origin: InvokeBook.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
         guard let key = request.idempotencyKey else {
             run(request, origin: origin, for: target, slot: nil, wall: wall)
-            return fold()
+            return
         }
         let slot = InvokeBook.Slot(origin, key)
         let node = (try? lookUp(request.node))?.nodeId.description ?? request.node
@@ -153,7 +152,6 @@ extension BridgeCore {
         case .run:
             run(request, origin: origin, for: target, slot: slot, wall: wall)
         }
-        fold()
     }
 
     /// Decides and relays, refuses, holds or asks the operator. Returns `held` back when it still
@@ -246,14 +244,12 @@ extension BridgeCore {
             }
         }
         book.putBack(back, node: node)
-        fold()
     }
 
     /// The operator's control-socket client that asked these went away: their held invokes are
     /// dropped (answered to nobody), so nothing runs later that nobody waits for.
     mutating func controlLeft(_ tokens: Set<Int>) {
         for command in book.askersLeft(tokens, now: now) { logger.info("held invoke dropped: its asker left", metadata: ["command": "\(command)"]) }
-        fold()
     }
 
     /// A node answered an invoke. Oversized results are refused whole, before they reach anyone.
@@ -271,7 +267,6 @@ extension BridgeCore {
                 connections[connection.id]?.droppedResults += 1
             }
         }
-        fold()
     }
 
     /// The earliest deadline of anything in flight is due: invokes and gateway calls time out.
@@ -279,31 +274,11 @@ extension BridgeCore {
         book.expire(now: now)
         expireCalls(now: now)
         if let next = gateway.nextDeadline { book.arm(next) }
-        fold()
     }
 
     /// One timer for everything in flight, set for the earliest deadline.
     mutating func arm(_ deadline: Moment) {
         book.arm(deadline)
-        fold()
-    }
-
-    /// Carries out what the book decided: sends, cancels, answers (to the link generation that
-    /// asked only), the metrics, the timer.
-    mutating func fold() {
-        for action in book.take() {
-            switch action {
-            case let .send(invoke, connection): send(invoke, to: connection)
-            case let .cancel(cancel, connection): send(cancel, to: connection)
-            case let .withdraw(invokeID, connection): actions.append(.withdraw(connection, invokeID: invokeID))
-            case let .answer(target, result): answer(target, result)
-            case let .finished(waiter, outcome, seconds, bytes):
-                metrics.invoke(command: waiter.command, outcome: outcome, seconds: seconds)
-                recordActivity(waiter, outcome: outcome, seconds: seconds, bytes: bytes)
-            case let .arm(deadline): actions.append(.armTimer(deadline))
-            case let .heldCount(count): metrics.held(count)
-            }
-        }
     }
 
     /// An answer goes only to the link generation that asked: an answer for a link that is gone

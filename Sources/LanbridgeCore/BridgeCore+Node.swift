@@ -49,7 +49,6 @@ extension BridgeCore {
         // What went out on this connection cannot be answered on another (nor on a newer session).
         if connection.isPaired {
             book.connectionClosed(id, now: now)
-            fold()
         }
         if connection.isPaired, sessions[connection.nodeId] == nil { canvasSessionEnded(connection.nodeId) }
         // A replaced session closing is not the node going away.
@@ -83,7 +82,6 @@ extension BridgeCore {
             // A malformed answer fails its invoke now rather than leaving it to time out.
             if connection.isPaired, case let .malformed(invalid, type, invokeID) = error, type == nil || type == InvokeResult.type {
                 book.malformed(invokeID: invokeID, from: connection.nodeId, connection: id, reason: invalid.description, now: now)
-                fold()
             }
             let reply = ErrorMessage(code: ErrorMessage.badMessage, message: "\(error)")
             if connection.isPaired { send(reply, to: id) } else { fail(id, reply) }

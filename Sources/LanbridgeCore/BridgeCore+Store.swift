@@ -20,7 +20,6 @@ extension BridgeCore {
         actions.append(.replaceInvites(state))
         let pairedNow = paired
         book.heldRevoked(where: { pairedNow[$0] == nil }, now: now)
-        fold()
         for connection in connections.values.sorted(by: { $0.id < $1.id }) {
             switch connection.phase {
             case .waiting, .challenged:
@@ -28,7 +27,6 @@ extension BridgeCore {
             case .paired where paired[connection.nodeId]?.publicKey != connection.key:  // the index holds `state` now
                 logger.info("pairing revoked; dropping the node", metadata: meta(connection))
                 book.revoked(connection.nodeId, now: now)
-                fold()
                 send(Revoked(nodeId: connection.nodeId), to: connection.id)
                 actions.append(.close(connection.id))
                 connections[connection.id] = nil
@@ -179,7 +177,6 @@ extension BridgeCore {
         for connection in connections.values where connection.isPaired { seen.insert(connection.nodeId) }
         flushSeen(now: now, wall: wall)
         book.stopping(now: now)
-        fold()
         for id in connections.keys.sorted() { actions.append(.close(id)) }
         connections.removeAll()
         sessions.removeAll()

@@ -17,8 +17,8 @@ package struct BridgeCore {
     package let pairingTiming: PairingState.Timing
     /// What to log, recorded; the driver logs it (`.log` actions). Tests set its level.
     package var logger: CoreLog
-    /// The bridge's nonces for code challenges (tests give their own).
-    package var random: @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
+    /// The core's randomness: code challenges' nonces, ask IDs, the invoke ID prefix (tests give their own).
+    package let random: @Sendable (Int) -> [UInt8]
 
     package private(set) var settings: BridgeSettings
     package internal(set) var gate: InvokeGate
@@ -91,15 +91,17 @@ package struct BridgeCore {
 
     package init(
         name: String, settings: BridgeSettings, pairingTiming: PairingState.Timing, runtime: RuntimeStatus,
-        initial: PairingState, pairedVersion: String, gateway kind: GatewayKind? = nil, logger: Logger
+        initial: PairingState, pairedVersion: String, gateway kind: GatewayKind? = nil, logger: Logger,
+        random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
     ) {
         self.name = name
+        self.random = random
         self.settings = settings
         self.pairingTiming = pairingTiming
         self.runtime = runtime
         self.logger = CoreLog(level: logger.logLevel)  // the logger's level only: lines leave as actions
         gate = InvokeGate(settings: settings)
-        book = InvokeBook(limits: settings.limits)
+        book = InvokeBook(limits: settings.limits, random: random)
         activity = ActivityFeed(capacity: settings.limits[.activityRecords])
         lastState = initial
         self.pairedVersion = pairedVersion
@@ -119,6 +121,8 @@ package struct BridgeCore {
 
     /// Ends an event: the actions it produced, with the runtime file's publication last.
     mutating func drain() -> [BridgeAction] {
+        // The book's decisions are folded here, once per event, so none can be left in its buffer.
+        fold()
         if runtimeChanged {
             runtimeChanged = false
             actions.append(.publishRuntime)
@@ -131,6 +135,24 @@ package struct BridgeCore {
         var out: [BridgeAction] = []
         swap(&out, &actions)
         return out
+    }
+
+    /// Carries out what the book decided: sends, cancels, answers (to the link generation that
+    /// asked only), the metrics, the timer.
+    private mutating func fold() {
+        for action in book.take() {
+            switch action {
+            case let .send(invoke, connection): send(invoke, to: connection)
+            case let .cancel(cancel, connection): send(cancel, to: connection)
+            case let .withdraw(invokeID, connection): actions.append(.withdraw(connection, invokeID: invokeID))
+            case let .answer(target, result): answer(target, result)
+            case let .finished(waiter, outcome, seconds, bytes):
+                metrics.invoke(command: waiter.command, outcome: outcome, seconds: seconds)
+                recordActivity(waiter, outcome: outcome, seconds: seconds, bytes: bytes)
+            case let .arm(deadline): actions.append(.armTimer(deadline))
+            case let .heldCount(count): metrics.held(count)
+            }
+        }
     }
 
     mutating func send(_ message: some SessionMessage, to id: ConnectionID) {

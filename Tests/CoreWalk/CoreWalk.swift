@@ -19,7 +19,8 @@ import Logging
 ///   - the canvas relay's every question about a capability is answered once, and a capability
 ///     opens something only while its node has a paired session (issue 49: canvas use is an event);
 ///   - while an ask rule stands for `camera.snap` (issue 52), the node is sent no more of them than
-///     the operator approved, and the invokes waiting for an answer never exceed their bounds.
+///     the operator approved, and the invokes waiting for an answer never exceed their bounds;
+///   - nothing the invoke book decided is left in its buffer after an event (issue 62: it folds itself).
 public struct CoreWalk {
     /// Where the walk's choices come from: a number in `0..<bound` each time.
     public protocol Choices {
@@ -81,7 +82,9 @@ public struct CoreWalk {
     }
 
     /// The core LanbridgeBridgeTests start from too: one node paired under `key`, no link up.
-    package static func pairedCore(key: X25519.KeyPair, wall: Date, gateway: BridgeCore.GatewayKind = .lanbridge) throws -> BridgeCore {
+    package static func pairedCore(
+        key: X25519.KeyPair, wall: Date, gateway: BridgeCore.GatewayKind = .lanbridge, random: @escaping @Sendable (Int) -> [UInt8] = { SecureRandom.bytes($0) }
+    ) throws -> BridgeCore {
         var state = PairingState()
         let details = NodeDetails(
             displayName: "Ada's phone", platform: "ios", osVersion: "18", appVersion: "1", deviceModel: "x",
@@ -93,7 +96,7 @@ public struct CoreWalk {
         let core = BridgeCore(
             name: "test", settings: BridgeSettings(), pairingTiming: .standard,
             runtime: RuntimeStatus(bridgeName: "test", listening: [], startedAt: wall),
-            initial: state, pairedVersion: "v1", gateway: gateway, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() })
+            initial: state, pairedVersion: "v1", gateway: gateway, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, random: random)
         return core
     }
 
@@ -269,6 +272,8 @@ public struct CoreWalk {
         if held.0 > held.1.total || held.0 > held.1.perNode { problems.append("\(step): \(held.0) invokes held, over \(held.1)") }
         let waiting = (core.book.asked.count, core.book.asked.limits)
         if waiting.0 > waiting.1.total || waiting.0 > waiting.1.perNode { problems.append("\(step): \(waiting.0) invokes wait for the operator, over \(waiting.1)") }
+        // Issue 62 §3: the book folds itself; nothing it decided waits in its buffer after an event.
+        if core.book.untaken > 0 { problems.append("\(step): \(core.book.untaken) of the book's actions left untaken after the event") }
     }
 
     /// A `node.invoke`, held for its node `holdMs` if given (PROTOCOL.md §12.3).

@@ -1,5 +1,6 @@
 import Foundation
 @testable import LanbridgeCore
+import LanbridgeCoreWalk
 import LanbridgeCrypto
 import LanbridgeProtocol
 import LanbridgeState
@@ -11,7 +12,7 @@ struct InvokeBookTests {
     let n1 = Fingerprint(publicKey: X25519.KeyPair.generate().publicKey)
     let n2 = Fingerprint(publicKey: X25519.KeyPair.generate().publicKey)
 
-    func book() -> InvokeBook { InvokeBook(limits: BridgeSettings().limits) }
+    func book() -> InvokeBook { InvokeBook(limits: BridgeSettings().limits, random: SecureRandom.bytes) }
 
     /// Sends an invoke from `request` (the gateway's request ID) to `node` on `connection`; returns what went out.
     @discardableResult
@@ -134,6 +135,13 @@ struct InvokeBookTests {
         let a = try #require(send(&first, "a")), b = try #require(send(&second, "a"))
         #expect(a.id != b.id)
         #expect(first.idPrefix != second.idPrefix && a.id.hasPrefix(first.idPrefix + "."))
+    }
+
+    /// Issue 62 §3: the prefix comes from the core's injected randomness, as its other random
+    /// values do (it read `SecureRandom` of its own, so a test could not fix it).
+    @Test func theIDPrefixComesFromTheCoresRandomness() throws {
+        let core = try CoreWalk.pairedCore(key: X25519.KeyPair.generate(), wall: Date(), random: { Array(repeating: 0xAB, count: $0) })
+        #expect(core.book.idPrefix == "iabababababab")
     }
 
     /// Issue 21: a result was accepted from any of the node's connections.

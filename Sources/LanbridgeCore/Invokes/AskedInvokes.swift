@@ -12,9 +12,9 @@ import LanbridgeState
 /// every one UNAVAILABLE (retryable) as the bridge stops.
 package struct AskedInvokes: WaitingInvokes {
     package struct Limits: Equatable {
-        package var perNode = 8
-        package var total = 64
-        package var timeoutMs = 60_000
+        package var perNode: Int
+        package var total: Int
+        package var timeoutMs: Int
     }
 
     package struct Entry {
@@ -53,7 +53,7 @@ package struct AskedInvokes: WaitingInvokes {
         package var waiter: InvokeBook.Waiter { entry.waiter }
     }
 
-    package var limits = Limits()
+    package var limits = Limits(BridgeSettings().limits)  // the `Limit` table's defaults
     /// In the order they were asked; at most `limits.total`, so a scan is short.
     package private(set) var entries: [Entry] = [] { didSet { generation &+= 1 } }
     /// Changes whenever an invoke starts or stops waiting: the console's prompt is redrawn then.

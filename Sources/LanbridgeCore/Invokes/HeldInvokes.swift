@@ -12,10 +12,10 @@ import LanbridgeState
 /// node per `WakeSchedule.intervalSeconds`.
 package struct HeldInvokes: WaitingInvokes {
     package struct Limits: Equatable {
-        package var perNode = 16
-        package var total = 256
+        package var perNode: Int
+        package var total: Int
         /// The parameters of everything held, together.
-        package var bytes = 4 << 20
+        package var bytes: Int
     }
 
     package struct Entry {
@@ -46,7 +46,7 @@ package struct HeldInvokes: WaitingInvokes {
         case refused(ErrorMessage)
     }
 
-    package var limits = Limits()
+    package var limits = Limits(BridgeSettings().limits)  // the `Limit` table's defaults
     private var queues: [Fingerprint: [Entry]] = [:]
     private var wakes = WakeSchedule()
     package private(set) var count = 0

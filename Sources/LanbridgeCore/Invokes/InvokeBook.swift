@@ -8,7 +8,7 @@ import LanbridgeState
 /// away or in the background (`HeldInvokes`), joined by an idempotent retry (`IdempotencyCache`),
 /// and the denials audited lately. A sub-machine folded into the core the way postgres-nio folds
 /// its own: the core asks, the book records what follows as `Action`s, and the core carries them
-/// out (`BridgeCore.fold`). It decides nothing about rules: `InvokeGate` does, before `send`.
+/// out (`BridgeCore.fold`, once per event, from `drain`). It decides nothing about rules: `InvokeGate` does, before `send`.
 ///
 /// Rules of the book: an answer reaches its asker once, and the retries joined to it with it; a
 /// result counts only from the node and the connection its invoke went out on, before its
@@ -111,14 +111,16 @@ package struct InvokeBook {
     private var out: [Action] = []
     private var heldReported = 0
 
-    package init(limits: BridgeSettings.Limits, idPrefix: String = InvokeBook.randomPrefix()) {
-        self.idPrefix = idPrefix
+    /// `random` gives the ID prefix: 48 random bits, so two bridge processes share one about once
+    /// in 2^24 restarts of a pair.
+    package init(limits: BridgeSettings.Limits, random: (Int) -> [UInt8]) {
+        idPrefix = "i" + Hex.encode(random(6))
         held.limits = HeldInvokes.Limits(limits)
         asked.limits = AskedInvokes.Limits(limits)
     }
 
-    /// 48 random bits: two bridge processes share a prefix about once in 2^24 restarts of a pair.
-    package static func randomPrefix() -> String { "i" + Hex.encode(SecureRandom.bytes(6)) }
+    /// How many of its actions wait to be taken (none after an event: `BridgeCore.drain` takes them).
+    package var untaken: Int { out.count }
 
     /// What the book decided since the last call.
     package mutating func take() -> [Action] {
