@@ -16,7 +16,8 @@ import NIOSSL
 import Prometheus
 
 /// `lanbridge serve`: listens, runs the Noise handshake on each connection, and hands sessions to
-/// the `Bridge` actor. Returns when the task is cancelled (SIGTERM/SIGINT), after closing everything.
+/// the core through the driver (`BridgeDriver`). Returns when the task is cancelled (SIGTERM/SIGINT),
+/// after closing everything.
 public enum BridgeServer {
     /// The one place the version is written; `scripts/package` reads it from here.
     public static let version = "0.10.0"

@@ -11,7 +11,8 @@ import Logging
 /// out; tests feed it directly, with a fake clock.
 ///
 /// Time comes in with each event: `now` (monotonic) for deadlines and buckets, `wall` for what is
-/// stored or shown. Logs are written directly: they observe, they decide nothing.
+/// stored or shown. Log lines are recorded (`CoreLog`) and leave as `.log` actions for the driver to
+/// write: they observe, they decide nothing.
 package struct BridgeCore {
     package let name: String
     package let pairingTiming: PairingState.Timing

@@ -58,7 +58,8 @@ package enum BridgeEvent {
 
 extension BridgeCore {
     /// The core's one entry point: an event and the time, the actions to carry out. Adding an
-    /// event takes two edits: its case above, and its line here.
+    /// event takes four edits: its case above, its line here, its handler in the `BridgeCore+…`
+    /// file of its domain, and the driver's `submit` of it (docs/architecture.md, "Where a change goes").
     package mutating func handle(_ event: BridgeEvent, now: Moment, wall: Date) -> [BridgeAction] {
         // Every event brings its time: nothing in the core decides with the previous event's clock.
         self.now = now
