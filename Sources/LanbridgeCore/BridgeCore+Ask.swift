@@ -18,14 +18,14 @@ extension BridgeCore {
     }
 
     /// What waits, oldest first: never the params, only their shape (`summary`).
-    func askList(wall: Date) -> JSONValue {
-        ["asks": JSONValue(encoding: book.asked.entries.map(prompt))]
+    func askList(wall: Date) throws(ErrorMessage) -> JSONValue {
+        ["asks": try .answer(book.asked.entries.map(prompt))]
     }
 
     private func prompt(_ entry: AskedInvokes.Entry) -> AskedInvokes.Prompt {
         AskedInvokes.Prompt(
             id: entry.id, nodeId: entry.node.description, name: paired[entry.node]?.details.displayName ?? "", command: entry.request.command,
-            askRule: entry.rule, asker: Self.asker(entry.waiter.target), askedAt: entry.askedAt.formatted(.iso8601), params: Self.summary(of: entry.request.params),
+            askRule: entry.rule, asker: Self.asker(entry.waiter.target), askedAt: ISO8601Text.string(entry.askedAt), params: Self.summary(of: entry.request.params),
             expiresInMs: max(0, Int(entry.expires.timeIntervalSince(now) * 1000)))
     }
 

@@ -19,12 +19,16 @@ extension BridgeCore {
             }
             switch known {
             case .nodeList:
-                answer(target, .success(.value(.object(["nodes": .array(lastState.paired.nodes.map { JSONValue(encoding: describing(node: $0, wall: wall)) })]))))
+                answer(
+                    target,
+                    .success(.value(.object(["nodes": .array(try lastState.paired.nodes.map { node throws(ErrorMessage) in try .answer(describing(node: node, wall: wall)) })]))))
             case .nodeDescribe:
                 let reference = try InvokeRequest.string("nodeId", in: params, method: method)!
-                do { answer(target, .success(.value(JSONValue(encoding: describing(node: try lookUp(reference), wall: wall))))) } catch {
+                let node: PairedNode
+                do { node = try lookUp(reference) } catch {
                     throw ErrorMessage(code: ErrorMessage.nodeNotFound, message: "\(error)", details: ["nodeId": .string(reference)])
                 }
+                answer(target, .success(.value(try .answer(describing(node: node, wall: wall)))))
             case .nodeInvoke:
                 // Fail closed: rules that cannot be read are not rules to judge an invoke by (a
                 // revoke written while the daemon could not read it must still hold).
@@ -44,9 +48,9 @@ extension BridgeCore {
                 answer(target, .success(.value(try activityList(params))))
             case .activityCounts:
                 let (nodes, coversDay) = activity.counts(at: wall)
-                answer(target, .success(.value(["nodes": JSONValue(encoding: nodes), "coversDay": .bool(coversDay)])))
+                answer(target, .success(.value(["nodes": try .answer(nodes), "coversDay": .bool(coversDay)])))
             case .askList:
-                answer(target, .success(.value(askList(wall: wall))))
+                answer(target, .success(.value(try askList(wall: wall))))
             case .askAnswer:
                 answer(target, .success(.value(try answerAsk(params, wall: wall))))
             case .nodeInvokeCancel:
@@ -85,7 +89,7 @@ extension BridgeCore {
             throw ErrorMessage(code: ErrorMessage.invalidRequest, message: "\(method): command is not a command name or pattern")
         }
         let records = activity.records(since: since, node: node, command: pattern, limit: max(limit, 0))
-        return ["records": JSONValue(encoding: records), "next": .number(Double(activity.nextSeq - 1)), "capacity": .number(Double(activity.capacity))]
+        return ["records": try .answer(records), "next": .number(Double(activity.nextSeq - 1)), "capacity": .number(Double(activity.capacity))]
     }
 
     /// `node.invoke.cancel {nodeId, idempotencyKey | id}`: the asker's own invoke, named by its
@@ -302,5 +306,15 @@ extension BridgeCore {
                     time: wall, event: event, actor: actor, nodeId: node.description,
                     detail: "\(command): \(reason)" + (repeated > 0 ? " (and \(repeated) more in the minute before)" : ""))
             ]))
+    }
+}
+
+extension JSONValue {
+    /// A value the core answers with, as JSON: one that cannot be encoded is an error its asker
+    /// hears, never a `null` in its place.
+    static func answer(_ value: some Encodable) throws(ErrorMessage) -> JSONValue {
+        do { return try JSONValue(encoding: value) } catch {
+            throw ErrorMessage(code: ErrorMessage.unavailable, message: "the bridge could not encode its answer: \(error)")
+        }
     }
 }

@@ -29,7 +29,7 @@ public struct NodeSecrets<Record: Codable & Sendable & Equatable>: Sendable {
         guard let bytes = try SecretFile.read(url, maxLength: Self.maxFileBytes) else { return [:] }
         let data = try bytes.withUnsafeBytes { try open(Data($0)) }
         do {
-            return try StateJSON.decoder.decode(File.self, from: data).records(table)
+            return try LanbridgeJSON.decoder.decode(File.self, from: data).records(table)
         } catch {
             throw StoreError.corrupt(url, "\(error)")
         }

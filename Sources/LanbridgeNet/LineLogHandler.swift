@@ -71,7 +71,7 @@ public struct LineLogHandler: LogHandler {
             let extra = fields.isEmpty ? "" : "  " + fields.map { "\(SafeText.escape($0.key))=\(SafeText.escape("\($0.value)"))" }.joined(separator: " ")
             return "\(clock) \(event.level.rawValue.uppercased().padded(to: 7)) \(SafeText.escape("\(event.message)"))\(extra)"
         }
-        let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(time.formatted(.iso8601))", "level=\(event.level)"]
+        let head = journal ? ["<\(Self.priority(event.level))>level=\(event.level)"] : ["ts=\(ISO8601Text.string(time))", "level=\(event.level)"]
         return
             (head + ["logger=\(label)", "msg=\(SafeText.quote("\(event.message)"))"]
             + fields.map { "\(SafeText.escape($0.key))=\(SafeText.quote("\($0.value)"))" }).joined(separator: " ")

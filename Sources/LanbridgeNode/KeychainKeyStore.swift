@@ -32,7 +32,7 @@
 
         /// The pinned bridge, or nil before pairing.
         public func pin() throws -> BridgePin? {
-            try read("bridge").map { try StateJSON.decoder.decode(BridgePin.self, from: $0) }
+            try read("bridge").map { try LanbridgeJSON.decoder.decode(BridgePin.self, from: $0) }
         }
 
         /// Pins `pin`, replacing any earlier one.

@@ -20,11 +20,11 @@ extension NodeClient {
         handle(command) { (params: JSONValue?) async throws -> JSONValue in
             let decoded: Params
             do {
-                decoded = try JSONDecoder().decode(Params.self, from: JSONEncoder().encode(params ?? .object([:])))
+                decoded = try LanbridgeJSON.decoder.decode(Params.self, from: LanbridgeJSON.compact.encode(params ?? .object([:])))
             } catch {
                 throw LanbridgeError(code: LanbridgeError.invalidParams, message: "\(command): params do not match: \(error)")
             }
-            return try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(try await handler(decoded)))
+            return try LanbridgeJSON.decoder.decode(JSONValue.self, from: LanbridgeJSON.compact.encode(try await handler(decoded)))
         }
     }
 }

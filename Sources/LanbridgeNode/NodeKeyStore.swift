@@ -60,7 +60,7 @@ public struct FileKeyStore: NodeKeyStore {
     public func pin() throws -> BridgePin? {
         guard let data = try? Data(contentsOf: pinURL) else { return nil }
         do {
-            return try StateJSON.decoder.decode(BridgePin.self, from: data)
+            return try LanbridgeJSON.decoder.decode(BridgePin.self, from: data)
         } catch {
             throw StoreError.corrupt(pinURL, "\(error)")
         }

@@ -43,12 +43,7 @@ struct ActivityCommand: ParsableCommand {
     }
 
     /// `--follow --json`: one record a line, dates as the rest of the CLI writes them.
-    private var lineEncoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        return encoder
-    }
+    private var lineEncoder: JSONEncoder { LanbridgeJSON.compact }
 
     func run() throws {
         try Output.run {
@@ -72,7 +67,7 @@ struct ActivityCommand: ParsableCommand {
                     }
                 } else {
                     let rows = records.map {
-                        [$0.time.formatted(.iso8601), $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)", $0.note ?? ""]
+                        [ISO8601Text.string($0.time), $0.name ?? $0.nodeId ?? "-", $0.command, $0.asker, $0.outcome, "\($0.durationMs)", "\($0.resultBytes)", $0.note ?? ""]
                     }
                     if first {
                         if answer["capacity"] == .number(0) {

@@ -1,6 +1,7 @@
 import ArgumentParser
 import FoundationEssentials
 import LanbridgeNet
+import LanbridgeProtocol
 import LanbridgeFiles
 import LanbridgeBridge
 import LanbridgeState
@@ -35,7 +36,7 @@ struct AuditCommand: AsyncParsableCommand {
                 Output.table(
                     ["TIME", "EVENT", "ACTOR", "NODE ID", "REQUEST", "DETAIL"],
                     entries.map {
-                        [$0.time.formatted(.iso8601), $0.event, $0.actor, $0.nodeId ?? "-", $0.requestId ?? "-", $0.detail ?? ""]
+                        [ISO8601Text.string($0.time), $0.event, $0.actor, $0.nodeId ?? "-", $0.requestId ?? "-", $0.detail ?? ""]
                     })
             }
             guard follow else { return }
@@ -53,8 +54,8 @@ struct AuditCommand: AsyncParsableCommand {
             for entry in entries {
                 let line =
                     json
-                    ? String(decoding: (try? AuditLog.encoder.encode(entry)) ?? Data(), as: UTF8.self)
-                    : [entry.time.formatted(.iso8601), entry.event, entry.actor, entry.nodeId ?? "-", entry.requestId ?? "-", entry.detail ?? ""].joined(separator: "  ")
+                    ? String(decoding: (try? LanbridgeJSON.compact.encode(entry)) ?? Data(), as: UTF8.self)
+                    : [ISO8601Text.string(entry.time), entry.event, entry.actor, entry.nodeId ?? "-", entry.requestId ?? "-", entry.detail ?? ""].joined(separator: "  ")
                 StandardStream.writeLine(line, toError: false)
             }
         }

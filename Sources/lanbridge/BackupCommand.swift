@@ -45,7 +45,7 @@ struct BackupCommand: ParsableCommand {
             if json {
                 return try Output.json(
                     [
-                        "file": .string(url.path), "lanbridge": .string(made.manifest.lanbridge), "created": .string(made.manifest.created.formatted(.iso8601)),
+                        "file": .string(url.path), "lanbridge": .string(made.manifest.lanbridge), "created": .string(ISO8601Text.string(made.manifest.created)),
                         "files": .array(made.manifest.files.map { .string($0.name) }), "pairedNodes": .number(Double(nodes)),
                     ] as JSONValue)
             }
@@ -91,12 +91,12 @@ struct RestoreCommand: ParsableCommand {
             if json {
                 return try Output.json(
                     [
-                        "lanbridge": .string(manifest.lanbridge), "created": .string(manifest.created.formatted(.iso8601)),
+                        "lanbridge": .string(manifest.lanbridge), "created": .string(ISO8601Text.string(manifest.created)),
                         "files": .array(manifest.files.map { .string($0.name) }), "pairedNodes": .number(Double(nodes)),
                     ] as JSONValue)
             }
             print(
-                "Restored the backup lanbridge \(manifest.lanbridge) made at \(manifest.created.formatted(.iso8601)) into \(state.directory.url.path): \(manifest.files.count) files, \(nodes) paired node\(nodes == 1 ? "" : "s")."
+                "Restored the backup lanbridge \(manifest.lanbridge) made at \(ISO8601Text.string(manifest.created)) into \(state.directory.url.path): \(manifest.files.count) files, \(nodes) paired node\(nodes == 1 ? "" : "s")."
             )
             print("Start the daemon: paired devices reconnect to it without pairing again (it is the same bridge, at the addresses they know).")
         }

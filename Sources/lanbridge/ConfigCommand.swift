@@ -38,7 +38,7 @@ struct ConfigCommand: ParsableCommand {
                 let file =
                     state.config ?? ProcessInfo.processInfo.environment["LANBRIDGE_CONFIG"].flatMap { $0.isEmpty ? nil : $0 }
                     ?? state.directory.file(BridgeSettings.fileName).path
-                let raw = FileManager.default.contents(atPath: file).flatMap { try? JSONDecoder().decode(JSONValue.self, from: $0) }
+                let raw = FileManager.default.contents(atPath: file).flatMap { try? LanbridgeJSON.decoder.decode(JSONValue.self, from: $0) }
                 func source(_ path: String) -> String {
                     var value = raw
                     for part in path.split(separator: ".") { value = value?[String(part)] }

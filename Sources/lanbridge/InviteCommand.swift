@@ -107,7 +107,7 @@ extension InviteCommand {
                     if json { return try Output.json(setup) }
                     if !noQR, let qr = QRCode(setup.setupCode) { print(qr.terminal) }
                     print(setup.setupCode)
-                    print("OpenClaw setup code for \(setup.url): one use; expires \(setup.expiresAt.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
+                    print("OpenClaw setup code for \(setup.url): one use; expires \(ISO8601Text.string(setup.expiresAt)) (in \(Output.duration(ttl.seconds))).")
                     if let sha = runtime?.canvas?.tlsSha256 { print("The app will show the bridge's certificate: sha256 \(sha).") }
                     return
                 }
@@ -122,7 +122,7 @@ extension InviteCommand {
                 }
                 if !noQR, let qr = QRCode(uri.description) { print(qr.terminal) }
                 print(uri.description)
-                print("One use; expires \(expires.formatted(.iso8601)) (in \(Output.duration(ttl.seconds))).")
+                print("One use; expires \(ISO8601Text.string(expires)) (in \(Output.duration(ttl.seconds))).")
             }
         }
 

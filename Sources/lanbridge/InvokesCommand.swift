@@ -45,7 +45,7 @@ struct InvokesCommand: ParsableCommand {
                     let ids = asks.map(\.id)
                     if ids != shown {
                         if json {
-                            watch ? print(String(decoding: try JSONEncoder().encode(asks), as: UTF8.self)) : try Output.json(asks)
+                            watch ? print(String(decoding: try LanbridgeJSON.compact.encode(asks), as: UTF8.self)) : try Output.json(asks)
                         } else if asks.isEmpty {
                             print("Nothing waits for your answer.")
                         } else {

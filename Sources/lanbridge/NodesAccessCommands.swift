@@ -136,7 +136,7 @@ extension NodesCommand {
                     \(d.displayName) (\(d.nodeId))
                       platform:   \(d.platform) \(d.osVersion ?? "")  app \(d.appVersion ?? "?")  model \(d.deviceModel ?? "?")
                       state:      \(state)\(d.address.map { " from \($0)" } ?? "")
-                      paired:     \(d.pairedAt.formatted(.iso8601)) by \(d.pairingMethod.rawValue)
+                      paired:     \(ISO8601Text.string(d.pairedAt)) by \(d.pairingMethod.rawValue)
                       declared:   \(list(d.declaredCommands))
                       allow:      \(list(d.access.allow))\(d.grantedByOldDefault == nil ? "" : "\n  warning:    \((d.grantedByOldDefault ?? []).joined(separator: ", ")) granted by an old default, not on purpose; keep with `lanbridge nodes allow \(d.nodeId) --confirm-defaults`, or `lanbridge nodes deny \(d.nodeId) COMMAND`")
                       deny:       \(list(d.access.deny))
@@ -152,7 +152,7 @@ extension NodesCommand {
                 }
                 if let push = d.push {
                     print(
-                        "  push:       \(push.provider)\(push.environment.map { " (\($0))" } ?? "")\(push.topic.map { " for \($0)" } ?? ""), registered \(push.registeredAt.formatted(.iso8601)), token sha256 \(push.tokenHash)…"
+                        "  push:       \(push.provider)\(push.environment.map { " (\($0))" } ?? "")\(push.topic.map { " for \($0)" } ?? ""), registered \(ISO8601Text.string(push.registeredAt)), token sha256 \(push.tokenHash)…"
                     )
                 }
                 if let device = d.gatewayDeviceId {

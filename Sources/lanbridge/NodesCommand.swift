@@ -63,7 +63,7 @@ struct NodesCommand: AsyncParsableCommand {
             let watcher = try StoreWatcher(directory: state.directory.url, files: [PairingStore.pendingFileName, PairingStore.pairedFileName])
             defer { watcher.stop() }
             for await _ in watcher.changes() {
-                if !json { print("--- \(Date().formatted(.iso8601))") }
+                if !json { print("--- \(ISO8601Text.string(Date()))") }
                 try Output.run { try show() }
                 fflush(nil)  // a pipe must see each listing as it happens
             }

@@ -34,7 +34,7 @@ extension NodesCommand {
         @Flag(help: "Print the whole answer as JSON (errors too).") var json = false
 
         func validate() throws {
-            if let params, case .object? = try? JSONDecoder().decode(JSONValue.self, from: Data(params.utf8)) {
+            if let params, case .object? = try? LanbridgeJSON.decoder.decode(JSONValue.self, from: Data(params.utf8)) {
             } else if params != nil {
                 throw ValidationError("--params must be a JSON object, e.g. '{\"url\":\"https://example.com\"}'")
             }
@@ -42,7 +42,7 @@ extension NodesCommand {
 
         func run() throws {
             try Output.run {
-                let parsed = try params.map { try JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) }
+                let parsed = try params.map { try LanbridgeJSON.decoder.decode(JSONValue.self, from: Data($0.utf8)) }
                 var request: [String: JSONValue] = [
                     "nodeId": .string(node), "command": .string(command),
                     "idempotencyKey": .string(Hex.encode(SecureRandom.bytes(12))),
@@ -57,7 +57,7 @@ extension NodesCommand {
                     let shown = try out.map { try writeData(from: payload, to: $0) } ?? payload
                     if json { try Output.json(["ok": .bool(true), "payload": shown ?? .null] as JSONValue) } else { try Output.json(shown ?? .null) }
                 case let .failure(error):
-                    if json { try Output.json(["ok": .bool(false), "error": JSONValue(encoding: error)] as JSONValue) }
+                    if json { try Output.json(["ok": .bool(false), "error": try JSONValue(encoding: error)] as JSONValue) }
                     // The reason, where there is one, names which refusal it was (ASKED_DENIED, NOT_ALLOWLISTED, …).
                     let reason = error.details?["reason"]?.stringValue.map { " (\(SafeText.escape($0)))" } ?? ""
                     // A node's error reaches the terminal escaped: its message is the node's to choose.

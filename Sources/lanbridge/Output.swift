@@ -15,10 +15,7 @@ struct ConfigurationProblem: Error, CustomStringConvertible {
 /// What commands print, and how errors become exit codes (sysexits.h numbers).
 enum Output {
     static func json(_ value: some Encodable) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        encoder.dateEncodingStrategy = .iso8601
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        print(String(decoding: try LanbridgeJSON.pretty.encode(value), as: UTF8.self))
     }
 
     static func note(_ text: String) {

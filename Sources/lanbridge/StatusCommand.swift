@@ -19,7 +19,7 @@ struct StatusCommand: ParsableCommand {
             if json {
                 try Output.json(report)
             } else if report.running, let pid = report.pid, let name = report.bridgeName, let since = report.startedAt {
-                print("lanbridge serve is running (pid \(pid)) as \"\(name)\" since \(since.formatted(.iso8601))")
+                print("lanbridge serve is running (pid \(pid)) as \"\(name)\" since \(ISO8601Text.string(since))")
                 print("  listening:  \(report.listening.joined(separator: ", "))")
                 if !report.reachable.isEmpty { print("  reachable:  \(report.reachable.joined(separator: ", "))") }
                 if let console = report.console { print("  console:    \(console)/ (log in with `lanbridge ui`)") }

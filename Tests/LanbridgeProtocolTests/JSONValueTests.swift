@@ -44,4 +44,12 @@ struct JSONValueTests {
         }
         #expect(error.code == ErrorMessage.badMessage && error.message.contains("event"))
     }
+
+    /// Issue 62 §5: a value that cannot be encoded throws. `init(encoding:)` made it `null`, so an
+    /// answer could carry a silent `null` where a record was.
+    @Test func aValueThatCannotBeEncodedThrowsInsteadOfBecomingNull() throws {
+        struct Reading: Encodable { let value: Double }
+        #expect(throws: (any Error).self) { try JSONValue(encoding: Reading(value: .nan)) }
+        #expect(try JSONValue(encoding: Reading(value: 2.5)) == ["value": .number(2.5)])
+    }
 }

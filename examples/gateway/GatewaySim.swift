@@ -110,12 +110,14 @@ func handle(_ head: HTTPRequestHead, _ body: [UInt8], link: BridgeLink) async ->
     guard let answer = await link.request(request.0, params: request.1) else {
         return .init(status: .serviceUnavailable, body: Array(#"{"ok":false,"error":{"code":"UNAVAILABLE","message":"no bridge is connected"}}"#.utf8))
     }
-    var object: [String: JSONValue] = [:]
+    let object: JSONValue
     switch answer {
     case let .success(payload): object = ["ok": true, "payload": payload ?? .null]
-    case let .failure(error): object = ["ok": false, "error": JSONValue(encoding: error)]
+    case let .failure(error):
+        // An error always encodes; were it not to, its code and message still reach the caller.
+        object = ["ok": false, "error": (try? JSONValue(encoding: error)) ?? ["code": .string(error.code), "message": .string(error.message)]]
     }
-    return .init(status: .ok, body: Array((try? JSONEncoder().encode(JSONValue.object(object))) ?? Data()))
+    return .init(status: .ok, body: Array((try? LanbridgeJSON.compact.encode(object)) ?? Data()))
 }
 
 /// The one bridge connected at a time (a newer link replaces an older one), and the requests

@@ -46,5 +46,5 @@ enum HTML {
         return "\(s / 86400) d"
     }
 
-    static func time(_ date: Date) -> String { date.formatted(.iso8601) }
+    static func time(_ date: Date) -> String { ISO8601Text.string(date) }
 }

@@ -121,8 +121,8 @@ enum ControlSocket {
         case .consoleSessions:
             let listed = console.auth.list(uid: everyone ? nil : uid).map { session -> JSONValue in
                 [
-                    "uid": .number(Double(session.uid)), "created": .string(session.created.formatted(.iso8601)),
-                    "lastUsed": .string(session.lastUsed.formatted(.iso8601)),
+                    "uid": .number(Double(session.uid)), "created": .string(ISO8601Text.string(session.created)),
+                    "lastUsed": .string(ISO8601Text.string(session.lastUsed)),
                 ]
             }
             return .success(.value(["sessions": .array(listed)]))

@@ -92,7 +92,7 @@ final class GatewayLink: Sendable {
             if Task.isCancelled { break }
             let wait = backoff.wait(lasted: Date().timeIntervalSince(started))
             let failures = backoff.failures
-            let next = Date().addingTimeInterval(wait).formatted(.iso8601)
+            let next = ISO8601Text.string(Date().addingTimeInterval(wait))
             driver.submit(.gatewayStatus("down: \(reason); next try at \(next) (lanbridge gateway reconnect tries now)"), order: .now)
             // A new reason is news; the same one again is not, but says it still holds every 20th
             // time. The backoff between dials is what throttles the news.

@@ -112,7 +112,7 @@ public enum GatewayFrame: Equatable, Sendable {
         }
     }
 
-    private static var encoder: JSONEncoder { .lanbridge }
+    private static var encoder: JSONEncoder { LanbridgeJSON.compact }
     private static let responseTail = Array(#","type":"res"}"#.utf8)
 }
 

@@ -16,7 +16,7 @@ public enum InvokePayload: Sendable, Equatable {
         switch self {
         case let .raw(bytes): bytes
         case let .value(value):
-            ArraySlice((try? JSONEncoder.lanbridge.encode(value ?? .null)).map(Array.init) ?? Array("null".utf8))
+            ArraySlice((try? LanbridgeJSON.compact.encode(value ?? .null)).map(Array.init) ?? Array("null".utf8))
         }
     }
 }

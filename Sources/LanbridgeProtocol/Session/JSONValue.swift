@@ -45,15 +45,15 @@ public enum JSONValue: Codable, Equatable, Sendable, ExpressibleByStringLiteral,
     }
 
     /// Any Encodable value as JSON (dates as ISO 8601).
-    public init(encoding value: some Encodable) {
-        self = (try? JSONDecoder().decode(JSONValue.self, from: JSONEncoder.lanbridge.encode(value))) ?? .null
+    /// A value's JSON, as the wire writes it; a value that cannot be encoded (a non-finite
+    /// number) throws, never becomes `null`.
+    public init(encoding value: some Encodable) throws {
+        self = try LanbridgeJSON.decoder.decode(JSONValue.self, from: LanbridgeJSON.compact.encode(value))
     }
 
     /// The inverse of `init(encoding:)`: this JSON read as `type` (dates as ISO 8601).
     public func decoded<T: Decodable>(as type: T.Type) throws -> T {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
-        return try decoder.decode(type, from: JSONEncoder().encode(self))
+        try LanbridgeJSON.decoder.decode(type, from: LanbridgeJSON.compact.encode(self))
     }
 
     public init(stringLiteral value: String) { self = .string(value) }

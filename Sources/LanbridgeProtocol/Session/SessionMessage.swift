@@ -52,7 +52,7 @@ public enum SessionMessages {
         // The hot path, written by hand: the bridge sends an invoke, a node answers it.
         if let invoke = message as? Invoke { return invoke.wireBytes }
         if let result = message as? InvokeResult, let bytes = result.wireBytes { return bytes }
-        if let encoded = try? JSONEncoder.lanbridge.encode(Tagged(message: message)) { return Array(encoded) }
+        if let encoded = try? LanbridgeJSON.compact.encode(Tagged(message: message)) { return Array(encoded) }
         // JSONEncoder refuses only non-finite numbers, which nothing read by the scanner holds; should
         // one get in anyway, the peer hears an error instead of the process trapping.
         return JSONValue.object([
@@ -93,7 +93,7 @@ public enum SessionMessages {
         switch try read(bytes) {
         case let .message(message): return message
         case let .result(received):
-            guard case let .raw(payload) = received.payload, let value = try? JSONDecoder().decode(JSONValue.self, from: Data(payload)) else {
+            guard case let .raw(payload) = received.payload, let value = try? LanbridgeJSON.decoder.decode(JSONValue.self, from: Data(payload)) else {
                 return InvokeResult(id: received.id, ok: received.ok, payload: nil, error: received.error)
             }
             return InvokeResult(id: received.id, ok: received.ok, payload: value, error: received.error)
@@ -104,10 +104,8 @@ public enum SessionMessages {
         // A node reads one per invoke: from the scanner's tree, not through JSONDecoder.
         if type == Invoke.type { return try Invoke(validated: bytes) }
         guard let messageType = byType[type] else { throw .unknownType(type) }
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .iso8601
         do {
-            return try decoder.decode(messageType, from: Data(bytes))
+            return try LanbridgeJSON.decoder.decode(messageType, from: Data(bytes))
         } catch {
             throw .invalid(type: type, reason: "\(error)")
         }

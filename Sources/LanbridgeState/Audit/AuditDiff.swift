@@ -104,7 +104,7 @@ extension AuditEntry {
         }
         let oldInvites = Set(before.invites.invites.map(\.id)), newInvites = Set(after.invites.invites.map(\.id))
         for invite in after.invites.invites where !oldInvites.contains(invite.id) {
-            add("invite.created", node: nil, "id \(invite.id.prefix(8)), expires \(invite.expiresAt.formatted(.iso8601))" + (invite.name.map { ", name \($0)" } ?? ""))
+            add("invite.created", node: nil, "id \(invite.id.prefix(8)), expires \(ISO8601Text.string(invite.expiresAt))" + (invite.name.map { ", name \($0)" } ?? ""))
         }
         for invite in before.invites.invites where !newInvites.contains(invite.id) && invite.redeemedBy == nil {
             if invite.expiresAt <= now {

@@ -199,7 +199,7 @@ public struct BridgeSettings: Sendable {
     }
 
     public static func parse(_ data: Data, file: String = fileName) throws(ConfigError) -> BridgeSettings {
-        guard let root = try? JSONDecoder().decode(JSONValue.self, from: data) else {
+        guard let root = try? LanbridgeJSON.decoder.decode(JSONValue.self, from: data) else {
             throw ConfigError(file: file, path: "", message: "not valid JSON")
         }
         var reader = Reader(file: file)

@@ -82,7 +82,7 @@ public struct StateFormat: Sendable {
         let reads = version(file)
         // Not an object, or a version that is not a whole number: the decoder says what is wrong,
         // with its path.
-        guard let probe = try? JSONDecoder().decode(Probe.self, from: data) else { return .current }
+        guard let probe = try? LanbridgeJSON.decoder.decode(Probe.self, from: data) else { return .current }
         let found: Int
         if let version = probe.version {
             found = version
@@ -93,7 +93,7 @@ public struct StateFormat: Sendable {
         }
         if found == reads { return .current }
         if found > reads { throw .newer(file, found: found, reads: reads) }
-        guard found >= 1, var value = try? JSONDecoder().decode(JSONValue.self, from: data) else { throw .unknown(file, found: found, reads: reads) }
+        guard found >= 1, var value = try? LanbridgeJSON.decoder.decode(JSONValue.self, from: data) else { throw .unknown(file, found: found, reads: reads) }
         for step in found..<reads {
             guard let migration = migrations.first(where: { $0.file == file && $0.from == step }) else {
                 throw .unknown(file, found: found, reads: reads)

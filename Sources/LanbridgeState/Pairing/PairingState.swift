@@ -26,7 +26,7 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .alreadyPaired(id): "node \(id) is already paired"
         case let .blocked(id): "node \(id) is blocked"
         case let .unknownRequest(id): "no pending request \(id) (see `lanbridge nodes pending`)"
-        case let .requestExpired(id, at): "request \(id) expired at \(at.formatted(.iso8601)); the node must ask again"
+        case let .requestExpired(id, at): "request \(id) expired at \(ISO8601Text.string(at)); the node must ask again"
         case let .unknownNode(id): "no paired node \(id) (see `lanbridge nodes list`)"
         case .invalidInvite: "unknown, used or expired invite"
         case let .codeMismatch(_, given): "code \(given) does not match the node's code (recorded in the audit log)"

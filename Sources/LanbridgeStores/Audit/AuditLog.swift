@@ -61,7 +61,7 @@ public struct AuditLog: Sendable {
         for var entry in entries {
             entry.prev = previous
             entry.tx = tx
-            let line = Array(try Self.encoder.encode(entry))
+            let line = Array(try LanbridgeJSON.compact.encode(entry))
             previous = Hex.encode(SHA256.hash(line))
             text += line + [UInt8(ascii: "\n")]
         }
@@ -101,8 +101,8 @@ public struct AuditLog: Sendable {
     }
 
     private func moveHead(to head: Head) throws {
-        if (try? JSONDecoder().decode(Head.self, from: Data(contentsOf: headURL))) == head { return }
-        try AtomicFile.write(Array(Self.encoder.encode(head)), to: headURL)
+        if (try? LanbridgeJSON.decoder.decode(Head.self, from: Data(contentsOf: headURL))) == head { return }
+        try AtomicFile.write(Array(LanbridgeJSON.compact.encode(head)), to: headURL)
     }
 
     public struct Verification: Sendable, Equatable {
@@ -137,18 +137,18 @@ public struct AuditLog: Sendable {
         var count = lines.last?.isEmpty == true ? lines.count - 1 : lines.count
         // A last line with no newline that is no entry is a write cut short, not a change.
         var torn = false
-        if count > 0, data.last != UInt8(ascii: "\n"), let last = lines.last, (try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(last))) == nil {
+        if count > 0, data.last != UInt8(ascii: "\n"), let last = lines.last, (try? LanbridgeJSON.decoder.decode(AuditEntry.self, from: Data(last))) == nil {
             (count, torn) = (count - 1, true)
         }
         for (index, line) in lines.prefix(count).enumerated() {
-            let entry = try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(line))
+            let entry = try? LanbridgeJSON.decoder.decode(AuditEntry.self, from: Data(line))
             if entry?.prev != previous { broken.append(index + 1) }
             previous = Hex.encode(SHA256.hash(Array(line)))
             hashes.append(previous)
         }
         var result = Verification(lines: count, brokenAt: broken)
         result.tornTail = torn
-        if let head = try? JSONDecoder().decode(Head.self, from: Data(contentsOf: headURL)) {
+        if let head = try? LanbridgeJSON.decoder.decode(Head.self, from: Data(contentsOf: headURL)) {
             if head.lines > count {
                 result.truncated = "the head says \(head.lines) lines, the log has \(count): lines were cut off the end"
             } else if head.lines > 0, hashes[head.lines - 1] != head.last {
@@ -166,26 +166,12 @@ public struct AuditLog: Sendable {
     public func entries() throws -> [AuditEntry] {
         guard let data = try? Data(contentsOf: url) else { return [] }
         var lines = data.split(separator: UInt8(ascii: "\n"))
-        if data.last != UInt8(ascii: "\n"), let last = lines.last, (try? JSONDecoder.audit.decode(AuditEntry.self, from: Data(last))) == nil {
+        if data.last != UInt8(ascii: "\n"), let last = lines.last, (try? LanbridgeJSON.decoder.decode(AuditEntry.self, from: Data(last))) == nil {
             lines.removeLast()
         }
-        return try lines.map { try JSONDecoder.audit.decode(AuditEntry.self, from: Data($0)) }
+        return try lines.map { try LanbridgeJSON.decoder.decode(AuditEntry.self, from: Data($0)) }
     }
 
-    public static let encoder: JSONEncoder = {
-        let e = JSONEncoder()
-        e.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        e.dateEncodingStrategy = .iso8601
-        return e
-    }()
-}
-
-extension JSONDecoder {
-    static let audit: JSONDecoder = {
-        let d = JSONDecoder()
-        d.dateDecodingStrategy = .iso8601
-        return d
-    }()
 }
 
 extension AuditLog {

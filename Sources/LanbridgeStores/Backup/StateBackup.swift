@@ -79,7 +79,7 @@ public enum StateBackup {
         let entries: [BackupArchive.Entry]
         do { entries = try BackupArchive.read(bytes) } catch { throw Failure.refused(error.description) }
         guard let first = entries.first, first.name == manifestName else { throw Failure.refused("it does not start with \(manifestName): not a lanbridge backup") }
-        guard let manifest = try? StateJSON.decoder.decode(Manifest.self, from: Data(first.bytes)) else {
+        guard let manifest = try? LanbridgeJSON.decoder.decode(Manifest.self, from: Data(first.bytes)) else {
             throw Failure.refused("\(manifestName) is unreadable")
         }
         guard manifest.format <= format else {

@@ -190,7 +190,7 @@ public struct PairingStore: Sendable {
     private func commit(_ journal: Journal, before: PairingState) throws {
         let change = Self.describe(journal)
         do {
-            try AtomicFile.write(Array(try AuditLog.encoder.encode(journal)), to: journalURL)
+            try AtomicFile.write(Array(try LanbridgeJSON.compact.encode(journal)), to: journalURL)
         } catch {
             unlink(journalURL.path)  // a torn temporary is removed by the write itself
             throw StoreError.notMade(change, "\(error)")
@@ -225,7 +225,7 @@ public struct PairingStore: Sendable {
     /// The journal of a change written ahead and not yet applied, if any.
     private func pendingJournal() throws -> Journal? {
         guard let data = try? Data(contentsOf: journalURL) else { return nil }
-        do { return try JSONDecoder.audit.decode(Journal.self, from: data) } catch {
+        do { return try LanbridgeJSON.decoder.decode(Journal.self, from: data) } catch {
             throw StoreError.corrupt(journalURL, "an interrupted change cannot be read (\(error)); move the file aside to go on without it")
         }
     }
@@ -287,7 +287,7 @@ public struct PairingStore: Sendable {
         data = opened.bytes
         let migrated = opened.migrated.map { Migrated(file: file, from: $0.from, to: $0.to) }
         do {
-            return (try StateJSON.decoder.decode(T.self, from: data), migrated)
+            return (try LanbridgeJSON.decoder.decode(T.self, from: data), migrated)
         } catch let error as DecodingError {
             throw StoreError.corrupt(url, Self.explain(error))
         } catch {

@@ -27,7 +27,7 @@ public struct RuntimeStatusFile: Sendable {
     static func bytes(of status: RuntimeStatus) throws -> [UInt8] {
         var rest = status
         rest.nodes = [:]
-        guard case var .object(fields) = JSONValue(encoding: rest) else { return try StateJSON.encode(status) }
+        guard case var .object(fields) = try JSONValue(encoding: rest) else { return try StateJSON.encode(status) }
         var nodes: [String: JSONValue] = [:]
         nodes.reserveCapacity(status.nodes.count)
         for (id, node) in status.nodes {
@@ -36,7 +36,7 @@ public struct RuntimeStatusFile: Sendable {
             ]
             if let id = node.gatewayDeviceId { entry["gatewayDeviceId"] = .string(id) }
             if let session = node.gatewaySession { entry["gatewaySession"] = .string(session) }
-            if let approval = node.gatewayApproval { entry["gatewayApproval"] = JSONValue(encoding: approval) }
+            if let approval = node.gatewayApproval { entry["gatewayApproval"] = try JSONValue(encoding: approval) }
             nodes[id] = .object(entry)
         }
         fields["nodes"] = .object(nodes)
@@ -47,7 +47,7 @@ public struct RuntimeStatusFile: Sendable {
     /// its state files are refused anyway).
     public func read() -> RuntimeStatus? {
         guard let data = try? Data(contentsOf: url), let opened = try? StateFormat.current.bytes(data, as: .runtime, url: url),
-            let status = try? StateJSON.decoder.decode(RuntimeStatus.self, from: opened.bytes)
+            let status = try? LanbridgeJSON.decoder.decode(RuntimeStatus.self, from: opened.bytes)
         else {
             return nil
         }
