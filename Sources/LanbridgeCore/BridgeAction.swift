@@ -67,7 +67,13 @@ package enum BridgeAction: Sendable {
     case log([CoreLog.Record])
     /// Counts for the metrics, as the core recorded them.
     case count([CoreMetric])
+    /// What the console shows live has changed: an invoke started or stopped waiting for the
+    /// operator (`asks`), or the activity feed grew (`activity`). At most one of each per event.
+    case liveChanged(LiveTopic)
 }
+
+/// What changed for the console's live pages (`BridgeAction.liveChanged`).
+package enum LiveTopic: Sendable, Equatable { case asks, activity }
 
 /// A change to the pairing store the core needs made. Each is one `PairingStore.update`.
 package struct StoreOperation: Sendable {

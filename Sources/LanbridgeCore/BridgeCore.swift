@@ -86,6 +86,8 @@ package struct BridgeCore {
     /// The canvas relay, once it listens (nil: no canvas), and who may use it.
     package internal(set) var canvasRelay: CanvasRelayInfo?
     package internal(set) var canvasGrants = CanvasGrants()
+    /// The asks' generation and the feed's next record when `.liveChanged` was last said.
+    private var shown = (asks: 0, activity: 1)
 
     /// Which gateway the bridge links to, if any.
     package enum GatewayKind: Sendable { case lanbridge, openClaw }
@@ -127,6 +129,14 @@ package struct BridgeCore {
         if runtimeChanged {
             runtimeChanged = false
             actions.append(.publishRuntime)
+        }
+        if book.asked.generation != shown.asks {
+            shown.asks = book.asked.generation
+            actions.append(.liveChanged(.asks))
+        }
+        if activity.nextSeq != shown.activity {
+            shown.activity = activity.nextSeq
+            actions.append(.liveChanged(.activity))
         }
         let lines = logger.take(), counts = metrics.take()
         if !lines.isEmpty { actions.append(.log(lines)) }

@@ -7,11 +7,11 @@ import Testing
 /// the file): the cost per node of keeping it current stays flat.
 struct RuntimePublishingTests {
     @Test func theFileIsRewrittenLessOftenAsTheFleetGrows() {
-        #expect(BridgeDriver.runtimeInterval(connections: 0) == .milliseconds(50))
-        #expect(BridgeDriver.runtimeInterval(connections: 1000) == .milliseconds(50), "a thousand nodes: as before")
-        #expect(BridgeDriver.runtimeInterval(connections: 10_000) == .milliseconds(500))
+        #expect(RuntimePublisher.interval(connections: 0) == .milliseconds(50))
+        #expect(RuntimePublisher.interval(connections: 1000) == .milliseconds(50), "a thousand nodes: as before")
+        #expect(RuntimePublisher.interval(connections: 10_000) == .milliseconds(500))
         // What a write costs per second stays proportional to nothing but the interval's own floor.
-        let perSecond = [2000, 10_000, 50_000].map { n in Double(n) / (Double(BridgeDriver.runtimeInterval(connections: n).nanoseconds) / 1e9) }
+        let perSecond = [2000, 10_000, 50_000].map { n in Double(n) / (Double(RuntimePublisher.interval(connections: n).nanoseconds) / 1e9) }
         #expect(Set(perSecond).count == 1, "\(perSecond)")
     }
 }

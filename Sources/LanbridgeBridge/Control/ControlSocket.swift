@@ -46,7 +46,7 @@ enum ControlSocket {
             return
         }
         // An operator who gives up (Ctrl-C) takes their held invokes along: nothing runs later for nobody.
-        let client = driver.controlClientOpened()
+        let client = ControlSocket.clientOpened()
         connection.channel.closeFuture.whenComplete { _ in driver.controlClientClosed(client) }
         try? await connection.executeThenClose { inbound, outbound in
             for try await line in inbound {
@@ -59,6 +59,20 @@ enum ControlSocket {
                 guard case let .request(id, method, params) = frame else { continue }
                 let answer = await dispatch(method, params, caller: peer.uid, client: client, driver: driver, console: console, logger: logger)
                 try await outbound.write(GatewayFrame.response(id: id, answer: answer))
+            }
+        }
+    }
+
+    /// The operator's control socket: each connection served on its own, until the socket closes.
+    static func serveAll(
+        _ control: NIOAsyncChannel<ControlSocket.Connection, Never>, driver: BridgeDriver, sharing: StateSharing,
+        console: (auth: ConsoleAuth, url: String)?, logger: Logger
+    ) async {
+        try? await control.executeThenClose { inbound in
+            try await withThrowingDiscardingTaskGroup { connections in
+                for try await connection in inbound {
+                    connections.addTask { await serve(connection, driver: driver, sharing: sharing, console: console, logger: logger) }
+                }
             }
         }
     }

@@ -14,6 +14,8 @@ import NIOPosix
 /// come back on the caller's event loop.
 final class StateIO: Sendable {
     let store: PairingStore
+    /// paired.json's path, kept: the driver's version check runs before every fresh-store event.
+    let pairedPath: String
     let runtimeFile: RuntimeStatusFile
     /// The files a store change writes: one of them immutable is a state that takes no writes.
     static let storeFiles = [
@@ -27,6 +29,7 @@ final class StateIO: Sendable {
     /// `appended`: told how many audit entries each of the daemon's own store changes wrote.
     init(directory: StateDirectory, logger: Logger, appended: (@Sendable (Int) -> Void)? = nil) {
         store = PairingStore(directory: directory, appended: appended)
+        pairedPath = store.pairedURL.path
         runtimeFile = RuntimeStatusFile(directory: directory)
         pool = NIOThreadPool(numberOfThreads: 1)
         pool.start()
