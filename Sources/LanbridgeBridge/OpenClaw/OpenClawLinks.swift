@@ -85,7 +85,9 @@ final class OpenClawLinks: @unchecked Sendable {
     private weak var driver: BridgeDriver?
     private let options: Options
     private let devices: OpenClawDevices
-    /// The devices file is read, changed and written whole: one change at a time.
+    /// The devices file is read, changed and written whole, on the state directory's I/O thread
+    /// (`StateIO`, as every state file), one change at a time, never on the cooperative pool.
+    private let io: StateIO
     private let devicesLock = NIOLock()
     private let connecting: ConnectSlots
     private let logger: Logger
@@ -93,7 +95,7 @@ final class OpenClawLinks: @unchecked Sendable {
     private var nextToken = 0
 
     init(_ options: Options, devices: OpenClawDevices, driver: BridgeDriver, logger: Logger) {
-        (self.options, self.devices, self.driver, loop, self.logger) = (options, devices, driver, driver.loop, logger)
+        (self.options, self.devices, self.driver, loop, io, self.logger) = (options, devices, driver, driver.loop, driver.io, logger)
         connecting = ConnectSlots(options.timing.connecting)
     }
 
@@ -132,13 +134,9 @@ final class OpenClawLinks: @unchecked Sendable {
             if let link = nodes.removeValue(forKey: node) { stop(link) }
         case .revoked:
             if let link = nodes.removeValue(forKey: node) { stop(link) }
-            Task { [devices, devicesLock, logger] in
-                do {
-                    try devicesLock.withLock { try devices.forget(node) }
-                    logger.info("OpenClaw identity removed", metadata: ["node": "\(node)"])
-                } catch {
-                    logger.error("cannot remove the OpenClaw identity of \(node): \(error)")
-                }
+            changeDevices("remove the OpenClaw identity of \(node)") { devices in
+                try devices.forget(node)
+                return ("OpenClaw identity removed", ["node": "\(node)"])
             }
         }
     }
@@ -273,9 +271,21 @@ final class OpenClawLinks: @unchecked Sendable {
     /// node's next connect carries it, and it is stored for the next run.
     func store(deviceToken: String, for node: Fingerprint) {
         nodes[node]?.deviceToken = deviceToken
-        Task { [devices, devicesLock, logger] in
-            do { try devicesLock.withLock { try devices.setDeviceToken(deviceToken, for: node) } } catch {
-                logger.error("cannot store the gateway's device token for \(node): \(error)")
+        changeDevices("store the gateway's device token for \(node)") { devices in
+            try devices.setDeviceToken(deviceToken, for: node)
+            return nil
+        }
+    }
+
+    /// A change to the devices file, on the I/O thread; `what` says it in the error, and a line
+    /// the change returns is logged.
+    private func changeDevices(_ what: String, _ change: @escaping @Sendable (OpenClawDevices) throws -> (String, Logger.Metadata)?) {
+        let (devices, lock, logger) = (devices, devicesLock, logger)
+        io.run(on: loop) { try lock.withLock { try change(devices) } }.whenComplete { result in
+            switch result {
+            case let .success((line, metadata)?): logger.info("\(line)", metadata: metadata)
+            case .success(nil): break
+            case let .failure(error): logger.error("cannot \(what): \(error)")
             }
         }
     }
@@ -292,7 +302,10 @@ final class OpenClawLinks: @unchecked Sendable {
 
     private func run(_ node: Fingerprint, token: Int, details: NodeDetails) async {
         let made: (OpenClawDevice, OpenClawDevices.Record)
-        do { made = try devicesLock.withLock { try devices.device(for: node, platform: details.platform) } } catch {
+        do {
+            let (devices, lock) = (devices, devicesLock)
+            made = try await io.run(on: loop) { try lock.withLock { try devices.device(for: node, platform: details.platform) } }.get()
+        } catch {
             logger.error("cannot make the OpenClaw identity of \(node): \(error)")
             return
         }
@@ -335,7 +348,10 @@ final class OpenClawLinks: @unchecked Sendable {
             if next.signV2 { configuration.signature = .v2 }
             if next.forgetDeviceToken {
                 _ = await onLink(node, token) { $0.deviceToken = nil }
-                try? devicesLock.withLock { try devices.setDeviceToken(nil, for: node) }
+                changeDevices("forget the gateway's device token for \(node)") { devices in
+                    try devices.setDeviceToken(nil, for: node)
+                    return nil
+                }
             }
             if let held = next.approval, next.newHold {
                 logger.warning("the OpenClaw gateway holds node \(node)'s device (\(device.deviceId)) for its operator: \(held.summary)")
