@@ -9,7 +9,7 @@ extension BridgeCore {
     mutating func ask(_ request: InvokeRequest, origin: InvokeBook.Origin, waiter: InvokeBook.Waiter, node: PairedNode, rule: String, wall: Date) {
         let entry = AskedInvokes.Entry(
             id: Hex.encode(random(5)), request: request, origin: origin, waiter: waiter, node: node.nodeId, rule: rule, askedAt: wall,
-            expires: now.addingTimeInterval(Double(book.asked.limits.timeoutMs) / 1000))
+            expires: now.adding(milliseconds: book.asked.limits.timeoutMs))
         guard book.ask(entry, now: now) else { return }
         if settings.notify.hook.exec != nil { actions.append(.notifyOperator(settings.notify, prompt(entry))) }
         logger.notice(
@@ -64,7 +64,7 @@ extension BridgeCore {
         entry.waiter.note = "asked (ask rule \(entry.rule)); \(how) by \(by)"
         logger.notice("the operator \(how) an asked invoke", metadata: ["node": "\(entry.node)", "command": "\(entry.request.command)", "by": "\(by)"])
         if approve {
-            if let forMs { book.grantAsked(entry.node, entry.request.command, until: now.addingTimeInterval(Double(forMs) / 1000), now: now) }
+            if let forMs { book.grantAsked(entry.node, entry.request.command, until: now.adding(milliseconds: forMs), now: now) }
             // Decided again as things are now: it may be held, refused or relayed, never asked twice.
             run(entry.request, origin: entry.origin, for: entry.waiter.target, slot: entry.waiter.slot, wall: wall, asked: entry)
         } else {

@@ -204,7 +204,7 @@ extension BridgeCore {
                 return entry
             }
             let entry = HeldInvokes.Entry(
-                request: request, origin: origin, waiter: waiter, expires: now.addingTimeInterval(Double(request.holdMs ?? 0) / 1000),
+                request: request, origin: origin, waiter: waiter, expires: now.adding(milliseconds: request.holdMs ?? 0),
                 bytes: request.command.utf8.count + (request.params?.serialized.count ?? 0), refusal: refusal, approved: askedEntry != nil)
             if case let .held(wake) = book.hold(entry, node: node, hook: settings.wake, now: now) {
                 logger.info(

@@ -42,8 +42,8 @@ final class GatewayLink: Sendable {
     /// The redial schedule the limits set: doubling from `gatewayRedialMinMs` to `gatewayRedialMaxMs`,
     /// starting over after a link that lasted 10 s.
     static func backoff(_ limits: BridgeSettings.Limits) -> Backoff {
-        let first = Double(limits[.gatewayRedialMinMs]) / 1000
-        return Backoff(initial: first, maximum: max(first, Double(limits[.gatewayRedialMaxMs]) / 1000), resetAfter: 10)
+        let first = limits.seconds(.gatewayRedialMinMs)
+        return Backoff(initial: first, maximum: max(first, limits.seconds(.gatewayRedialMaxMs)), resetAfter: 10)
     }
 
     /// A new token (SIGHUP): the current link goes down and the next one proves the new token.

@@ -173,7 +173,7 @@ package struct InvokeBook {
     ) {
         nextID += 1
         let invokeID = "\(idPrefix).\(nextID)"
-        let deadline = now.addingTimeInterval(Double(timeoutMs) / 1000)
+        let deadline = now.adding(milliseconds: timeoutMs)
         inFlight[invokeID] = InFlight(invokeID: invokeID, node: node, connection: connection, origin: origin, deadline: deadline, waiter: waiter)
         perNode[node, default: 0] += 1
         arm(deadline)

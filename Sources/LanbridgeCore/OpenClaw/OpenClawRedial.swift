@@ -16,13 +16,12 @@ package struct OpenClawRedial: Sendable {
         package var canvasWait: TimeInterval
 
         package init(_ limits: BridgeSettings.Limits) {
-            func seconds(_ limit: Limit) -> TimeInterval { Double(limits[limit]) / 1000 }
             connecting = limits[.openClawConnecting]
-            backoff = seconds(.openClawRedialMinMs)...max(seconds(.openClawRedialMinMs), seconds(.openClawRedialMaxMs))
-            deviceRetry = seconds(.openClawDeviceRetryMs)
-            eventWait = seconds(.openClawEventWaitMs)
+            backoff = limits.seconds(.openClawRedialMinMs)...max(limits.seconds(.openClawRedialMinMs), limits.seconds(.openClawRedialMaxMs))
+            deviceRetry = limits.seconds(.openClawDeviceRetryMs)
+            eventWait = limits.seconds(.openClawEventWaitMs)
             waitingEvents = limits[.openClawWaitingEvents]
-            canvasWait = seconds(.openClawCanvasWaitMs)
+            canvasWait = limits.seconds(.openClawCanvasWaitMs)
         }
     }
 

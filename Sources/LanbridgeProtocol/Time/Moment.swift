@@ -34,6 +34,12 @@ public struct Moment: Comparable, Hashable, Sendable, CustomStringConvertible {
         Moment(nanoseconds: nanoseconds &+ Int64((seconds * 1e9).rounded()))
     }
 
+    /// The moment `milliseconds` later: the config's and the wire's durations are whole
+    /// milliseconds (one conversion, not `Double(ms) / 1000` at each use).
+    public func adding(milliseconds: Int) -> Moment {
+        Moment(nanoseconds: nanoseconds &+ Int64(milliseconds) &* 1_000_000)
+    }
+
     /// Seconds from `other` to this moment (negative if `other` is later).
     public func timeIntervalSince(_ other: Moment) -> Double {
         Double(nanoseconds &- other.nanoseconds) / 1e9

@@ -38,6 +38,9 @@ public struct BridgeSettings: Sendable {
             set { values[limit] = newValue }
         }
 
+        /// A limit in milliseconds, as seconds (the one conversion).
+        public func seconds(_ limit: Limit) -> Double { Double(values[limit]) / 1000 }
+
         /// The largest message a paired node's session carries: room past `maxResultBytes`, so an
         /// oversized result is answered PAYLOAD_TOO_LARGE instead of dropping the node.
         public var sessionMessageBytes: Int { self[.maxResultBytes] * 2 }
