@@ -10,14 +10,7 @@ struct ControlMethodTableTests {
     static let end = "\n<!-- control-methods:end -->"
 
     @Test func protocolMdListsEveryMethodOfTheTable() throws {
-        let url = Repository.url("pairing/PROTOCOL.md")
-        let text = try String(contentsOf: url, encoding: .utf8)
-        let start = try #require(text.range(of: Self.begin)), stop = try #require(text.range(of: Self.end))
-        let shown = start.upperBound <= stop.lowerBound ? String(text[start.upperBound..<stop.lowerBound]) : ""
-        if shown != ControlMethod.markdownTable, ProcessInfo.processInfo.environment["LANBRIDGE_REGENERATE"] == "1" {
-            try (String(text[..<start.upperBound]) + ControlMethod.markdownTable + String(text[stop.lowerBound...])).write(to: url, atomically: true, encoding: .utf8)
-            return
-        }
+        let shown = try #require(try Repository.generatedBlock(in: "pairing/PROTOCOL.md", begin: Self.begin, end: Self.end, wanted: ControlMethod.markdownTable))
         #expect(shown == ControlMethod.markdownTable, "PROTOCOL.md §12.7 differs from ControlMethod.swift; regenerate it with LANBRIDGE_REGENERATE=1")
         for method in ControlMethod.allCases { #expect(shown.contains("| `\(method.name)` |"), "PROTOCOL.md lacks \(method.name)") }
     }

@@ -11,30 +11,15 @@ struct LimitTableTests {
     static let end = "\n<!-- limits:end -->"
 
     @Test func readmesTableIsTheCodes() throws {
-        let url = Repository.url("README.md")
-        let readme = try String(contentsOf: url, encoding: .utf8)
-        let start = try #require(readme.range(of: Self.begin)), stop = try #require(readme.range(of: Self.end))
-        let shown = String(readme[start.upperBound..<stop.lowerBound])
-        if shown != Limit.markdownTable, ProcessInfo.processInfo.environment["LANBRIDGE_REGENERATE"] == "1" {
-            try (String(readme[..<start.upperBound]) + Limit.markdownTable + String(readme[stop.lowerBound...])).write(to: url, atomically: true, encoding: .utf8)
-            return
-        }
+        let shown = try #require(try Repository.generatedBlock(in: "README.md", begin: Self.begin, end: Self.end, wanted: Limit.markdownTable))
         #expect(shown == Limit.markdownTable, "README's limits table differs from Limit.swift; regenerate it with LANBRIDGE_REGENERATE=1")
     }
 
     /// The same table in lanbridge-config(5), which the package installs (issue 50 §3).
     @Test func theManPagesTableIsTheCodes() throws {
-        let url = Repository.url("packaging/lanbridge-config.5")
-        let page = try String(contentsOf: url, encoding: .utf8)
         let begin = ".\\\" limits:begin (generated from Sources/LanbridgeState/Config/Limit.swift; LimitTableTests checks it)\n"
-        let end = ".\\\" limits:end"
-        let start = try #require(page.range(of: begin)), stop = try #require(page.range(of: end))
-        let shown = String(page[start.upperBound..<stop.lowerBound])
         let wanted = Limit.manPageEntries + "\n"
-        if shown != wanted, ProcessInfo.processInfo.environment["LANBRIDGE_REGENERATE"] == "1" {
-            try (String(page[..<start.upperBound]) + wanted + String(page[stop.lowerBound...])).write(to: url, atomically: true, encoding: .utf8)
-            return
-        }
+        let shown = try #require(try Repository.generatedBlock(in: "packaging/lanbridge-config.5", begin: begin, end: ".\\\" limits:end", wanted: wanted))
         #expect(shown == wanted, "lanbridge-config(5)'s limits differ from Limit.swift; regenerate them with LANBRIDGE_REGENERATE=1")
     }
 
