@@ -1,10 +1,11 @@
 // swift-tools-version:6.1
 import PackageDescription
 
-// Layers point one way, top to bottom:
-//   lanbridge (CLI)  ->  LanbridgeBridge (driver on SwiftNIO)  ->  LanbridgeCore (decisions, no I/O)
-//   ->  LanbridgeNet (SwiftNIO)  ->  LanbridgeState (files)
-//   ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium or swift-crypto, by trait)
+// Layers point one way, top to bottom (each module, with what it holds: docs/architecture.md):
+//   lanbridge (CLI)  ->  LanbridgeBridge (driver and doors on SwiftNIO)  ->  LanbridgeCore (decisions, no I/O)
+//   ->  LanbridgeNet (SwiftNIO), LanbridgeDiscovery (Avahi), LanbridgeStores (files)  ->  LanbridgeState (values)
+//   ->  LanbridgeFiles, LanbridgeTransport  ->  LanbridgeProtocol (pure, no I/O)  ->  LanbridgeCrypto (libsodium or swift-crypto, by trait)
+// Node apps link LanbridgeNode (Transport, Files, Protocol, Crypto: scripts/check-closures keeps it so).
 let package = Package(
     name: "lanbridge",
     platforms: [.macOS(.v14), .iOS(.v17)],
@@ -234,12 +235,21 @@ let package = Package(
     ]
 )
 
-// scripts/test's SwiftCrypto phase runs only the protocol tests on swift-crypto: without the other
-// test targets it builds in a fraction of the time (the main build keeps them all).
-if Context.environment["LANBRIDGE_PROTOCOL_TESTS_ONLY"] != nil {
-    // What the protocol tests and the swift-crypto node-sim need, and nothing else (no TLS, no NIO
-    // servers): the closure of the two, followed through the targets' own dependencies.
-    var keep: Set<String> = ["LanbridgeProtocolTests", "lanbridge-node-sim"]
+// scripts/test's SwiftCrypto phase runs only the protocol tests on swift-crypto, and its arm64
+// phase only the unit test targets (scripts/arm64/test; IntegrationTests' real processes and timings
+// do not belong under qemu): without the other test targets each builds in a fraction of the time
+// (the main build keeps them all).
+let roots: Set<String>? =
+    if Context.environment["LANBRIDGE_PROTOCOL_TESTS_ONLY"] != nil {
+        ["LanbridgeProtocolTests", "lanbridge-node-sim"]
+    } else if Context.environment["LANBRIDGE_UNIT_TESTS_ONLY"] != nil {
+        ["LanbridgeProtocolTests", "LanbridgeStateTests", "LanbridgeCoreTests", "LanbridgeBridgeTests", "LanbridgeNodeTests"]
+    } else {
+        nil
+    }
+if let roots {
+    // What the roots need, and nothing else: their closure, followed through the targets' own dependencies.
+    var keep = roots
     var grew = true
     while grew {
         grew = false
@@ -255,5 +265,8 @@ if Context.environment["LANBRIDGE_PROTOCOL_TESTS_ONLY"] != nil {
         }
     }
     package.targets.removeAll { !keep.contains($0.name) }
-    package.products.removeAll { product in product.name != "lanbridge-node-sim" }
+    package.products.removeAll { product in
+        let targets = (product as? Product.Executable)?.targets ?? (product as? Product.Library)?.targets ?? []
+        return !targets.allSatisfy(keep.contains)
+    }
 }
