@@ -81,19 +81,7 @@ public enum BridgeServer {
         // message crosses the bridge without a thread hop.
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let registry = PrometheusCollectorRegistry()
-        let metrics =
-            configuration.metrics == nil
-            ? BridgeMetrics.disabled
-            : BridgeMetrics(
-                factory: {
-                    var factory = PrometheusMetricsFactory(registry: registry)
-                    factory.durationHistogramBuckets["lanbridge_invoke_duration_seconds"] = [
-                        .milliseconds(1), .microseconds(2500), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-                        .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .milliseconds(2500), .seconds(5),
-                        .seconds(10), .seconds(30), .seconds(60),
-                    ]
-                    return factory
-                }())
+        let metrics = configuration.metrics == nil ? BridgeMetrics.disabled : BridgeMetrics.prometheus(registry)
         // The daemon's own store changes (a pairing request, a redeemed invite) are audited inside
         // the store's write: counted there, as the core's own entries are when it records them.
         let io = StateIO(directory: configuration.stateDirectory, logger: logger, appended: { metrics.auditAppended($0) })

@@ -29,53 +29,6 @@ final class OpenClawLinks: @unchecked Sendable {
         var timing: OpenClawRedial.Timing
     }
 
-    private final class NodeLink {
-        let token: Int
-        var task: Task<Void, Never>?
-        var handler: OpenClawLinkHandler?
-        var foreground: Bool
-        /// What the node's rules let the gateway ask (OpenClaw's names). A command added re-offers
-        /// at once; one taken away waits for the next connect (lanbridge refuses it meanwhile).
-        var commands: [String]
-        /// What the current (or last) socket offered at its connect, nil before the first.
-        var offered: Set<String>?
-        /// The token the gateway issued this node's device (its last `hello-ok` that had one):
-        /// every later connect carries it, whatever becomes of the shared token.
-        var deviceToken: String?
-        /// What the node said while its socket was re-offering or reconnecting: sent once it is up
-        /// again, or answered UNAVAILABLE after `timing.eventWait`.
-        var waiting: [WaitingEvent] = []
-        /// The relay waits for a fresh canvas capability (its request met 401): answered by the
-        /// gateway's reply, the socket's end, or `timing.canvasWait`.
-        var canvasWaiters: [EventLoopPromise<String?>] = []
-        init(token: Int, foreground: Bool, commands: [String]) {
-            (self.token, self.foreground, self.commands) = (token, foreground, commands)
-        }
-
-        /// Offered now and not at the last connect: a new socket must carry them.
-        var unoffered: Set<String> { Set(commands).subtracting(offered ?? []) }
-
-        func stop() {
-            task?.cancel()
-            for event in waiting { event.expiry.cancel() }
-            answerCanvas(nil)
-        }
-
-        func answerCanvas(_ capability: String?) {
-            let waiters = canvasWaiters
-            canvasWaiters = []
-            for waiter in waiters { waiter.succeed(capability) }
-        }
-    }
-
-    private struct WaitingEvent {
-        let id: Int
-        let event: String
-        let payload: JSONValue
-        let tag: String?
-        let expiry: Scheduled<Void>
-    }
-
     /// A node's call waits for its socket while that re-offers or reconnects (issue 36: a voice
     /// transcript sent right after a rule change was lost), `timing.eventWait`, `timing.waitingEvents` at most.
     private var nextWaiting = 0
@@ -410,38 +363,4 @@ final class OpenClawLinks: @unchecked Sendable {
         }
         return ending.value
     }
-}
-
-/// At most `limit` holders at once; the rest wait in order. A waiter whose task is cancelled
-/// leaves the queue at once, holding nothing.
-actor ConnectSlots {
-    private var free: Int
-    private var waiting: [(id: Int, continuation: CheckedContinuation<Bool, Never>)] = []
-    private var nextWaiter = 0
-
-    init(_ limit: Int) { free = limit }
-
-    /// True when a slot is held (release it); false when the task was cancelled first.
-    func acquire() async -> Bool {
-        guard !Task.isCancelled else { return false }
-        if free > 0 { free -= 1; return true }
-        nextWaiter += 1
-        let id = nextWaiter
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { waiting.append((id, $0)) }
-        } onCancel: {
-            Task { await self.cancel(id) }
-        }
-    }
-
-    func release() {
-        if waiting.isEmpty { free += 1 } else { waiting.removeFirst().continuation.resume(returning: true) }
-    }
-
-    private func cancel(_ id: Int) {
-        guard let index = waiting.firstIndex(where: { $0.id == id }) else { return }  // already given a slot
-        waiting.remove(at: index).continuation.resume(returning: false)
-    }
-
-    var waitingCount: Int { waiting.count }
 }
