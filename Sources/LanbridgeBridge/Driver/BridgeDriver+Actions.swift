@@ -10,6 +10,8 @@ extension BridgeDriver {
     func perform(_ actions: [BridgeAction]) {
         for action in actions {
             switch action {
+            case let .send(id, message) where channels.isApp(id):
+                channels.send(AppOutbound(message: message), to: id)  // its door counts what it relays
             case let .send(id, message):
                 let bytes = SessionMessages.encode(message)
                 let invoke = message as? Invoke

@@ -59,8 +59,10 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     // MARK: - Nodes (called on the loop by `NodeSessionHandler`)
 
-    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket? = nil) -> ConnectionID {
-        channels.accepted(channel, slot: slot, ticket: ticket)
+    /// A new channel, before its handshake (on the loop): its connection ID. `app`: one of
+    /// OpenClaw's apps, whose channel runs on the app door's thread.
+    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket? = nil, app: Bool = false) -> ConnectionID {
+        channels.accepted(channel, slot: slot, ticket: ticket, app: app)
     }
 
     func established(_ id: ConnectionID, _ handshake: SecureSession.HandshakeResult, address: String, peer: String) {
@@ -73,7 +75,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// One of OpenClaw's apps proved its device at the front door (issue 38): from here on it is a
     /// connection like a node's, keyed by a hash of its device key, with no Noise underneath.
+    /// From the app door's thread: this hops to the loop.
     func appEstablished(_ id: ConnectionID, _ device: OpenClawAppSession.Device, tlsSha256: String?, address: String, peer: String) {
+        guard loop.inEventLoop else { return loop.execute { [self] in appEstablished(id, device, tlsSha256: tlsSha256, address: address, peer: peer) } }
         let slot = channels.established(id)
         let key = OpenClawAppClaim.nodeKey(ed25519: device.publicKey)
         let claim = OpenClawAppClaim(deviceId: device.deviceId, publicKey: Base64URL.encode(device.publicKey), clientId: device.clientId, tlsSha256: tlsSha256)
@@ -98,7 +102,9 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
             .recover { _ in SessionMessages.check(bytes) }  // no pool (never, in practice): read here
     }
 
+    /// A channel closed (from any loop: an app's channel is on its door's).
     func closed(_ id: ConnectionID) {
+        guard loop.inEventLoop else { return loop.execute { [self] in closed(id) } }
         channels.closed(id)
         submit(.closed(id))
     }

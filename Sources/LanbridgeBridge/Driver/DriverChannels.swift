@@ -16,6 +16,9 @@ final class DriverChannels {
     /// Node connections' places in the descriptor budget, by their admission slot, until proved or gone.
     private var tickets: [Admission.Slot: DescriptorGate.Ticket] = [:]
     private var nextConnection = 0
+    /// The connections of OpenClaw's apps (on the app door's own thread): told the core's messages
+    /// as they are, not encoded for a Noise session.
+    private var apps: Set<ConnectionID> = []
     /// The gateway link now up, if any, and how many have come up (the generation of the next).
     private(set) var link: GatewayLinkHandler?
     private(set) var linkGeneration = 0
@@ -32,14 +35,18 @@ final class DriverChannels {
     // MARK: - Nodes
 
     /// A new channel, before its handshake: its connection ID.
-    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket?) -> ConnectionID {
+    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket?, app: Bool = false) -> ConnectionID {
         loop.preconditionInEventLoop()
         nextConnection += 1
         channels[nextConnection] = channel
         handshaking[nextConnection] = slot
         if let ticket { tickets[slot] = ticket }
+        if app { apps.insert(nextConnection) }
         return nextConnection
     }
+
+    /// Whether `id` is an OpenClaw app's connection.
+    func isApp(_ id: ConnectionID) -> Bool { apps.contains(id) }
 
     /// The handshake is done: its admission slot, which the core now holds.
     func established(_ id: ConnectionID) -> Admission.Slot? { handshaking.removeValue(forKey: id) }
@@ -56,6 +63,7 @@ final class DriverChannels {
 
     func closed(_ id: ConnectionID) {
         channels[id] = nil
+        apps.remove(id)
         if let slot = handshaking.removeValue(forKey: id) {
             admission.release(slot)
             tickets[slot] = nil
@@ -69,7 +77,8 @@ final class DriverChannels {
         descriptors?.prove(tickets.removeValue(forKey: slot))
     }
 
-    func send(_ message: NodeOutbound, to id: ConnectionID) {
+    /// Writes to the channel (any channel's loop: NIO hops), flushed with the rest.
+    func send(_ message: some Sendable, to id: ConnectionID) {
         guard let channel = channels[id] else { return }
         channel.write(message, promise: nil)
         unflushed.insert(id)

@@ -28,33 +28,48 @@ enum OpenClawAppDoor {
         var descriptorsEach = 1
     }
 
+    /// The door's own thread, as the canvas relay has: TLS handshakes and the apps' frames never
+    /// run on the core's loop, so a flood at the door delays no invoke beyond sharing the CPU.
+    /// Made on first use, for the process's life (as NIO's own singleton group is).
+    static let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+
     static func bind(host: String, port: Int, listener: Int, options: Options, admission: Admission, driver: BridgeDriver, logger: Logger) async throws -> any Channel {
-        try await ServerBootstrap(group: driver.loop)
+        try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .serverChannelOption(.backlog, value: 256)
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try admit(channel, listener: listener, options: options, admission: admission, driver: driver, logger: logger)
-                }
+                admit(channel, listener: listener, options: options, admission: admission, driver: driver, logger: logger)
             }
             .bind(host: host, port: port).get()
     }
 
-    private static func admit(_ channel: any Channel, listener: Int, options: Options, admission: Admission, driver: BridgeDriver, logger: Logger) throws {
+    /// Admitted (or refused) as a node's connection is, then given its connection ID by the
+    /// driver (a hop to its loop) before any byte is read.
+    private static func admit(_ channel: any Channel, listener: Int, options: Options, admission: Admission, driver: BridgeDriver, logger: Logger)
+        -> EventLoopFuture<Void>
+    {
         let address = channel.remoteAddress?.ipAddress ?? "?"
         guard case let .admit(slot, _, handshakeTimeout) = admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) }) else {
             channel.close(promise: nil)
-            return
+            return channel.eventLoop.makeSucceededVoidFuture()
         }
         let ticket = driver.descriptors?.admit(channel, peer: DescriptorGate.peer(of: channel.remoteAddress), cost: options.descriptorsEach)
         if driver.descriptors != nil, ticket == nil {
             admission.release(slot)
             channel.close(promise: nil)
-            return
+            return channel.eventLoop.makeSucceededVoidFuture()
         }
-        let id = driver.accepted(channel, slot: slot, ticket: ticket)
-        channel.closeFuture.whenComplete { _ in driver.closed(id) }
+        let accepted: EventLoopFuture<ConnectionID> = driver.loop.submit { driver.accepted(channel, slot: slot, ticket: ticket, app: true) }
+        return accepted.hop(to: channel.eventLoop).flatMapThrowing { (id: ConnectionID) in
+            channel.closeFuture.whenComplete { _ in driver.closed(id) }
+            try pipeline(channel, id: id, address: address, handshakeTimeout: handshakeTimeout, options: options, driver: driver, logger: logger)
+        }
+    }
+
+    private static func pipeline(
+        _ channel: any Channel, id: ConnectionID, address: String, handshakeTimeout: Double, options: Options, driver: BridgeDriver, logger: Logger
+    ) throws {
         // TLS, the upgrade and the connect within the admission's deadline, like a Noise handshake.
         let deadline = channel.eventLoop.scheduleTask(in: .interval(handshakeTimeout)) { channel.close(promise: nil) }
         let sync = channel.pipeline.syncOperations
@@ -141,11 +156,17 @@ final class PreAuthLimit: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// One app's socket, after the upgrade: frames in and out of its `OpenClawAppSession`, the core's
-/// messages to its node (written to the channel as the driver writes any node's) translated for it.
+/// What the driver writes to an app's channel: the core's message to its node, as it decided it
+/// (not encoded for a Noise session, to be decoded again here).
+struct AppOutbound: @unchecked Sendable {
+    var message: any SessionMessage
+}
+
+/// One app's socket, after the upgrade, on the door's own thread: frames in and out of its
+/// `OpenClawAppSession`, the core's messages to its node translated for it.
 final class OpenClawAppHandler: ChannelDuplexHandler {
     typealias InboundIn = WebSocketFrame
-    typealias OutboundIn = NodeOutbound
+    typealias OutboundIn = AppOutbound
     typealias OutboundOut = WebSocketFrame
 
     private let driver: BridgeDriver
@@ -207,12 +228,17 @@ final class OpenClawAppHandler: ChannelDuplexHandler {
         }
     }
 
-    /// The core's message to this node, encoded by the driver as for any node: read back (it is
-    /// the bridge's own) and translated.
+    /// The core's message to this node, translated.
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        let bytes = unwrapOutboundIn(data).bytes
+        let message = unwrapOutboundIn(data).message
         let wasReady = session.isReady
-        if let message = try? SessionMessages.decode(bytes) { perform(session.fromBridge(message, nowMs: Self.unixMs)) }
+        let actions = session.fromBridge(message, nowMs: Self.unixMs)
+        if message is Invoke {
+            // What the app is sent for an invoke, as a node's invoke is counted by its encoded size.
+            let bytes = actions.reduce(0) { if case let .send(frame, _) = $1 { $0 + frame.count } else { $0 } }
+            driver.metrics.relayed(bytes: bytes, toGateway: false)
+        }
+        perform(actions)
         // Paired and up: the app may now send what any node may (results up to the result limit).
         if !wasReady, session.isReady { context.triggerUserOutboundEvent(PreAuthLimit.Lift(), promise: nil) }
         promise?.succeed()
