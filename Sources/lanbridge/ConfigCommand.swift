@@ -59,10 +59,8 @@ struct ConfigCommand: ParsableCommand {
                     ("notify.consoleUid", text(settings.notify.consoleUid.map(String.init))),
                 ].map { Row(key: $0.0, value: $0.1, source: source($0.0), unit: nil) }
                 for limit in Limit.allCases {
-                    let section = limit.spec.section
-                    let value = section == .limits ? settings.limits.values.value(limit) : settings.admission.values.value(limit)
-                    let key = "\(section.rawValue).\(limit.rawValue)"
-                    rows.append(Row(key: key, value: value.map { .number(Double($0)) } ?? .string("derived"), source: source(key), unit: limit.spec.unit))
+                    let value = settings.value(of: limit)
+                    rows.append(Row(key: limit.path, value: value.map { .number(Double($0)) } ?? .string("derived"), source: source(limit.path), unit: limit.spec.unit))
                 }
                 if json { return try Output.json(rows) }
                 print("config file: \(file)\(raw == nil ? " (none: every value is the default)" : "")")

@@ -36,15 +36,14 @@ struct LimitTableTests {
     @Test func everyKeyLoadsWithinItsRangeAndNoneOutside() throws {
         for limit in Limit.allCases {
             let section = limit.spec.section.rawValue, range = limit.spec.range
-            let ok = try BridgeSettings.parse(Data(#"{"\#(section)": {"\#(limit.rawValue)": \#(range.upperBound)}}"#.utf8))
-            let value = section == "limits" ? ok.limits[limit] : ok.admission[limit]
-            #expect(value == range.upperBound, "\(limit)")
+            let ok = try BridgeSettings.parse(Data(#"{"\#(section)": {"\#(limit.key)": \#(range.upperBound)}}"#.utf8))
+            #expect(ok.value(of: limit) == range.upperBound, "\(limit)")
             #expect(throws: BridgeSettings.ConfigError.self, "\(limit) above its range") {
-                try BridgeSettings.parse(Data(#"{"\#(section)": {"\#(limit.rawValue)": \#(range.upperBound + 1)}}"#.utf8))
+                try BridgeSettings.parse(Data(#"{"\#(section)": {"\#(limit.key)": \#(range.upperBound + 1)}}"#.utf8))
             }
             if let defaultValue = limit.spec.defaultValue {
                 #expect(range.contains(defaultValue), "\(limit)'s default is within its range")
-                #expect((section == "limits" ? BridgeSettings().limits[limit] : BridgeSettings().admission[limit]) == defaultValue)
+                #expect(BridgeSettings().value(of: limit) == defaultValue, "\(limit)'s default is what the settings start with")
             }
         }
         // An unknown key is told the table's keys.

@@ -60,7 +60,7 @@ extension BridgeSettings {
         }
 
         /// `wake` and `notify`: a hook's exec, args and timeout (and the keys `also` names, read by the caller).
-        func hook(_ value: JSONValue, _ path: String, also: Set<String> = []) throws(ConfigError) -> BridgeSettings.Hook {
+        func hook(_ value: JSONValue, _ path: String, timeout: Limit, also: Set<String> = []) throws(ConfigError) -> BridgeSettings.Hook {
             let fields = try object(value, path, keys: Set(["exec", "args", "timeoutMs"]).union(also))
             var hook = BridgeSettings.Hook()
             if let v = fields["exec"] {
@@ -72,7 +72,8 @@ extension BridgeSettings {
                 hook.args = try strings(v, "\(path).args")
                 guard hook.args.count <= 32 else { throw fail("\(path).args", "at most 32 entries") }
             }
-            if let v = fields["timeoutMs"] { hook.timeoutMs = try count(v, "\(path).timeoutMs", range: 100...120_000) }
+            hook.timeoutMs = timeout.defaultValue
+            if let v = fields["timeoutMs"] { hook.timeoutMs = try count(v, timeout.path, range: timeout.spec.range) }
             return hook
         }
 
@@ -130,7 +131,7 @@ extension BridgeSettings {
                     guard CanvasListen(text) != nil else { throw fail("canvas.listen", "expected PORT, :PORT or HOST:PORT (e.g. 18793 or 192.168.1.10:18793)") }
                     settings.canvas.listen = text
                 }
-                if let v = c["capabilityTTLMs"] { settings.canvas.capabilityTTLMs = try count(v, "canvas.capabilityTTLMs", range: 10_000...86_400_000) }
+                if let v = c["capabilityTTLMs"] { settings.canvas.capabilityTTLMs = try count(v, Limit.capabilityTTLMs.path, range: Limit.capabilityTTLMs.spec.range) }
                 if let v = c["upstream"] {
                     let text = try string(v, "canvas.upstream")
                     guard CanvasUpstream(text) != nil else {
@@ -149,9 +150,9 @@ extension BridgeSettings {
                     if key == "allowOrigins" { settings.canvas.allowOrigins = parsed } else { settings.canvas.denyOrigins = parsed }
                 }
             }
-            if let wake = top["wake"] { settings.wake = try hook(wake, "wake") }
+            if let wake = top["wake"] { settings.wake = try hook(wake, "wake", timeout: .wakeTimeoutMs) }
             if let notify = top["notify"] {
-                settings.notify.hook = try hook(notify, "notify", also: ["consoleUid"])
+                settings.notify.hook = try hook(notify, "notify", timeout: .notifyTimeoutMs, also: ["consoleUid"])
                 if let v = notify["consoleUid"] { settings.notify.consoleUid = UInt32(try count(v, "notify.consoleUid", range: 0...Int(UInt32.max - 1))) }
             }
             if let v = top["listen"] {
@@ -245,7 +246,7 @@ extension BridgeSettings {
                     settings.policy.inputCommands = try patterns(v, "access.input", catalog: catalog).map { try! CommandPattern($0) }
                 }
                 if let v = a["backgroundRetryAfterMs"] {
-                    settings.policy.backgroundRetryAfterMs = try count(v, "access.backgroundRetryAfterMs", range: 0...3_600_000)
+                    settings.policy.backgroundRetryAfterMs = try count(v, Limit.backgroundRetryAfterMs.path, range: Limit.backgroundRetryAfterMs.spec.range)
                 }
             }
             if let limits = top["limits"] {

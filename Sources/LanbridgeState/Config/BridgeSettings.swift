@@ -89,7 +89,7 @@ public struct BridgeSettings: Sendable {
         public var allowOrigins: [OriginPattern] = []
         public var denyOrigins: [OriginPattern] = []
         /// How long a minted capability lasts without use; each use extends it (as upstream's).
-        public var capabilityTTLMs = 600_000
+        public var capabilityTTLMs = Limit.capabilityTTLMs.defaultValue
 
         public var urlPolicy: CanvasURLPolicy { CanvasURLPolicy(allow: allowOrigins, deny: denyOrigins) }
     }
@@ -129,7 +129,7 @@ public struct BridgeSettings: Sendable {
         /// Passed as they are (no shell).
         public var args: [String] = []
         /// How long one run may take before it is killed.
-        public var timeoutMs = 10_000
+        public var timeoutMs = Limit.wakeTimeoutMs.defaultValue  // the notify hook's is the same (the `Limit` table)
         public init() {}
     }
 
@@ -188,5 +188,19 @@ public struct BridgeSettings: Sendable {
         for pattern in (defaultsAsk["*"] ?? []) + (defaultsAsk[key] ?? []) where !rules.ask.contains(pattern) { rules.ask.append(pattern) }
         rules.take(sensitiveIn: declared, defaultsSensitive[key] ?? defaultsSensitive["*"] ?? .withhold)
         return rules
+    }
+}
+
+extension BridgeSettings {
+    /// A key of the `Limit` table as these settings hold it (nil: derived, and not set).
+    public func value(of limit: Limit) -> Int? {
+        switch limit.spec.section {
+        case .limits: limits.values.value(limit)
+        case .admission: admission.values.value(limit)
+        case .canvas: canvas.capabilityTTLMs
+        case .access: policy.backgroundRetryAfterMs
+        case .wake: wake.timeoutMs
+        case .notify: notify.hook.timeoutMs
+        }
     }
 }

@@ -24,8 +24,24 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
     // admission: connections before they prove a key
     case maxUnauthenticated, maxUnauthenticatedPerAddress, maxUnauthenticatedPerListener, maxWaiting
     case attemptsPerWindow, windowSeconds, lockoutSeconds, unpairedDeadlineSeconds
+    // one key each in other sections: the canvas, access, and the two hooks
+    case capabilityTTLMs, backgroundRetryAfterMs, wakeTimeoutMs, notifyTimeoutMs
 
-    public enum Section: String, Sendable { case limits, admission }
+    public enum Section: String, Sendable { case limits, admission, canvas, access, wake, notify }
+
+    /// The key under its section in config.json (the hooks' are both `timeoutMs`).
+    public var key: String {
+        switch self {
+        case .wakeTimeoutMs, .notifyTimeoutMs: "timeoutMs"
+        default: rawValue
+        }
+    }
+
+    /// `section.key`, as README, the man page and `config show` write it.
+    public var path: String { "\(spec.section.rawValue).\(key)" }
+
+    /// The default, for a key that has one (every key but the derived `maxUnauthenticatedPerListener`).
+    public var defaultValue: Int { spec.defaultValue ?? 0 }
 
     /// Keys a config.json may still hold from an older lanbridge that no longer bound anything:
     /// accepted and ignored (an unknown key is an error), with why.
@@ -137,6 +153,12 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         case .windowSeconds: Spec(.admission, 10, 1...3600, "seconds", "that window")
         case .lockoutSeconds: Spec(.admission, 60, 0...86_400, "seconds", "how long an address stays locked out")
         case .unpairedDeadlineSeconds: Spec(.admission, 10, 1...600, "seconds", "from accept to a paired session or a request waiting for the operator")
+        case .capabilityTTLMs:
+            Spec(.canvas, 600_000, 10_000...86_400_000, "ms", "how long a canvas capability lives after its last use (a node's welcome and grants carry it)")
+        case .backgroundRetryAfterMs:
+            Spec(.access, 5000, 0...3_600_000, "ms", "the retryAfterMs of NODE_BACKGROUND_UNAVAILABLE, the fast-fail of a backgrounded node")
+        case .wakeTimeoutMs: Spec(.wake, 10_000, 100...120_000, "ms", "how long the wake hook may run before it is killed")
+        case .notifyTimeoutMs: Spec(.notify, 10_000, 100...120_000, "ms", "how long the notify hook may run before it is killed")
         }
     }
 
@@ -155,7 +177,7 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         for limit in allCases {
             let spec = limit.spec
             let value = spec.defaultValue.map { describe($0, unit: spec.unit) } ?? "derived"
-            rows.append("| `\(spec.section.rawValue).\(limit.rawValue)` | \(value) | \(spec.range.lowerBound)–\(spec.range.upperBound) | \(spec.unit) | \(spec.doc) |")
+            rows.append("| `\(limit.path)` | \(value) | \(spec.range.lowerBound)–\(spec.range.upperBound) | \(spec.unit) | \(spec.doc) |")
         }
         return rows.joined(separator: "\n")
     }
@@ -169,7 +191,7 @@ public enum Limit: String, CaseIterable, Sendable, Hashable {
         return allCases.map { limit in
             let spec = limit.spec
             let value = spec.defaultValue.map { "\($0)" } ?? "derived"
-            return ".TP\n.B \(spec.section.rawValue).\(limit.rawValue)\n"
+            return ".TP\n.B \(limit.path)\n"
                 + roff("\(spec.doc). Default \(value); \(spec.range.lowerBound)–\(spec.range.upperBound) \(spec.unit)\(spec.restartOnly ? "; applied at the next start" : "").")
         }.joined(separator: "\n")
     }

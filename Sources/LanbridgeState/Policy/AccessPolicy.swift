@@ -57,7 +57,7 @@ public struct AccessPolicy: Sendable, Equatable {
 
     public init(
         foregroundCommands: [CommandPattern] = Self.defaultForeground,
-        inputCommands: [CommandPattern] = Self.defaultInput, backgroundRetryAfterMs: Int = 5000
+        inputCommands: [CommandPattern] = Self.defaultInput, backgroundRetryAfterMs: Int = Limit.backgroundRetryAfterMs.defaultValue
     ) {
         self.foregroundCommands = foregroundCommands
         self.inputCommands = inputCommands
