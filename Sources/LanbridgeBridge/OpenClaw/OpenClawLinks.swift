@@ -29,9 +29,6 @@ final class OpenClawLinks: @unchecked Sendable {
         var timing: OpenClawRedial.Timing
     }
 
-    /// A node's call waits for its socket while that re-offers or reconnects (issue 36: a voice
-    /// transcript sent right after a rule change was lost), `timing.eventWait`, `timing.waitingEvents` at most.
-    private var nextWaiting = 0
     private var timing: OpenClawRedial.Timing { options.timing }
 
     let loop: any EventLoop
@@ -74,7 +71,8 @@ final class OpenClawLinks: @unchecked Sendable {
             // A session replacing another keeps the node's socket.
             guard nodes[node] == nil else { return offer(commands, on: node) }
             nextToken += 1
-            let link = NodeLink(token: nextToken, foreground: foreground, commands: commands)
+            let link = NodeLink(
+                token: nextToken, foreground: foreground, commands: commands, waiting: WaitingEvents(limit: timing.waitingEvents, wait: timing.eventWait))
             nodes[node] = link
             let token = link.token
             link.task = Task { await self.run(node, token: token, details: details) }
@@ -124,17 +122,23 @@ final class OpenClawLinks: @unchecked Sendable {
     func nodeEvent(_ event: String, payload: JSONValue, tag: String?, on node: Fingerprint) {
         guard let link = nodes[node] else { return unavailable(tag, "the node has no session at the OpenClaw gateway") }
         if let handler = link.handler, handler.isReady { return handler.nodeEvent(event, payload: payload, tag: tag) }
-        guard link.waiting.count < timing.waitingEvents else {
+        guard link.waiting.add(event, payload: payload, tag: tag, now: .now) else {
             return unavailable(tag, "\(timing.waitingEvents) calls already wait for the node's gateway session")
         }
-        nextWaiting += 1
-        let id = nextWaiting
-        let expiry = loop.scheduleTask(in: .interval(timing.eventWait)) { [weak self, weak link] in
-            guard let self, let link, let index = link.waiting.firstIndex(where: { $0.id == id }) else { return }
-            let expired = link.waiting.remove(at: index)
-            unavailable(expired.tag, "the node's gateway session was not up within \(NumberText.fixed(self.timing.eventWait)) s")
+        armWaiting(link)
+    }
+
+    /// One timer per link, for its oldest waiting call.
+    private func armWaiting(_ link: NodeLink) {
+        link.waitTimer?.cancel()
+        guard let deadline = link.waiting.nextDeadline else { return link.waitTimer = nil }
+        link.waitTimer = loop.scheduleTask(deadline: NIODeadline.uptimeNanoseconds(UInt64(max(0, deadline.nanoseconds)))) { [weak self, weak link] in
+            guard let self, let link else { return }
+            for expired in link.waiting.expire(now: .now) {
+                unavailable(expired.tag, "the node's gateway session was not up within \(NumberText.fixed(timing.eventWait)) s")
+            }
+            armWaiting(link)
         }
-        link.waiting.append(WaitingEvent(id: id, event: event, payload: payload, tag: tag, expiry: expiry))
     }
 
     private func unavailable(_ tag: String?, _ message: String) {
@@ -145,8 +149,7 @@ final class OpenClawLinks: @unchecked Sendable {
     /// A link ends: what waited for its socket is answered.
     private func stop(_ link: NodeLink) {
         link.stop()
-        for event in link.waiting { unavailable(event.tag, "the node left the gateway") }
-        link.waiting = []
+        for event in link.waiting.takeAll() { unavailable(event.tag, "the node left the gateway") }
     }
 
     func eventAnswered(_ tag: String, _ result: Result<JSONValue?, ErrorMessage>) {
@@ -208,12 +211,8 @@ final class OpenClawLinks: @unchecked Sendable {
         link.offered = Set(offered)
         driver?.submit(.openClawSession(node: node, deviceId: deviceId, state: "connected (protocol \(protocolVersion))", approval: nil))
         // What waited for the socket goes now, in order, before a re-offer can close it again.
-        let waiting = link.waiting
-        link.waiting = []
-        for event in waiting {
-            event.expiry.cancel()
-            handler.nodeEvent(event.event, payload: event.payload, tag: event.tag)
-        }
+        link.waitTimer?.cancel()
+        for event in link.waiting.takeAll() { handler.nodeEvent(event.event, payload: event.payload, tag: event.tag) }
         // Commands were added while this socket was dialled.
         if !link.unoffered.isEmpty { handler.reoffer() }
         // Whatever the gateway queued while the node was away or in the background.

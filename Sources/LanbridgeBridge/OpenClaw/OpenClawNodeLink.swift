@@ -25,13 +25,15 @@ extension OpenClawLinks {
         /// every later connect carries it, whatever becomes of the shared token.
         var deviceToken: String?
         /// What the node said while its socket was re-offering or reconnecting: sent once it is up
-        /// again, or answered UNAVAILABLE after `timing.eventWait`.
-        var waiting: [WaitingEvent] = []
+        /// again, or answered UNAVAILABLE after `timing.eventWait` (a value: `WaitingEvents`),
+        /// and the one timer for the oldest.
+        var waiting: WaitingEvents
+        var waitTimer: Scheduled<Void>?
         /// The relay waits for a fresh canvas capability (its request met 401): answered by the
         /// gateway's reply, the socket's end, or `timing.canvasWait`.
         var canvasWaiters: [EventLoopPromise<String?>] = []
-        init(token: Int, foreground: Bool, commands: [String]) {
-            (self.token, self.foreground, self.commands) = (token, foreground, commands)
+        init(token: Int, foreground: Bool, commands: [String], waiting: WaitingEvents) {
+            (self.token, self.foreground, self.commands, self.waiting) = (token, foreground, commands, waiting)
         }
 
         /// Offered now and not at the last connect: a new socket must carry them.
@@ -39,7 +41,7 @@ extension OpenClawLinks {
 
         func stop() {
             task?.cancel()
-            for event in waiting { event.expiry.cancel() }
+            waitTimer?.cancel()
             answerCanvas(nil)
         }
 
@@ -48,14 +50,5 @@ extension OpenClawLinks {
             canvasWaiters = []
             for waiter in waiters { waiter.succeed(capability) }
         }
-    }
-
-    /// A node's call waiting for its socket to come back.
-    struct WaitingEvent {
-        let id: Int
-        let event: String
-        let payload: JSONValue
-        let tag: String?
-        let expiry: Scheduled<Void>
     }
 }
