@@ -124,7 +124,7 @@ public enum BridgeServer {
                     maxMessageSize: configuration.settings.limits.gatewayMessageBytes,
                     timing: OpenClawRedial.Timing(configuration.settings.limits)),
                 devices: OpenClawDevices(directory: configuration.stateDirectory), driver: driver, logger: logger)
-            links.forgetAllBut(Set(state.initial.paired.nodes.map(\.nodeId)))
+            await links.forgetAllBut(Set(state.initial.paired.nodes.map(\.nodeId)))
             await driver.attach { $0.openClaw = links }
             openClawLinks = links
         }

@@ -6,7 +6,6 @@ import LanbridgeProtocol
 import LanbridgeState
 import LanbridgeStores
 import Logging
-import NIOConcurrencyHelpers
 import NIOCore
 
 /// With `gateway.protocol: "openclaw"`: every connected, paired node has its own WebSocket at the
@@ -36,9 +35,9 @@ final class OpenClawLinks: @unchecked Sendable {
     private let options: Options
     private let devices: OpenClawDevices
     /// The devices file is read, changed and written whole, on the state directory's I/O thread
-    /// (`StateIO`, as every state file), one change at a time, never on the cooperative pool.
+    /// (`StateIO`, as every state file): one thread, so one change at a time, and never on the
+    /// cooperative pool.
     private let io: StateIO
-    private let devicesLock = NIOLock()
     private let connecting: ConnectSlots
     private let logger: Logger
     private var nodes: [Fingerprint: NodeLink] = [:]
@@ -51,9 +50,10 @@ final class OpenClawLinks: @unchecked Sendable {
 
     /// At start: identities of nodes revoked while the daemon was down go; the core learns every
     /// node's device ID at the gateway (and audits what the gateway keeps of the removed ones).
-    func forgetAllBut(_ paired: Set<Fingerprint>) {
+    func forgetAllBut(_ paired: Set<Fingerprint>) async {
         do {
-            let (kept, removed) = try devicesLock.withLock { try devices.keepOnly(paired) }
+            let devices = devices
+            let (kept, removed) = try await io.run(on: loop) { try devices.keepOnly(paired) }.get()
             if !removed.isEmpty { logger.info("removed \(removed.count) OpenClaw identities of nodes no longer paired") }
             driver?.submit(.openClawDevices(kept: kept, removed: removed))
         } catch {
@@ -232,8 +232,8 @@ final class OpenClawLinks: @unchecked Sendable {
     /// A change to the devices file, on the I/O thread; `what` says it in the error, and a line
     /// the change returns is logged.
     private func changeDevices(_ what: String, _ change: @escaping @Sendable (OpenClawDevices) throws -> (String, Logger.Metadata)?) {
-        let (devices, lock, logger) = (devices, devicesLock, logger)
-        io.run(on: loop) { try lock.withLock { try change(devices) } }.whenComplete { result in
+        let (devices, logger) = (devices, logger)
+        io.run(on: loop) { try change(devices) }.whenComplete { result in
             switch result {
             case let .success((line, metadata)?): logger.info("\(line)", metadata: metadata)
             case .success(nil): break
@@ -255,8 +255,8 @@ final class OpenClawLinks: @unchecked Sendable {
     private func run(_ node: Fingerprint, token: Int, details: NodeDetails) async {
         let made: (OpenClawDevice, OpenClawDevices.Record)
         do {
-            let (devices, lock) = (devices, devicesLock)
-            made = try await io.run(on: loop) { try lock.withLock { try devices.device(for: node, platform: details.platform) } }.get()
+            let devices = devices
+            made = try await io.run(on: loop) { try devices.device(for: node, platform: details.platform) }.get()
         } catch {
             logger.error("cannot make the OpenClaw identity of \(node): \(error)")
             return
