@@ -133,12 +133,14 @@ extension BridgeCore {
 
     /// Retries with the same idempotency key run the command once.
     mutating func invoke(_ request: InvokeRequest, origin: InvokeBook.Origin, for target: AnswerTarget, now: Moment, wall: Date) {
+        // The node is looked up once for the whole path (the key's slot, the gate, the book).
+        let found = Result { try lookUp(request.node) }
         guard let key = request.idempotencyKey else {
-            run(request, origin: origin, for: target, slot: nil, wall: wall)
+            run(request, origin: origin, for: target, slot: nil, wall: wall, node: found)
             return
         }
         let slot = InvokeBook.Slot(origin, key)
-        let node = (try? lookUp(request.node))?.nodeId.description ?? request.node
+        let node = (try? found.get())?.nodeId.description ?? request.node
         switch book.admit(slot, request: request.digest, node: node, target: target, now: now) {
         case let .answered(earlier):
             answer(target, earlier)
@@ -154,7 +156,7 @@ extension BridgeCore {
         case .vanished:
             answer(target, .failure(ErrorMessage(code: ErrorMessage.unavailable, message: "the first attempt vanished", retryable: true)))
         case .run:
-            run(request, origin: origin, for: target, slot: slot, wall: wall)
+            run(request, origin: origin, for: target, slot: slot, wall: wall, node: found)
         }
     }
 
@@ -163,11 +165,12 @@ extension BridgeCore {
     @discardableResult
     mutating func run(
         _ request: InvokeRequest, origin: InvokeBook.Origin, for target: AnswerTarget, slot: InvokeBook.Slot?, wall: Date,
-        held heldEntry: HeldInvokes.Entry? = nil, asked askedEntry: AskedInvokes.Entry? = nil
+        held heldEntry: HeldInvokes.Entry? = nil, asked askedEntry: AskedInvokes.Entry? = nil, node looked: Result<PairedNode, any Error>? = nil
     ) -> HeldInvokes.Entry? {
-        let node = Result { try lookUp(request.node) }
+        let node = looked ?? Result { try lookUp(request.node) }
         let found = try? node.get()
-        let session = found.flatMap { pairedConnection($0.nodeId) }.map {
+        let connection = found.flatMap { pairedConnection($0.nodeId) }
+        let session = connection.map {
             InvokeGate.Session(connection: $0.id, foreground: $0.foreground, inFlight: book.inFlight(for: $0.nodeId), backlogged: $0.backlogged)
         }
         // A held invoke keeps the waiter it was asked with: its latency counts the wait.
@@ -177,7 +180,7 @@ extension BridgeCore {
         let approved =
             askedEntry != nil || heldEntry?.approved == true || found.map { book.asked.granted($0.nodeId, request.command, now: now) } ?? false
         let canvas = InvokeGate.CanvasPlace(
-            relayBase: canvasRelayBase(for: found.flatMap { pairedConnection($0.nodeId) }),
+            relayBase: canvasRelayBase(for: connection),
             upstreamOrigins: canvasRelay?.upstreamOrigins ?? [])
         switch gate.decide(
             request, node: node, rules: found.flatMap { rules[$0.nodeId] }, session: session, buckets: &buckets, now: now, canvas: canvas,
