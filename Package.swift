@@ -126,8 +126,8 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 // The canvas relay's TLS, and its certificate (made with NIOSSL's BoringSSL:
-                // CanvasCertificate imports CNIOBoringSSL, a target of swift-nio-ssl that is not a
-                // product, so it cannot be listed here; no other file may import it).
+                // CanvasCertificate and BridgeCA import CNIOBoringSSL, a target of swift-nio-ssl that is not a
+                // product, so it cannot be listed here; no other file may import it: scripts/check-closures).
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),

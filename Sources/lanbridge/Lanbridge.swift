@@ -32,7 +32,8 @@ struct Lanbridge: AsyncParsableCommand {
             """,
         version: BridgeServer.version,
         subcommands: [
-            ServeCommand.self, StatusCommand.self, NodesCommand.self, UICommand.self, CanvasCommand.self, InviteCommand.self, IdentityCommand.self, DiscoverCommand.self,
+            ServeCommand.self, StatusCommand.self, NodesCommand.self, UICommand.self, CanvasCommand.self, CACommand.self, InviteCommand.self, IdentityCommand.self,
+            DiscoverCommand.self,
             DoctorCommand.self, AuditCommand.self, GatewayCommand.self, ConfigCommand.self, BackupCommand.self, RestoreCommand.self, ActivityCommand.self, InvokesCommand.self,
         ]
     )

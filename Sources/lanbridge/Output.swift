@@ -56,6 +56,14 @@ enum Output {
             // Every key, its type and range: the man page the package installs.
             note("lanbridge: \(error)\n(every key is described in lanbridge-config(5): man lanbridge-config)")
             return ExitCode(78)  // EX_CONFIG
+        case let error as BridgeCAFiles.Problem:
+            note("lanbridge: \(error)")
+            switch error.kind {
+            case .invalid: return ExitCode(64)  // EX_USAGE
+            case .exists: return ExitCode(73)  // EX_CANTCREAT
+            case .missing: return ExitCode(69)  // EX_UNAVAILABLE
+            case .failed: return ExitCode(70)  // EX_SOFTWARE
+            }
         case is GatewayEndpoint.Invalid, is ConfigurationProblem:
             note("lanbridge: \(error)")
             return ExitCode(78)  // EX_CONFIG
