@@ -130,12 +130,7 @@ enum BridgeCA {
         }
 
         init(pem: [UInt8]) throws {
-            let loaded: OpaquePointer? = pem.withUnsafeBytes { bytes in
-                guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int(bytes.count)) else { return nil }
-                defer { BIO_free(bio) }
-                return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-            }
-            guard let loaded else { throw Problem(.failed, "no private key in \(BridgeCA.intermediateFile)") }
+            guard let loaded = BridgeCA.read(pem, { PEM_read_bio_PrivateKey($0, nil, nil, nil) }) else { throw Problem(.failed, "no private key in \(BridgeCA.intermediateFile)") }
             pkey = loaded
         }
 
@@ -174,12 +169,7 @@ enum BridgeCA {
         }
 
         init(pem: [UInt8]) throws {
-            let loaded: OpaquePointer? = pem.withUnsafeBytes { bytes in
-                guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int(bytes.count)) else { return nil }
-                defer { BIO_free(bio) }
-                return PEM_read_bio_X509(bio, nil, nil, nil)
-            }
-            guard let loaded else { throw Problem(.failed, "no certificate in the PEM") }
+            guard let loaded = BridgeCA.read(pem, { PEM_read_bio_X509($0, nil, nil, nil) }) else { throw Problem(.failed, "no certificate in the PEM") }
             x509 = loaded
         }
 
@@ -193,6 +183,15 @@ enum BridgeCA {
             guard length > 0, let out else { throw Problem(.failed, "cannot encode the certificate") }
             defer { OPENSSL_free(out) }
             return Array(UnsafeBufferPointer(start: out, count: Int(length)))
+        }
+    }
+
+    /// The first object `read` finds in `pem`.
+    private static func read(_ pem: [UInt8], _ read: (OpaquePointer) -> OpaquePointer?) -> OpaquePointer? {
+        pem.withUnsafeBytes { bytes in
+            guard let bio = BIO_new_mem_buf(bytes.baseAddress, Int(bytes.count)) else { return nil }
+            defer { BIO_free(bio) }
+            return read(bio)
         }
     }
 
