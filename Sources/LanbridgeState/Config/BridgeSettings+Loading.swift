@@ -78,11 +78,17 @@ extension BridgeSettings {
         }
 
         func patterns(_ value: JSONValue, _ path: String, catalog: CommandCatalog) throws(ConfigError) -> [String] {
-            let list = try strings(value, path)
-            for (i, text) in list.enumerated() {
-                do { _ = try catalog.check(text) } catch { throw fail("\(path)[\(i)]", "\(error)") }
+            try checkedPatterns(value, path, catalog: catalog).map(\.text)
+        }
+
+        /// Each entry read as a pattern the catalog knows, with its text (the one reading: no
+        /// second parse that could trap).
+        func checkedPatterns(_ value: JSONValue, _ path: String, catalog: CommandCatalog) throws(ConfigError) -> [(text: String, pattern: CommandPattern)] {
+            var out: [(text: String, pattern: CommandPattern)] = []
+            for (i, text) in try strings(value, path).enumerated() {
+                do { out.append((text, try catalog.check(text))) } catch { throw fail("\(path)[\(i)]", "\(error)") }
             }
-            return list
+            return out
         }
 
         func listen(_ value: JSONValue, _ key: String, allowRemote: Bool) throws(ConfigError) -> ListenAddress {
@@ -240,10 +246,10 @@ extension BridgeSettings {
                     }
                 }
                 if let v = a["foreground"] {
-                    settings.policy.foregroundCommands = try patterns(v, "access.foreground", catalog: catalog).map { try! CommandPattern($0) }
+                    settings.policy.foregroundCommands = try checkedPatterns(v, "access.foreground", catalog: catalog).map(\.pattern)
                 }
                 if let v = a["input"] {
-                    settings.policy.inputCommands = try patterns(v, "access.input", catalog: catalog).map { try! CommandPattern($0) }
+                    settings.policy.inputCommands = try checkedPatterns(v, "access.input", catalog: catalog).map(\.pattern)
                 }
                 if let v = a["backgroundRetryAfterMs"] {
                     settings.policy.backgroundRetryAfterMs = try count(v, Limit.backgroundRetryAfterMs.path, range: Limit.backgroundRetryAfterMs.spec.range)
