@@ -12,6 +12,8 @@ final class LoopWatch {
     private let metrics: BridgeMetrics
     private let logger: Logger
     private let trim: () -> Void
+    /// The monotonic clock events are timed by (tests give their own).
+    private let clock: () -> NIODeadline
     /// The longest event since the last lag check, and what it was.
     private(set) var longest: (nanoseconds: UInt64, what: String) = (0, "")
     private var lastStallLog = NIODeadline.distantPast
@@ -20,16 +22,16 @@ final class LoopWatch {
     private var lastTrim = NIODeadline.distantPast
 
     /// `trim` gives freed heap back to the system (off the loop: `StateIO.trimHeap`).
-    init(loop: any EventLoop, metrics: BridgeMetrics, logger: Logger, trim: @escaping () -> Void) {
-        (self.loop, self.metrics, self.logger, self.trim) = (loop, metrics, logger, trim)
+    init(loop: any EventLoop, metrics: BridgeMetrics, logger: Logger, clock: @escaping () -> NIODeadline = { .now() }, trim: @escaping () -> Void) {
+        (self.loop, self.metrics, self.logger, self.clock, self.trim) = (loop, metrics, logger, clock, trim)
     }
 
     /// Runs one event, timing it: no single event may hold the relay loop for long, and when one
     /// does, the log says which (`what` is made only for the longest).
     func timed(_ what: @autoclosure () -> String, _ event: () -> Void) {
-        let start = NIODeadline.now()
+        let start = clock()
         event()
-        let took = (NIODeadline.now() - start).nanoseconds
+        let took = (clock() - start).nanoseconds
         if took > longest.nanoseconds { longest = (UInt64(took), what()) }
     }
 
