@@ -40,6 +40,8 @@ extension BridgeConfiguration {
         public var noCanvas = false
         public var openClawApps = false
         public var openClawAppsListen: String?
+        public var browser = false
+        public var browserListen: String?
 
         public init() {}
     }
@@ -112,6 +114,11 @@ extension BridgeConfiguration {
                 )
             }
             openClawApps = (place, !apps.plainWebSocket)
+        }
+        if overrides.browser || settings.browser.enabled {
+            let text = overrides.browserListen ?? settings.browser.listen ?? ":\(BridgeSettings.Browser.defaultPort)"
+            guard let place = CanvasListen(text) else { throw Problem.usage("--browser-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
+            browser = place
         }
     }
 

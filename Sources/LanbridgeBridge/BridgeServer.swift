@@ -144,6 +144,8 @@ public enum BridgeServer {
         let canvasRelay: CanvasRelay?
         let canvasListeners: [any Channel]
         let appDoors: [any Channel]
+        /// The browser door's listeners (issue 64), if it is on.
+        let browserDoors: [any Channel]
         let appAdvertisement: AvahiPublisher.Extra?
         /// Keeps the reachable list in step with the host's addresses.
         let reachWatch: RepeatedTask
@@ -196,10 +198,20 @@ public enum BridgeServer {
                 "fingerprint": "\(Fingerprint(publicKey: state.identity.publicKey))", "state": "\(configuration.stateDirectory.url.path)",
             ])
         let canvasRelay: CanvasRelay?, canvasListeners: [any Channel], appDoors: [any Channel], appAdvertisement: AvahiPublisher.Extra?
+        let browserDoors: [any Channel]
         do {
             (canvasRelay, canvasListeners) = try await CanvasRelay.start(configuration, driver: driver, logger: logger)
             do {
                 (appDoors, appAdvertisement) = try await OpenClawAppDoor.start(configuration, admission: relay.admission, driver: driver, logger: logger)
+                do {
+                    browserDoors = try await BrowserDoor.start(
+                        .init(
+                            configuration: configuration, identity: state.identity, admission: relay.admission, invites: relay.invites, driver: driver,
+                            logger: logger))
+                } catch {
+                    for channel in appDoors { try? await channel.close() }
+                    throw error
+                }
             } catch {
                 for channel in canvasListeners { try? await channel.close() }
                 await canvasRelay?.stop()
@@ -216,7 +228,8 @@ public enum BridgeServer {
             driver: driver, logger: logger)
         return Listening(
             monitoring: monitoring, console: console, consoleURL: consoleURL, servers: servers, port: port, addresses: addresses,
-            canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, appAdvertisement: appAdvertisement, reachWatch: reachWatch)
+            canvasRelay: canvasRelay, canvasListeners: canvasListeners, appDoors: appDoors, browserDoors: browserDoors, appAdvertisement: appAdvertisement,
+            reachWatch: reachWatch)
     }
 
     /// What runs beside the listeners: the mDNS advertisement, the gateway link, the control
@@ -325,7 +338,7 @@ public enum BridgeServer {
             for server in listening.servers { server.close(promise: nil) }
             services.control?.channel.close(promise: nil)
             for channel in listening.monitoring { channel.close(promise: nil) }
-            for channel in listening.canvasListeners + listening.appDoors { channel.close(promise: nil) }
+            for channel in listening.canvasListeners + listening.appDoors + listening.browserDoors { channel.close(promise: nil) }
             console?.events.stop()
         }
     }

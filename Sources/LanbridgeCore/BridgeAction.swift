@@ -91,7 +91,7 @@ package struct StoreOperation: Sendable {
 
     package enum Change: Sendable {
         /// A code challenge on this key's request (PairingState.challenge).
-        case challenge(key: PublicKey, details: NodeDetails, source: String, now: Date, timing: PairingState.Timing)
+        case challenge(key: PublicKey, details: NodeDetails, source: String, browser: BrowserTier?, now: Date, timing: PairingState.Timing)
         case commitmentFailed(requestId: String)
         /// The code is known: record it and extend the request.
         case setCode(String, requestId: String, now: Date, timing: PairingState.Timing)

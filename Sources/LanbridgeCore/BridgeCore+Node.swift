@@ -23,6 +23,7 @@ extension BridgeCore {
             id: opening.id, key: key, nodeId: key.fingerprint, address: opening.address, peer: opening.peer, local: opening.local,
             handshakeHash: opening.handshake.handshakeHash, phase: phase, connectedAt: wall, slot: opening.slot)
         connection.app = opening.app?.claim
+        connection.browser = opening.browser
         connections[opening.id] = connection
         if lastState.isBlocked(key) {
             logger.notice("refused blocked node", metadata: meta(connection))

@@ -20,7 +20,9 @@ extension BridgeCore {
         let details = request.details.sanitized()
         connections[connection.id]?.claimedName = details.displayName
         connections[connection.id]?.phase = .requesting(commitment: commitment)
-        updateStore(.challenge(key: connection.key, details: details, source: connection.address, now: wall, timing: pairingTiming), for: connection.id)
+        updateStore(
+            .challenge(key: connection.key, details: details, source: connection.address, browser: connection.browser, now: wall, timing: pairingTiming),
+            for: connection.id)
     }
 
     mutating func nonceRevealed(_ reveal: PairReveal, on connection: Connection, wall: Date) {

@@ -74,6 +74,8 @@ extension BridgeCore {
         package var openClawOffer: [String]?
         /// One of OpenClaw's own apps, at the second front door (issue 38).
         package var app: OpenClawAppClaim?
+        /// It came through the browser door (issue 64): its pairing request says which tier.
+        package var browser: BrowserTier?
 
         package var isPaired: Bool { phase == .paired }
     }
@@ -88,12 +90,16 @@ extension BridgeCore {
         package var local: String? = nil
         /// One of OpenClaw's apps: what its connect proved (its `handshake` is a stand-in).
         package var app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
+        /// A browser at the browser door, and which tier of it.
+        package var browser: BrowserTier? = nil
 
         package init(
             id: ConnectionID, handshake: SecureSession.HandshakeResult, address: String, peer: String, slot: AdmissionSlot?,
-            local: String? = nil, app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil
+            local: String? = nil, app: (claim: OpenClawAppClaim, details: NodeDetails, bootstrapToken: String?)? = nil,
+            browser: BrowserTier? = nil
         ) {
             (self.id, self.handshake, self.address, self.peer, self.slot, self.local, self.app) = (id, handshake, address, peer, slot, local, app)
+            self.browser = browser
         }
     }
 }

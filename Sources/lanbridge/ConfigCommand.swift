@@ -53,6 +53,7 @@ struct ConfigCommand: ParsableCommand {
                     ("canvas.enabled", .bool(settings.canvas.enabled)), ("canvas.listen", text(settings.canvas.listen)),
                     ("canvas.upstream", text(settings.canvas.upstream)),
                     ("openclawApps.enabled", .bool(settings.openClawApps.enabled)), ("openclawApps.listen", text(settings.openClawApps.listen)),
+                    ("browser.enabled", .bool(settings.browser.enabled)), ("browser.listen", text(settings.browser.listen)),
                     ("metrics.listen", text(settings.metrics.listen?.description)),
                     ("ui.enabled", .bool(settings.console.enabled)), ("ui.listen", text(settings.console.listen?.description)),
                     ("wake.exec", text(settings.wake.exec)), ("notify.exec", text(settings.notify.hook.exec)),

@@ -101,6 +101,16 @@ struct ServeCommand: AsyncParsableCommand {
             "Where OpenClaw's apps connect: a port on each listen address, or HOST:PORT. Default: the config's openclawApps.listen, else \(BridgeSettings.OpenClawApps.defaultPort).",
             valueName: "port|host:port"))
     var openclawAppsListen: String?
+    @Flag(
+        help:
+            "Serve the browser door: a page that makes any modern browser a node, over HTTPS with a certificate of the bridge's own CA (make it first with `lanbridge ca init --name HOST.local`). Default: the config's browser.enabled, else off."
+    )
+    var browser = false
+    @Option(
+        help: ArgumentHelp(
+            "Where the browser door listens: a port on each listen address, or HOST:PORT. Default: the config's browser.listen, else \(BridgeSettings.Browser.defaultPort).",
+            valueName: "port|host:port"))
+    var browserListen: String?
     @Option(
         help: ArgumentHelp("A user (name or uid) who may own the gateway's listening socket; repeat for more. Default: root and the user lanbridge runs as.", valueName: "user"))
     var gatewayOwner: [String] = []
@@ -153,6 +163,7 @@ struct ServeCommand: AsyncParsableCommand {
         (o.metricsListen, o.metricsAllowRemote) = (metricsListen, metricsAllowRemote)
         (o.uiListen, o.uiAllowRemote, o.noUI) = (uiListen, uiAllowRemote, noUi)
         (o.canvasListen, o.noCanvas, o.openClawApps, o.openClawAppsListen) = (canvasListen, noCanvas, openclawApps, openclawAppsListen)
+        (o.browser, o.browserListen) = (browser, browserListen)
         return o
     }
 

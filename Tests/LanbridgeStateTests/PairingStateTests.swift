@@ -145,6 +145,29 @@ struct PairingStateTests {
         #expect(state.sameName(as: stranger).map(\.requestId) == [twin.requestId])
     }
 
+    /// Issue 64: a browser's request says which door it came through; its approval records it as
+    /// the pairing method, and its defaults are the web's whatever platform the page claims.
+    @Test func aBrowsersPairingIsLabelledByItsDoorAndGetsTheWebsDefaults() throws {
+        var state = PairingState()
+        let key = someKey()
+        let r = try state.challenge(key: key, details: phone(), source: "10.0.0.5", browser: .verified, now: t0)
+        #expect(r.browser == .verified)
+        state.setCode("123456", requestId: r.requestId)
+        let node = try state.approve(requestId: r.requestId, code: "123456", now: t0)
+        #expect(node.pairingMethod == .browser)
+        #expect(node.access == AccessRules.defaults(forPlatform: "web"), "the page claimed ios; it gets the web's defaults")
+        #expect(!CompiledRules(node.access).allows("camera.snap") && !CompiledRules(node.access).allows("canvas.snapshot"))
+        var unverified = PairingState()
+        let u = try unverified.challenge(key: someKey(), details: phone(), source: nil, browser: .unverified, now: t0)
+        unverified.setCode("654321", requestId: u.requestId)
+        #expect(try unverified.approve(requestId: u.requestId, code: "654321", now: t0).pairingMethod == .browserUnverified)
+        // A native node's request keeps the code method.
+        var native = PairingState()
+        let n = try native.challenge(key: someKey(), details: phone(), source: nil, now: t0)
+        native.setCode("111111", requestId: n.requestId)
+        #expect(try native.approve(requestId: n.requestId, code: "111111", now: t0).pairingMethod == .code)
+    }
+
     @Test func approvalNeedsARevealedCodeAndTheRightOneOrAnExplicitUnverified() throws {
         var state = PairingState()
         let r = try state.challenge(key: someKey(), details: phone(), source: nil, now: t0)

@@ -61,15 +61,15 @@ final class BridgeDriver: NodeSessionDriver, @unchecked Sendable {
 
     /// A new channel, before its handshake (on the loop): its connection ID. `app`: one of
     /// OpenClaw's apps, whose channel runs on the app door's thread.
-    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket? = nil, app: Bool = false) -> ConnectionID {
-        channels.accepted(channel, slot: slot, ticket: ticket, app: app)
+    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket? = nil, app: Bool = false, browser: BrowserTier? = nil) -> ConnectionID {
+        channels.accepted(channel, slot: slot, ticket: ticket, app: app, browser: browser)
     }
 
     func established(_ id: ConnectionID, _ handshake: SecureSession.HandshakeResult, address: String, peer: String) {
         let slot = channels.established(id)
         submit(order: .freshStore) { [self] in
             let (open, local) = channels.stillOpen(id, slot: slot)
-            return open ? .opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local)) : nil
+            return open ? .opened(.init(id: id, handshake: handshake, address: address, peer: peer, slot: slot, local: local, browser: channels.browser(id))) : nil
         }
     }
 

@@ -1,5 +1,6 @@
 import LanbridgeCore
 import LanbridgeProtocol
+import LanbridgeState
 import LanbridgeTransport
 import NIOCore
 
@@ -19,6 +20,9 @@ final class DriverChannels {
     /// The connections of OpenClaw's apps (on the app door's own thread): told the core's messages
     /// as they are, not encoded for a Noise session.
     private var apps: Set<ConnectionID> = []
+    /// The connections of browsers at the browser door, and through which tier (a Noise session
+    /// like any node's, but its pairing is labelled by the door).
+    private var browsers: [ConnectionID: BrowserTier] = [:]
     /// The gateway link now up, if any, and how many have come up (the generation of the next).
     private(set) var link: GatewayLinkHandler?
     private(set) var linkGeneration = 0
@@ -35,18 +39,22 @@ final class DriverChannels {
     // MARK: - Nodes
 
     /// A new channel, before its handshake: its connection ID.
-    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket?, app: Bool = false) -> ConnectionID {
+    func accepted(_ channel: any Channel, slot: Admission.Slot, ticket: DescriptorGate.Ticket?, app: Bool = false, browser: BrowserTier? = nil) -> ConnectionID {
         loop.preconditionInEventLoop()
         nextConnection += 1
         channels[nextConnection] = channel
         handshaking[nextConnection] = slot
         if let ticket { tickets[slot] = ticket }
         if app { apps.insert(nextConnection) }
+        if let browser { browsers[nextConnection] = browser }
         return nextConnection
     }
 
     /// Whether `id` is an OpenClaw app's connection.
     func isApp(_ id: ConnectionID) -> Bool { apps.contains(id) }
+
+    /// The browser door's tier `id` came through, if it did.
+    func browser(_ id: ConnectionID) -> BrowserTier? { browsers[id] }
 
     /// The handshake is done: its admission slot, which the core now holds.
     func established(_ id: ConnectionID) -> Admission.Slot? { handshaking.removeValue(forKey: id) }
@@ -64,6 +72,7 @@ final class DriverChannels {
     func closed(_ id: ConnectionID) {
         channels[id] = nil
         apps.remove(id)
+        browsers[id] = nil
         if let slot = handshaking.removeValue(forKey: id) {
             admission.release(slot)
             tickets[slot] = nil

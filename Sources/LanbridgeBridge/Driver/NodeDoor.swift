@@ -78,13 +78,23 @@ enum NodeDoor {
             channel.close(promise: nil)
             return
         }
+        let id = driver.accepted(channel, slot: slot, ticket: ticket)
+        try addSession(
+            to: channel, id: id, address: address, handshakeTimeout: min(handshakeTimeout, configuration.handshakeTimeout),
+            configuration: configuration, identity: identity, invites: invites, driver: driver, logger: logger)
+    }
+
+    /// A node's session on `channel` (`id` from the driver): the handshake, the outbox and the
+    /// session handler. The browser door adds the same, over its WebSocket frames.
+    static func addSession(
+        to channel: any Channel, id: ConnectionID, address: String, handshakeTimeout: Double, configuration: BridgeConfiguration,
+        identity: X25519.KeyPair, invites: InviteCache, driver: BridgeDriver, logger: Logger
+    ) throws {
         let session = SecureSession(responderWith: identity, limits: configuration.limits, inviteLookup: { id in invites.psk(for: id) })
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
         try sync.addHandler(IdleCloser(logger: logger))
-        let timeout = min(handshakeTimeout, configuration.handshakeTimeout)
-        try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(timeout * 1000)), logger: logger))
-        let id = driver.accepted(channel, slot: slot, ticket: ticket)
+        try sync.addHandler(SecureChannelHandler(responder: session, handshakeTimeout: .milliseconds(Int64(handshakeTimeout * 1000)), logger: logger))
         try sync.addHandler(
             NodeOutbox(limit: configuration.settings.limits[.nodeQueueBytes]) { backlogged in driver.submit(.nodeBacklog(id, backlogged), order: .inOrder) })
         try sync.addHandler(NodeSessionHandler(driver: driver, id: id, address: address))

@@ -19,8 +19,9 @@ extension StoreOperation {
     /// Carries the change out on the store (on the driver's I/O thread).
     func apply(to store: PairingStore) throws -> Outcome {
         switch change {
-        case let .challenge(key, details, source, now, timing):
-            return .challenged(try store.update(actor: "bridge") { try $0.challenge(key: key, details: details, source: source, now: now, timing: timing) })
+        case let .challenge(key, details, source, browser, now, timing):
+            return .challenged(
+                try store.update(actor: "bridge") { try $0.challenge(key: key, details: details, source: source, browser: browser, now: now, timing: timing) })
         case let .commitmentFailed(requestId):
             try store.update(actor: "bridge") { $0.commitmentFailed(requestId: requestId) }
             return .done

@@ -117,7 +117,7 @@ extension BridgeSettings {
                 root, "",
                 keys: [
                     "gateway", "commands", "access", "limits", "admission", "metrics", "ui", "listen", "addresses", "wake", "notify", "canvas",
-                    "openclawApps", "version",
+                    "openclawApps", "browser", "version",
                 ])
             if let apps = top["openclawApps"] {
                 let a = try object(apps, "openclawApps", keys: ["enabled", "listen", "plainWebSocket"])
@@ -127,6 +127,15 @@ extension BridgeSettings {
                     let text = try string(v, "openclawApps.listen")
                     guard CanvasListen(text) != nil else { throw fail("openclawApps.listen", "expected PORT, :PORT or HOST:PORT") }
                     settings.openClawApps.listen = text
+                }
+            }
+            if let browser = top["browser"] {
+                let b = try object(browser, "browser", keys: ["enabled", "listen"])
+                if let v = b["enabled"] { settings.browser.enabled = try bool(v, "browser.enabled") }
+                if let v = b["listen"] {
+                    let text = try string(v, "browser.listen")
+                    guard CanvasListen(text) != nil else { throw fail("browser.listen", "expected PORT, :PORT or HOST:PORT") }
+                    settings.browser.listen = text
                 }
             }
             if let canvas = top["canvas"] {

@@ -73,6 +73,16 @@ public struct BridgeSettings: Sendable {
         public init() {}
     }
 
+    /// The browser door (`browser` in config.json, issue 64): off by default; it needs the bridge
+    /// CA (`lanbridge ca init`).
+    public struct Browser: Sendable, Equatable {
+        public static let defaultPort = 18795
+        public var enabled = false
+        /// As `canvas.listen`: `PORT`, `:PORT` or `HOST:PORT`.
+        public var listen: String?
+        public init() {}
+    }
+
     /// The canvas relay (`canvas` in config.json): the gateway's canvas and A2UI pages for paired
     /// nodes, over HTTPS on the LAN listeners, and the policy for what a canvas may load.
     public struct Canvas: Sendable, Equatable {
@@ -159,6 +169,7 @@ public struct BridgeSettings: Sendable {
     public var notify = Notify()
     public var canvas = Canvas()
     public var openClawApps = OpenClawApps()
+    public var browser = Browser()
     public var extraCommands: [String] = []
     /// Per platform ("*" for all): patterns added to, and removed from, the built-in defaults.
     public var defaultsAdd: [String: [String]] = [:]

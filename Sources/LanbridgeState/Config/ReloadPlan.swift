@@ -39,9 +39,10 @@ public struct ReloadPlan: Sendable {
             afterRestart.append("the gateway's URL and options and the admission limits apply after a restart")
         }
         if (next.canvas.enabled, next.canvas.listen, next.canvas.upstream) != (running.canvas.enabled, running.canvas.listen, running.canvas.upstream)
-            || next.openClawApps != running.openClawApps
+            || next.openClawApps != running.openClawApps || next.browser != running.browser
         {
-            afterRestart.append("the canvas relay's address and upstream, and the door for OpenClaw's apps, apply after a restart (what a canvas may load applies now)")
+            afterRestart.append(
+                "the canvas relay's address and upstream, the door for OpenClaw's apps and the browser door apply after a restart (what a canvas may load applies now)")
         }
         self.afterRestart = afterRestart
     }

@@ -51,6 +51,22 @@ public enum PairingMethod: String, Codable, Sendable {
     /// One of OpenClaw's own apps at the second front door, approved by the TLS fingerprint it
     /// showed (it has no verification code), or by an OpenClaw setup code.
     case openClawApp = "openclaw-app"
+    /// A browser at the browser door, on a page whose origin the browser authenticated (the
+    /// bridge's CA, or the admin's certificate), approved by its code.
+    case browser
+    /// A browser on a page it could not authenticate (a certificate clicked through): its code
+    /// proves nothing against a man in the middle who served the page, so it is labelled as such.
+    case browserUnverified = "browser-unverified"
+}
+
+/// Which browser door a connection came through, and so what its pairing is worth (issue 64).
+public enum BrowserTier: String, Codable, Sendable {
+    /// The browser authenticated the page: the bridge's CA or the admin's certificate.
+    case verified = "browser"
+    /// A self-signed certificate the user clicked through.
+    case unverified = "browser-unverified"
+
+    public var pairingMethod: PairingMethod { self == .verified ? .browser : .browserUnverified }
 }
 
 /// What one of OpenClaw's apps proved at the front door for them: its Ed25519 device, as the
@@ -150,6 +166,8 @@ public struct PendingRequest: Codable, Equatable, Sendable {
     public var locked: Lock?
     /// Set for one of OpenClaw's own apps: approved without a code (it shows none).
     public var openClawApp: OpenClawAppClaim?
+    /// Set for a browser at the browser door: the pairing method its approval records.
+    public var browser: BrowserTier?
     /// The boot it was made in, and the boot clock then (`Lifetimes`); absent in files written before these were kept.
     public var bootId: String?
     public var bootCreatedNs: Int64?
@@ -181,6 +199,7 @@ public struct PendingRequest: Codable, Equatable, Sendable {
         codeMismatches = try c.decodeIfPresent(Int.self, forKey: .codeMismatches) ?? 0
         locked = try c.decodeIfPresent(Lock.self, forKey: .locked)
         openClawApp = try c.decodeIfPresent(OpenClawAppClaim.self, forKey: .openClawApp)
+        browser = try c.decodeIfPresent(BrowserTier.self, forKey: .browser)
         bootId = try c.decodeIfPresent(String.self, forKey: .bootId)
         bootCreatedNs = try c.decodeIfPresent(Int64.self, forKey: .bootCreatedNs)
     }

@@ -149,9 +149,13 @@ public struct PairingState: Equatable, Sendable {
     /// A node asks for a code challenge (a `pair.request`): files or refreshes its request and
     /// counts the challenge. The code of an earlier challenge is void from now on. Past
     /// `challengesPerRequest` the request is locked instead, for good.
-    public mutating func challenge(key: PublicKey, details: NodeDetails, source: String?, now: Date, timing: Timing = .standard) throws -> PendingRequest {
+    /// `browser`: the browser door it came through, if it did (the last challenge's door counts).
+    public mutating func challenge(
+        key: PublicKey, details: NodeDetails, source: String?, browser: BrowserTier? = nil, now: Date, timing: Timing = .standard
+    ) throws -> PendingRequest {
         var request = try requestPairing(key: key, details: details, source: source, now: now, timing: timing)
         guard let index = pending.requests.firstIndex(where: { $0.requestId == request.requestId }) else { return request }
+        pending.requests[index].browser = browser
         if request.locked == nil, request.challenges >= Limits.challengesPerRequest { pending.requests[index].locked = .tooManyChallenges }
         if pending.requests[index].locked == nil {
             pending.requests[index].challenges += 1
@@ -260,9 +264,10 @@ public struct PairingState: Equatable, Sendable {
             throw PairingError.verificationRequired(request.requestId)
         }
         pending.requests.remove(at: index)
-        let access = access ?? AccessRules.defaults(forPlatform: request.details.platform)
+        // A browser's claimed platform is not trusted for its defaults: every page gets the web's.
+        let access = access ?? AccessRules.defaults(forPlatform: request.browser != nil ? "web" : request.details.platform)
         var node = PairedNode(
-            publicKey: request.publicKey, details: request.details, pairingMethod: .code,
+            publicKey: request.publicKey, details: request.details, pairingMethod: request.browser?.pairingMethod ?? .code,
             pairedAt: now, firstSeen: request.createdAt, access: access)
         if code == nil { node.unverified = true }
         paired.nodes.append(node)

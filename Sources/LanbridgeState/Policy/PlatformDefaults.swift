@@ -13,6 +13,9 @@ extension AccessRules {
         case "ios", "android": AccessRules(allow: everydayCanvas + ["camera.list"])
         case "macos": AccessRules(allow: everydayCanvas + ["camera.list", "system.info"])
         case "linux": AccessRules(allow: everydayCanvas + ["system.info"])
+        // A browser node (issue 64): the canvas only, and never a snapshot (no browser API can
+        // take one of a cross-origin frame).
+        case "web": AccessRules(allow: everydayCanvas.filter { $0 != "canvas.snapshot" })
         default: AccessRules()
         }
     }

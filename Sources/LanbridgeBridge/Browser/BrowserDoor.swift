@@ -1,0 +1,129 @@
+import FoundationEssentials
+import LanbridgeCrypto
+import LanbridgeCore
+import LanbridgeProtocol
+import LanbridgeState
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOSSL
+import NIOWebSocket
+
+/// The browser door (issue 64): a page the bridge serves (the shell, `browser/shell/`) turns a
+/// browser into a node. Over HTTPS with a leaf of the bridge's own CA (`BrowserTLS`), it serves the
+/// shell's files and, at `/node`, a WebSocket that carries the same Noise session as the nodes'
+/// TCP listener, one frame per binary message (`BrowserFrames`). Every connection is admitted as a
+/// node's is (the same admission policy and descriptor budget) and runs on the driver's loop as
+/// theirs do; what it pairs is labelled `browser`.
+enum BrowserDoor {
+    /// The most a WebSocket message may be: one lanbridge frame.
+    static let maxMessage = 0xFFFF
+    /// What a connection may send before its Noise session starts: the page's requests and the upgrade.
+    static let preSessionBytes = 64 << 10
+
+    struct Parts {
+        let configuration: BridgeConfiguration
+        let identity: X25519.KeyPair
+        let admission: Admission
+        let invites: InviteCache
+        let driver: BridgeDriver
+        let logger: Logger
+    }
+
+    /// Binds the door on each listen address (or the one named), if it is configured.
+    static func start(_ parts: Parts) async throws -> [any Channel] {
+        guard let listen = parts.configuration.browser else { return [] }
+        let tls = try BrowserTLS(directory: parts.configuration.stateDirectory)
+        // What the page checks the handshake against: the bridge's static key, as authentic as
+        // the page itself (the same TLS connection's origin).
+        let info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey)]
+        var files = ShellAssets.files
+        files["bridge.json"] = ShellAssets.File(contentType: "application/json", body: try LanbridgeJSON.compact.encode(info).withUnsafeBytes { Array($0) })
+        var bound: [any Channel] = []
+        var port = listen.port
+        do {
+            for (index, host) in (listen.host.map { [$0] } ?? parts.configuration.listen.map(\.host)).enumerated() {
+                let listener = min(index, parts.configuration.listen.count - 1)
+                let chosen = port
+                let channel = try await BindProblem.explaining(host: host, port: port) {
+                    try await ServerBootstrap(group: parts.driver.loop)
+                        .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                        .serverChannelOption(.backlog, value: 256)
+                        .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                        .childChannelOption(.writeBufferWaterMark, value: .init(low: 32 << 10, high: 256 << 10))
+                        .childChannelInitializer { channel in
+                            channel.eventLoop.makeCompletedFuture {
+                                // The port is known once the first listener bound (when it was 0).
+                                let port = chosen == 0 ? (channel.localAddress?.port ?? 0) : chosen
+                                let check = BrowserRequestCheck(names: tls.names, port: port, files: Set(files.keys))
+                                try admit(channel, listener: listener, tls: tls, check: check, files: files, parts: parts)
+                            }
+                        }
+                        .bind(host: host, port: port).get()
+                }
+                bound.append(channel)
+                if port == 0 { port = channel.localAddress?.port ?? 0 }
+            }
+        } catch {
+            for channel in bound { try? await channel.close() }
+            throw error
+        }
+        let logger = parts.logger
+        _ = parts.driver.loop.scheduleRepeatedTask(initialDelay: .hours(1), delay: .hours(1)) { _ in
+            do { try tls.renewIfDue() } catch { logger.error("browser door: cannot issue a new certificate: \(error) (the current one serves on)") }
+        }
+        let urls = tls.names.map { name in "https://\(name.contains(":") ? "[\(name)]" : name):\(port)/" }
+        logger.info("browser door listening", metadata: ["browser": "\(urls.joined(separator: ", "))"])
+        return bound
+    }
+
+    private static func admit(
+        _ channel: any Channel, listener: Int, tls: BrowserTLS, check: BrowserRequestCheck, files: [String: ShellAssets.File], parts: Parts
+    ) throws {
+        let (configuration, driver) = (parts.configuration, parts.driver)
+        let address = channel.remoteAddress?.ipAddress ?? "?"
+        guard case let .admit(slot, _, handshakeTimeout) = parts.admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) })
+        else {
+            channel.close(promise: nil)
+            return
+        }
+        let cost = configuration.gateway?.wire == .openclaw ? 2 : 1
+        let ticket = driver.descriptors?.admit(channel, peer: DescriptorGate.peer(of: channel.remoteAddress), cost: cost)
+        if driver.descriptors != nil, ticket == nil {
+            parts.admission.release(slot)
+            channel.close(promise: nil)
+            return
+        }
+        let id = driver.accepted(channel, slot: slot, ticket: ticket, browser: .verified)
+        let sync = channel.pipeline.syncOperations
+        try sync.addHandler(NIOSSLServerHandler(context: tls.served.context))
+        try sync.addHandler(PreAuthLimit(bytes: preSessionBytes), name: "browser-pre-session")
+        let upgrader = NIOWebSocketServerUpgrader(
+            maxFrameSize: maxMessage,
+            shouldUpgrade: { channel, head in
+                let verdict = check.judge(
+                    method: head.method.rawValue, uri: head.uri, host: head.headers.first(name: "Host"), origin: head.headers.first(name: "Origin"),
+                    upgrade: true)
+                return channel.eventLoop.makeSucceededFuture(verdict == .nodeSocket ? HTTPHeaders(ShellHTTPHandler.policy) : nil)
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(BrowserFrames())
+                    try NodeDoor.addSession(
+                        to: channel, id: id, address: address, handshakeTimeout: min(handshakeTimeout, configuration.handshakeTimeout),
+                        configuration: configuration, identity: parts.identity, invites: parts.invites, driver: driver, logger: parts.logger)
+                }
+            })
+        try sync.configureHTTPServerPipeline(
+            withServerUpgrade: (
+                upgraders: [upgrader],
+                completionHandler: { context in
+                    let sync = context.pipeline.syncOperations
+                    _ = try? sync.removeHandler(name: ShellHTTPHandler.name)
+                    _ = try? sync.removeHandler(name: "browser-pre-session")
+                }
+            ))
+        try sync.addHandler(ShellHTTPHandler(check: check, files: files, closed: { driver.closed(id) }), name: ShellHTTPHandler.name)
+    }
+}

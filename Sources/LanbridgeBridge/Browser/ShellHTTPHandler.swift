@@ -1,0 +1,68 @@
+import NIOCore
+import NIOHTTP1
+
+/// The browser door's plain HTTP requests: the shell's files, with the strict policy headers, and
+/// the refusals `BrowserRequestCheck` decides (the upgrade to the node socket never reaches it: it
+/// is removed once the upgrade is done).
+final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
+    static let name = "browser-shell-http"
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    /// Every answer's headers: nothing inline runs, nothing frames the shell, no referrer leaves it.
+    static let policy: [(String, String)] = [
+        (
+            "Content-Security-Policy",
+            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+                + "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+        ),
+        ("Referrer-Policy", "no-referrer"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("X-Frame-Options", "DENY"),
+        ("Cross-Origin-Opener-Policy", "same-origin"),
+        ("Cross-Origin-Resource-Policy", "same-origin"),
+        ("Permissions-Policy", "camera=(self), microphone=(self), geolocation=(self), screen-wake-lock=(self)"),
+        ("Cache-Control", "no-cache"),
+    ]
+
+    private let check: BrowserRequestCheck
+    private let files: [String: ShellAssets.File]
+    private let closed: () -> Void
+
+    /// `closed` runs if the connection ends while this handler is still in place (never upgraded).
+    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], closed: @escaping () -> Void) {
+        (self.check, self.files, self.closed) = (check, files, closed)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closed()
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard case let .head(head) = unwrapInboundIn(data) else { return }
+        let verdict = check.judge(
+            method: head.method.rawValue, uri: head.uri, host: head.headers.first(name: "Host"), origin: head.headers.first(name: "Origin"),
+            upgrade: head.headers.first(name: "Upgrade")?.lowercased() == "websocket")
+        switch verdict {
+        case let .asset(name):
+            guard let asset = files[name] else { return answer(context, head, status: .notFound, type: "text/plain", body: Array("not found\n".utf8), keepAlive: false) }
+            answer(context, head, status: .ok, type: asset.contentType, body: head.method == .HEAD ? [] : asset.body, keepAlive: head.isKeepAlive)
+        case .nodeSocket:
+            // The upgrader answers a good upgrade; this is one it refused (a bad WebSocket handshake).
+            answer(context, head, status: .badRequest, type: "text/plain", body: Array("a bad WebSocket upgrade\n".utf8), keepAlive: false)
+        case let .refuse(status, reason):
+            answer(context, head, status: HTTPResponseStatus(statusCode: status), type: "text/plain", body: Array("\(reason)\n".utf8), keepAlive: false)
+        }
+    }
+
+    private func answer(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, status: HTTPResponseStatus, type: String, body: [UInt8], keepAlive: Bool) {
+        var headers = HTTPHeaders(Self.policy + [("Content-Type", type), ("Content-Length", String(body.count))])
+        if !keepAlive { headers.add(name: "Connection", value: "close") }
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
+        if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil) }
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [channel = context.channel] _ in
+            if !keepAlive { channel.close(promise: nil) }
+        }
+    }
+}

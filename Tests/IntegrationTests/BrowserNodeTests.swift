@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+import TestSupport
+
+/// Issue 64: a browser as a node, in a real browser (Debian's headless chromium through selenium).
+/// The steps live in python/browser_node.py; each prints "ok STEP".
+@Suite(.enabled(if: BrowserNode.missing == nil, Comment(rawValue: BrowserNode.missing ?? "")))
+struct BrowserNodeTests {
+    static let screenshots = Repository.url(".build/browser-screenshots")
+
+    func run(_ arguments: [String]) throws -> [String] {
+        let child = try ChildProcess(URL(fileURLWithPath: Python.executable), [Repository.url("Tests/IntegrationTests/python/browser_node.py").path] + arguments)
+        var out: [String] = []
+        while let line = try child.nextLine(timeout: 300) { out.append(line) }
+        #expect(child.wait() == 0, "\(out.joined(separator: "\n"))\n\(child.standardError.suffix(2000))")
+        #expect(out.last == "done", "\(out.joined(separator: "\n"))")
+        return out.filter { $0.hasPrefix("ok ") }
+    }
+
+    /// The shell's own Noise reproduces pairing/vectors/ in the browser, with WebCrypto's X25519
+    /// and with it disabled before the page loads; its ChaCha20-Poly1305 agrees with Python's
+    /// `cryptography` on 10,000 random cases and refuses tampered tags.
+    @Test func theShellsCryptoReproducesTheVectorsInChromium() throws {
+        let steps = try run([
+            "crypto", "--shell", Repository.url("browser/shell").path, "--vectors", Repository.url("pairing/vectors").path,
+            "--checks", Repository.url("Tests/IntegrationTests/browser/crypto_checks.js").path, "--cases", "10000",
+        ])
+        #expect(steps.count == 6, "\(steps)")
+    }
+
+    /// The door's hygiene (Host, Origin, CSP), then a browser pairs by code against a real daemon
+    /// and reconnects after a reload as the same node.
+    @Test func aBrowserPairsByCodeThroughTheBridgeCA() throws {
+        let state = TemporaryDirectory("bridge")
+        let made = try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
+        let line = try bridge.waitForLog("browser door listening")
+        let door = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
+        try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        let steps = try run([
+            "pair", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--door", door,
+            "--root", state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
+        ])
+        #expect(steps.count == 7, "\(steps)")
+        #expect(bridge.log.contains("pairing request") || bridge.log.contains("node connected"), "\(bridge.log)")
+        for shot in ["browser-code", "browser-connected"] {
+            #expect(FileManager.default.fileExists(atPath: Self.screenshots.appendingPathComponent("\(shot).png").path), "no screenshot \(shot)")
+        }
+    }
+
+    /// Without the CA the door cannot start, and says what to do.
+    @Test func theDoorNeedsTheCA() throws {
+        let state = TemporaryDirectory("bridge")
+        let run = try CLI.run(["serve", "--state-dir", state.path, "--listen", "loopback", "--no-mdns", "--no-gateway", "--no-ui", "--browser", "--browser-listen", "127.0.0.1:0"])
+        #expect(run.status != 0)
+        #expect(run.stderr.contains("lanbridge ca init"), "\(run.stderr)")
+    }
+}
+
+enum BrowserNode {
+    static let missing: String? = {
+        if !Python.hasModule("selenium") || !Python.hasModule("cryptography") { return "needs Python's selenium and cryptography (scripts/setup installs them)" }
+        for tool in ["/usr/bin/chromium", "/usr/bin/chromedriver", "/usr/bin/certutil"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            return "needs \(tool) (Debian's chromium, chromium-driver and libnss3-tools; scripts/setup installs them)"
+        }
+        return nil
+    }()
+}

@@ -1,0 +1,303 @@
+"""The browser node (issue 64) in a real browser: Debian's headless chromium through selenium.
+
+    browser_node.py crypto --shell DIR --vectors DIR --checks FILE [--cases N]
+    browser_node.py pair --lanbridge BIN --state-dir DIR --door URL --root PEM --shots DIR
+
+crypto: the shell's own Noise, ChaCha20-Poly1305 and X25519 code, served from 127.0.0.1 (a secure
+context), reproduce pairing/vectors/ byte for byte with WebCrypto's X25519 and with it disabled
+through CDP before the page loads; ChaCha20-Poly1305 agrees with Python's `cryptography` on N
+random cases (empty and 65,535-byte messages included) and refuses each with a flipped tag bit.
+
+pair: the door refuses a foreign Host (421) and a foreign Origin on the node socket (403) before
+any Noise state exists, and sends its strict policy; Chromium trusts the bridge CA through an NSS
+database in a scratch HOME and reaches the door's name through --host-resolver-rules; the page
+shows a code, the CLI approves with it, the page says Connected, and `nodes describe` says web,
+browser; an injected inline script is blocked; a reload reconnects as the same paired node.
+
+Prints one "ok STEP" line per step that passed, then "done"; exits 1 with the reason at the first
+that fails. Every wait is for an event, bounded by a timeout.
+"""
+import argparse
+import functools
+import http.client
+import http.server
+import json
+import os
+import random
+import shutil
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import threading
+import urllib.parse
+
+TIMEOUT = 30
+
+DISABLE_X25519 = """
+(() => {
+  const subtle = crypto.subtle;
+  const algorithmOf = { generateKey: 0, importKey: 2, deriveBits: 0, deriveKey: 0 };
+  for (const [method, at] of Object.entries(algorithmOf)) {
+    const original = subtle[method].bind(subtle);
+    subtle[method] = (...args) => {
+      const algorithm = args[at];
+      const name = typeof algorithm === "string" ? algorithm : algorithm && algorithm.name;
+      if (String(name).toUpperCase() === "X25519") return Promise.reject(new DOMException("disabled by the test", "NotSupportedError"));
+      return original(...args);
+    };
+  }
+})();
+"""
+
+
+def fail(message):
+    print(f"FAIL {message}", flush=True)
+    sys.exit(1)
+
+
+def ok(step):
+    print(f"ok {step}", flush=True)
+
+
+def chromium(home=None, resolver=None, width=1200, height=1000):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in ["--headless=new", "--no-sandbox", "--disable-dev-shm-usage", f"--window-size={width},{height}", "--disable-gpu"]:
+        options.add_argument(flag)
+    if resolver:
+        options.add_argument(f"--host-resolver-rules={resolver}")
+    env = dict(os.environ)
+    if home:
+        env["HOME"] = home
+    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver", env=env), options=options)
+    driver.set_page_load_timeout(TIMEOUT)
+    driver.set_script_timeout(600)
+    return driver
+
+
+def aead_cases(n, seed=64):
+    """N cases sealed by Python's cryptography: lengths mostly small, some large, the edges always."""
+    from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+
+    rng = random.Random(seed)
+    edges = [0, 1, 15, 16, 17, 63, 64, 65, 255, 256, 1023, 65518, 65535]
+    cases = []
+    for i in range(n):
+        if i < len(edges):
+            length = edges[i]
+        else:
+            r = rng.random()
+            length = rng.randint(0, 256) if r < 0.7 else rng.randint(257, 4096) if r < 0.97 else rng.randint(4097, 65535)
+        key, nonce = rng.randbytes(32), rng.randbytes(12)
+        aad, plain = rng.randbytes(rng.choice([0, 0, 1, 12, 32, 64])), rng.randbytes(length)
+        sealed = ChaCha20Poly1305(key).encrypt(nonce, plain, aad)
+        cases.append({"key": key.hex(), "nonce": nonce.hex(), "aad": aad.hex(), "plaintext": plain.hex(), "sealed": sealed.hex()})
+    # RFC 8439 §2.8.2, as written there.
+    cases.append({
+        "key": "808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f", "nonce": "070000004041424344454647",
+        "aad": "50515253c0c1c2c3c4c5c6c7",
+        "plaintext": b"Ladies and Gentlemen of the class of '99: If I could offer you only one tip for the future, sunscreen would be it.".hex(),
+        "sealed": "d31a8d34648e60db7b86afbc53ef7ec2a4aded51296e08fea9e2b5a736ee62d63dbea45e8ca9671282fafb69da92728b1a71de0a9e060b2905d6a5b67ecd3b3692ddbd7f2d778b8c9803aee328091b58fab324e4fad675945585808b4831d7bc3ff4def08e4b7a9de576d26586cec64b6116"
+                  "1ae10b594f09e26a7e902ecbd0600691",
+    })
+    return cases
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve_directory(directory):
+    handler = functools.partial(QuietHandler, directory=directory)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+def run_module(driver, call):
+    """Imports the checks module in the page and awaits `call` (JS, `m` the module)."""
+    result = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        f"import('/checks.js').then(async (m) => done({{ok: true, value: await ({call})}})).catch((e) => done({{ok: false, error: String(e && e.stack || e)}}));")
+    if not result["ok"]:
+        fail(f"{call}: {result['error']}")
+    return result["value"]
+
+
+def crypto(args):
+    work = tempfile.mkdtemp(prefix="browser-crypto-")
+    try:
+        shutil.copytree(args.shell, os.path.join(work, "shell"))
+        shutil.copy(args.checks, os.path.join(work, "checks.js"))
+        for name in ["handshake.json", "verification-code.json", "fingerprint.json"]:
+            shutil.copy(os.path.join(args.vectors, name), os.path.join(work, name))
+        with open(os.path.join(work, "aead.json"), "w") as f:
+            json.dump(aead_cases(args.cases), f)
+        with open(os.path.join(work, "index.html"), "w") as f:
+            f.write("<!doctype html><title>checks</title>")
+        server = serve_directory(work)
+        origin = f"http://127.0.0.1:{server.server_address[1]}"
+        load = lambda name: f"fetch('/{name}').then((r) => r.json())"
+
+        driver = chromium()
+        try:
+            driver.get(origin + "/")
+            if run_module(driver, "m.detect().then((b) => b.name)") != "webcrypto":
+                fail("Chromium has WebCrypto's X25519, but the page did not find it")
+            n = run_module(driver, f"{load('handshake.json')}.then((v) => m.handshakeVectors(v, 'webcrypto'))")
+            ok(f"with WebCrypto's X25519: both handshakes of handshake.json byte for byte ({n})")
+            n = run_module(driver, f"{load('handshake.json')}.then((v) => m.handshakeVectors(v, 'fallback'))")
+            ok(f"with the page's own X25519 in the same browser: the same bytes ({n})")
+            n = run_module(driver, f"{load('verification-code.json')}.then((v) => m.codeVectors(v))")
+            f = run_module(driver, f"{load('fingerprint.json')}.then((v) => m.fingerprintVectors(v))")
+            ok(f"verification codes and commitments ({n}) and fingerprints ({f})")
+            n = run_module(driver, "m.x25519Agreement(200)")
+            ok(f"WebCrypto's X25519 and the page's agree on {n} random exchanges; both refuse low-order points")
+            n = run_module(driver, f"{load('aead.json')}.then((c) => m.aeadCases(c))")
+            ok(f"ChaCha20-Poly1305 agrees with Python's cryptography on {n} cases (RFC 8439's included); each tampered tag refused")
+        finally:
+            driver.quit()
+
+        driver = chromium()
+        try:
+            driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": DISABLE_X25519})
+            driver.get(origin + "/")
+            if run_module(driver, "m.detect().then((b) => b.name)") != "fallback":
+                fail("with X25519 disabled through CDP the page still chose WebCrypto's")
+            n = run_module(driver, f"{load('handshake.json')}.then((v) => m.handshakeVectors(v, 'fallback'))")
+            ok(f"with WebCrypto's X25519 disabled before load: the page falls back and reproduces handshake.json ({n})")
+        finally:
+            driver.quit()
+        server.shutdown()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    print("done", flush=True)
+
+
+# ---- pair ----
+
+def cli(args, lanbridge, state_dir, check=True):
+    run = subprocess.run([lanbridge, *args, "--state-dir", state_dir], capture_output=True, text=True, timeout=60)
+    if check and run.returncode != 0:
+        fail(f"lanbridge {' '.join(args)} exited {run.returncode}: {run.stderr.strip()}")
+    return run
+
+
+def https(door, root, method, path, headers):
+    """One request to the door over TLS that trusts only the bridge's root; (status, headers, body)."""
+    url = urllib.parse.urlsplit(door)
+    context = ssl.create_default_context(cafile=root)
+    connection = socket.create_connection(("127.0.0.1", url.port), timeout=TIMEOUT)
+    tls = context.wrap_socket(connection, server_hostname=url.hostname)
+    client = http.client.HTTPConnection(url.hostname, url.port, timeout=TIMEOUT)
+    client.sock = tls
+    client.request(method, path, headers=headers)
+    response = client.getresponse()
+    body = response.read()
+    client.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+
+def pair(args):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    url = urllib.parse.urlsplit(args.door)
+    authority = f"{url.hostname}:{url.port}"
+    upgrade = {"Connection": "Upgrade", "Upgrade": "websocket", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="}
+
+    status, headers, _ = https(args.door, args.root, "GET", "/", {"Host": authority})
+    csp = headers.get("content-security-policy", "")
+    if status != 200 or "script-src 'self'" not in csp or "frame-ancestors 'none'" not in csp or headers.get("referrer-policy") != "no-referrer":
+        fail(f"the shell's policy: {status} {headers}")
+    ok("the shell is served over the CA's certificate with a strict CSP and no referrer")
+    status, _, _ = https(args.door, args.root, "GET", "/", {"Host": f"rebound.example:{url.port}"})
+    if status != 421:
+        fail(f"a foreign Host got {status}, not 421")
+    status, _, _ = https(args.door, args.root, "GET", "/node", {"Host": authority, "Origin": "https://evil.example", **upgrade})
+    if status != 403:
+        fail(f"another origin opening the node socket got {status}, not 403")
+    status, _, _ = https(args.door, args.root, "GET", "/node", {"Host": authority, **upgrade})
+    if status != 403:
+        fail(f"the node socket without an Origin got {status}, not 403")
+    ok("a foreign Host gets 421; the node socket from another origin, or none, gets 403")
+
+    home = tempfile.mkdtemp(prefix="browser-home-")
+    nssdb = os.path.join(home, ".pki", "nssdb")
+    os.makedirs(nssdb)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, capture_output=True)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-t", "C,,", "-n", "lanbridge root", "-i", args.root], check=True, capture_output=True)
+    driver = chromium(home=home, resolver=f"MAP {url.hostname} 127.0.0.1", width=390, height=844)
+    wait = WebDriverWait(driver, TIMEOUT)
+    try:
+        driver.get(args.door)
+        wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
+        name = driver.find_element(By.ID, "name")
+        name.clear()
+        name.send_keys("Hall tablet")
+        driver.find_element(By.ID, "ask").click()
+        wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6)
+        code = driver.find_element(By.ID, "code").text
+        request = driver.find_element(By.ID, "request").text
+        driver.save_screenshot(os.path.join(args.shots, "browser-code.png"))
+        ok(f"Chromium trusts the bridge CA for {url.hostname}; the page shows a code for request {request}")
+        pending = json.loads(cli(["nodes", "pending", "--json"], args.lanbridge, args.state_dir).stdout)
+        if code in json.dumps(pending):
+            fail("nodes pending printed the bridge's code")
+        wrong = f"{(int(code) + 1) % 1000000:06d}"
+        if cli(["nodes", "approve", request, "--code", wrong], args.lanbridge, args.state_dir, check=False).returncode == 0:
+            fail("a wrong code approved the browser")
+        cli(["nodes", "approve", request, "--code", code], args.lanbridge, args.state_dir)
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "Connected")
+        driver.save_screenshot(os.path.join(args.shots, "browser-connected.png"))
+        ok("a wrong code is refused; the right one approves, and the page says Connected")
+        node = json.loads(cli(["nodes", "describe", "Hall tablet", "--json"], args.lanbridge, args.state_dir).stdout)
+        text = json.dumps(node)
+        if '"web"' not in text or '"browser"' not in text:
+            fail(f"nodes describe: {text[:600]}")
+        ok("nodes describe shows platform web, paired by browser")
+
+        fired = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            document.addEventListener('securitypolicyviolation', (e) => done(e.violatedDirective), { once: true });
+            const s = document.createElement('script'); s.textContent = 'window.__inline = 1'; document.body.appendChild(s);
+            setTimeout(() => done('no event'), 5000);""")
+        if not str(fired).startswith("script-src") or driver.execute_script("return window.__inline === undefined") is not True:
+            fail(f"an injected inline script was not blocked ({fired})")
+        ok("an injected inline script is blocked, with a securitypolicyviolation")
+
+        driver.refresh()
+        wait.until(lambda d: d.find_element(By.ID, "status").text == "Connected")
+        nodes = json.loads(cli(["nodes", "list", "--json"], args.lanbridge, args.state_dir).stdout)
+        if len(json.dumps(nodes).split('"Hall tablet"')) != 2:
+            fail(f"after a reload: {json.dumps(nodes)[:600]}")
+        ok("a reload reconnects as the same paired node, with its key from IndexedDB")
+    finally:
+        driver.quit()
+        shutil.rmtree(home, ignore_errors=True)
+    print("done", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("part", choices=["crypto", "pair"])
+    parser.add_argument("--shell")
+    parser.add_argument("--vectors")
+    parser.add_argument("--checks")
+    parser.add_argument("--cases", type=int, default=10000)
+    parser.add_argument("--lanbridge")
+    parser.add_argument("--state-dir")
+    parser.add_argument("--door")
+    parser.add_argument("--root")
+    parser.add_argument("--shots")
+    args = parser.parse_args()
+    {"crypto": crypto, "pair": pair}[args.part](args)
+
+
+main()

@@ -1,0 +1,271 @@
+// The browser node (issue 64): this page is a lanbridge node. It keeps its X25519 key in
+// IndexedDB (a non-extractable CryptoKey where the browser has WebCrypto's X25519), runs the same
+// Noise handshake as every node over wss://<this origin>/node, pairs by the code it shows, and
+// answers the bridge as PROTOCOL.md §9 says. Every string from the bridge is set as text.
+
+import { Initiator, fromHex, toHex, fingerprint, commitment, verificationCode } from "./noise.js";
+import { detect, fallback, webCrypto } from "./x25519.js";
+
+const $ = (id) => document.getElementById(id);
+const APP_VERSION = "lanbridge-shell/1";
+
+function say(text, bad = false) {
+  const status = $("status");
+  status.textContent = text;
+  status.classList.toggle("bad", bad);
+}
+
+// ---- Storage: one IndexedDB store of small records ----
+
+function database() {
+  return new Promise((resolve, reject) => {
+    const request = indexedDB.open("lanbridge", 1);
+    request.onupgradeneeded = () => request.result.createObjectStore("records");
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+async function record(name, value) {
+  const db = await database();
+  return new Promise((resolve, reject) => {
+    const tx = db.transaction("records", value === undefined ? "readonly" : "readwrite");
+    const store = tx.objectStore("records");
+    const request = value === undefined ? store.get(name) : value === null ? store.delete(name) : store.put(value, name);
+    request.onsuccess = () => resolve(request.result);
+    request.onerror = () => reject(request.error);
+  });
+}
+
+/** The node's key pair, made once: with WebCrypto's X25519 its private half can never be read out. */
+async function nodeKey() {
+  const kept = await record("key");
+  if (kept) return { pair: kept, backend: kept.backend === "webcrypto" ? webCrypto : fallback };
+  const backend = await detect();
+  const made = await backend.generate();
+  const pair = { publicKey: made.publicKey, private: made.private, extractable: made.extractable, backend: backend.name };
+  await record("key", pair);
+  if (navigator.storage && navigator.storage.persist) await navigator.storage.persist().catch(() => false);
+  return { pair, backend };
+}
+
+// ---- The connection ----
+
+class Connection {
+  constructor(onMessage, onClose) {
+    this.socket = new WebSocket(`wss://${location.host}/node`);
+    this.socket.binaryType = "arraybuffer";
+    this.inbox = [];
+    this.waiting = null;
+    this.socket.onmessage = (event) => this.arrive(new Uint8Array(event.data));
+    this.socket.onclose = () => { this.closed = true; this.arrive(null); onClose(this); };
+    this.onMessage = onMessage;
+    this.opened = new Promise((resolve, reject) => {
+      this.socket.onopen = resolve;
+      this.socket.onerror = () => reject(new Error("the bridge could not be reached"));
+    });
+  }
+
+  arrive(frame) {
+    if (this.transport && frame) {
+      let message;
+      try { message = this.transport.open(frame); } catch (error) { return this.fail(error); }
+      if (message !== null) this.deliver(message);
+      return;
+    }
+    if (this.waiting) { const resolve = this.waiting; this.waiting = null; resolve(frame); } else this.inbox.push(frame);
+  }
+
+  deliver(bytes) {
+    let message;
+    try { message = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)); } catch { return this.fail(new Error("the bridge sent a message that is not JSON")); }
+    if (message === null || typeof message !== "object" || typeof message.type !== "string") return this.fail(new Error("the bridge sent a message without a type"));
+    this.onMessage(this, message);
+  }
+
+  next() {
+    if (this.inbox.length) return Promise.resolve(this.inbox.shift());
+    if (this.closed) return Promise.resolve(null);
+    return new Promise((resolve) => { this.waiting = resolve; });
+  }
+
+  /** The handshake (§4-§5): the bridge's static key must be the one this page was served with. */
+  async handshake(key, backend, bridgeKey) {
+    await this.opened;
+    const noise = await Initiator.start({ x25519: backend, staticKey: key });
+    this.socket.send(noise.preamble);
+    this.socket.send(await noise.first());
+    const second = await this.next();
+    if (!second) throw new Error("the bridge closed the connection during the handshake");
+    await noise.second(second);
+    if (toHex(noise.remoteStatic) !== bridgeKey) throw new Error("the bridge presented another key than this page's: refusing it");
+    this.socket.send(await noise.third());
+    this.bridgeKey = noise.remoteStatic;
+    this.handshakeHash = noise.handshakeHash;
+    this.transport = noise.transport;
+    for (const frame of this.inbox.splice(0)) if (frame) this.arrive(frame);
+  }
+
+  send(message) {
+    if (this.closed) return;
+    for (const frame of this.transport.seal(new TextEncoder().encode(JSON.stringify(message)))) this.socket.send(frame);
+  }
+
+  fail(error) {
+    say(error.message, true);
+    this.close();
+  }
+
+  close() {
+    this.closed = true;
+    try { this.socket.close(); } catch { /* already closed */ }
+  }
+}
+
+// ---- The node ----
+
+const node = {
+  connection: null,
+  wantPairing: false,
+  nonce: null,
+  retry: 1000,
+};
+
+function details() {
+  const name = ($("name").value || "").trim() || "Browser";
+  return {
+    displayName: name.slice(0, 64),
+    platform: "web",
+    osVersion: (navigator.userAgentData && navigator.userAgentData.platform) || "",
+    appVersion: APP_VERSION,
+    caps: [],
+    commands: [],
+    flags: { requiresForeground: true, supportsInputInjection: false },
+  };
+}
+
+async function askToPair(connection) {
+  node.nonce = crypto.getRandomValues(new Uint8Array(32));
+  const c = await commitment(connection.handshakeHash, node.nonce);
+  connection.send({ type: "pair.request", details: details(), commitment: toHex(c) });
+  say("Asking the bridge…");
+}
+
+async function handle(connection, message) {
+  switch (message.type) {
+    case "welcome":
+      $("bridge").textContent = String(message.bridgeName || "lanbridge");
+      if (message.paired) {
+        $("pair").hidden = true;
+        $("code-box").hidden = true;
+        say("Connected");
+        node.retry = 1000;
+        connection.send({ type: "state", foreground: document.visibilityState === "visible" });
+      } else if (node.wantPairing) {
+        await askToPair(connection);
+      } else {
+        // Paired once, but no longer: the operator removed it meanwhile.
+        await record("paired", null);
+        connection.close();
+        $("pair").hidden = false;
+        say("This device is not paired (any more)", true);
+      }
+      break;
+    case "pair.challenge": {
+      const bridgeNonce = fromHex(String(message.nonce));
+      connection.send({ type: "pair.reveal", nonce: toHex(node.nonce) });
+      $("code").textContent = await verificationCode(connection.handshakeHash, node.nonce, bridgeNonce);
+      $("request").textContent = String(message.requestId || "");
+      $("pair").hidden = true;
+      $("code-box").hidden = false;
+      say("Waiting for the operator");
+      break;
+    }
+    case "pair.pending":
+      say("Waiting for the operator");
+      break;
+    case "pair.resolved":
+      if (message.outcome === "approved") {
+        node.wantPairing = false;
+        await record("paired", toHex(connection.bridgeKey));
+        $("code-box").hidden = true;
+        say("Connected");
+        connection.send({ type: "state", foreground: document.visibilityState === "visible" });
+      } else {
+        say(message.outcome === "rejected" ? "The operator refused this device" : "The request ran out; ask again", true);
+      }
+      break;
+    case "ping":
+      connection.send({ type: "pong", id: message.id });
+      break;
+    case "invoke":
+      connection.send({ type: "invoke.result", id: message.id, ok: false, error: { code: "UNKNOWN_COMMAND", message: "this page offers no such command" } });
+      break;
+    case "revoked":
+      await record("paired", null);
+      say("The operator removed this device", true);
+      break;
+    case "error":
+      say(`${String(message.code)}: ${String(message.message || "")}`, true);
+      if (message.code === "PAIRING_FAILED" || message.code === "PAIRING_REJECTED") node.wantPairing = false;
+      break;
+    default:
+      break;
+  }
+}
+
+async function connect() {
+  if (node.connection || node.starting || document.visibilityState !== "visible") return;
+  node.starting = true;
+  try { node.paired = Boolean(await record("paired")); } finally { node.starting = false; }
+  if (node.connection) return;
+  if (!node.paired && !node.wantPairing) {
+    $("pair").hidden = false;
+    say("Not paired yet");
+    return;
+  }
+  say("Connecting…");
+  const connection = new Connection(
+    (c, message) => handle(c, message).catch((error) => c.fail(error)),
+    (c) => {
+      if (node.connection !== c) return;
+      node.connection = null;
+      if (document.visibilityState === "visible" && (node.paired || node.wantPairing)) {
+        setTimeout(connect, node.retry);
+        node.retry = Math.min(node.retry * 2, 30000);
+      }
+    },
+  );
+  node.connection = connection;
+  try {
+    const { pair, backend } = await nodeKey();
+    $("node-id").textContent = await fingerprint(pair.publicKey);
+    $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
+    const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
+    await connection.handshake(pair, backend, String(bridge.publicKey));
+  } catch (error) {
+    connection.fail(error);
+  }
+}
+
+document.addEventListener("visibilitychange", () => {
+  const connection = node.connection;
+  if (document.visibilityState === "hidden") {
+    // A page in the background can do nothing (and iOS stops it): say so, and go.
+    if (connection && connection.transport) connection.send({ type: "state", foreground: false });
+    node.connection = null;
+    if (connection) connection.close();
+  } else {
+    connect();
+  }
+});
+
+$("ask").addEventListener("click", () => {
+  node.wantPairing = true;
+  $("ask").disabled = true;
+  if (node.connection && node.connection.transport) askToPair(node.connection).catch((error) => node.connection.fail(error));
+  else connect();
+});
+
+$("name").value = `Browser ${Math.random().toString(36).slice(2, 6)}`;
+connect();
