@@ -1,6 +1,6 @@
 // ChaCha20-Poly1305 (RFC 8439), the one cipher of lanbridge's Noise suite. WebCrypto has no
 // ChaCha20-Poly1305, so it is here: small, table-free, and proven against RFC 8439's vectors and
-// Python's `cryptography` (Tests/IntegrationTests/python/browser_crypto.py).
+// Python's `cryptography` (Tests/IntegrationTests/python/browser_node.py).
 //
 // Poly1305 keeps its accumulator in ten 13-bit limbs (the layout of poly1305-donna-16, as
 // TweetNaCl-js has it), so every product and sum stays below 2^32 and exact in a JS number.

@@ -1,7 +1,7 @@
 // X25519 (RFC 7748): WebCrypto's where the browser has it (Chromium 133+, Firefox 130+, Safari
 // 18.x), found at run time; otherwise the field arithmetic below, TweetNaCl's (sixteen 16-bit
 // limbs in a Float64Array, no branch or index on a secret). Both reproduce pairing/vectors/ and
-// each other (Tests/IntegrationTests/python/browser_crypto.py). An all-zero result, which a
+// each other (Tests/IntegrationTests/python/browser_node.py). An all-zero result, which a
 // low-order public key gives, is refused by both.
 
 const gf = (init) => { const r = new Float64Array(16); if (init) r.set(init); return r; };

@@ -20,7 +20,7 @@ enum ShellAssets {
                 #"""
                 // ChaCha20-Poly1305 (RFC 8439), the one cipher of lanbridge's Noise suite. WebCrypto has no
                 // ChaCha20-Poly1305, so it is here: small, table-free, and proven against RFC 8439's vectors and
-                // Python's `cryptography` (Tests/IntegrationTests/python/browser_crypto.py).
+                // Python's `cryptography` (Tests/IntegrationTests/python/browser_node.py).
                 //
                 // Poly1305 keeps its accumulator in ten 13-bit limbs (the layout of poly1305-donna-16, as
                 // TweetNaCl-js has it), so every product and sum stays below 2^32 and exact in a JS number.
@@ -757,7 +757,7 @@ enum ShellAssets {
                 // X25519 (RFC 7748): WebCrypto's where the browser has it (Chromium 133+, Firefox 130+, Safari
                 // 18.x), found at run time; otherwise the field arithmetic below, TweetNaCl's (sixteen 16-bit
                 // limbs in a Float64Array, no branch or index on a secret). Both reproduce pairing/vectors/ and
-                // each other (Tests/IntegrationTests/python/browser_crypto.py). An all-zero result, which a
+                // each other (Tests/IntegrationTests/python/browser_node.py). An all-zero result, which a
                 // low-order public key gives, is refused by both.
 
                 const gf = (init) => { const r = new Float64Array(16); if (init) r.set(init); return r; };
