@@ -95,7 +95,7 @@ package struct StoreOperation: Sendable {
         case commitmentFailed(requestId: String)
         /// The code is known: record it and extend the request.
         case setCode(String, requestId: String, now: Date, timing: PairingState.Timing)
-        case redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails, defaultAccess: AccessRules, now: Date)
+        case redeemInvite(id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails, browser: BrowserTier?, defaultAccess: AccessRules, now: Date)
         /// Keep waiting requests alive, expire stale ones.
         case maintain(waiting: Set<String>, now: Date, timing: PairingState.Timing)
         case recordSeen(Set<Fingerprint>, now: Date)

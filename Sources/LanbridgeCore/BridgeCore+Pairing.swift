@@ -86,12 +86,19 @@ extension BridgeCore {
         guard case let .invited(inviteID) = connection.phase, let secretBytes = try? Hex.decode(redeem.secret) else {
             return fail(connection.id, ErrorMessage(code: ErrorMessage.notPaired, message: "unexpected invite redemption"))
         }
+        // A page the browser could not authenticate may have been served by whoever sits between:
+        // it could have read the secret from the link, so its invite counts for nothing.
+        if connection.browser == .unverified {
+            return fail(connection.id, ErrorMessage(code: ErrorMessage.pairingFailed, message: "invites are refused on an unverified page; pair by code"))
+        }
         let details = redeem.details.sanitized()
         connections[connection.id]?.phase = .redeeming
+        // A browser's claimed platform does not choose its defaults: every page gets the web's.
+        let platform = connection.browser != nil ? "web" : details.platform
         updateStore(
             .redeemInvite(
-                id: inviteID, secret: SecureBytes(copying: secretBytes), key: connection.key, details: details,
-                defaultAccess: settings.defaultRules(forPlatform: details.platform, declared: details.commands), now: wall), for: connection.id)
+                id: inviteID, secret: SecureBytes(copying: secretBytes), key: connection.key, details: details, browser: connection.browser,
+                defaultAccess: settings.defaultRules(forPlatform: platform, declared: details.commands), now: wall), for: connection.id)
     }
 
     // MARK: - Outcomes

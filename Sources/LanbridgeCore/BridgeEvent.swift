@@ -53,6 +53,8 @@ package enum BridgeEvent {
     /// A node's socket at an OpenClaw gateway was given (nil: lost) the gateway's canvas capability.
     case canvasUpstream(node: Fingerprint, capability: String?)
     case openClawApps([String], tlsSha256: String?)
+    /// The browser door listens at these URLs.
+    case browserDoor([String])
     case shutdown
 }
 
@@ -100,6 +102,9 @@ extension BridgeCore {
         case let .canvasUse(capability, reply): actions.append(.canvasUsed(reply: reply, canvasUse(capability)))
         case let .canvasUpstream(node, capability): canvasGrants.setUpstream(capability.map { CanvasGrants.Upstream(capability: $0) }, node: node)
         case let .openClawApps(urls, sha256): setOpenClawApps(urls, tlsSha256: sha256)
+        case let .browserDoor(urls):
+            runtime.browser = urls
+            runtimeChanged = true
         case .shutdown: shutdown(wall: wall)
         }
         return drain()

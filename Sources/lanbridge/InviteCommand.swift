@@ -84,10 +84,13 @@ extension InviteCommand {
         @Option(help: "Port devices should dial. Default: the running daemon's, else 18790.") var port: Port?
         @Flag(help: "Do not draw the QR code.") var noQR = false
         @Flag(help: "An OpenClaw setup code for OpenClaw's own apps (wss URL and bootstrap token) instead of a lanbridge:// invite.") var openclaw = false
+        @Flag(help: "A link to the browser door's page for a browser (https://NAME:PORT/#i=…&fp=…) instead of a lanbridge:// invite.") var browser = false
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
             if port?.value == 0 { throw ValidationError("--port must be between 1 and 65535") }
+            if browser && openclaw { throw ValidationError("--browser and --openclaw make different invites: choose one") }
+            if browser && (host != nil || port != nil) { throw ValidationError("--browser links to the browser door's page: its name is the bridge CA's, its port the door's") }
         }
 
         func run() throws {
@@ -109,6 +112,20 @@ extension InviteCommand {
                     print(setup.setupCode)
                     print("OpenClaw setup code for \(setup.url): one use; expires \(ISO8601Text.string(setup.expiresAt)) (in \(Output.duration(ttl.seconds))).")
                     if let sha = runtime?.canvas?.tlsSha256 { print("The app will show the bridge's certificate: sha256 \(sha).") }
+                    return
+                }
+                if browser {
+                    guard let page = InviteIssuer.browserPage(directory: state.directory, settings: settings, runtime: runtime) else {
+                        throw BridgeCAFiles.Problem(.missing, "a browser invite links to the browser door, which needs the bridge CA: `lanbridge ca init --name NAME.local` first")
+                    }
+                    if runtime != nil, runtime?.browser == nil {
+                        Output.note("note: the running daemon has no browser door; start it with --browser (or browser.enabled)")
+                    }
+                    let invite = try InviteIssuer.issueBrowser(directory: state.directory, name: name, grant: grant, ttl: ttl.seconds, page: page)
+                    if json { return try Output.json(invite) }
+                    if !noQR, let qr = QRCode(invite.url) { print(qr.terminal) }
+                    print(invite.url)
+                    print("One use, in a browser that trusts the bridge CA; expires \(ISO8601Text.string(invite.expiresAt)) (in \(Output.duration(ttl.seconds))).")
                     return
                 }
                 let issued = try InviteIssuer.issue(

@@ -31,6 +31,9 @@ struct StatusCommand: ParsableCommand {
                     print("  OpenClaw's apps: \(apps.joined(separator: ", ")) (they show the certificate's sha256 before trusting it)")
                     if let sha256 = report.openClawAppsTlsSha256 { print("              certificate sha256 \(sha256)") }
                 }
+                if let pages = report.browser, !pages.isEmpty {
+                    print("  browsers:   \(pages.joined(separator: ", ")) (a page that makes a browser a node; the bridge CA's root must be installed)")
+                }
                 print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
                 print("  gateway:    \(report.gateway ?? "unknown")")
             } else {

@@ -49,6 +49,30 @@ struct BrowserNodeTests {
         }
     }
 
+    /// `invite --browser`: a link whose `fp` names another bridge is refused before any redeem;
+    /// the right one pairs at once and leaves no `#` in the address; a second use fails; the
+    /// secret reaches no log.
+    @Test func aBrowserPairsByInviteLinkOnceAndOnlyWithItsBridge() throws {
+        let state = TemporaryDirectory("bridge")
+        #expect(try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path]).status == 0)
+        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
+        let line = try bridge.waitForLog("browser door listening")
+        let door = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
+        let child = try ChildProcess(
+            URL(fileURLWithPath: Python.executable),
+            [
+                Repository.url("Tests/IntegrationTests/python/browser_node.py").path, "invite", "--lanbridge", ChildProcess.product("lanbridge").path,
+                "--state-dir", state.path, "--door", door, "--root", state.url.appendingPathComponent("ca/root.crt").path,
+            ])
+        var out: [String] = []
+        while let line = try child.nextLine(timeout: 300) { out.append(line) }
+        #expect(child.wait() == 0 && out.last == "done", "\(out.joined(separator: "\n"))\n\(child.standardError.suffix(2000))")
+        #expect(out.filter { $0.hasPrefix("ok ") }.count == 3, "\(out)")
+        let secret = try #require(out.first { $0.hasPrefix("info secret ") }.map { String($0.dropFirst("info secret ".count)) })
+        #expect(secret.count == 32 && !bridge.log.contains(secret), "the invite's secret is in the log")
+        #expect(bridge.log.contains("node paired by invite"), "\(bridge.log)")
+    }
+
     /// Without the CA the door cannot start, and says what to do.
     @Test func theDoorNeedsTheCA() throws {
         let state = TemporaryDirectory("bridge")

@@ -3,8 +3,23 @@
 // Noise handshake as every node over wss://<this origin>/node, pairs by the code it shows, and
 // answers the bridge as PROTOCOL.md §9 says. Every string from the bridge is set as text.
 
-import { Initiator, fromHex, toHex, fingerprint, commitment, verificationCode } from "./noise.js";
+import { Initiator, fromHex, toHex, fingerprint, parseFingerprint, commitment, verificationCode, inviteKeys } from "./noise.js";
 import { detect, fallback, webCrypto } from "./x25519.js";
+
+// An invite (`lanbridge invite --browser`) arrives in the fragment: it is taken, and removed from
+// the address before anything else runs, so it stays out of history, bookmarks and a Home Screen
+// icon (and no browser sends a fragment to any server).
+const invite = takeInvite();
+
+function takeInvite() {
+  const fragment = location.hash.slice(1);
+  if (!fragment) return null;
+  history.replaceState(null, "", location.pathname + location.search);
+  const params = new URLSearchParams(fragment);
+  const secret = params.get("i") || "", fp = parseFingerprint(params.get("fp") || "");
+  if (!/^[0-9a-f]{32}$/.test(secret) || !fp) return { error: "This link's invite is malformed" };
+  return { secret: fromHex(secret), fingerprint: fp };
+}
 
 const $ = (id) => document.getElementById(id);
 const APP_VERSION = "lanbridge-shell/1";
@@ -90,15 +105,20 @@ class Connection {
   }
 
   /** The handshake (§4-§5): the bridge's static key must be the one this page was served with. */
-  async handshake(key, backend, bridgeKey) {
+  async handshake(key, backend, bridgeKey, invited) {
     await this.opened;
-    const noise = await Initiator.start({ x25519: backend, staticKey: key });
+    const keys = invited ? await inviteKeys(invited.secret) : null;
+    const noise = await Initiator.start({ x25519: backend, staticKey: key, psk: keys && keys.psk, inviteId: keys && keys.id });
     this.socket.send(noise.preamble);
     this.socket.send(await noise.first());
     const second = await this.next();
-    if (!second) throw new Error("the bridge closed the connection during the handshake");
+    if (!second) throw new Error(invited ? "The bridge refused this invite: used, expired or revoked" : "the bridge closed the connection during the handshake");
     await noise.second(second);
     if (toHex(noise.remoteStatic) !== bridgeKey) throw new Error("the bridge presented another key than this page's: refusing it");
+    // Before the secret leaves this page: the bridge must be the one the link names.
+    if (invited && (await fingerprint(noise.remoteStatic)) !== invited.fingerprint) {
+      throw new Error("This invite is for another bridge: refused, nothing was sent");
+    }
     this.socket.send(await noise.third());
     this.bridgeKey = noise.remoteStatic;
     this.handshakeHash = noise.handshakeHash;
@@ -126,6 +146,7 @@ class Connection {
 
 const node = {
   connection: null,
+  invite: invite && !invite.error ? invite : null,
   wantPairing: false,
   nonce: null,
   retry: 1000,
@@ -161,6 +182,9 @@ async function handle(connection, message) {
         say("Connected");
         node.retry = 1000;
         connection.send({ type: "state", foreground: document.visibilityState === "visible" });
+      } else if (node.invite) {
+        connection.send({ type: "invite.redeem", secret: toHex(node.invite.secret), details: details() });
+        say("Pairing with the invite…");
       } else if (node.wantPairing) {
         await askToPair(connection);
       } else {
@@ -187,6 +211,7 @@ async function handle(connection, message) {
     case "pair.resolved":
       if (message.outcome === "approved") {
         node.wantPairing = false;
+        node.invite = null;
         await record("paired", toHex(connection.bridgeKey));
         $("code-box").hidden = true;
         say("Connected");
@@ -207,7 +232,11 @@ async function handle(connection, message) {
       break;
     case "error":
       say(`${String(message.code)}: ${String(message.message || "")}`, true);
-      if (message.code === "PAIRING_FAILED" || message.code === "PAIRING_REJECTED") node.wantPairing = false;
+      if (message.code === "PAIRING_FAILED" || message.code === "PAIRING_REJECTED") {
+        node.wantPairing = false;
+        if (node.invite) say("This invite was used, has expired or was revoked", true);
+        node.invite = null;
+      }
       break;
     default:
       break;
@@ -219,7 +248,8 @@ async function connect() {
   node.starting = true;
   try { node.paired = Boolean(await record("paired")); } finally { node.starting = false; }
   if (node.connection) return;
-  if (!node.paired && !node.wantPairing) {
+  if (node.paired) node.invite = null;
+  if (!node.paired && !node.wantPairing && !node.invite) {
     $("pair").hidden = false;
     say("Not paired yet");
     return;
@@ -230,7 +260,7 @@ async function connect() {
     (c) => {
       if (node.connection !== c) return;
       node.connection = null;
-      if (document.visibilityState === "visible" && (node.paired || node.wantPairing)) {
+      if (document.visibilityState === "visible" && (node.paired || node.wantPairing || node.invite)) {
         setTimeout(connect, node.retry);
         node.retry = Math.min(node.retry * 2, 30000);
       }
@@ -242,8 +272,9 @@ async function connect() {
     $("node-id").textContent = await fingerprint(pair.publicKey);
     $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
     const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
-    await connection.handshake(pair, backend, String(bridge.publicKey));
+    await connection.handshake(pair, backend, String(bridge.publicKey), node.invite);
   } catch (error) {
+    node.invite = null;  // an invite gets one try: a refused or foreign one is not retried
     connection.fail(error);
   }
 }
@@ -267,5 +298,19 @@ $("ask").addEventListener("click", () => {
   else connect();
 });
 
+// A link opened in a tab that already shows the page changes only the fragment.
+window.addEventListener("hashchange", () => {
+  const next = takeInvite();
+  if (!next) return;
+  if (next.error) return say(next.error, true);
+  if (node.paired) return;
+  node.invite = next;
+  const previous = node.connection;
+  node.connection = null;
+  if (previous) previous.close();
+  connect();
+});
+
 $("name").value = `Browser ${Math.random().toString(36).slice(2, 6)}`;
+if (invite && invite.error) say(invite.error, true);
 connect();

@@ -55,6 +55,37 @@ extension InviteIssuer {
     }
 }
 
+extension InviteIssuer {
+    public struct BrowserInvite: Sendable, Equatable, Encodable {
+        /// The shell's page with the invite in its fragment: `https://name:port/#i=SECRET&fp=FINGERPRINT`.
+        /// A browser never sends a fragment, and the page removes it from the address at once.
+        public let url: String
+        public let expiresAt: Date
+    }
+
+    /// `invite --browser` (issue 64): an invite for a browser, as a link to the browser door's page.
+    /// `page` is the door's URL (the running daemon's, else made from the CA's first name and the
+    /// configured port).
+    public static func issueBrowser(
+        directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval, page: String, actor: String = AuditLog.currentUser
+    ) throws -> BrowserInvite {
+        let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
+        let now = Date()
+        let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
+        let url = "\(page)#i=\(Hex.encode(secret.withUnsafeBytes { Array($0) }))&fp=\(Fingerprint(publicKey: bridgeKey))"
+        return BrowserInvite(url: url, expiresAt: now.addingTimeInterval(ttl))
+    }
+
+    /// The browser door's page devices open: the running daemon's, else what the CA and the
+    /// config say it will be; nil without a CA.
+    public static func browserPage(directory: StateDirectory, settings: BridgeSettings, runtime: RuntimeStatus?) -> String? {
+        if let page = runtime?.browser?.first { return page }
+        guard let name = (try? BridgeCAFiles.show(directory: directory))??.names.first else { return nil }
+        let port = settings.browser.listen.flatMap(CanvasListen.init)?.port ?? BridgeSettings.Browser.defaultPort
+        return "https://\(name):\(port)/"
+    }
+}
+
 /// "host:port" as runtime.json lists addresses: "[::1]:18790" or "127.0.0.1:18790".
 public enum ListeningAddress {
     /// One reader of "host:port" for the whole project: `ReachableAddress`'s.

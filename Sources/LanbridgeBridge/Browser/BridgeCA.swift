@@ -212,7 +212,7 @@ public enum BridgeCAFiles {
         public enum Kind: Sendable { case invalid, exists, missing, failed }
         public let kind: Kind
         public let description: String
-        init(_ kind: Kind, _ description: String) { (self.kind, self.description) = (kind, description) }
+        public init(_ kind: Kind, _ description: String) { (self.kind, self.description) = (kind, description) }
     }
 
     public struct Summary: Codable, Sendable {

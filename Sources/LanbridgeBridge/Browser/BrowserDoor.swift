@@ -74,6 +74,7 @@ enum BrowserDoor {
             do { try tls.renewIfDue() } catch { logger.error("browser door: cannot issue a new certificate: \(error) (the current one serves on)") }
         }
         let urls = tls.names.map { name in "https://\(name.contains(":") ? "[\(name)]" : name):\(port)/" }
+        parts.driver.submit(.browserDoor(urls), order: .now)
         logger.info("browser door listening", metadata: ["browser": "\(urls.joined(separator: ", "))"])
         return bound
     }

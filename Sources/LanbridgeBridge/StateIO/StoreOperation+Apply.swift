@@ -32,10 +32,10 @@ extension StoreOperation {
                     try state.refresh(requestId: requestId, now: now, timing: timing)
                     return state.request(requestId)?.expiresAt
                 })
-        case let .redeemInvite(id, secret, key, details, access, now):
+        case let .redeemInvite(id, secret, key, details, browser, access, now):
             return .redeemed(
                 try store.update(actor: "bridge") {
-                    try $0.redeemInvite(id: id, secret: secret, key: key, details: details, defaultAccess: access, now: now)
+                    try $0.redeemInvite(id: id, secret: secret, key: key, details: details, browser: browser, defaultAccess: access, now: now)
                 })
         case let .maintain(waiting, now, timing):
             try store.update(actor: "bridge") { state in

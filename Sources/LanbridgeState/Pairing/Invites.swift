@@ -52,8 +52,9 @@ extension PairingState {
 
     /// Consumes the invite and pairs the node, if `secret` is the invite's secret. Single use.
     /// `defaultAccess` applies when the invite names no rules (the config file's platform defaults).
+    /// `browser`: the browser door it came through, which the pairing method records.
     public mutating func redeemInvite(
-        id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails,
+        id: [UInt8], secret: SecureBytes, key: PublicKey, details: NodeDetails, browser: BrowserTier? = nil,
         defaultAccess: AccessRules? = nil, now: Date
     ) throws -> PairedNode {
         let hex = Hex.encode(id)
@@ -63,7 +64,9 @@ extension PairingState {
                 SecureSession.Invite.psk(forSecret: secret),
                 (try? Hex.decode(invites.invites[index].psk)) ?? [])
         else { throw PairingError.invalidInvite }
-        return try pair(usingInviteAt: index, key: key, details: details, method: .invite, defaultAccess: defaultAccess, now: now)
+        return try pair(
+            usingInviteAt: index, key: key, details: details, method: browser?.pairingMethod ?? .invite,
+            defaultAccess: defaultAccess ?? (browser != nil ? .defaults(forPlatform: "web") : nil), now: now)
     }
 
     /// Uses up the invite at `index` and pairs `key` under it (its name and grant), unless the key

@@ -89,6 +89,8 @@ public struct RuntimeStatus: Codable, Equatable, Sendable {
     public var openClawApps: [String]?
     /// SHA-256 of the certificate that door serves (the canvas relay's too), lowercase hex; nil with plain ws.
     public var openClawAppsTlsSha256: String?
+    /// The browser door, when it is on (issue 64): `https://name:port/` for each name of the bridge CA.
+    public var browser: [String]?
     public struct Canvas: Codable, Sendable, Equatable {
         /// `host:port` of each listener.
         public var listening: [String]

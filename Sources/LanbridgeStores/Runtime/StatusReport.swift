@@ -19,6 +19,8 @@ public struct StatusReport: Encodable, Sendable {
     /// Where OpenClaw's own apps connect, when that door is open.
     public let openClawApps: [String]?
     public let openClawAppsTlsSha256: String?
+    /// The browser door's pages, when it is on.
+    public let browser: [String]?
     public let mdns: String?
     public let mdnsName: String?
     public let gateway: String?
@@ -44,7 +46,7 @@ public struct StatusReport: Encodable, Sendable {
         return StatusReport(
             running: runtime != nil, pid: runtime?.pid, bridgeName: runtime?.bridgeName, listening: runtime?.listening ?? [],
             reachable: runtime?.reachable ?? [], console: runtime?.console, canvas: runtime?.canvas, openClawApps: runtime?.openClawApps,
-            openClawAppsTlsSha256: runtime?.openClawAppsTlsSha256, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway,
+            openClawAppsTlsSha256: runtime?.openClawAppsTlsSha256, browser: runtime?.browser, mdns: runtime?.mdns, mdnsName: runtime?.mdnsName, gateway: runtime?.gateway,
             state: runtime?.stateProblem ?? (directory.isMountedReadOnly ? StoreError.unwritable(errno: EROFS) : nil), startedAt: runtime?.startedAt,
             nodes: .init(
                 paired: current.paired.nodes.count, connected: live.count, foreground: live.filter(\.foreground).count,

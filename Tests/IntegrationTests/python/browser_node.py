@@ -228,12 +228,7 @@ def pair(args):
         fail(f"the node socket without an Origin got {status}, not 403")
     ok("a foreign Host gets 421; the node socket from another origin, or none, gets 403")
 
-    home = tempfile.mkdtemp(prefix="browser-home-")
-    nssdb = os.path.join(home, ".pki", "nssdb")
-    os.makedirs(nssdb)
-    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, capture_output=True)
-    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-t", "C,,", "-n", "lanbridge root", "-i", args.root], check=True, capture_output=True)
-    driver = chromium(home=home, resolver=f"MAP {url.hostname} 127.0.0.1", width=390, height=844)
+    driver, home = trusting_browser(args.door, args.root)
     wait = WebDriverWait(driver, TIMEOUT)
     try:
         driver.get(args.door)
@@ -284,9 +279,74 @@ def pair(args):
     print("done", flush=True)
 
 
+def trusting_browser(door, root, width=390, height=844):
+    """Chromium with a scratch HOME whose NSS database trusts the bridge's root, the door's name mapped to loopback."""
+    home = tempfile.mkdtemp(prefix="browser-home-")
+    nssdb = os.path.join(home, ".pki", "nssdb")
+    os.makedirs(nssdb)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, capture_output=True)
+    subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-t", "C,,", "-n", "lanbridge root", "-i", root], check=True, capture_output=True)
+    name = urllib.parse.urlsplit(door).hostname
+    return chromium(home=home, resolver=f"MAP {name} 127.0.0.1", width=width, height=height), home
+
+
+def status_text(driver):
+    from selenium.webdriver.common.by import By
+    return driver.find_element(By.ID, "status").text
+
+
+def invite(args):
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    made = json.loads(cli(["invite", "--browser", "--name", "Guest phone", "--json"], args.lanbridge, args.state_dir).stdout)
+    url = made["url"]
+    if not url.startswith(args.door + "#i="):
+        fail(f"the invite link {url.split('#')[0]} is not the door's page {args.door}")
+    secret = urllib.parse.parse_qs(url.split("#", 1)[1])["i"][0]
+    print(f"info secret {secret}", flush=True)
+    foreign = url.split("&fp=")[0] + "&fp=PJ2A-F7P2-KFP4-9J2G"
+
+    driver, home = trusting_browser(args.door, args.root)
+    wait = WebDriverWait(driver, TIMEOUT)
+    try:
+        driver.get(foreign)
+        wait.until(lambda d: "another bridge" in status_text(d))
+        if "#" in driver.execute_script("return location.href"):
+            fail("the fragment is still in the address")
+        live = json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)
+        if len(live) != 1:
+            fail(f"an invite with a foreign fingerprint was redeemed: {live}")
+        ok("a link whose fp names another bridge is refused before any redeem; the invite stays live")
+        driver.get(url)
+        wait.until(lambda d: status_text(d) == "Connected")
+        if "#" in driver.execute_script("return location.href") or driver.execute_script("return history.length") > 3:
+            fail(f"after load the address is {driver.execute_script('return location.href')}")
+        node = json.dumps(json.loads(cli(["nodes", "describe", "Guest phone", "--json"], args.lanbridge, args.state_dir).stdout))
+        if '"browser"' not in node or '"web"' not in node:
+            fail(f"nodes describe: {node[:600]}")
+        ok("the invite pairs the browser at once, as browser; no # left in location.href")
+    finally:
+        driver.quit()
+        shutil.rmtree(home, ignore_errors=True)
+
+    driver, home = trusting_browser(args.door, args.root)
+    wait = WebDriverWait(driver, TIMEOUT)
+    try:
+        driver.get(url)
+        wait.until(lambda d: "used" in status_text(d) or "refused this invite" in status_text(d))
+        nodes = json.loads(cli(["nodes", "list", "--json"], args.lanbridge, args.state_dir).stdout)
+        if json.dumps(nodes).count("Guest phone") != 1:
+            fail(f"a second use paired another browser: {json.dumps(nodes)[:600]}")
+        ok(f"a second use of the link fails ({status_text(driver)})")
+    finally:
+        driver.quit()
+        shutil.rmtree(home, ignore_errors=True)
+    print("done", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["crypto", "pair"])
+    parser.add_argument("part", choices=["crypto", "pair", "invite"])
     parser.add_argument("--shell")
     parser.add_argument("--vectors")
     parser.add_argument("--checks")
@@ -297,7 +357,7 @@ def main():
     parser.add_argument("--root")
     parser.add_argument("--shots")
     args = parser.parse_args()
-    {"crypto": crypto, "pair": pair}[args.part](args)
+    {"crypto": crypto, "pair": pair, "invite": invite}[args.part](args)
 
 
 main()
