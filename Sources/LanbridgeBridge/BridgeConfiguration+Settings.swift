@@ -118,7 +118,7 @@ extension BridgeConfiguration {
         if overrides.browser || settings.browser.enabled {
             let text = overrides.browserListen ?? settings.browser.listen ?? ":\(BridgeSettings.Browser.defaultPort)"
             guard let place = CanvasListen(text) else { throw Problem.usage("--browser-listen: expected PORT, :PORT or HOST:PORT, not \(text)") }
-            browser = place
+            browser = (place, settings.browser)
         }
     }
 

@@ -116,8 +116,8 @@ public struct BridgeConfiguration: Sendable {
     public var canvas: Canvas?
     /// The front door for OpenClaw's apps, if on (issue 38): where, and whether with TLS.
     public var openClawApps: (listen: CanvasListen, tls: Bool)?
-    /// The browser door, if on (issue 64): where it listens.
-    public var browser: CanvasListen?
+    /// The browser door, if on (issue 64): where it listens, and with which certificate.
+    public var browser: (listen: CanvasListen, settings: BridgeSettings.Browser)?
 
     public struct Canvas: Sendable {
         public var listen: CanvasListen

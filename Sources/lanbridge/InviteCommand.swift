@@ -115,8 +115,16 @@ extension InviteCommand {
                     return
                 }
                 if browser {
+                    if settings.browser.tls == .selfSigned {
+                        throw ValidationError(
+                            "the browser door serves a self-signed certificate (browser.tls), so a phone cannot tell its page from one a man in the middle serves, and that page would read the invite's secret from the link: pair browsers there by code, or serve the door with the bridge CA or your own certificate"
+                        )
+                    }
                     guard let page = InviteIssuer.browserPage(directory: state.directory, settings: settings, runtime: runtime) else {
-                        throw BridgeCAFiles.Problem(.missing, "a browser invite links to the browser door, which needs the bridge CA: `lanbridge ca init --name NAME.local` first")
+                        throw BridgeCAFiles.Problem(
+                            .missing,
+                            "a browser invite links to the browser door's page, and its name is unknown: make the bridge CA (`lanbridge ca init --name NAME.local`), or with your own certificate give browser.names, or start the daemon with the door"
+                        )
                     }
                     if runtime != nil, runtime?.browser == nil {
                         Output.note("note: the running daemon has no browser door; start it with --browser (or browser.enabled)")

@@ -29,6 +29,8 @@ extension NodesCommand {
         @Flag(help: "Remove this allow rule instead of adding it.") var remove = false
         @Flag(help: "Confirm that `*` (every command) is meant.") var allowEverything = false
         @Flag(help: "Keep the sensitive commands an old default granted (no pattern).") var confirmDefaults = false
+        @Flag(help: "Allow more than display to a node paired through an unverified page (browser-unverified): whoever served that page may hold its key.")
+        var unverifiedPage = false
         @Flag(help: "Print JSON.") var json = false
 
         func validate() throws {
@@ -48,7 +50,7 @@ extension NodesCommand {
                 if remove {
                     return try removeRule(state, node: node, pattern: pattern, kind: .allow, json: json)
                 }
-                try addRule(state, node: node, pattern: pattern, .allow, json: json)
+                try addRule(state, node: node, pattern: pattern, .allow, unverifiedPage: unverifiedPage, json: json)
             }
         }
 
@@ -144,6 +146,11 @@ extension NodesCommand {
                       may run:    \(list(d.allowedCommands))
                       flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
                     """)
+                if d.pairingMethod == .browserUnverified {
+                    print(
+                        "  warning:    paired through an unverified page (a self-signed certificate): its code proved nothing against a man in the middle. More than display needs `nodes allow \(d.nodeId) COMMAND --unverified-page`."
+                    )
+                }
                 for withheld in d.withheld ?? [] {
                     print("  withheld:   \(withheld.command): \(withheld.reason) (`lanbridge nodes allow \(d.nodeId) \(withheld.command)`)")
                 }
@@ -184,11 +191,12 @@ private func removeRule(_ state: StateOptions, node: String, pattern: String, ki
     if !updated.access.deny.isEmpty { print("deny:  \(list(updated.access.deny))") }
 }
 
-private func addRule(_ state: StateOptions, node: String, pattern: String, _ kind: PairingState.RuleKind, json: Bool) throws {
+private func addRule(_ state: StateOptions, node: String, pattern: String, _ kind: PairingState.RuleKind, unverifiedPage: Bool = false, json: Bool) throws {
     let settings = try state.settings()
     let allowing = kind == .allow
     let verb = allowing ? "Allowed" : "Denied"
-    let (before, updated) = try PairingStore(directory: state.directory).addRule(pattern, kind, node: node, catalog: settings.catalog)
+    let (before, updated) = try PairingStore(directory: state.directory).addRule(
+        pattern, kind, node: node, catalog: settings.catalog, unverifiedPage: unverifiedPage)
     try DaemonConfirmation.confirm(state, "the \(kind.rawValue) rule \(pattern) for \(updated.details.displayName)")
     if json { return try Output.json(NodeDescription(updated, live: live(state, updated), policy: settings.policy, now: Date())) }
     print("\(verb) \(pattern) for \(updated.details.displayName) (\(updated.nodeId)).")

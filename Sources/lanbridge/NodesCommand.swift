@@ -54,6 +54,9 @@ struct NodesCommand: AsyncParsableCommand {
             let locked: String?
             /// One of OpenClaw's apps: its device, and the certificate fingerprint it was shown (no code).
             let openClawApp: OpenClawAppClaim?
+            /// A browser at the browser door: `browser`, or `browser-unverified` for a page the
+            /// browser could not authenticate (its code proves nothing against a man in the middle).
+            let browser: BrowserTier?
         }
 
         func run() async throws {
@@ -83,7 +86,8 @@ struct NodesCommand: AsyncParsableCommand {
                         secondsLeft: Int(r.expiresAt.timeIntervalSince(now)), keyChanged: previous != nil,
                         keyChangedFrom: previous?.nodeId.description, sameNameAs: current.sameName(as: r).map(\.requestId),
                         sensitiveCommands: r.details.commands.filter { CommandCatalog.sensitivity(of: $0) != nil },
-                        challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue, openClawApp: r.openClawApp)
+                        challenges: r.challenges, codeMismatches: r.codeMismatches, locked: r.locked?.rawValue, openClawApp: r.openClawApp,
+                        browser: r.browser)
                 }
                 if json { return try Output.json(rows) }
                 if live.count >= PairingState.Limits.maxPending * 3 / 4 {
@@ -96,7 +100,9 @@ struct NodesCommand: AsyncParsableCommand {
                     ["REQUEST", "NODE ID", "NAME", "PLATFORM", "FROM", "AGE", "LEFT", "CHECK", "TRIES", "WRONG", ""],
                     rows.map {
                         [
-                            $0.requestId, $0.nodeId, $0.displayName, $0.platform + ($0.openClawApp == nil ? "" : " via openclaw-app"), $0.sourceAddress ?? "-",
+                            $0.requestId, $0.nodeId, $0.displayName,
+                            $0.platform + ($0.openClawApp == nil ? "" : " via openclaw-app") + ($0.browser.map { " via \($0.rawValue)" } ?? ""),
+                            $0.sourceAddress ?? "-",
                             Output.duration(Double($0.ageSeconds)),
                             Output.duration(Double($0.secondsLeft)), $0.locked != nil ? "LOCKED" : $0.openClawApp != nil ? "fingerprint" : $0.codeShown ? "code" : "(waiting)",
                             "\($0.challenges)/\(PairingState.Limits.challengesPerRequest)", "\($0.codeMismatches)",
@@ -104,6 +110,11 @@ struct NodesCommand: AsyncParsableCommand {
                                 .compactMap { $0 }.joined(separator: ", "),
                         ]
                     })
+                for row in rows where row.browser == .unverified {
+                    print(
+                        "\(row.requestId) came through an unverified page (a self-signed certificate): whoever sits between the device and the bridge could have served that page and its code. Approving it pairs it as browser-unverified, with display-only grants."
+                    )
+                }
                 for row in rows {
                     guard let app = row.openClawApp else { continue }
                     print(

@@ -73,6 +73,22 @@ struct BrowserNodeTests {
         #expect(bridge.log.contains("node paired by invite"), "\(bridge.log)")
     }
 
+    /// Tier 2: the admin's own certificate is served, answers to its own name, a renewed pair
+    /// takes effect without a restart, and a certificate beside a key not its own is refused.
+    @Test func theAdminsOwnCertificateIsServedAndReloaded() throws {
+        let state = TemporaryDirectory("bridge")
+        let steps = try run(["own-certificate", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path])
+        #expect(steps.count == 3, "\(steps)")
+    }
+
+    /// Tier 3: a self-signed page. Invites are refused (by the CLI and by the bridge), the pairing
+    /// is labelled browser-unverified everywhere, and more than display needs `--unverified-page`.
+    @Test func aSelfSignedPageIsLabelledAndLimited() throws {
+        let state = TemporaryDirectory("bridge")
+        let steps = try run(["unverified", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path])
+        #expect(steps.count == 5, "\(steps)")
+    }
+
     /// Without the CA the door cannot start, and says what to do.
     @Test func theDoorNeedsTheCA() throws {
         let state = TemporaryDirectory("bridge")

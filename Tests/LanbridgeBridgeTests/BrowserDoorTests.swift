@@ -51,6 +51,15 @@ struct BrowserDoorTests {
         #expect(standard.judge(method: "GET", uri: "/node", host: "bridge.local", origin: "https://bridge.local", upgrade: true) == .nodeSocket)
     }
 
+    /// A wildcard certificate's name covers one label, as browsers match it.
+    @Test func aWildcardCoversOneLabel() {
+        let wild = BrowserRequestCheck(names: ["*.lan.example.com"], port: 8443, files: ["index.html"])
+        #expect(wild.judge(method: "GET", uri: "/", host: "bridge.lan.example.com:8443", origin: nil, upgrade: false) == .asset("index.html"))
+        for host in ["lan.example.com:8443", "a.b.lan.example.com:8443", "*.lan.example.com:8443", ".lan.example.com:8443", "bridge.lan.example.org:8443"] {
+            #expect(wild.judge(method: "GET", uri: "/", host: host, origin: nil, upgrade: false).isRefusal(421), "\(host)")
+        }
+    }
+
     /// One binary message is one frame, its length bytes added inbound and taken off outbound;
     /// frames a write carries together, or split across writes, each become one message.
     @Test func framesAreMessagesBothWays() throws {

@@ -76,11 +76,17 @@ extension InviteIssuer {
         return BrowserInvite(url: url, expiresAt: now.addingTimeInterval(ttl))
     }
 
-    /// The browser door's page devices open: the running daemon's, else what the CA and the
-    /// config say it will be; nil without a CA.
+    /// The browser door's page devices open: the running daemon's, else what the CA (or
+    /// `browser.names`) and the config say it will be; nil when neither says.
     public static func browserPage(directory: StateDirectory, settings: BridgeSettings, runtime: RuntimeStatus?) -> String? {
         if let page = runtime?.browser?.first { return page }
-        guard let name = (try? BridgeCAFiles.show(directory: directory))??.names.first else { return nil }
+        let name: String? =
+            switch settings.browser.tls {
+            case .bridgeCA: (try? BridgeCAFiles.show(directory: directory))??.names.first
+            case .files: settings.browser.names.first { !$0.hasPrefix("*.") }
+            case .selfSigned: nil
+            }
+        guard let name else { return nil }
         let port = settings.browser.listen.flatMap(CanvasListen.init)?.port ?? BridgeSettings.Browser.defaultPort
         return "https://\(name):\(port)/"
     }

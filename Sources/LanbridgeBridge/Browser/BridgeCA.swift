@@ -100,6 +100,26 @@ enum BridgeCA {
         return try key.pem() + leaf.pem() + issuer.pem()
     }
 
+    /// A self-signed serving certificate for `names` (the browser door's tier 3, a certificate the
+    /// user clicks through): its key and certificate, PEM.
+    static func selfSigned(names: Names, days: Int) throws -> [UInt8] {
+        let key = try Key()
+        let certificate = try Certificate(
+            subject: names.dns.first ?? names.ipv4[0], key: key, issuer: nil, days: days,
+            extensions: [
+                (NID_basic_constraints, "critical,CA:FALSE"), (NID_key_usage, "critical,digitalSignature"),
+                (NID_ext_key_usage, "serverAuth"), (NID_subject_alt_name, names.subjectAltNames),
+            ])
+        return try key.pem() + certificate.pem()
+    }
+
+    /// Whether the private key in `keyPEM` belongs to the first certificate in `certificatePEM`
+    /// (a renewed certificate beside a stale key is refused, and the pair served meanwhile kept).
+    static func keyMatches(certificatePEM: [UInt8], keyPEM: [UInt8]) -> Bool {
+        guard let certificate = try? Certificate(pem: certificatePEM), let key = try? Key(pem: keyPEM) else { return false }
+        return X509_check_private_key(certificate.x509, key.pkey) == 1
+    }
+
     /// SHA-256 of a PEM certificate's DER, upper-case hex in groups of four, as a phone's
     /// certificate screen shows it for comparison.
     static func fingerprint(ofCertificatePEM pem: [UInt8]) throws -> String {

@@ -33,8 +33,8 @@ enum BrowserDoor {
 
     /// Binds the door on each listen address (or the one named), if it is configured.
     static func start(_ parts: Parts) async throws -> [any Channel] {
-        guard let listen = parts.configuration.browser else { return [] }
-        let tls = try BrowserTLS(directory: parts.configuration.stateDirectory)
+        guard let (listen, settings) = parts.configuration.browser else { return [] }
+        let tls = try BrowserTLS(source: settings.tls, names: settings.names, directory: parts.configuration.stateDirectory)
         // What the page checks the handshake against: the bridge's static key, as authentic as
         // the page itself (the same TLS connection's origin).
         let info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey)]
@@ -70,10 +70,17 @@ enum BrowserDoor {
             throw error
         }
         let logger = parts.logger
-        _ = parts.driver.loop.scheduleRepeatedTask(initialDelay: .hours(1), delay: .hours(1)) { _ in
-            do { try tls.renewIfDue() } catch { logger.error("browser door: cannot issue a new certificate: \(error) (the current one serves on)") }
+        if let every = tls.refreshEvery {
+            _ = parts.driver.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+                do { try tls.refresh() } catch { logger.error("browser door: no new certificate: \(error) (the one served so far serves on)") }
+            }
         }
-        let urls = tls.names.map { name in "https://\(name.contains(":") ? "[\(name)]" : name):\(port)/" }
+        if tls.tier == .unverified {
+            logger.warning(
+                "the browser door serves a self-signed certificate: a phone cannot tell this page from one a man in the middle serves, so its pairings are labelled browser-unverified (code only, no invites, display-only grants)"
+            )
+        }
+        let urls = tls.names.filter { !$0.hasPrefix("*.") }.map { name in "https://\(name):\(port)/" }
         parts.driver.submit(.browserDoor(urls), order: .now)
         logger.info("browser door listening", metadata: ["browser": "\(urls.joined(separator: ", "))"])
         return bound
@@ -96,7 +103,7 @@ enum BrowserDoor {
             channel.close(promise: nil)
             return
         }
-        let id = driver.accepted(channel, slot: slot, ticket: ticket, browser: .verified)
+        let id = driver.accepted(channel, slot: slot, ticket: ticket, browser: tls.tier)
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(NIOSSLServerHandler(context: tls.served.context))
         try sync.addHandler(PreAuthLimit(bytes: preSessionBytes), name: "browser-pre-session")

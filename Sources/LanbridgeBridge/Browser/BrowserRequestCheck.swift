@@ -43,6 +43,15 @@ struct BrowserRequestCheck: Sendable {
         return .asset(name)
     }
 
+    /// A name the door answers to: one of `names`, or one label under a `*.` entry (a wildcard
+    /// certificate's, as browsers match it).
+    private func covers(_ name: String) -> Bool {
+        guard !name.contains("*") else { return false }
+        if names.contains(name) { return true }
+        guard let dot = name.firstIndex(of: "."), dot != name.startIndex else { return false }
+        return names.contains("*" + name[dot...])
+    }
+
     /// `Host` as the origin spells it, if it names this door: `name:port` (or `name` on 443).
     private func authority(_ host: String) -> String? {
         let lowered = host.lowercased()
@@ -54,7 +63,7 @@ struct BrowserRequestCheck: Sendable {
         } else {
             (name, given) = (Substring(lowered), 443)
         }
-        guard given == port, names.contains(String(name)) else { return nil }
+        guard given == port, covers(String(name)) else { return nil }
         return port == 443 ? String(name) : "\(name):\(port)"
     }
 }

@@ -592,7 +592,7 @@ enum ShellAssets {
                     this.socket.send(noise.preamble);
                     this.socket.send(await noise.first());
                     const second = await this.next();
-                    if (!second) throw new Error(invited ? "The bridge refused this invite: used, expired or revoked" : "the bridge closed the connection during the handshake");
+                    if (!second) throw new Error(invited ? "The invite did not pair this device: the bridge refused it (used, expired or revoked)" : "the bridge closed the connection during the handshake");
                     await noise.second(second);
                     if (toHex(noise.remoteStatic) !== bridgeKey) throw new Error("the bridge presented another key than this page's: refusing it");
                     // Before the secret leaves this page: the bridge must be the one the link names.
@@ -714,7 +714,7 @@ enum ShellAssets {
                       say(`${String(message.code)}: ${String(message.message || "")}`, true);
                       if (message.code === "PAIRING_FAILED" || message.code === "PAIRING_REJECTED") {
                         node.wantPairing = false;
-                        if (node.invite) say("This invite was used, has expired or was revoked", true);
+                        if (node.invite) say(`The invite did not pair this device: ${String(message.message || "used, expired or revoked")}`, true);
                         node.invite = null;
                       }
                       break;

@@ -95,6 +95,9 @@ struct ConsolePages {
                 "<p>One of OpenClaw's apps: it shows no code. It showed a certificate fingerprint before trusting this bridge: type its first 6 characters to approve (a setup code, <code>lanbridge invite --openclaw</code>, needs no such check).</p>"
         } else if r.code == nil {
             status = "<p>Waiting for the device to show its code.</p>"
+        } else if r.browser == .unverified {
+            status =
+                "<p class=\"warn\">A browser on an unverified page (a self-signed certificate): whoever sits between it and the bridge could have served that page and its code. Approved, it is labelled browser-unverified and gets display-only grants.</p><p>The device shows a 6-digit code: type it to approve.</p>"
         } else {
             status = "<p>The device shows a 6-digit code: type it to approve.</p>"
         }
@@ -228,7 +231,12 @@ struct ConsolePages {
             ),
             ("State", HTML.escape(state) + (d.address.map { " from " + HTML.escape($0) } ?? "")),
             ("Last seen", d.connected ? "now" : HTML.time(d.lastSeen)),
-            ("Paired", HTML.time(d.pairedAt) + " by " + HTML.escape(d.pairingMethod.rawValue)),
+            (
+                "Paired",
+                HTML.time(d.pairedAt) + " by " + HTML.escape(d.pairingMethod.rawValue)
+                    + (d.pairingMethod == .browserUnverified
+                        ? " <span class=\"warn\">(an unverified page: its code proved nothing against a man in the middle)</span>" : "")
+            ),
             ("Declared", declared(d, page: page)),
             ("May run", HTML.list(d.allowedCommands)),
             (

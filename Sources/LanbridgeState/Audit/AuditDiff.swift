@@ -57,12 +57,15 @@ extension AuditEntry {
         var redeemed = false
         for node in after.paired.nodes where !oldNodes.contains(node.publicKey) {
             let request = before.pending.requests.first { $0.publicKey == node.publicKey }
-            let redemption = node.pairingMethod == .invite || (node.pairingMethod == .openClawApp && request == nil)
+            let redemption =
+                node.pairingMethod == .invite || (node.pairingMethod == .openClawApp && request == nil) || (node.pairingMethod == .browser && request == nil)
             redeemed = redeemed || redemption
             add(
                 redemption ? "pairing.invite-redeemed" : "pairing.approved", node: node.nodeId,
                 request: request?.requestId,
                 (node.pairingMethod == .openClawApp && request == nil ? "an OpenClaw setup code; " : "")
+                    + (node.pairingMethod == .browser ? "a browser at the browser door; " : "")
+                    + (node.pairingMethod == .browserUnverified ? "a browser on an UNVERIFIED PAGE (self-signed certificate); " : "")
                     + (node.unverified == true ? "UNVERIFIED (no code compared); " : "")
                     + "allow: \(node.access.allow.joined(separator: ","))"
                     + (node.access.confirmed.isEmpty ? "" : "; sensitive, on purpose: \(node.access.confirmed.joined(separator: ","))")

@@ -130,8 +130,19 @@ extension BridgeSettings {
                 }
             }
             if let browser = top["browser"] {
-                let b = try object(browser, "browser", keys: ["enabled", "listen"])
+                let b = try object(browser, "browser", keys: ["enabled", "listen", "tls", "names"])
                 if let v = b["enabled"] { settings.browser.enabled = try bool(v, "browser.enabled") }
+                if let v = b["names"] { settings.browser.names = try strings(v, "browser.names") }
+                switch b["tls"] {
+                case nil, .string("ca"): settings.browser.tls = .bridgeCA
+                case .string("self-signed"): settings.browser.tls = .selfSigned
+                case let .some(.object(files)):
+                    let f = try object(.object(files), "browser.tls", keys: ["certFile", "keyFile"])
+                    guard let cert = f["certFile"], let key = f["keyFile"] else { throw fail("browser.tls", "give both certFile and keyFile") }
+                    settings.browser.tls = .files(certificate: try string(cert, "browser.tls.certFile"), key: try string(key, "browser.tls.keyFile"))
+                default:
+                    throw fail("browser.tls", "expected \"ca\", \"self-signed\" or {\"certFile\": …, \"keyFile\": …}")
+                }
                 if let v = b["listen"] {
                     let text = try string(v, "browser.listen")
                     guard CanvasListen(text) != nil else { throw fail("browser.listen", "expected PORT, :PORT or HOST:PORT") }

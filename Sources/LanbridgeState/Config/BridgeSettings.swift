@@ -80,7 +80,21 @@ public struct BridgeSettings: Sendable {
         public var enabled = false
         /// As `canvas.listen`: `PORT`, `:PORT` or `HOST:PORT`.
         public var listen: String?
+        /// Which certificate the page is served with, and so what a pairing through it is worth.
+        public var tls = TLS.bridgeCA
+        /// The names (and IPv4 addresses) phones use for the door; empty: the certificate's own.
+        public var names: [String] = []
         public init() {}
+
+        public enum TLS: Sendable, Equatable {
+            /// Tier 1: leaves the daemon issues from `lanbridge ca init`'s intermediate.
+            case bridgeCA
+            /// Tier 2: the admin's own certificate (certbot DNS-01, `tailscale cert`, Caddy), reloaded on change.
+            case files(certificate: String, key: String)
+            /// Tier 3: a self-signed certificate the user clicks through. Its pairings are labelled
+            /// `browser-unverified`: code only, no invites, display-only grants by default.
+            case selfSigned
+        }
     }
 
     /// The canvas relay (`canvas` in config.json): the gateway's canvas and A2UI pages for paired

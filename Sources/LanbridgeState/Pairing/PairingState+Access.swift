@@ -2,9 +2,15 @@ import FoundationEssentials
 import LanbridgeProtocol
 
 extension PairingState {
-    /// `nodes allow`: the pattern is allowed, and an identical deny rule goes.
-    public mutating func allow(_ pattern: String, node reference: String) throws -> PairedNode {
-        try editAccess(of: reference) { $0.grant(pattern) }
+    /// `nodes allow`: the pattern is allowed, and an identical deny rule goes. A node paired
+    /// through an unverified page gets more than the web's display-only defaults only when the
+    /// operator says `unverifiedPage`.
+    public mutating func allow(_ pattern: String, node reference: String, unverifiedPage: Bool = false) throws -> PairedNode {
+        let node = try node(matching: reference)
+        if node.pairingMethod == .browserUnverified, !unverifiedPage, !AccessRules.defaults(forPlatform: "web").allow.contains(pattern) {
+            throw PairingError.unverifiedPage(node.nodeId, pattern: pattern)
+        }
+        return try editAccess(of: reference) { $0.grant(pattern) }
     }
 
     /// `nodes allow --confirm-defaults`: the operator keeps what the defaults before 0.8.0 granted.

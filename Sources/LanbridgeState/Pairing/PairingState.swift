@@ -20,6 +20,9 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
     case fingerprintRequired(String)
     /// The request's name is a paired device's under a new key: replace that device, or add a second.
     case keyChangeUndecided(String, name: String, previous: Fingerprint)
+    /// A node paired through an unverified page (a self-signed certificate): more than display
+    /// needs the operator to say they know that (issue 64, tier 3).
+    case unverifiedPage(Fingerprint, pattern: String)
 
     public var description: String {
         switch self {
@@ -42,6 +45,9 @@ public enum PairingError: Error, Equatable, CustomStringConvertible {
         case let .keyChangeUndecided(id, name, previous):
             "request \(id) looks like the paired \(name) (\(previous)) under a new key (KEY CHANGED): check with its owner, then pass "
                 + "--replace (the old key is revoked, its rules kept) or --add (both stay paired)"
+        case let .unverifiedPage(id, pattern):
+            "node \(id) paired through an unverified page (a self-signed certificate): whoever sat between it and the bridge may hold its key; "
+                + "\(pattern) is more than display. Pass --unverified-page if you mean it, or pair it again through the bridge CA"
         case let .fingerprintRequired(id):
             "request \(id) is one of OpenClaw's apps: pass --fingerprint with the first 6 characters of the certificate fingerprint the app shows, "
                 + "or --unverified to approve without comparing (a man in the middle would pass)"

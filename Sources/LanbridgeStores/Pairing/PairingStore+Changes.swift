@@ -11,7 +11,7 @@ extension PairingStore {
     @discardableResult
     public func addRule(
         _ pattern: String, _ kind: PairingState.RuleKind, node reference: String, catalog: CommandCatalog,
-        actor: String = AuditLog.currentUser
+        unverifiedPage: Bool = false, actor: String = AuditLog.currentUser
     ) throws -> (before: PairedNode, after: PairedNode) {
         // A canvas origin is allowed or denied; asking is for commands only.
         let origin = kind != .ask && OriginPattern.isOrigin(pattern)
@@ -23,7 +23,7 @@ extension PairingStore {
             if !origin { _ = try catalog.check(pattern, also: before.details.commands) }
             let after: PairedNode
             switch kind {
-            case .allow: after = try state.allow(pattern, node: reference)
+            case .allow: after = try state.allow(pattern, node: reference, unverifiedPage: unverifiedPage)
             case .deny: after = try state.deny(pattern, node: reference)
             case .ask: after = try state.ask(pattern, node: reference)
             }

@@ -61,7 +61,7 @@ def ok(step):
     print(f"ok {step}", flush=True)
 
 
-def chromium(home=None, resolver=None, width=1200, height=1000):
+def chromium(home=None, resolver=None, width=1200, height=1000, extra=()):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -71,6 +71,8 @@ def chromium(home=None, resolver=None, width=1200, height=1000):
         options.add_argument(flag)
     if resolver:
         options.add_argument(f"--host-resolver-rules={resolver}")
+    for flag in extra:
+        options.add_argument(flag)
     env = dict(os.environ)
     if home:
         env["HOME"] = home
@@ -333,7 +335,7 @@ def invite(args):
     wait = WebDriverWait(driver, TIMEOUT)
     try:
         driver.get(url)
-        wait.until(lambda d: "used" in status_text(d) or "refused this invite" in status_text(d))
+        wait.until(lambda d: "did not pair this device" in status_text(d))
         nodes = json.loads(cli(["nodes", "list", "--json"], args.lanbridge, args.state_dir).stdout)
         if json.dumps(nodes).count("Guest phone") != 1:
             fail(f"a second use paired another browser: {json.dumps(nodes)[:600]}")
@@ -344,9 +346,223 @@ def invite(args):
     print("done", flush=True)
 
 
+# ---- tls: the admin's own certificate (tier 2) ----
+
+def make_pair(ca, ca_key, name, key=None):
+    """A leaf for `name` under the test CA (a new key unless given): (cert PEM, key PEM, key)."""
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID, ExtendedKeyUsageOID
+
+    key = key or ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca.subject).public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()), key)
+
+
+def make_ca():
+    import datetime
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test public CA")])
+    ca = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+          .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(days=30)).add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(key, hashes.SHA256()))
+    return ca, key, ca.public_bytes(serialization.Encoding.PEM)
+
+
+def replace(path, data):
+    """As certbot does: the new file renamed over the old."""
+    fd = os.open(path + ".new", os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    os.replace(path + ".new", path)
+
+
+class Daemon:
+    """`lanbridge serve` whose log lines are read on a thread."""
+
+    def __init__(self, lanbridge, state_dir):
+        import queue
+        self.lines = queue.Queue()
+        self.process = subprocess.Popen(
+            [lanbridge, "serve", "--state-dir", state_dir, "--listen", "loopback", "--port", "0", "--no-mdns", "--no-gateway", "--no-ui", "--no-canvas"],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.process.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def wait(self, text):
+        import queue
+        seen = []
+        while True:
+            try:
+                line = self.lines.get(timeout=TIMEOUT)
+            except queue.Empty:
+                fail(f"the daemon never logged {text!r}: {seen[-5:]}")
+            if line is None:
+                fail(f"the daemon ended before logging {text!r}: {seen[-5:]}")
+            seen.append(line)
+            if text in line:
+                return line
+
+    def stop(self):
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def served_sha256(door, root):
+    import hashlib
+    url = urllib.parse.urlsplit(door)
+    context = ssl.create_default_context(cafile=root)
+    with socket.create_connection(("127.0.0.1", url.port), timeout=TIMEOUT) as raw:
+        with context.wrap_socket(raw, server_hostname=url.hostname) as tls:
+            return hashlib.sha256(tls.getpeercert(binary_form=True)).hexdigest()
+
+
+def own_certificate(args):
+    import time
+    work = tempfile.mkdtemp(prefix="browser-tls-")
+    daemon = None
+    try:
+        ca, ca_key, ca_pem = make_ca()
+        root = os.path.join(work, "ca.pem")
+        with open(root, "wb") as f:
+            f.write(ca_pem)
+        cert_file, key_file = os.path.join(work, "fullchain.pem"), os.path.join(work, "privkey.pem")
+        cert, key, _ = make_pair(ca, ca_key, "bridge.example.net")
+        replace(cert_file, cert)
+        replace(key_file, key)
+        os.makedirs(args.state_dir, mode=0o700, exist_ok=True)
+        with open(os.path.join(args.state_dir, "config.json"), "w") as f:
+            json.dump({"browser": {"enabled": True, "listen": "127.0.0.1:0", "tls": {"certFile": cert_file, "keyFile": key_file}}}, f)
+        daemon = Daemon(args.lanbridge, args.state_dir)
+        door = daemon.wait("browser door listening").split("browser=")[1].split()[0]
+        if door.split("//")[1].split(":")[0] != "bridge.example.net":
+            fail(f"the door's page is {door}, not named by the certificate's subjectAltName")
+        import hashlib
+        from cryptography import x509
+        first = served_sha256(door, root)
+        if first != hashlib.sha256(x509.load_pem_x509_certificate(cert).public_bytes(__import__("cryptography").hazmat.primitives.serialization.Encoding.DER)).hexdigest():
+            fail("the door does not serve the admin's certificate")
+        ok(f"the door serves the admin's certificate and answers to its name ({door})")
+
+        renewed, renewed_key, kept_key = make_pair(ca, ca_key, "bridge.example.net")
+        replace(key_file, renewed_key)
+        replace(cert_file, renewed)
+        start = time.monotonic()
+        while served_sha256(door, root) == first:
+            if time.monotonic() - start > 20:
+                fail("a renewed pair did not take effect within 20 s")
+            time.sleep(0.5)
+        second = served_sha256(door, root)
+        ok(f"a renewed pair takes effect without a restart ({time.monotonic() - start:.1f} s)")
+
+        stray, _, _ = make_pair(ca, ca_key, "bridge.example.net")
+        replace(cert_file, stray)  # a new certificate beside the old key
+        daemon.wait("no new certificate")
+        if served_sha256(door, root) != second:
+            fail("a mismatched pair replaced the one served")
+        ok("a certificate beside a key that is not its own is refused, logged, and the pair served so far kept")
+    finally:
+        if daemon:
+            daemon.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    print("done", flush=True)
+
+
+# ---- unverified: a self-signed page (tier 3) ----
+
+def unverified(args):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    os.makedirs(args.state_dir, mode=0o700, exist_ok=True)
+    with open(os.path.join(args.state_dir, "config.json"), "w") as f:
+        json.dump({"browser": {"enabled": True, "listen": "127.0.0.1:0", "tls": "self-signed", "names": ["bridge.local"]}}, f)
+    daemon = Daemon(args.lanbridge, args.state_dir)
+    driver = None
+    try:
+        daemon.wait("self-signed certificate")
+        door = daemon.wait("browser door listening").split("browser=")[1].split()[0]
+        refused = cli(["invite", "--browser"], args.lanbridge, args.state_dir, check=False)
+        if refused.returncode == 0 or "self-signed" not in refused.stderr:
+            fail(f"invite --browser on a self-signed door: {refused.returncode} {refused.stderr.strip()}")
+        ok("invite --browser is refused on a self-signed door, with the reason")
+
+        # The user clicks through the certificate warning: the browser accepts any certificate.
+        from selenium import webdriver
+        driver = chromium(resolver=f"MAP bridge.local 127.0.0.1", width=390, height=844, extra=["--ignore-certificate-errors"])
+        wait = WebDriverWait(driver, TIMEOUT)
+        # An invite's secret (a plain lanbridge:// one) in the fragment of an unverified page: refused by the bridge.
+        uri = cli(["invite", "--json"], args.lanbridge, args.state_dir).stdout
+        secret = urllib.parse.parse_qs(urllib.parse.urlsplit(json.loads(uri)["uri"]).query)["s"][0]
+        fingerprint = urllib.parse.parse_qs(urllib.parse.urlsplit(json.loads(uri)["uri"]).query)["fp"][0]
+        driver.get(f"{door}#i={secret}&fp={fingerprint}")
+        wait.until(lambda d: "unverified page" in status_text(d))
+        if json.loads(cli(["nodes", "list", "--json"], args.lanbridge, args.state_dir).stdout):
+            fail("an invite redeemed on an unverified page paired a node")
+        if len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
+            fail("the invite was used up by a refused redemption")
+        ok(f"an invite redeemed on an unverified page is refused ({status_text(driver)})")
+
+        driver.get(door)
+        wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
+        name = driver.find_element(By.ID, "name")
+        name.clear()
+        name.send_keys("Lobby TV")
+        driver.find_element(By.ID, "ask").click()
+        wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6)
+        code, request = driver.find_element(By.ID, "code").text, driver.find_element(By.ID, "request").text
+        pending = cli(["nodes", "pending"], args.lanbridge, args.state_dir).stdout
+        if "browser-unverified" not in pending or "unverified page" not in pending:
+            fail(f"nodes pending does not label the request: {pending}")
+        cli(["nodes", "approve", request, "--code", code], args.lanbridge, args.state_dir)
+        wait.until(lambda d: status_text(d) == "Connected")
+        described = cli(["nodes", "describe", "Lobby TV"], args.lanbridge, args.state_dir).stdout
+        if "by browser-unverified" not in described or "unverified page" not in described:
+            fail(f"nodes describe: {described}")
+        ok("paired by code through a self-signed page: pending and describe label it browser-unverified")
+        grant = cli(["nodes", "allow", "Lobby TV", "camera.snap"], args.lanbridge, args.state_dir, check=False)
+        if grant.returncode == 0 or "--unverified-page" not in grant.stderr:
+            fail(f"nodes allow camera.snap without --unverified-page: {grant.returncode} {grant.stderr.strip()}")
+        cli(["nodes", "allow", "Lobby TV", "canvas.present"], args.lanbridge, args.state_dir)
+        cli(["nodes", "allow", "Lobby TV", "camera.snap", "--unverified-page"], args.lanbridge, args.state_dir)
+        ok("more than display needs --unverified-page; display does not")
+        audit = cli(["audit", "show", "--json"], args.lanbridge, args.state_dir).stdout
+        if "UNVERIFIED PAGE" not in audit:
+            fail(f"the audit does not say the page was unverified: {audit[-800:]}")
+        ok("the audit records the pairing as through an unverified page")
+    finally:
+        if driver:
+            driver.quit()
+        daemon.stop()
+    print("done", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["crypto", "pair", "invite"])
+    parser.add_argument("part", choices=["crypto", "pair", "invite", "own-certificate", "unverified"])
     parser.add_argument("--shell")
     parser.add_argument("--vectors")
     parser.add_argument("--checks")
@@ -357,7 +573,7 @@ def main():
     parser.add_argument("--root")
     parser.add_argument("--shots")
     args = parser.parse_args()
-    {"crypto": crypto, "pair": pair, "invite": invite}[args.part](args)
+    {"crypto": crypto, "pair": pair, "invite": invite, "own-certificate": own_certificate, "unverified": unverified}[args.part](args)
 
 
 main()
