@@ -16,11 +16,36 @@ struct CACommand: ParsableCommand {
 
               $ lanbridge ca init --name kitchen.local --ip 192.168.1.20
               $ lanbridge ca show
+              $ lanbridge ca export --mobileconfig kitchen.mobileconfig   # for iOS; --crt for Android
               $ lanbridge ca issue --name kitchen.local --out leaf.pem    # a serving leaf, for checking with other software
 
-            The browser door that serves these leaves is not built yet: this is its first part.
+            The browser door (`serve --browser`) issues its own short-lived leaves from the intermediate, and offers the root on its port over plain http://NAME:PORT/ with the steps for each phone.
             """,
-        subcommands: [Init.self, Show.self, Issue.self])
+        subcommands: [Init.self, Show.self, Export.self, Issue.self])
+
+    struct Export: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "export", abstract: "Write the root as a phone installs it: a .crt (Android) or a .mobileconfig (iOS, macOS).",
+            discussion: "Exit codes: 0 written, 64 neither or both formats given, 69 there is no CA.")
+        @OptionGroup var state: StateOptions
+        @Option(help: "Write the root's certificate (DER) here.") var crt: String?
+        @Option(help: "Write an (unsigned) configuration profile carrying the root here.") var mobileconfig: String?
+
+        func validate() throws {
+            if (crt == nil) == (mobileconfig == nil) { throw ValidationError("give one of --crt FILE or --mobileconfig FILE") }
+        }
+
+        func run() throws {
+            try Output.run {
+                guard let downloads = try BridgeCAFiles.downloads(directory: state.directory) else {
+                    throw BridgeCAFiles.Problem(.missing, "no CA in \(state.directory.url.path) (lanbridge ca init makes one)")
+                }
+                let (path, bytes) = crt.map { ($0, downloads.crt) } ?? (mobileconfig ?? "", downloads.mobileconfig)
+                try AtomicFile.write(bytes, to: URL(fileURLWithPath: path), mode: 0o644)
+                print("Wrote the root to \(path). Its SHA-256, to compare on the phone: \(downloads.rootSha256)")
+            }
+        }
+    }
 
     struct Init: ParsableCommand {
         static let configuration = CommandConfiguration(

@@ -51,6 +51,20 @@ struct BrowserDoorTests {
         #expect(standard.judge(method: "GET", uri: "/node", host: "bridge.local", origin: "https://bridge.local", upgrade: true) == .nodeSocket)
     }
 
+    /// Plain HTTP: the install page and the root's downloads on the bridge CA's door; anything else,
+    /// or any other tier's door, is sent to HTTPS.
+    @Test func plainHTTPOnlyInstallsTheRoot() {
+        let files: Set<String> = ["index.html", "shell.js", "shell.css", "install.html", "install.js", "lanbridge-root.crt", "lanbridge.mobileconfig", "bridge.json"]
+        let ca = BrowserRequestCheck(names: ["bridge.local"], port: 18795, files: files)
+        let judge = { (path: String) in ca.judge(method: "GET", uri: path, host: "bridge.local:18795", origin: nil, upgrade: false, plain: true) }
+        #expect(judge("/") == .asset("install.html"))
+        #expect(judge("/lanbridge.mobileconfig") == .asset("lanbridge.mobileconfig"))
+        for path in ["/index.html", "/shell.js", "/bridge.json", "/node", "/x"] { #expect(judge(path) == .redirect("https://bridge.local:18795/"), "\(path)") }
+        #expect(ca.judge(method: "GET", uri: "/", host: "evil.example:18795", origin: nil, upgrade: false, plain: true).isRefusal(421))
+        let own = BrowserRequestCheck(names: ["bridge.local"], port: 18795, files: files.subtracting(["lanbridge-root.crt", "lanbridge.mobileconfig"]))
+        #expect(own.judge(method: "GET", uri: "/", host: "bridge.local:18795", origin: nil, upgrade: false, plain: true) == .redirect("https://bridge.local:18795/"))
+    }
+
     /// A wildcard certificate's name covers one label, as browsers match it.
     @Test func aWildcardCoversOneLabel() {
         let wild = BrowserRequestCheck(names: ["*.lan.example.com"], port: 8443, files: ["index.html"])

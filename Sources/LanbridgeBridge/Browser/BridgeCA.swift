@@ -120,6 +120,17 @@ enum BridgeCA {
         return X509_check_private_key(certificate.x509, key.pkey) == 1
     }
 
+    static func der(ofCertificatePEM pem: [UInt8]) throws -> [UInt8] { try Certificate(pem: pem).der() }
+
+    /// A certificate's subject common name.
+    static func subject(ofCertificatePEM pem: [UInt8]) throws -> String {
+        let certificate = try Certificate(pem: pem)
+        guard let name = X509_get_subject_name(certificate.x509) else { return "lanbridge" }
+        var buffer = [CChar](repeating: 0, count: 256)
+        let length = X509_NAME_get_text_by_NID(name, NID_commonName, &buffer, Int32(buffer.count))
+        return length > 0 ? String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self) : "lanbridge"
+    }
+
     /// SHA-256 of a PEM certificate's DER, upper-case hex in groups of four, as a phone's
     /// certificate screen shows it for comparison.
     static func fingerprint(ofCertificatePEM pem: [UInt8]) throws -> String {
@@ -265,6 +276,58 @@ public enum BridgeCAFiles {
         guard let pem = FileManager.default.contents(atPath: root.path) else { return nil }
         let names = FileManager.default.contents(atPath: directory.file(BridgeCA.namesFile).path).flatMap { try? LanbridgeJSON.decoder.decode([String].self, from: $0) }
         return Summary(rootSha256: try BridgeCA.fingerprint(ofCertificatePEM: Array(pem)), rootFile: root.path, names: names ?? [])
+    }
+
+    /// The root as a phone installs it: DER (`.crt`, Android and most browsers) and an unsigned
+    /// configuration profile (`.mobileconfig`, iOS and macOS) carrying the same certificate. Its
+    /// identifiers derive from the root's hash, so a second download is the same profile.
+    public struct Downloads: Sendable {
+        public let crt: [UInt8]
+        public let mobileconfig: [UInt8]
+        public let rootSha256: String
+    }
+
+    public static func downloads(directory: StateDirectory) throws -> Downloads? {
+        guard let pem = FileManager.default.contents(atPath: directory.file(BridgeCA.rootFile).path).map(Array.init) else { return nil }
+        let der = try BridgeCA.der(ofCertificatePEM: pem)
+        let hash = Hex.encode(SHA256.hash(der))
+        func uuid(_ salt: String) -> String {
+            let h = Hex.encode(SHA256.hash(Array((salt + hash).utf8))).uppercased()
+            let c = Array(h)
+            return [String(c[0..<8]), String(c[8..<12]), "4" + String(c[13..<16]), "8" + String(c[17..<20]), String(c[20..<32])].joined(separator: "-")
+        }
+        let name = try BridgeCA.subject(ofCertificatePEM: pem)
+        let escaped = HTML.escape(name)
+        let base64 = Data(der).base64EncodedString()
+        let profile = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <plist version="1.0">
+            <dict>
+            <key>PayloadContent</key>
+            <array>
+            <dict>
+            <key>PayloadCertificateFileName</key><string>lanbridge-root.crt</string>
+            <key>PayloadContent</key><data>\(base64)</data>
+            <key>PayloadDescription</key><string>Lets this device trust the bridge's own pages, and only the names it was made for.</string>
+            <key>PayloadDisplayName</key><string>\(escaped)</string>
+            <key>PayloadIdentifier</key><string>dev.lanbridge.root.\(hash.prefix(16))</string>
+            <key>PayloadType</key><string>com.apple.security.root</string>
+            <key>PayloadUUID</key><string>\(uuid("payload"))</string>
+            <key>PayloadVersion</key><integer>1</integer>
+            </dict>
+            </array>
+            <key>PayloadDisplayName</key><string>\(escaped)</string>
+            <key>PayloadIdentifier</key><string>dev.lanbridge.profile.\(hash.prefix(16))</string>
+            <key>PayloadRemovalDisallowed</key><false/>
+            <key>PayloadType</key><string>Configuration</string>
+            <key>PayloadUUID</key><string>\(uuid("profile"))</string>
+            <key>PayloadVersion</key><integer>1</integer>
+            </dict>
+            </plist>
+
+            """
+        return Downloads(crt: der, mobileconfig: Array(profile.utf8), rootSha256: try BridgeCA.fingerprint(ofCertificatePEM: pem))
     }
 
     /// A serving leaf (its key, the leaf and the intermediate, PEM) for names the CA covers.

@@ -39,6 +39,10 @@ enum BrowserDoor {
         // the page itself (the same TLS connection's origin).
         let info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey)]
         var files = ShellAssets.files
+        if settings.tls == .bridgeCA, let downloads = try BridgeCAFiles.downloads(directory: parts.configuration.stateDirectory) {
+            files["lanbridge-root.crt"] = ShellAssets.File(contentType: "application/x-x509-ca-cert", body: downloads.crt)
+            files["lanbridge.mobileconfig"] = ShellAssets.File(contentType: "application/x-apple-aspen-config", body: downloads.mobileconfig)
+        }
         files["bridge.json"] = ShellAssets.File(contentType: "application/json", body: try LanbridgeJSON.compact.encode(info).withUnsafeBytes { Array($0) })
         var bound: [any Channel] = []
         var port = listen.port
@@ -104,7 +108,25 @@ enum BrowserDoor {
             return
         }
         let id = driver.accepted(channel, slot: slot, ticket: ticket, browser: tls.tier)
-        let sync = channel.pipeline.syncOperations
+        try channel.pipeline.syncOperations.addHandler(
+            PlainOrTLS(
+                tls: { sync in
+                    try tlsPipeline(sync, id: id, address: address, handshakeTimeout: handshakeTimeout, tls: tls, check: check, files: files, parts: parts)
+                },
+                plain: { sync in
+                    try sync.addHandler(PreAuthLimit(bytes: preSessionBytes))
+                    try sync.configureHTTPServerPipeline()
+                    try sync.addHandler(ShellHTTPHandler(check: check, files: files, plain: true, closed: { driver.closed(id) }))
+                },
+                closedFirst: { driver.closed(id) }))
+    }
+
+    /// HTTPS: the shell's files, and the upgrade to the node socket, whose session is a node's.
+    private static func tlsPipeline(
+        _ sync: ChannelPipeline.SynchronousOperations, id: ConnectionID, address: String, handshakeTimeout: Double, tls: BrowserTLS,
+        check: BrowserRequestCheck, files: [String: ShellAssets.File], parts: Parts
+    ) throws {
+        let (configuration, driver) = (parts.configuration, parts.driver)
         try sync.addHandler(NIOSSLServerHandler(context: tls.served.context))
         try sync.addHandler(PreAuthLimit(bytes: preSessionBytes), name: "browser-pre-session")
         let upgrader = NIOWebSocketServerUpgrader(

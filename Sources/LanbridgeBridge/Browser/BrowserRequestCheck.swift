@@ -11,7 +11,12 @@ struct BrowserRequestCheck: Sendable {
         case nodeSocket
         /// Answer with this status and text, then close.
         case refuse(status: Int, reason: String)
+        /// Send the browser here (plain HTTP where the door has nothing to install).
+        case redirect(String)
     }
+
+    /// What plain HTTP may fetch: the install page, its style and script, and the root's downloads.
+    static let plainFiles: Set<String> = ["install.html", "install.js", "shell.css", "lanbridge-root.crt", "lanbridge.mobileconfig"]
 
     static let socketPath = "/node"
 
@@ -25,11 +30,20 @@ struct BrowserRequestCheck: Sendable {
         (self.names, self.port, self.files) = (Set(names.map { $0.lowercased() }), port, files)
     }
 
-    func judge(method: String, uri: String, host: String?, origin: String?, upgrade: Bool) -> Verdict {
+    /// `plain`: the request came without TLS.
+    func judge(method: String, uri: String, host: String?, origin: String?, upgrade: Bool, plain: Bool = false) -> Verdict {
         guard let host, let authority = authority(host) else {
             return .refuse(status: 421, reason: "this door answers to its own names only")
         }
         let path = uri.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? uri
+        if plain {
+            // Nothing to install (not the bridge CA's door), or not an install file: the page is HTTPS.
+            let name = path == "/" ? "install.html" : String(path.dropFirst())
+            guard files.contains("lanbridge-root.crt"), Self.plainFiles.contains(name), files.contains(name), method == "GET" || method == "HEAD" else {
+                return .redirect("https://\(authority)/")
+            }
+            return .asset(name)
+        }
         if path == Self.socketPath {
             guard upgrade, method == "GET" else { return .refuse(status: 426, reason: "the node socket is a WebSocket") }
             // Browsers always send Origin with a WebSocket; a page of another origin is refused

@@ -216,6 +216,58 @@ enum ShellAssets {
                 </body>
                 </html>
                 """#.utf8) + [0x0A]),
+        "install.html": File(
+            contentType: "text/html; charset=utf-8",
+            body: Array(
+                #"""
+                <!doctype html>
+                <html lang="en">
+                <head>
+                <meta charset="utf-8">
+                <meta name="viewport" content="width=device-width, initial-scale=1">
+                <meta name="referrer" content="no-referrer">
+                <title>Install the bridge's root</title>
+                <link rel="stylesheet" href="/shell.css">
+                <script type="module" src="/install.js"></script>
+                </head>
+                <body>
+                <main>
+                  <h1>Trust this bridge's pages</h1>
+                  <p>This phone opens the bridge's page only over HTTPS, with a certificate of the bridge's own
+                  authority. Install that authority's root once. It can vouch for this bridge's names and nothing else.</p>
+                  <p class="warn"><strong>Check before you trust it.</strong> This page comes over plain HTTP, so anyone on
+                  the network could have changed it. On the phone's certificate screen, compare the root's SHA-256 with
+                  what <code>lanbridge ca show</code> prints on the bridge. It must be the same, character for character.</p>
+                  <section>
+                    <h2>iPhone and iPad</h2>
+                    <ol>
+                      <li>Open <a href="/lanbridge.mobileconfig">the profile</a> in Safari and allow the download.</li>
+                      <li>Settings → Profile Downloaded → Install. Before you tap Install, check the SHA-256 under More Details.</li>
+                      <li>Settings → General → About → Certificate Trust Settings: turn on full trust for the lanbridge root.</li>
+                    </ol>
+                  </section>
+                  <section>
+                    <h2>Android</h2>
+                    <ol>
+                      <li>Download <a href="/lanbridge-root.crt">the root certificate</a>.</li>
+                      <li>Settings → Security → Encryption &amp; credentials → Install a certificate → CA certificate, and pick it.</li>
+                      <li>Check its SHA-256 under Trusted credentials → User.</li>
+                    </ol>
+                  </section>
+                  <p>Then open <a id="shell" href="/">the bridge's page over HTTPS</a>.</p>
+                </main>
+                </body>
+                </html>
+                """#.utf8) + [0x0A]),
+        "install.js": File(
+            contentType: "text/javascript; charset=utf-8",
+            body: Array(
+                #"""
+                // The install page's one job for scripts: point its last link at this host over HTTPS.
+                const link = document.getElementById("shell");
+                link.href = `https://${location.host}/`;
+                link.textContent = link.href;
+                """#.utf8) + [0x0A]),
         "noise.js": File(
             contentType: "text/javascript; charset=utf-8",
             body: Array(
@@ -473,6 +525,9 @@ enum ShellAssets {
                 button { font: inherit; margin-top: .7rem; padding: .5rem 1rem; border-radius: 6px; border: 1px solid var(--accent); background: var(--accent); color: #fff; }
                 #code { display: block; font: 700 3.4rem/1.1 ui-monospace, monospace; letter-spacing: .12em; text-align: center; margin: .4rem 0; }
                 .meta { color: var(--muted); font-size: .9rem; overflow-wrap: anywhere; }
+                .warn { border-left: 4px solid var(--bad); padding: .4rem .8rem; }
+                h2 { font-size: 1.05rem; margin: 0 0 .4rem; }
+                ol { margin: 0; padding-left: 1.3rem; }
                 """#.utf8) + [0x0A]),
         "shell.js": File(
             contentType: "text/javascript; charset=utf-8",

@@ -27,11 +27,13 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let check: BrowserRequestCheck
     private let files: [String: ShellAssets.File]
+    private let plain: Bool
     private let closed: () -> Void
 
     /// `closed` runs if the connection ends while this handler is still in place (never upgraded).
-    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], closed: @escaping () -> Void) {
-        (self.check, self.files, self.closed) = (check, files, closed)
+    /// `plain`: the connection has no TLS (only the install page and the root's downloads).
+    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], plain: Bool = false, closed: @escaping () -> Void) {
+        (self.check, self.files, self.plain, self.closed) = (check, files, plain, closed)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -43,7 +45,7 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard case let .head(head) = unwrapInboundIn(data) else { return }
         let verdict = check.judge(
             method: head.method.rawValue, uri: head.uri, host: head.headers.first(name: "Host"), origin: head.headers.first(name: "Origin"),
-            upgrade: head.headers.first(name: "Upgrade")?.lowercased() == "websocket")
+            upgrade: head.headers.first(name: "Upgrade")?.lowercased() == "websocket", plain: plain)
         switch verdict {
         case let .asset(name):
             guard let asset = files[name] else { return answer(context, head, status: .notFound, type: "text/plain", body: Array("not found\n".utf8), keepAlive: false) }
@@ -51,13 +53,18 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .nodeSocket:
             // The upgrader answers a good upgrade; this is one it refused (a bad WebSocket handshake).
             answer(context, head, status: .badRequest, type: "text/plain", body: Array("a bad WebSocket upgrade\n".utf8), keepAlive: false)
+        case let .redirect(location):
+            answer(context, head, status: .movedPermanently, type: "text/plain", body: Array("\(location)\n".utf8), keepAlive: false, extra: [("Location", location)])
         case let .refuse(status, reason):
             answer(context, head, status: HTTPResponseStatus(statusCode: status), type: "text/plain", body: Array("\(reason)\n".utf8), keepAlive: false)
         }
     }
 
-    private func answer(_ context: ChannelHandlerContext, _ head: HTTPRequestHead, status: HTTPResponseStatus, type: String, body: [UInt8], keepAlive: Bool) {
-        var headers = HTTPHeaders(Self.policy + [("Content-Type", type), ("Content-Length", String(body.count))])
+    private func answer(
+        _ context: ChannelHandlerContext, _ head: HTTPRequestHead, status: HTTPResponseStatus, type: String, body: [UInt8], keepAlive: Bool,
+        extra: [(String, String)] = []
+    ) {
+        var headers = HTTPHeaders(Self.policy + extra + [("Content-Type", type), ("Content-Length", String(body.count))])
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil) }

@@ -206,6 +206,16 @@ def https(door, root, method, path, headers):
     return response.status, {k.lower(): v for k, v in response.getheaders()}, body
 
 
+def plain_http(door, path, host):
+    url = urllib.parse.urlsplit(door)
+    client = http.client.HTTPConnection("127.0.0.1", url.port, timeout=TIMEOUT)
+    client.request("GET", path, headers={"Host": host})
+    response = client.getresponse()
+    body = response.read()
+    client.close()
+    return response.status, {k.lower(): v for k, v in response.getheaders()}, body
+
+
 def pair(args):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
@@ -229,6 +239,26 @@ def pair(args):
     if status != 403:
         fail(f"the node socket without an Origin got {status}, not 403")
     ok("a foreign Host gets 421; the node socket from another origin, or none, gets 403")
+
+    import hashlib
+    import plistlib
+    status, headers, page = plain_http(args.door, "/", authority)
+    if status != 200 or b"lanbridge ca show" not in page or "script-src 'self'" not in headers.get("content-security-policy", ""):
+        fail(f"plain http://{authority}/ gave {status}, not the install page")
+    root_der = ssl.PEM_cert_to_DER_cert(open(args.root).read())
+    status, headers, crt = plain_http(args.door, "/lanbridge-root.crt", authority)
+    status2, headers2, profile = plain_http(args.door, "/lanbridge.mobileconfig", authority)
+    payload = plistlib.loads(profile)["PayloadContent"][0]
+    if (crt, headers.get("content-type"), headers2.get("content-type")) != (root_der, "application/x-x509-ca-cert", "application/x-apple-aspen-config") \
+            or payload["PayloadType"] != "com.apple.security.root" or payload["PayloadContent"] != root_der:
+        fail("the root's downloads are not the root")
+    status, headers, _ = plain_http(args.door, "/bridge.json", authority)
+    if status != 301 or headers.get("location") != f"https://{authority}/":
+        fail(f"plain http for the shell gave {status} {headers.get('location')}, not a redirect to HTTPS")
+    shown = json.loads(cli(["ca", "show", "--json"], args.lanbridge, args.state_dir).stdout)["rootSha256"].replace(" ", "").lower()
+    if hashlib.sha256(crt).hexdigest() != shown:
+        fail("the downloaded root's SHA-256 is not the one ca show prints")
+    ok("plain http:// gives the install page, the root as .crt and .mobileconfig (its SHA-256 as ca show prints it), and nothing else")
 
     driver, home = trusting_browser(args.door, args.root)
     wait = WebDriverWait(driver, TIMEOUT)
