@@ -272,6 +272,14 @@ async function connect() {
     $("node-id").textContent = await fingerprint(pair.publicKey);
     $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
     const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
+    if (bridge.tier === "browser-unverified") {
+      $("unverified").hidden = false;
+      // Whoever could have served this page could read an invite's secret from the link.
+      if (node.invite) {
+        node.invite = null;
+        throw new Error("Invites are refused on an unverified page: pair by code");
+      }
+    }
     await connection.handshake(pair, backend, String(bridge.publicKey), node.invite);
   } catch (error) {
     node.invite = null;  // an invite gets one try: a refused or foreign one is not retried

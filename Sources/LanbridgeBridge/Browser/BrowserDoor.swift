@@ -37,7 +37,8 @@ enum BrowserDoor {
         let tls = try BrowserTLS(source: settings.tls, names: settings.names, directory: parts.configuration.stateDirectory)
         // What the page checks the handshake against: the bridge's static key, as authentic as
         // the page itself (the same TLS connection's origin).
-        let info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey)]
+        // And which tier the page is, so an honest page on a self-signed certificate says so.
+        let info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey), "tier": tls.tier.rawValue]
         var files = ShellAssets.files
         if settings.tls == .bridgeCA, let downloads = try BridgeCAFiles.downloads(directory: parts.configuration.stateDirectory) {
             files["lanbridge-root.crt"] = ShellAssets.File(contentType: "application/x-x509-ca-cert", body: downloads.crt)
@@ -142,7 +143,8 @@ enum BrowserDoor {
                     try channel.pipeline.syncOperations.addHandler(BrowserFrames())
                     try NodeDoor.addSession(
                         to: channel, id: id, address: address, handshakeTimeout: min(handshakeTimeout, configuration.handshakeTimeout),
-                        configuration: configuration, identity: parts.identity, invites: parts.invites, driver: driver, logger: parts.logger)
+                        configuration: configuration, identity: parts.identity, invites: parts.invites, invitesAllowed: tls.tier == .verified,
+                        driver: driver, logger: parts.logger)
                 }
             })
         try sync.configureHTTPServerPipeline(

@@ -200,6 +200,10 @@ enum ShellAssets {
                 <main>
                   <h1 id="bridge">lanbridge</h1>
                   <p id="status" role="status">Starting…</p>
+                  <p id="unverified" class="warn" hidden>This page's certificate was not checked by your browser: anyone on
+                  this network at the moment you opened it could be pretending to be the bridge. A second certificate
+                  warning for the same bridge means stop. Invites do not work here; the operator grants this page display
+                  only.</p>
                   <section id="pair" hidden>
                     <label for="name">This device's name</label>
                     <input id="name" maxlength="64" autocomplete="off">
@@ -807,6 +811,14 @@ enum ShellAssets {
                     $("node-id").textContent = await fingerprint(pair.publicKey);
                     $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
                     const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
+                    if (bridge.tier === "browser-unverified") {
+                      $("unverified").hidden = false;
+                      // Whoever could have served this page could read an invite's secret from the link.
+                      if (node.invite) {
+                        node.invite = null;
+                        throw new Error("Invites are refused on an unverified page: pair by code");
+                      }
+                    }
                     await connection.handshake(pair, backend, String(bridge.publicKey), node.invite);
                   } catch (error) {
                     node.invite = null;  // an invite gets one try: a refused or foreign one is not retried

@@ -85,12 +85,14 @@ enum NodeDoor {
     }
 
     /// A node's session on `channel` (`id` from the driver): the handshake, the outbox and the
-    /// session handler. The browser door adds the same, over its WebSocket frames.
+    /// session handler. The browser door adds the same, over its WebSocket frames; on an
+    /// unverified page (`invitesAllowed` false) an invite's preamble is refused as unknown.
     static func addSession(
         to channel: any Channel, id: ConnectionID, address: String, handshakeTimeout: Double, configuration: BridgeConfiguration,
-        identity: X25519.KeyPair, invites: InviteCache, driver: BridgeDriver, logger: Logger
+        identity: X25519.KeyPair, invites: InviteCache, invitesAllowed: Bool = true, driver: BridgeDriver, logger: Logger
     ) throws {
-        let session = SecureSession(responderWith: identity, limits: configuration.limits, inviteLookup: { id in invites.psk(for: id) })
+        let session = SecureSession(
+            responderWith: identity, limits: configuration.limits, inviteLookup: { id in invitesAllowed ? invites.psk(for: id) : nil })
         let sync = channel.pipeline.syncOperations
         try sync.addHandler(IdleStateHandler(readTimeout: .milliseconds(Int64(configuration.idleTimeout * 1000))))
         try sync.addHandler(IdleCloser(logger: logger))

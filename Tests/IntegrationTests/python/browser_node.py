@@ -554,7 +554,29 @@ def unverified(args):
             fail("an invite redeemed on an unverified page paired a node")
         if len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
             fail("the invite was used up by a refused redemption")
-        ok(f"an invite redeemed on an unverified page is refused ({status_text(driver)})")
+        ok(f"an invite on an unverified page is refused by the page ({status_text(driver)})")
+        # A page that ignores that (as one a man in the middle serves would): the door refuses the
+        # invite's preamble as if it did not exist, before any Noise message.
+        import hashlib
+        from websockets.sync.client import connect
+        from websockets.exceptions import ConnectionClosed
+        url = urllib.parse.urlsplit(door)
+        raw = socket.create_connection(("127.0.0.1", url.port), timeout=TIMEOUT)
+        insecure = ssl.create_default_context()
+        insecure.check_hostname, insecure.verify_mode = False, ssl.CERT_NONE
+        invite_id = hashlib.sha256(b"lanbridge-invite-id-v1" + bytes.fromhex(secret)).digest()[:16]
+        with connect(f"wss://{url.hostname}:{url.port}/node", sock=raw, ssl=insecure, server_hostname=url.hostname,
+                     origin=f"https://{url.hostname}:{url.port}", open_timeout=TIMEOUT) as socket_:
+            socket_.send(b"LNBR\x01\x01\x02" + invite_id)
+            socket_.send(os.urandom(32))
+            try:
+                answer = socket_.recv(timeout=TIMEOUT)
+                fail(f"the door answered an invite's handshake on an unverified page ({len(answer)} bytes)")
+            except ConnectionClosed:
+                pass
+        if len(json.loads(cli(["invite", "list", "--json"], args.lanbridge, args.state_dir).stdout)) != 1:
+            fail("the invite was used up")
+        ok("a client that ignores the page's refusal gets its invite preamble refused by the door")
 
         driver.get(door)
         wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
