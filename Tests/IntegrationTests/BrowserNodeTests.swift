@@ -73,6 +73,32 @@ struct BrowserNodeTests {
         #expect(bridge.log.contains("node paired by invite"), "\(bridge.log)")
     }
 
+    /// A daemon with the bridge CA and the browser door on a free port: it, the door's page, its state.
+    func door() throws -> (bridge: BridgeDaemon, page: String, state: TemporaryDirectory) {
+        let state = TemporaryDirectory("bridge")
+        let made = try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
+        let line = try bridge.waitForLog("browser door listening")
+        let page = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
+        return (bridge, page, state)
+    }
+
+    /// What the page lends, each only once allowed: camera.snap (Chromium's fake camera; never
+    /// getUserMedia without the grant), location.get (CDP's position; denied: a typed error at
+    /// once), system.notify (the Service Worker's notifications). Frozen or hidden, it says so and
+    /// goes, so invokes fail fast; back, a held invoke runs within 2 s, and no connection is left over.
+    @Test func aBrowserLendsItsCapabilitiesAndGoesWhenHidden() throws {
+        let (bridge, page, state) = try door()
+        try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        let steps = try run([
+            "capabilities", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--door", page,
+            "--root", state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
+        ])
+        #expect(steps.count == 8, "\(steps)")
+        #expect(bridge.log.contains("node moved to the background"), "\(bridge.log)")
+    }
+
     /// Tier 2: the admin's own certificate is served, answers to its own name, a renewed pair
     /// takes effect without a restart, and a certificate beside a key not its own is refused.
     @Test func theAdminsOwnCertificateIsServedAndReloaded() throws {

@@ -5,6 +5,9 @@
 
 import { Initiator, fromHex, toHex, fingerprint, parseFingerprint, commitment, verificationCode, inviteKeys } from "./noise.js";
 import { detect, fallback, webCrypto } from "./x25519.js";
+import { available, run } from "./capabilities.js";
+
+const commands = available();
 
 // An invite (`lanbridge invite --browser`) arrives in the fragment: it is taken, and removed from
 // the address before anything else runs, so it stays out of history, bookmarks and a Home Screen
@@ -159,8 +162,8 @@ function details() {
     platform: "web",
     osVersion: (navigator.userAgentData && navigator.userAgentData.platform) || "",
     appVersion: APP_VERSION,
-    caps: [],
-    commands: [],
+    caps: [...new Set(Object.keys(commands).map((c) => c.split(".")[0]))],
+    commands: Object.keys(commands),
     flags: { requiresForeground: true, supportsInputInjection: false },
   };
 }
@@ -224,7 +227,8 @@ async function handle(connection, message) {
       connection.send({ type: "pong", id: message.id });
       break;
     case "invoke":
-      connection.send({ type: "invoke.result", id: message.id, ok: false, error: { code: "UNKNOWN_COMMAND", message: "this page offers no such command" } });
+      // Each answer goes on the connection its invoke came on, never a later one.
+      run(commands, message).then((result) => connection.send(result));
       break;
     case "revoked":
       await record("paired", null);
@@ -287,6 +291,16 @@ async function connect() {
   }
 }
 
+// A page that is hidden or about to be frozen can do nothing (and iOS stops it): it says so, and
+// goes. Shown or resumed, it connects again, and a held invoke runs.
+function away() {
+  const connection = node.connection;
+  if (connection && connection.transport) connection.send({ type: "state", foreground: false });
+  node.connection = null;
+  if (connection) connection.close();
+}
+document.addEventListener("freeze", away);
+document.addEventListener("resume", () => connect());
 document.addEventListener("visibilitychange", () => {
   const connection = node.connection;
   if (document.visibilityState === "hidden") {
@@ -318,6 +332,12 @@ window.addEventListener("hashchange", () => {
   if (previous) previous.close();
   connect();
 });
+
+if ("serviceWorker" in navigator) navigator.serviceWorker.register("/sw.js").catch(() => {});
+if ("Notification" in window && Notification.permission === "default") {
+  $("notify").hidden = false;
+  $("notify").addEventListener("click", () => Notification.requestPermission().then(() => { $("notify").hidden = true; }));
+}
 
 $("name").value = `Browser ${Math.random().toString(36).slice(2, 6)}`;
 if (invite && invite.error) say(invite.error, true);

@@ -311,7 +311,172 @@ def pair(args):
     print("done", flush=True)
 
 
-def trusting_browser(door, root, width=390, height=844):
+COUNT_GET_USER_MEDIA = """
+window.__getUserMedia = 0;
+if (navigator.mediaDevices) {
+  const original = navigator.mediaDevices.getUserMedia.bind(navigator.mediaDevices);
+  navigator.mediaDevices.getUserMedia = (...args) => { window.__getUserMedia++; return original(...args); };
+}
+"""
+
+
+def pair_by_code(driver, args, name):
+    """The page asks, shows a code; the CLI approves with it; the page says Connected."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(driver, TIMEOUT)
+    wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
+    field = driver.find_element(By.ID, "name")
+    field.clear()
+    field.send_keys(name)
+    driver.find_element(By.ID, "ask").click()
+    wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6)
+    code, request = driver.find_element(By.ID, "code").text, driver.find_element(By.ID, "request").text
+    cli(["nodes", "approve", request, "--code", code], args.lanbridge, args.state_dir)
+    wait.until(lambda d: status_text(d) == "Connected")
+
+
+def invoke(args, node, command, params=None, hold=None, check=True):
+    arguments = ["nodes", "invoke", "--node", node, "--command", command, "--json"]
+    if params is not None:
+        arguments += ["--params", json.dumps(params)]
+    if hold:
+        arguments += ["--hold", hold]
+    run = cli(arguments, args.lanbridge, args.state_dir, check=False)
+    if check and run.returncode != 0:
+        fail(f"{command}: exit {run.returncode}: {run.stdout.strip()} {run.stderr.strip()}")
+    return run
+
+
+def jpeg_size(data):
+    """(width, height) from a JPEG's frame header, or None: the image is a well-formed JPEG."""
+    if data[:2] != b"\xff\xd8" or data[-2:] != b"\xff\xd9":
+        return None
+    at = 2
+    while at + 9 < len(data):
+        if data[at] != 0xFF:
+            return None
+        marker, length = data[at + 1], int.from_bytes(data[at + 2:at + 4], "big")
+        if marker in (0xC0, 0xC1, 0xC2):
+            return int.from_bytes(data[at + 7:at + 9], "big"), int.from_bytes(data[at + 5:at + 7], "big")
+        at += 2 + length
+    return None
+
+
+def capabilities(args):
+    import base64
+    import time
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    driver, home = trusting_browser(args.door, args.root, extra=["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"])
+    try:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": COUNT_GET_USER_MEDIA})
+        origin = args.door.rstrip("/")
+        driver.execute_cdp_cmd("Browser.grantPermissions", {"origin": origin, "permissions": ["geolocation", "notifications"]})
+        driver.execute_cdp_cmd("Emulation.setGeolocationOverride", {"latitude": 48.8584, "longitude": 2.2945, "accuracy": 12})
+        driver.get(args.door)
+        pair_by_code(driver, args, "Kitchen tablet")
+        node = json.loads(cli(["nodes", "describe", "Kitchen tablet", "--json"], args.lanbridge, args.state_dir).stdout)
+        declared = set(node.get("declaredCommands", []))
+        if not {"camera.snap", "camera.list", "location.get", "system.notify"} <= declared or "canvas.snapshot" in declared:
+            fail(f"the page declared {sorted(declared)}")
+        ok(f"the page declares what this browser can do: {', '.join(sorted(declared))}")
+
+        refused = invoke(args, "Kitchen tablet", "camera.snap", check=False)
+        if refused.returncode == 0 or "NOT_ALLOWLISTED" not in refused.stdout + refused.stderr:
+            fail(f"camera.snap without a grant: {refused.returncode} {refused.stdout} {refused.stderr}")
+        if driver.execute_script("return window.__getUserMedia") != 0:
+            fail("the page called getUserMedia for a command the bridge refused")
+        ok("camera.snap without a grant: NOT_ALLOWLISTED, and the page never called getUserMedia")
+
+        cli(["nodes", "allow", "Kitchen tablet", "camera.snap"], args.lanbridge, args.state_dir)
+        payload = json.loads(invoke(args, "Kitchen tablet", "camera.snap", {"facing": "front", "maxWidth": 320}).stdout)
+        payload = payload.get("payload", payload)
+        image = base64.b64decode(payload["base64"])
+        size = jpeg_size(image)
+        if payload["format"] != "jpg" or size != (payload["width"], payload["height"]) or not 0 < payload["width"] <= 320:
+            fail(f"camera.snap gave {payload.get('format')} {payload.get('width')}x{payload.get('height')}, a JPEG of {size}")
+        with open(os.path.join(args.shots, "browser-camera.jpg"), "wb") as f:
+            f.write(image)
+        ok(f"after nodes allow, camera.snap gives a {size[0]}x{size[1]} JPEG from Chromium's fake camera")
+
+        cli(["nodes", "allow", "Kitchen tablet", "location.get"], args.lanbridge, args.state_dir)
+        where = json.loads(invoke(args, "Kitchen tablet", "location.get", {"timeoutMs": 5000}).stdout)
+        where = where.get("payload", where)
+        if abs(where.get("lat", 0) - 48.8584) > 1e-6 or abs(where.get("lon", 0) - 2.2945) > 1e-6 or where.get("accuracyMeters") != 12:
+            fail(f"location.get gave {where}")
+        driver.execute_cdp_cmd("Browser.setPermission", {"origin": origin, "permission": {"name": "geolocation"}, "setting": "denied"})
+        start = time.monotonic()
+        denied = invoke(args, "Kitchen tablet", "location.get", {"timeoutMs": 5000}, check=False)
+        if denied.returncode == 0 or "PERMISSION_DENIED" not in denied.stdout + denied.stderr or time.monotonic() - start > 4:
+            fail(f"location.get with the permission denied: {denied.returncode} {denied.stdout} {denied.stderr}")
+        ok(f"location.get returns CDP's position; with the permission denied, PERMISSION_DENIED in {time.monotonic() - start:.1f} s, not a hang")
+
+        cli(["nodes", "allow", "Kitchen tablet", "system.notify"], args.lanbridge, args.state_dir)
+        told = json.loads(invoke(args, "Kitchen tablet", "system.notify", {"title": "Dinner", "body": "is ready"}).stdout)
+        shown = driver.execute_async_script("""
+            const done = arguments[arguments.length - 1];
+            navigator.serviceWorker.ready.then((r) => r.getNotifications()).then((n) => done(n.map((x) => x.title + '|' + x.body)));""")
+        if "Dinner|is ready" not in shown:
+            fail(f"system.notify answered {told}, but the worker shows {shown}")
+        ok("system.notify shows up in the Service Worker's notifications")
+
+        # Background: the page freezes (as a phone does to a hidden tab); it says so and goes.
+        page = driver.current_window_handle
+
+        def fails_fast(why):
+            start = time.monotonic()
+            while True:
+                fast = invoke(args, "Kitchen tablet", "camera.snap", check=False)
+                out = fast.stdout + fast.stderr
+                if "NODE_BACKGROUND_UNAVAILABLE" in out or "NODE_NOT_CONNECTED" in out:
+                    return time.monotonic() - start
+                if time.monotonic() - start > 10:
+                    fail(f"{why}: camera.snap did not fail fast: {out}")
+
+        def come_back():
+            """Chromium's CDP cannot make a page visible again; switching tabs can."""
+            driver.switch_to.new_window("tab")
+            driver.switch_to.window(page)
+
+        driver.execute_cdp_cmd("Page.setWebLifecycleState", {"state": "frozen"})
+        ok(f"a frozen page says it is in the background and goes: camera.snap fails fast ({fails_fast('frozen'):.1f} s after the freeze)")
+        held = {}
+        thread = threading.Thread(target=lambda: held.update(run=invoke(args, "Kitchen tablet", "camera.snap", {"maxWidth": 160}, hold="30s", check=False)))
+        thread.start()
+        time.sleep(0.5)  # the invoke is held at the bridge while the page is frozen: nothing to wait on but the clock
+        start = time.monotonic()
+        driver.execute_cdp_cmd("Page.setWebLifecycleState", {"state": "active"})
+        come_back()
+        thread.join(timeout=30)
+        elapsed = time.monotonic() - start
+        if "run" not in held or held["run"].returncode != 0:
+            fail(f"the held invoke did not run after the page came back: {held.get('run') and held['run'].stdout}")
+        if elapsed > 2.0:
+            fail(f"the held invoke took {elapsed:.1f} s after the page came back (over 2 s)")
+        ok(f"active and shown again, the page reconnects and a --hold invoke runs ({elapsed:.2f} s)")
+
+        driver.switch_to.new_window("tab")  # the page is hidden behind another tab
+        hidden = fails_fast("hidden")
+        driver.close()
+        driver.switch_to.window(page)
+        WebDriverWait(driver, TIMEOUT).until(lambda d: status_text(d) == "Connected")
+        # runtime.json is written at its own pace: poll it, bounded.
+        deadline = time.monotonic() + 10
+        while (status := json.loads(cli(["status", "--json"], args.lanbridge, args.state_dir).stdout))["nodes"]["connected"] != 1:
+            if time.monotonic() > deadline:
+                fail(f"after hiding and showing the page: {status['nodes']}")
+            time.sleep(0.2)
+        ok(f"a hidden page goes at once (camera.snap fails fast in {hidden:.1f} s); shown again it is back, one connection, no zombie")
+        driver.save_screenshot(os.path.join(args.shots, "browser-capabilities.png"))
+    finally:
+        driver.quit()
+        shutil.rmtree(home, ignore_errors=True)
+    print("done", flush=True)
+
+
+def trusting_browser(door, root, width=390, height=844, extra=()):
     """Chromium with a scratch HOME whose NSS database trusts the bridge's root, the door's name mapped to loopback."""
     home = tempfile.mkdtemp(prefix="browser-home-")
     nssdb = os.path.join(home, ".pki", "nssdb")
@@ -319,7 +484,7 @@ def trusting_browser(door, root, width=390, height=844):
     subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, capture_output=True)
     subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-t", "C,,", "-n", "lanbridge root", "-i", root], check=True, capture_output=True)
     name = urllib.parse.urlsplit(door).hostname
-    return chromium(home=home, resolver=f"MAP {name} 127.0.0.1", width=width, height=height), home
+    return chromium(home=home, resolver=f"MAP {name} 127.0.0.1", width=width, height=height, extra=extra), home
 
 
 def status_text(driver):
@@ -614,7 +779,7 @@ def unverified(args):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["crypto", "pair", "invite", "own-certificate", "unverified"])
+    parser.add_argument("part", choices=["crypto", "pair", "invite", "own-certificate", "unverified", "capabilities"])
     parser.add_argument("--shell")
     parser.add_argument("--vectors")
     parser.add_argument("--checks")
@@ -625,7 +790,7 @@ def main():
     parser.add_argument("--root")
     parser.add_argument("--shots")
     args = parser.parse_args()
-    {"crypto": crypto, "pair": pair, "invite": invite, "own-certificate": own_certificate, "unverified": unverified}[args.part](args)
+    {"crypto": crypto, "pair": pair, "invite": invite, "own-certificate": own_certificate, "unverified": unverified, "capabilities": capabilities}[args.part](args)
 
 
 main()
