@@ -45,6 +45,24 @@ public enum StateSharing: Sendable, Equatable {
         }
     }
 
+    /// A folder inside the state directory (the bridge CA's `ca/`), made if missing, and kept as
+    /// the state directory is: its owner and group (root, the CLI under sudo, hands it over), 0700,
+    /// or 0750 where the group shares the state (members read what is in it; only the owner writes).
+    public static func folder(_ folder: URL, in directory: URL) throws {
+        if mkdir(folder.path, 0o700) != 0, errno != EEXIST { throw StoreError.io(folder, posixError("mkdir")) }
+        var dir = stat(), info = stat()
+        guard stat(directory.path, &dir) == 0, lstat(folder.path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+            throw StoreError.io(folder, posixError("stat"))
+        }
+        if geteuid() == 0, info.st_uid != dir.st_uid || info.st_gid != dir.st_gid {
+            guard chown(folder.path, dir.st_uid, dir.st_gid) == 0 else { throw StoreError.io(folder, posixError("chown to the state directory's owner")) }
+        }
+        let wanted: mode_t = of(directory) == .ownerOnly ? 0o700 : 0o750
+        if info.st_mode & 0o7777 != wanted, info.st_uid == geteuid() || geteuid() == 0 {
+            guard chmod(folder.path, wanted) == 0 else { throw StoreError.io(folder, posixError("chmod")) }
+        }
+    }
+
     /// Brings files written before the directory was shared (or by an older version) to the
     /// directory's sharing: run by `serve` at start, on the files it owns.
     public static func reconcile(_ directory: URL, secrets: Set<String>) {

@@ -261,7 +261,8 @@ public enum BridgeCAFiles {
             throw BridgeCA.Problem(
                 .exists, "a CA exists (\(root.path)); --replace makes a new one, and every phone that trusts the old root must install the new one")
         }
-        try FileManager.default.createDirectory(at: directory.file(BridgeCA.folder), withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        try directory.prepare()
+        try StateSharing.folder(directory.file(BridgeCA.folder), in: directory.url)
         let made = try BridgeCA.make(names: names, bridgeName: bridgeName)
         // The intermediate first: a root on disk always has its intermediate beside it.
         try AtomicFile.write(made.intermediate, to: directory.file(BridgeCA.intermediateFile), mode: 0o600)
