@@ -207,7 +207,7 @@ public enum BridgeServer {
                     browserDoors = try await BrowserDoor.start(
                         .init(
                             configuration: configuration, identity: state.identity, admission: relay.admission, invites: relay.invites, driver: driver,
-                            logger: logger))
+                            logger: logger, canvasPort: canvasListeners.first?.localAddress?.port))
                 } catch {
                     for channel in appDoors { try? await channel.close() }
                     throw error

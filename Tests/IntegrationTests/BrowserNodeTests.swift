@@ -99,6 +99,17 @@ struct BrowserNodeTests {
         #expect(bridge.log.contains("node moved to the background"), "\(bridge.log)")
     }
 
+    /// The agent's canvas in a sandboxed frame on the relay's origin, reached by the door's name
+    /// (the relay answers that name with the door's certificate): shown, navigated, hidden; a page in
+    /// it cannot read the shell or its storage, gets no camera, cannot navigate the top; eval and
+    /// snapshot are not offered.
+    @Test func theCanvasShowsInASandboxedFrame() throws {
+        let state = TemporaryDirectory("bridge")
+        try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
+        let steps = try run(["canvas", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--shots", Self.screenshots.path])
+        #expect(steps.count == 3, "\(steps)")
+    }
+
     /// Tier 2: the admin's own certificate is served, answers to its own name, a renewed pair
     /// takes effect without a restart, and a certificate beside a key not its own is refused.
     @Test func theAdminsOwnCertificateIsServedAndReloaded() throws {

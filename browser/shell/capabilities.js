@@ -100,7 +100,7 @@ export async function run(table, message) {
   try {
     return { type: "invoke.result", id: message.id, ok: true, payload: await handler(params) };
   } catch (error) {
-    const code = error instanceof CommandError ? error.code : "COMMAND_FAILED";
+    const code = error && typeof error.code === "string" ? error.code : "COMMAND_FAILED";
     return { type: "invoke.result", id: message.id, ok: false, error: { code, message: String(error.message || error) } };
   }
 }

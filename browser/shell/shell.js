@@ -6,8 +6,10 @@
 import { Initiator, fromHex, toHex, fingerprint, parseFingerprint, commitment, verificationCode, inviteKeys } from "./noise.js";
 import { detect, fallback, webCrypto } from "./x25519.js";
 import { available, run } from "./capabilities.js";
+import { canvasCommands } from "./canvas.js";
 
-const commands = available();
+/** What this page runs: the browser's capabilities, and the canvas where the bridge has a relay. */
+let commands = available();
 
 // An invite (`lanbridge invite --browser`) arrives in the fragment: it is taken, and removed from
 // the address before anything else runs, so it stays out of history, bookmarks and a Home Screen
@@ -149,6 +151,9 @@ class Connection {
 
 const node = {
   connection: null,
+  canvas: null,
+  grants: 0,
+  waitingGrants: new Map(),
   invite: invite && !invite.error ? invite : null,
   wantPairing: false,
   nonce: null,
@@ -168,6 +173,20 @@ function details() {
   };
 }
 
+/** A fresh canvas capability: the one `welcome` gave while it lasts, else a `canvas.refresh`. */
+function canvasGrant() {
+  const now = Date.now();
+  if (node.canvas && (!node.canvas.expiresAtMs || node.canvas.expiresAtMs - now > 5000)) return Promise.resolve(node.canvas);
+  const connection = node.connection;
+  if (!connection || !connection.transport) return Promise.reject(new Error("not connected"));
+  const id = `v${++node.grants}`;
+  connection.send({ type: "canvas.refresh", id });
+  return new Promise((resolve, reject) => {
+    node.waitingGrants.set(id, { resolve, reject });
+    setTimeout(() => { if (node.waitingGrants.delete(id)) reject(new Error("the bridge gave no canvas in time")); }, 10000);
+  });
+}
+
 async function askToPair(connection) {
   node.nonce = crypto.getRandomValues(new Uint8Array(32));
   const c = await commitment(connection.handshakeHash, node.nonce);
@@ -180,6 +199,7 @@ async function handle(connection, message) {
     case "welcome":
       $("bridge").textContent = String(message.bridgeName || "lanbridge");
       if (message.paired) {
+        node.canvas = message.canvas && typeof message.canvas === "object" ? message.canvas : null;
         $("pair").hidden = true;
         $("code-box").hidden = true;
         say("Connected");
@@ -223,6 +243,18 @@ async function handle(connection, message) {
         say(message.outcome === "rejected" ? "The operator refused this device" : "The request ran out; ask again", true);
       }
       break;
+    case "canvas.grant": {
+      const waiting = node.waitingGrants.get(message.id);
+      if (!waiting) break;
+      node.waitingGrants.delete(message.id);
+      if (message.canvas && typeof message.canvas === "object") {
+        node.canvas = message.canvas;
+        waiting.resolve(message.canvas);
+      } else {
+        waiting.reject(new Error(String((message.error && message.error.message) || "no canvas")));
+      }
+      break;
+    }
     case "ping":
       connection.send({ type: "pong", id: message.id });
       break;
@@ -276,6 +308,12 @@ async function connect() {
     $("node-id").textContent = await fingerprint(pair.publicKey);
     $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
     const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
+    if (bridge.canvasPort) {
+      commands = {
+        ...available(),
+        ...canvasCommands({ frame: $("canvas"), box: $("canvas-box"), port: Number(bridge.canvasPort), grant: () => canvasGrant() }),
+      };
+    }
     if (bridge.tier === "browser-unverified") {
       $("unverified").hidden = false;
       // Whoever could have served this page could read an invite's secret from the link.

@@ -29,6 +29,8 @@ enum BrowserDoor {
         let invites: InviteCache
         let driver: BridgeDriver
         let logger: Logger
+        /// The canvas relay's port, when it is on: the shell frames the canvas from there.
+        var canvasPort: Int? = nil
     }
 
     /// Binds the door on each listen address (or the one named), if it is configured.
@@ -38,7 +40,10 @@ enum BrowserDoor {
         // What the page checks the handshake against: the bridge's static key, as authentic as
         // the page itself (the same TLS connection's origin).
         // And which tier the page is, so an honest page on a self-signed certificate says so.
-        let info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey), "tier": tls.tier.rawValue]
+        var info: [String: String] = ["name": parts.configuration.name, "publicKey": Hex.encode(parts.identity.publicKey), "tier": tls.tier.rawValue]
+        // Where the canvas is framed from: the relay, on the page's own name (its SNI gets this door's certificate).
+        if let canvasPort = parts.canvasPort { info["canvasPort"] = String(canvasPort) }
+        let policy = ShellHTTPHandler.policy(frames: parts.canvasPort.map { port in tls.names.filter { !$0.hasPrefix("*.") }.map { "https://\($0):\(port)" } } ?? [])
         var files = ShellAssets.files
         if settings.tls == .bridgeCA, let downloads = try BridgeCAFiles.downloads(directory: parts.configuration.stateDirectory) {
             files["lanbridge-root.crt"] = ShellAssets.File(contentType: "application/x-x509-ca-cert", body: downloads.crt)
@@ -62,7 +67,7 @@ enum BrowserDoor {
                                 // The port is known once the first listener bound (when it was 0).
                                 let port = chosen == 0 ? (channel.localAddress?.port ?? 0) : chosen
                                 let check = BrowserRequestCheck(names: tls.names, port: port, files: Set(files.keys))
-                                try admit(channel, listener: listener, tls: tls, check: check, files: files, parts: parts)
+                                try admit(channel, listener: listener, tls: tls, check: check, files: files, policy: policy, parts: parts)
                             }
                         }
                         .bind(host: host, port: port).get()
@@ -75,6 +80,8 @@ enum BrowserDoor {
             throw error
         }
         let logger = parts.logger
+        // A browser's canvas frame reaches the relay by the door's names: it gets this certificate there.
+        parts.driver.doorTLS?.serveBrowsers(tls)
         if let every = tls.refreshEvery {
             _ = parts.driver.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
                 do { try tls.refresh() } catch { logger.error("browser door: no new certificate: \(error) (the one served so far serves on)") }
@@ -92,7 +99,8 @@ enum BrowserDoor {
     }
 
     private static func admit(
-        _ channel: any Channel, listener: Int, tls: BrowserTLS, check: BrowserRequestCheck, files: [String: ShellAssets.File], parts: Parts
+        _ channel: any Channel, listener: Int, tls: BrowserTLS, check: BrowserRequestCheck, files: [String: ShellAssets.File],
+        policy: [(String, String)], parts: Parts
     ) throws {
         let (configuration, driver) = (parts.configuration, parts.driver)
         let address = channel.remoteAddress?.ipAddress ?? "?"
@@ -112,12 +120,13 @@ enum BrowserDoor {
         try channel.pipeline.syncOperations.addHandler(
             PlainOrTLS(
                 tls: { sync in
-                    try tlsPipeline(sync, id: id, address: address, handshakeTimeout: handshakeTimeout, tls: tls, check: check, files: files, parts: parts)
+                    try tlsPipeline(
+                        sync, id: id, address: address, handshakeTimeout: handshakeTimeout, tls: tls, check: check, files: files, policy: policy, parts: parts)
                 },
                 plain: { sync in
                     try sync.addHandler(PreAuthLimit(bytes: preSessionBytes))
                     try sync.configureHTTPServerPipeline()
-                    try sync.addHandler(ShellHTTPHandler(check: check, files: files, plain: true, closed: { driver.closed(id) }))
+                    try sync.addHandler(ShellHTTPHandler(check: check, files: files, policy: policy, plain: true, closed: { driver.closed(id) }))
                 },
                 closedFirst: { driver.closed(id) }))
     }
@@ -125,7 +134,7 @@ enum BrowserDoor {
     /// HTTPS: the shell's files, and the upgrade to the node socket, whose session is a node's.
     private static func tlsPipeline(
         _ sync: ChannelPipeline.SynchronousOperations, id: ConnectionID, address: String, handshakeTimeout: Double, tls: BrowserTLS,
-        check: BrowserRequestCheck, files: [String: ShellAssets.File], parts: Parts
+        check: BrowserRequestCheck, files: [String: ShellAssets.File], policy: [(String, String)], parts: Parts
     ) throws {
         let (configuration, driver) = (parts.configuration, parts.driver)
         try sync.addHandler(NIOSSLServerHandler(context: tls.served.context))
@@ -136,7 +145,7 @@ enum BrowserDoor {
                 let verdict = check.judge(
                     method: head.method.rawValue, uri: head.uri, host: head.headers.first(name: "Host"), origin: head.headers.first(name: "Origin"),
                     upgrade: true)
-                return channel.eventLoop.makeSucceededFuture(verdict == .nodeSocket ? HTTPHeaders(ShellHTTPHandler.policy) : nil)
+                return channel.eventLoop.makeSucceededFuture(verdict == .nodeSocket ? HTTPHeaders(policy) : nil)
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
@@ -156,6 +165,6 @@ enum BrowserDoor {
                     _ = try? sync.removeHandler(name: "browser-pre-session")
                 }
             ))
-        try sync.addHandler(ShellHTTPHandler(check: check, files: files, closed: { driver.closed(id) }), name: ShellHTTPHandler.name)
+        try sync.addHandler(ShellHTTPHandler(check: check, files: files, policy: policy, closed: { driver.closed(id) }), name: ShellHTTPHandler.name)
     }
 }

@@ -57,9 +57,11 @@ struct BrowserRequestCheck: Sendable {
         return .asset(name)
     }
 
-    /// A name the door answers to: one of `names`, or one label under a `*.` entry (a wildcard
-    /// certificate's, as browsers match it).
-    private func covers(_ name: String) -> Bool {
+    private func covers(_ name: String) -> Bool { Self.covers(name, names: names) }
+
+    /// Whether `name` (lowercased) is one of `names`, or one label under a `*.` entry (a wildcard
+    /// certificate's, as browsers match it). The door's `Host` check and the relay's SNI choice.
+    static func covers(_ name: String, names: Set<String>) -> Bool {
         guard !name.contains("*") else { return false }
         if names.contains(name) { return true }
         guard let dot = name.firstIndex(of: "."), dot != name.startIndex else { return false }

@@ -29,6 +29,9 @@ final class BrowserTLS: Sendable {
 
     struct Served: Sendable {
         let context: NIOSSLContext
+        /// What the context serves, for the canvas relay's answer to the door's names.
+        let chain: [NIOSSLCertificate]
+        let key: NIOSSLPrivateKey
         let issued: NIODeadline
         /// The files' identities when read (tier 2), to see them change.
         let stamp: [String]
@@ -97,6 +100,14 @@ final class BrowserTLS: Sendable {
         }
     }
 
+    private static func served(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey, stamp: [String]) throws -> Served {
+        Served(context: try context(chain: chain, key: key), chain: chain, key: key, issued: .now(), stamp: stamp)
+    }
+
+    /// Whether `name` (a TLS client's SNI, or a `Host`) is one of the door's: exactly, or one label
+    /// under a `*.` name.
+    func covers(_ name: String) -> Bool { BrowserRequestCheck.covers(name.lowercased(), names: Set(names)) }
+
     private static func context(chain: [NIOSSLCertificate], key: NIOSSLPrivateKey) throws -> NIOSSLContext {
         var tls = TLSConfiguration.makeServerConfiguration(certificateChain: chain.map { .certificate($0) }, privateKey: .privateKey(key))
         tls.minimumTLSVersion = .tlsv12
@@ -108,7 +119,7 @@ final class BrowserTLS: Sendable {
     private static func issue(names: [String], directory: StateDirectory) throws -> Served {
         let (dns, ipv4) = split(names)
         let pem = try BridgeCAFiles.issueLeaf(directory: directory, dns: dns, ipv4: ipv4, days: leafDays)
-        return Served(context: try context(chain: try NIOSSLCertificate.fromPEMBytes(pem), key: try NIOSSLPrivateKey(bytes: pem, format: .pem)), issued: .now(), stamp: [])
+        return try served(chain: try NIOSSLCertificate.fromPEMBytes(pem), key: try NIOSSLPrivateKey(bytes: pem, format: .pem), stamp: [])
     }
 
     private static func read(certificate: String, key: String) throws -> (served: Served, names: [String]) {
@@ -120,8 +131,7 @@ final class BrowserTLS: Sendable {
             throw Problem(description: "the key in \(key) is not the one \(certificate) certifies (renewed one without the other?)")
         }
         let chain = try NIOSSLCertificate.fromPEMBytes(certificatePEM)
-        let served = Served(context: try context(chain: chain, key: try NIOSSLPrivateKey(bytes: keyPEM, format: .pem)), issued: .now(), stamp: stamp)
-        return (served, chain.first.map(subjectAltNames) ?? [])
+        return (try served(chain: chain, key: try NIOSSLPrivateKey(bytes: keyPEM, format: .pem), stamp: stamp), chain.first.map(subjectAltNames) ?? [])
     }
 
     private static func selfSigned(names: [String], directory: StateDirectory) throws -> Served {
@@ -130,12 +140,12 @@ final class BrowserTLS: Sendable {
             let chain = try? NIOSSLCertificate.fromPEMBytes(kept), let leaf = chain.first, Set(subjectAltNames(leaf)) == Set(names.map { $0.lowercased() }),
             let key = try? NIOSSLPrivateKey(bytes: kept, format: .pem)
         {
-            return Served(context: try context(chain: chain, key: key), issued: .now(), stamp: [])
+            return try served(chain: chain, key: key, stamp: [])
         }
         let (dns, ipv4) = split(names)
         let pem = try BridgeCA.selfSigned(names: try BridgeCA.Names(dns: dns, ipv4: ipv4), days: selfSignedDays)
         try AtomicFile.write(pem, to: file, mode: 0o600)
-        return Served(context: try context(chain: try NIOSSLCertificate.fromPEMBytes(pem), key: try NIOSSLPrivateKey(bytes: pem, format: .pem)), issued: .now(), stamp: [])
+        return try served(chain: try NIOSSLCertificate.fromPEMBytes(pem), key: try NIOSSLPrivateKey(bytes: pem, format: .pem), stamp: [])
     }
 
     /// The DNS names and IPv4 addresses a certificate names, lowercased.

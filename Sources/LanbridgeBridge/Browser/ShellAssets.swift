@@ -14,6 +14,73 @@ enum ShellAssets {
     }
 
     static let files: [String: File] = [
+        "canvas.js": File(
+            contentType: "text/javascript; charset=utf-8",
+            body: Array(
+                #"""
+                // The agent's canvas in the page (issue 64): a sandboxed frame on the canvas relay's origin (its
+                // own port, so another origin than this page's), given no permission (no camera, microphone or
+                // location delegation), unable to navigate this page. The relay is reached by this page's own name:
+                // its certificate there is the browser door's, which this browser trusts.
+                //
+                // Offered: canvas.present, canvas.hide, canvas.navigate. Not offered, honestly: canvas.snapshot (no
+                // browser API can screenshot a cross-origin frame), canvas.eval and canvas.a2ui.* (they need a
+                // script inside the frame that the relay does not inject yet).
+
+                class CanvasError extends Error {
+                  constructor(code, message) { super(message); this.code = code; }
+                }
+
+                /**
+                 * The canvas commands. `frame` is the iframe, `box` what shows it, `grant()` a fresh
+                 * `{url, expiresAtMs}` from the bridge (canvas.refresh), `port` the relay's port.
+                 */
+                export function canvasCommands({ frame, box, grant, port }) {
+                  let wakeLock = null;
+
+                  async function target(url) {
+                    const canvas = await grant();
+                    const base = new URL(String(canvas.url));
+                    base.hostname = location.hostname;
+                    base.port = String(port);
+                    if (url === undefined || url === null || url === "") return `${base.href}/__openclaw__/canvas/`;
+                    if (typeof url !== "string") throw new CanvasError("INVALID_PARAMS", "url must be a string");
+                    if (url.startsWith("/") && !url.startsWith("//")) return base.href + url;
+                    let parsed;
+                    try { parsed = new URL(url); } catch { throw new CanvasError("INVALID_PARAMS", "url is not a URL"); }
+                    if (parsed.protocol !== "https:") throw new CanvasError("INVALID_PARAMS", "a canvas shows https: pages only");
+                    // The bridge rewrites the canvas host's URLs to the relay as this connection reached it (an
+                    // address): here the relay is reached by this page's name, whose certificate the browser trusts.
+                    if (parsed.origin === new URL(String(canvas.url)).origin) {
+                      parsed.hostname = location.hostname;
+                      parsed.port = String(port);
+                    }
+                    return parsed.href;
+                  }
+
+                  async function show(url) {
+                    frame.src = await target(url);
+                    box.hidden = false;
+                    // The screen stays on while a canvas shows, where the browser allows it.
+                    if (navigator.wakeLock && !wakeLock) wakeLock = await navigator.wakeLock.request("screen").catch(() => null);
+                    return { url: frame.src.replace(/\/__openclaw__\/cap\/[^/]+/, "/__openclaw__/cap/…") };
+                  }
+
+                  return {
+                    "canvas.present": (params) => show(params.url),
+                    "canvas.navigate": (params) => {
+                      if (typeof params.url !== "string" || params.url === "") throw new CanvasError("INVALID_PARAMS", "canvas.navigate needs a url");
+                      return show(params.url);
+                    },
+                    "canvas.hide": async () => {
+                      box.hidden = true;
+                      frame.src = "about:blank";
+                      if (wakeLock) { await wakeLock.release().catch(() => {}); wakeLock = null; }
+                      return {};
+                    },
+                  };
+                }
+                """#.utf8) + [0x0A]),
         "capabilities.js": File(
             contentType: "text/javascript; charset=utf-8",
             body: Array(
@@ -120,7 +187,7 @@ enum ShellAssets {
                   try {
                     return { type: "invoke.result", id: message.id, ok: true, payload: await handler(params) };
                   } catch (error) {
-                    const code = error instanceof CommandError ? error.code : "COMMAND_FAILED";
+                    const code = error && typeof error.code === "string" ? error.code : "COMMAND_FAILED";
                     return { type: "invoke.result", id: message.id, ok: false, error: { code, message: String(error.message || error) } };
                   }
                 }
@@ -326,6 +393,9 @@ enum ShellAssets {
                     <p class="meta">Request <span id="request"></span></p>
                   </section>
                   <button id="notify" type="button" hidden>Let the agent show notifications</button>
+                  <section id="canvas-box" hidden>
+                    <iframe id="canvas" title="The agent's canvas" sandbox="allow-scripts allow-same-origin allow-forms" referrerpolicy="no-referrer"></iframe>
+                  </section>
                   <p class="meta">This device <span id="node-id">…</span> · its key <span id="key-storage">…</span></p>
                   <noscript>This page needs JavaScript: it runs the bridge's handshake in the browser.</noscript>
                 </main>
@@ -644,6 +714,8 @@ enum ShellAssets {
                 .warn { border-left: 4px solid var(--bad); padding: .4rem .8rem; }
                 h2 { font-size: 1.05rem; margin: 0 0 .4rem; }
                 ol { margin: 0; padding-left: 1.3rem; }
+                #canvas-box { padding: 0; overflow: hidden; }
+                #canvas { display: block; width: 100%; height: 70vh; border: 0; background: #fff; }
                 """#.utf8) + [0x0A]),
         "shell.js": File(
             contentType: "text/javascript; charset=utf-8",
@@ -657,8 +729,10 @@ enum ShellAssets {
                 import { Initiator, fromHex, toHex, fingerprint, parseFingerprint, commitment, verificationCode, inviteKeys } from "./noise.js";
                 import { detect, fallback, webCrypto } from "./x25519.js";
                 import { available, run } from "./capabilities.js";
+                import { canvasCommands } from "./canvas.js";
 
-                const commands = available();
+                /** What this page runs: the browser's capabilities, and the canvas where the bridge has a relay. */
+                let commands = available();
 
                 // An invite (`lanbridge invite --browser`) arrives in the fragment: it is taken, and removed from
                 // the address before anything else runs, so it stays out of history, bookmarks and a Home Screen
@@ -800,6 +874,9 @@ enum ShellAssets {
 
                 const node = {
                   connection: null,
+                  canvas: null,
+                  grants: 0,
+                  waitingGrants: new Map(),
                   invite: invite && !invite.error ? invite : null,
                   wantPairing: false,
                   nonce: null,
@@ -819,6 +896,20 @@ enum ShellAssets {
                   };
                 }
 
+                /** A fresh canvas capability: the one `welcome` gave while it lasts, else a `canvas.refresh`. */
+                function canvasGrant() {
+                  const now = Date.now();
+                  if (node.canvas && (!node.canvas.expiresAtMs || node.canvas.expiresAtMs - now > 5000)) return Promise.resolve(node.canvas);
+                  const connection = node.connection;
+                  if (!connection || !connection.transport) return Promise.reject(new Error("not connected"));
+                  const id = `v${++node.grants}`;
+                  connection.send({ type: "canvas.refresh", id });
+                  return new Promise((resolve, reject) => {
+                    node.waitingGrants.set(id, { resolve, reject });
+                    setTimeout(() => { if (node.waitingGrants.delete(id)) reject(new Error("the bridge gave no canvas in time")); }, 10000);
+                  });
+                }
+
                 async function askToPair(connection) {
                   node.nonce = crypto.getRandomValues(new Uint8Array(32));
                   const c = await commitment(connection.handshakeHash, node.nonce);
@@ -831,6 +922,7 @@ enum ShellAssets {
                     case "welcome":
                       $("bridge").textContent = String(message.bridgeName || "lanbridge");
                       if (message.paired) {
+                        node.canvas = message.canvas && typeof message.canvas === "object" ? message.canvas : null;
                         $("pair").hidden = true;
                         $("code-box").hidden = true;
                         say("Connected");
@@ -874,6 +966,18 @@ enum ShellAssets {
                         say(message.outcome === "rejected" ? "The operator refused this device" : "The request ran out; ask again", true);
                       }
                       break;
+                    case "canvas.grant": {
+                      const waiting = node.waitingGrants.get(message.id);
+                      if (!waiting) break;
+                      node.waitingGrants.delete(message.id);
+                      if (message.canvas && typeof message.canvas === "object") {
+                        node.canvas = message.canvas;
+                        waiting.resolve(message.canvas);
+                      } else {
+                        waiting.reject(new Error(String((message.error && message.error.message) || "no canvas")));
+                      }
+                      break;
+                    }
                     case "ping":
                       connection.send({ type: "pong", id: message.id });
                       break;
@@ -927,6 +1031,12 @@ enum ShellAssets {
                     $("node-id").textContent = await fingerprint(pair.publicKey);
                     $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
                     const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
+                    if (bridge.canvasPort) {
+                      commands = {
+                        ...available(),
+                        ...canvasCommands({ frame: $("canvas"), box: $("canvas-box"), port: Number(bridge.canvasPort), grant: () => canvasGrant() }),
+                      };
+                    }
                     if (bridge.tier === "browser-unverified") {
                       $("unverified").hidden = false;
                       // Whoever could have served this page could read an invite's secret from the link.

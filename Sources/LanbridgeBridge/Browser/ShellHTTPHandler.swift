@@ -9,13 +9,20 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    /// Every answer's headers: nothing inline runs, nothing frames the shell, no referrer leaves it.
-    static let policy: [(String, String)] = [
-        (
-            "Content-Security-Policy",
-            "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-                + "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
-        ),
+    /// Every answer's headers: nothing inline runs, nothing frames the shell, no referrer leaves
+    /// it; the only frame it may hold is the canvas relay's (`frames`: its origins).
+    static func policy(frames: [String]) -> [(String, String)] {
+        [
+            (
+                "Content-Security-Policy",
+                "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; worker-src 'self'; "
+                    + "frame-src \(frames.isEmpty ? "'none'" : frames.joined(separator: " ")); "
+                    + "frame-ancestors 'none'; base-uri 'none'; form-action 'none'"
+            )
+        ] + common
+    }
+
+    private static let common: [(String, String)] = [
         ("Referrer-Policy", "no-referrer"),
         ("X-Content-Type-Options", "nosniff"),
         ("X-Frame-Options", "DENY"),
@@ -27,13 +34,14 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     private let check: BrowserRequestCheck
     private let files: [String: ShellAssets.File]
+    private let policy: [(String, String)]
     private let plain: Bool
     private let closed: () -> Void
 
     /// `closed` runs if the connection ends while this handler is still in place (never upgraded).
     /// `plain`: the connection has no TLS (only the install page and the root's downloads).
-    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], plain: Bool = false, closed: @escaping () -> Void) {
-        (self.check, self.files, self.plain, self.closed) = (check, files, plain, closed)
+    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], policy: [(String, String)], plain: Bool = false, closed: @escaping () -> Void) {
+        (self.check, self.files, self.policy, self.plain, self.closed) = (check, files, policy, plain, closed)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -64,7 +72,7 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
         _ context: ChannelHandlerContext, _ head: HTTPRequestHead, status: HTTPResponseStatus, type: String, body: [UInt8], keepAlive: Bool,
         extra: [(String, String)] = []
     ) {
-        var headers = HTTPHeaders(Self.policy + extra + [("Content-Type", type), ("Content-Length", String(body.count))])
+        var headers = HTTPHeaders(policy + extra + [("Content-Type", type), ("Content-Length", String(body.count))])
         if !keepAlive { headers.add(name: "Connection", value: "close") }
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
         if !body.isEmpty { context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil) }

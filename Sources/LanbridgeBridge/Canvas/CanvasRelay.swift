@@ -71,7 +71,7 @@ final class CanvasRelay: @unchecked Sendable {
                         return
                     }
                     let sync = channel.pipeline.syncOperations
-                    try sync.addHandler(NIOSSLServerHandler(context: configuration.tls.served.context))
+                    try sync.addHandler(NIOSSLServerHandler(context: configuration.tls.served.relayContext))
                     try sync.addHandler(IdleStateHandler(allTimeout: .milliseconds(Int64(configuration.limits[.canvasIdleMs]))))
                     try sync.addHandler(CanvasFrontHandler(relay: self, id: id, ticket: ticket))
                 }

@@ -591,11 +591,12 @@ def replace(path, data):
 class Daemon:
     """`lanbridge serve` whose log lines are read on a thread."""
 
-    def __init__(self, lanbridge, state_dir):
+    def __init__(self, lanbridge, state_dir, canvas=False):
         import queue
         self.lines = queue.Queue()
         self.process = subprocess.Popen(
-            [lanbridge, "serve", "--state-dir", state_dir, "--listen", "loopback", "--port", "0", "--no-mdns", "--no-gateway", "--no-ui", "--no-canvas"],
+            [lanbridge, "serve", "--state-dir", state_dir, "--listen", "loopback", "--port", "0", "--no-mdns", "--no-gateway", "--no-ui"]
+            + (["--canvas-listen", "0"] if canvas else ["--no-canvas"]),
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -777,9 +778,101 @@ def unverified(args):
     print("done", flush=True)
 
 
+# ---- canvas: the agent's canvas in a sandboxed frame ----
+
+PROBE = """<!doctype html><title>probe</title><pre id="out">running</pre><script>
+(async () => {
+  const r = {};
+  try { r.parentDocument = String(parent.document.title); } catch (e) { r.parentDocument = e.name; }
+  try { await navigator.mediaDevices.getUserMedia({ video: true }); r.camera = "granted"; } catch (e) { r.camera = e.name; }
+  try { top.location.href = "https://example.invalid/"; r.top = "no exception"; } catch (e) { r.top = e.name; }
+  r.storage = await new Promise((done) => {
+    const q = indexedDB.open("lanbridge");
+    q.onsuccess = () => done(Array.from(q.result.objectStoreNames).join(",") || "empty");
+    q.onerror = () => done("error");
+  });
+  parent.postMessage({ type: "invoke.result", id: "forged", ok: true, payload: {} }, "*");
+  document.getElementById("out").textContent = JSON.stringify(r);
+})();
+</script>"""
+
+
+def canvas(args):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    root = tempfile.mkdtemp(prefix="browser-canvas-")
+    pages = os.path.join(root, "__openclaw__", "canvas")
+    os.makedirs(pages)
+    with open(os.path.join(pages, "index.html"), "w") as f:
+        f.write('<!doctype html><title>canvas</title><p id="hello">static canvas</p>')
+    with open(os.path.join(pages, "probe.html"), "w") as f:
+        f.write(PROBE)
+    host = serve_directory(root)
+    os.makedirs(args.state_dir, mode=0o700, exist_ok=True)
+    cli(["ca", "init", "--name", "bridge.local"], args.lanbridge, args.state_dir)
+    with open(os.path.join(args.state_dir, "config.json"), "w") as f:
+        json.dump({"canvas": {"upstream": f"http://127.0.0.1:{host.server_address[1]}"}, "browser": {"enabled": True, "listen": "127.0.0.1:0"}}, f)
+    daemon = Daemon(args.lanbridge, args.state_dir, canvas=True)
+    driver = home = None
+    try:
+        door = daemon.wait("browser door listening").split("browser=")[1].split()[0]
+        root_pem = os.path.join(args.state_dir, "ca", "root.crt")
+        status, headers, _ = https(door, root_pem, "GET", "/", {"Host": urllib.parse.urlsplit(door).netloc})
+        if "frame-src https://bridge.local:" not in headers.get("content-security-policy", ""):
+            fail(f"the shell's CSP names no canvas frame: {headers.get('content-security-policy')}")
+        driver, home = trusting_browser(door, root_pem, extra=["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"])
+        wait = WebDriverWait(driver, TIMEOUT)
+        driver.get(door)
+        pair_by_code(driver, args, "Wall tablet")
+        declared = set(json.loads(cli(["nodes", "describe", "Wall tablet", "--json"], args.lanbridge, args.state_dir).stdout)["declaredCommands"])
+        if not {"canvas.present", "canvas.navigate", "canvas.hide"} <= declared or declared & {"canvas.snapshot", "canvas.eval"}:
+            fail(f"with a canvas relay the page declared {sorted(declared)}")
+        invoke(args, "Wall tablet", "canvas.present")
+        frame = wait.until(lambda d: d.find_element(By.ID, "canvas") if d.find_element(By.ID, "canvas-box").is_displayed() else None)
+        driver.switch_to.frame(frame)
+        wait.until(lambda d: d.find_elements(By.ID, "hello"))
+        text = driver.find_element(By.ID, "hello").text
+        driver.switch_to.default_content()
+        if text != "static canvas":
+            fail(f"the canvas frame shows {text!r}")
+        driver.save_screenshot(os.path.join(args.shots, "browser-canvas.png"))
+        ok("canvas.present shows the canvas host's page in a frame on the relay's origin, trusted by the browser (the relay answers the door's name with its certificate)")
+
+        # As the agent names a page: on the canvas host, which the bridge rewrites to the node's relay.
+        invoke(args, "Wall tablet", "canvas.navigate", {"url": f"http://127.0.0.1:{host.server_address[1]}/__openclaw__/canvas/probe.html"})
+        frame = driver.find_element(By.ID, "canvas")
+        driver.switch_to.frame(frame)
+        wait.until(lambda d: d.find_elements(By.ID, "out") and d.find_element(By.ID, "out").text != "running")
+        probe = json.loads(driver.find_element(By.ID, "out").text)
+        driver.switch_to.default_content()
+        if probe["parentDocument"] != "SecurityError" or probe["camera"] != "NotAllowedError" or probe["storage"] != "empty":
+            fail(f"the canvas page reached more than its own origin: {probe}")
+        if not driver.current_url.startswith(door) or status_text(driver) != "Connected":
+            fail(f"the canvas page moved the shell: {driver.current_url} {status_text(driver)}")
+        ok(f"a canvas page cannot read the shell's document or storage, gets {probe['camera']} from getUserMedia, cannot navigate the top, and its forged postMessage changes nothing")
+
+        for command in ["canvas.eval", "canvas.snapshot"]:
+            refused = invoke(args, "Wall tablet", command, {"javaScript": "1"} if command == "canvas.eval" else None, check=False)
+            if refused.returncode == 0:
+                fail(f"{command} ran on a browser node")
+        invoke(args, "Wall tablet", "canvas.hide")
+        wait.until(lambda d: not d.find_element(By.ID, "canvas-box").is_displayed())
+        ok("canvas.eval and canvas.snapshot are refused (the page does not offer them); canvas.hide hides the frame")
+    finally:
+        if driver:
+            driver.quit()
+        if home:
+            shutil.rmtree(home, ignore_errors=True)
+        daemon.stop()
+        host.shutdown()
+        shutil.rmtree(root, ignore_errors=True)
+    print("done", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("part", choices=["crypto", "pair", "invite", "own-certificate", "unverified", "capabilities"])
+    parser.add_argument("part", choices=["crypto", "pair", "invite", "own-certificate", "unverified", "capabilities", "canvas"])
     parser.add_argument("--shell")
     parser.add_argument("--vectors")
     parser.add_argument("--checks")
@@ -790,7 +883,7 @@ def main():
     parser.add_argument("--root")
     parser.add_argument("--shots")
     args = parser.parse_args()
-    {"crypto": crypto, "pair": pair, "invite": invite, "own-certificate": own_certificate, "unverified": unverified, "capabilities": capabilities}[args.part](args)
+    {"crypto": crypto, "pair": pair, "invite": invite, "own-certificate": own_certificate, "unverified": unverified, "capabilities": capabilities, "canvas": canvas}[args.part](args)
 
 
 main()
