@@ -95,7 +95,7 @@ struct BrowserNodeTests {
             "capabilities", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--door", page,
             "--root", state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
         ])
-        #expect(steps.count == 8, "\(steps)")
+        #expect(steps.count == 9, "\(steps)")
         #expect(bridge.log.contains("node moved to the background"), "\(bridge.log)")
     }
 

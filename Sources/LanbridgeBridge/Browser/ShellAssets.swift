@@ -167,12 +167,74 @@ enum ShellAssets {
                   return { delivered: true };
                 }
 
+                /** Records `stream` until `stop()` resolves: the bytes and the recorder's MIME type. */
+                function record(stream) {
+                  const type = ["video/webm;codecs=vp8,opus", "video/webm", "audio/webm;codecs=opus", "audio/webm", "audio/mp4", "video/mp4"]
+                    .find((t) => stream.getVideoTracks().length > 0 === t.startsWith("video/") && MediaRecorder.isTypeSupported(t));
+                  const recorder = new MediaRecorder(stream, type ? { mimeType: type } : {});
+                  const chunks = [];
+                  recorder.ondataavailable = (event) => { if (event.data.size > 0) chunks.push(event.data); };
+                  const started = performance.now();
+                  const done = new Promise((resolve) => { recorder.onstop = resolve; });
+                  recorder.start();
+                  return {
+                    async stop() {
+                      if (recorder.state !== "inactive") recorder.stop();
+                      await done;
+                      for (const track of stream.getTracks()) track.stop();
+                      const blob = new Blob(chunks, { type: recorder.mimeType });
+                      return { bytes: new Uint8Array(await blob.arrayBuffer()), mimeType: recorder.mimeType, durationMs: Math.round(performance.now() - started) };
+                    },
+                  };
+                }
+
+                const formatOf = (mimeType) => (mimeType.includes("mp4") ? "mp4" : "webm");
+
+                async function cameraClip(params) {
+                  const durationMs = typeof params.durationMs === "number" ? Math.min(Math.max(params.durationMs, 250), 60000) : 3000;
+                  const audio = params.includeAudio !== false;
+                  let stream;
+                  try { stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: params.facing === "back" ? "environment" : "user" }, audio }); } catch (error) { throw mediaError(error); }
+                  const recording = record(stream);
+                  await new Promise((r) => setTimeout(r, durationMs));
+                  const clip = await recording.stop();
+                  return { format: formatOf(clip.mimeType), base64: toBase64(clip.bytes), durationMs: clip.durationMs, hasAudio: audio };
+                }
+
+                // Voice: the page records, the agent transcribes (browsers' own recognition sends audio to a
+                // vendor's server, or is missing). voice.start begins; voice.stop ends it and returns the audio.
+                let voice = null;
+
+                async function voiceStart(params) {
+                  if (voice) throw new CommandError("BUSY", "already recording");
+                  let stream;
+                  try { stream = await navigator.mediaDevices.getUserMedia({ audio: true, video: false }); } catch (error) { throw mediaError(error); }
+                  const maxMs = typeof params.maxMs === "number" ? Math.min(Math.max(params.maxMs, 1000), 300000) : 60000;
+                  const recording = record(stream);
+                  voice = { recording, limit: setTimeout(() => voiceStop().catch(() => {}), maxMs) };
+                  return { recording: true, maxMs };
+                }
+
+                async function voiceStop() {
+                  if (!voice) throw new CommandError("NOT_RECORDING", "voice.start first");
+                  const { recording, limit } = voice;
+                  voice = null;
+                  clearTimeout(limit);
+                  const audio = await recording.stop();
+                  return { format: formatOf(audio.mimeType), mimeType: audio.mimeType, base64: toBase64(audio.bytes), durationMs: audio.durationMs };
+                }
+
                 /** The commands this browser can run, by name. */
                 export function available() {
                   const table = {};
                   if (navigator.mediaDevices && navigator.mediaDevices.getUserMedia) {
                     table["camera.list"] = cameraList;
                     table["camera.snap"] = cameraSnap;
+                    if (typeof MediaRecorder === "function") {
+                      table["camera.clip"] = cameraClip;
+                      table["voice.start"] = voiceStart;
+                      table["voice.stop"] = voiceStop;
+                    }
                   }
                   if (navigator.geolocation) table["location.get"] = locationGet;
                   if ("serviceWorker" in navigator && "Notification" in window) table["system.notify"] = systemNotify;

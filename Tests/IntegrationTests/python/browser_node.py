@@ -379,7 +379,8 @@ def capabilities(args):
         pair_by_code(driver, args, "Kitchen tablet")
         node = json.loads(cli(["nodes", "describe", "Kitchen tablet", "--json"], args.lanbridge, args.state_dir).stdout)
         declared = set(node.get("declaredCommands", []))
-        if not {"camera.snap", "camera.list", "location.get", "system.notify"} <= declared or "canvas.snapshot" in declared:
+        if not {"camera.snap", "camera.list", "camera.clip", "voice.start", "voice.stop", "location.get", "system.notify"} <= declared \
+                or "canvas.snapshot" in declared:
             fail(f"the page declared {sorted(declared)}")
         ok(f"the page declares what this browser can do: {', '.join(sorted(declared))}")
 
@@ -400,6 +401,23 @@ def capabilities(args):
         with open(os.path.join(args.shots, "browser-camera.jpg"), "wb") as f:
             f.write(image)
         ok(f"after nodes allow, camera.snap gives a {size[0]}x{size[1]} JPEG from Chromium's fake camera")
+
+        cli(["nodes", "allow", "Kitchen tablet", "camera.clip"], args.lanbridge, args.state_dir)
+        clip = json.loads(invoke(args, "Kitchen tablet", "camera.clip", {"durationMs": 600}).stdout)
+        clip = clip.get("payload", clip)
+        video = base64.b64decode(clip["base64"])
+        if clip["format"] != "webm" or video[:4] != b"\x1a\x45\xdf\xa3" or clip["hasAudio"] is not True or clip["durationMs"] < 500:
+            fail(f"camera.clip gave {clip.get('format')} of {len(video)} bytes, {clip.get('durationMs')} ms")
+        for command in ["voice.start", "voice.stop"]:
+            cli(["nodes", "allow", "Kitchen tablet", command], args.lanbridge, args.state_dir)
+        invoke(args, "Kitchen tablet", "voice.start", {})
+        time.sleep(0.6)  # a recording lasts as long as it lasts: the clock is the subject here
+        spoken = json.loads(invoke(args, "Kitchen tablet", "voice.stop").stdout)
+        spoken = spoken.get("payload", spoken)
+        audio = base64.b64decode(spoken["base64"])
+        if spoken["format"] != "webm" or audio[:4] != b"\x1a\x45\xdf\xa3" or spoken["durationMs"] < 500:
+            fail(f"voice.stop gave {spoken.get('format')} of {len(audio)} bytes, {spoken.get('durationMs')} ms")
+        ok(f"camera.clip gives a {len(video)}-byte WebM with audio; voice.start/stop a {len(audio)}-byte WebM of {spoken['durationMs']} ms for the agent to transcribe")
 
         cli(["nodes", "allow", "Kitchen tablet", "location.get"], args.lanbridge, args.state_dir)
         where = json.loads(invoke(args, "Kitchen tablet", "location.get", {"timeoutMs": 5000}).stdout)
