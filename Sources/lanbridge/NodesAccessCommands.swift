@@ -146,6 +146,9 @@ extension NodesCommand {
                       may run:    \(list(d.allowedCommands))
                       flags:      requiresForeground=\(d.flags.requiresForeground) supportsInputInjection=\(d.flags.supportsInputInjection)
                     """)
+                if d.keyStorage == "extractable" {
+                    print("  key:        extractable: its browser has no WebCrypto X25519, so the page keeps the key's bytes (script on its origin could read them)")
+                }
                 if d.pairingMethod == .browserUnverified {
                     print(
                         "  warning:    paired through an unverified page (a self-signed certificate): its code proved nothing against a man in the middle. More than display needs `nodes allow \(d.nodeId) COMMAND --unverified-page`."

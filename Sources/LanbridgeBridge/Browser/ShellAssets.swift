@@ -955,6 +955,7 @@ enum ShellAssets {
                     caps: [...new Set(Object.keys(commands).map((c) => c.split(".")[0]))],
                     commands: Object.keys(commands),
                     flags: { requiresForeground: true, supportsInputInjection: false },
+                    keyStorage: node.keyStorage,
                   };
                 }
 
@@ -1092,6 +1093,7 @@ enum ShellAssets {
                     const { pair, backend } = await nodeKey();
                     $("node-id").textContent = await fingerprint(pair.publicKey);
                     $("key-storage").textContent = pair.extractable ? "is kept by this page (this browser has no WebCrypto X25519)" : "cannot leave this browser";
+                    node.keyStorage = pair.extractable ? "extractable" : "non-extractable";
                     const bridge = await (await fetch("/bridge.json", { cache: "no-store" })).json();
                     if (bridge.canvasPort) {
                       commands = {

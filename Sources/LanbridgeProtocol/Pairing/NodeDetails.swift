@@ -15,6 +15,10 @@ public struct NodeDetails: Codable, Equatable, Sendable {
     public var caps: [String]
     public var commands: [String]
     public var flags: CapabilityFlags
+    /// A browser node's word on its key (issue 64): `non-extractable` (a WebCrypto `CryptoKey`
+    /// the page can use but never read) or `extractable` (32 bytes the page keeps). Anything else
+    /// is dropped by `sanitized()`.
+    public var keyStorage: String?
 
     public init(
         displayName: String, platform: String, osVersion: String? = nil, appVersion: String? = nil,
@@ -68,6 +72,7 @@ extension NodeDetails {
         safe.deviceModel = deviceModel.map(clean)
         safe.caps = cleanList(caps)
         safe.commands = cleanList(commands)
+        safe.keyStorage = keyStorage.flatMap { ["extractable", "non-extractable"].contains($0) ? $0 : nil }
         return safe
     }
 }

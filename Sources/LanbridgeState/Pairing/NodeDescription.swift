@@ -10,6 +10,8 @@ public struct NodeDescription: Codable, Equatable, Sendable {
     public var osVersion: String?
     public var appVersion: String?
     public var deviceModel: String?
+    /// A browser node's key: `extractable` where its browser has no WebCrypto X25519.
+    public var keyStorage: String?
     public var caps: [String]
     /// The commands the node declared when it paired.
     public var declaredCommands: [String]
@@ -51,6 +53,7 @@ public struct NodeDescription: Codable, Equatable, Sendable {
         osVersion = node.details.osVersion
         appVersion = node.details.appVersion
         deviceModel = node.details.deviceModel
+        keyStorage = node.details.keyStorage
         caps = node.details.caps
         declaredCommands = node.details.commands
         flags = node.details.flags
