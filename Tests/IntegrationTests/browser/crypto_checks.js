@@ -117,3 +117,23 @@ export async function x25519Agreement(n) {
 }
 
 export { detect };
+
+/** Milliseconds per node-side handshake (the XX vector, replayed), with the backend named. */
+export async function handshakeMs(vectors, backendName, rounds) {
+  const xx = { ...vectors, vectors: vectors.vectors.filter((v) => !v.inviteSecret) };
+  await handshakeVectors(xx, backendName);  // warm
+  const start = performance.now();
+  for (let i = 0; i < rounds; i++) await handshakeVectors(xx, backendName);
+  return (performance.now() - start) / rounds;
+}
+
+/** MB/s of sealing and opening `megabytes` MiB in 65,518-byte chunks, as the transport does. */
+export function aeadMBps(megabytes) {
+  const key = crypto.getRandomValues(new Uint8Array(32)), nonce = new Uint8Array(12), chunk = crypto.getRandomValues(new Uint8Array(65518));
+  const chunks = Math.ceil((megabytes << 20) / chunk.length);
+  const start = performance.now();
+  for (let i = 0; i < chunks; i++) {
+    if (open(key, nonce, seal(key, nonce, chunk)) === null) throw new Error("did not open");
+  }
+  return (chunks * chunk.length) / (1 << 20) / ((performance.now() - start) / 1000);
+}

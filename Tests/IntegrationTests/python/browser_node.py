@@ -163,6 +163,19 @@ def crypto(args):
             ok(f"WebCrypto's X25519 and the page's agree on {n} random exchanges; both refuse low-order points")
             n = run_module(driver, f"{load('aead.json')}.then((c) => m.aeadCases(c))")
             ok(f"ChaCha20-Poly1305 agrees with Python's cryptography on {n} cases (RFC 8439's included); each tampered tag refused")
+            if args.bench:
+                web = run_module(driver, f"{load('handshake.json')}.then((v) => m.handshakeMs(v, 'webcrypto', 50))")
+                own = run_module(driver, f"{load('handshake.json')}.then((v) => m.handshakeMs(v, 'fallback', 50))")
+                mbps = run_module(driver, "Promise.resolve(m.aeadMBps(16))")
+                import time
+                from cryptography.hazmat.primitives.ciphers.aead import ChaCha20Poly1305
+                aead, chunk, nonce = ChaCha20Poly1305(os.urandom(32)), os.urandom(65518), bytes(12)
+                start = time.perf_counter()
+                for _ in range(257):
+                    aead.decrypt(nonce, aead.encrypt(nonce, chunk, None), None)
+                native = 257 * 65518 / (1 << 20) / (time.perf_counter() - start)
+                print(f"info handshake (node side, XX) {web:.2f} ms with WebCrypto's X25519, {own:.2f} ms with the page's own: {own / web:.2f}x", flush=True)
+                print(f"info ChaCha20-Poly1305 seal+open {mbps:.1f} MB/s in the page, {native:.0f} MB/s in Python's cryptography (OpenSSL): {native / mbps:.1f}x", flush=True)
         finally:
             driver.quit()
 
@@ -897,6 +910,7 @@ def main():
     parser.add_argument("--vectors")
     parser.add_argument("--checks")
     parser.add_argument("--cases", type=int, default=10000)
+    parser.add_argument("--bench", action="store_true", help="crypto: also time a handshake and the cipher (info lines)")
     parser.add_argument("--lanbridge")
     parser.add_argument("--state-dir")
     parser.add_argument("--door")
