@@ -42,7 +42,7 @@ struct BrowserNodeTests {
             "pair", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--door", door,
             "--root", state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
         ])
-        #expect(steps.count == 8, "\(steps)")
+        #expect(steps.count == 9, "\(steps)")
         #expect(bridge.log.contains("pairing request") || bridge.log.contains("node connected"), "\(bridge.log)")
         for shot in ["browser-code", "browser-connected"] {
             #expect(FileManager.default.fileExists(atPath: Self.screenshots.appendingPathComponent("\(shot).png").path), "no screenshot \(shot)")

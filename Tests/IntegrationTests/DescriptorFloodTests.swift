@@ -27,15 +27,17 @@ struct DescriptorFloodTests {
         let hostPort = Int(try host.waitForLine(timeout: 30) { $0.contains("Serving HTTP") }.split(separator: " ")[5]) ?? 0
         let state = TemporaryDirectory("bridge")
         try Data(#"{"canvas": {"upstream": "http://127.0.0.1:\#(hostPort)"}}"#.utf8).write(to: state.url.appendingPathComponent("config.json"))
+        #expect(try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path]).status == 0)
         let bridge = try BridgeDaemon(
             state: state,
             arguments: [
                 "--no-gateway", "--canvas-listen", "0", "--openclaw-apps", "--openclaw-apps-listen", "0",
-                "--metrics-listen", "127.0.0.1:0",
+                "--metrics-listen", "127.0.0.1:0", "--browser", "--browser-listen", "127.0.0.1:0",
             ],
             launcher: ["/usr/bin/prlimit", "--nofile=\(limit):\(limit)", "--"], console: true)
         let budget = bridge.process.output.first { $0.contains("descriptor budget for every listener") } ?? "(not logged)"
         let door = try bridge.waitForLog("OpenClaw apps door listening")
+        let browserDoor = try bridge.waitForLog("browser door listening")
         let node = try SimulatedNode(port: bridge.port, arguments: ["--name", "tablet"])
         let nodeID = try node.pair(with: bridge)
         let words = try node.waitFor("canvas").split(separator: " ").map(String.init)
@@ -43,7 +45,11 @@ struct DescriptorFloodTests {
 
         func port(_ url: String?) -> String { String(url?.split(separator: ":").last?.prefix { $0.isNumber } ?? "0") }
         let doorPort = port(door.split(separator: " ").first { $0.hasPrefix("openclawApps=") }.map(String.init))
-        let targets = ["noise:\(bridge.port)", "tls:\(port(canvas.origin))", "tls:\(doorPort)", "http:\(port(bridge.consoleURL))", "http:\(bridge.metricsPort ?? 0)"]
+        let browserPort = port(browserDoor.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropLast()) })
+        let targets = [
+            "noise:\(bridge.port)", "tls:\(port(canvas.origin))", "tls:\(doorPort)", "http:\(port(bridge.consoleURL))", "http:\(bridge.metricsPort ?? 0)",
+            "tls:\(browserPort)",
+        ]
         let flood = try ChildProcess(
             URL(fileURLWithPath: Python.executable),
             [Repository.url("Tests/IntegrationTests/python/slowloris_all.py").path, "250", "4", "120", "3"] + targets,

@@ -151,6 +151,7 @@ class Connection {
 
 const node = {
   connection: null,
+  codesShown: 0,
   canvas: null,
   grants: 0,
   waitingGrants: new Map(),
@@ -188,7 +189,21 @@ function canvasGrant() {
   });
 }
 
+// PROTOCOL.md §7: a man in the middle can re-roll this page's code by making it reconnect, so one
+// attempt shows at most three codes; the bridge gives one request no more challenges either.
+const MAX_CODES = 3;
+
 async function askToPair(connection) {
+  if (node.codesShown >= MAX_CODES) {
+    node.wantPairing = false;
+    connection.close();
+    $("code-box").hidden = true;
+    $("pair").hidden = false;
+    $("ask").disabled = false;
+    node.stopped = `This page showed ${MAX_CODES} codes for one request and asks no more: if the operator saw none of them, ask again (the request may need rejecting first)`;
+    say(node.stopped, true);
+    return;
+  }
   node.nonce = crypto.getRandomValues(new Uint8Array(32));
   const c = await commitment(connection.handshakeHash, node.nonce);
   connection.send({ type: "pair.request", details: details(), commitment: toHex(c) });
@@ -205,6 +220,7 @@ async function handle(connection, message) {
         $("code-box").hidden = true;
         say("Connected");
         node.retry = 1000;
+        connection.paired = true;
         connection.send({ type: "state", foreground: document.visibilityState === "visible" });
       } else if (node.invite) {
         connection.send({ type: "invite.redeem", secret: toHex(node.invite.secret), details: details() });
@@ -223,6 +239,7 @@ async function handle(connection, message) {
       const bridgeNonce = fromHex(String(message.nonce));
       connection.send({ type: "pair.reveal", nonce: toHex(node.nonce) });
       $("code").textContent = await verificationCode(connection.handshakeHash, node.nonce, bridgeNonce);
+      node.codesShown++;
       $("request").textContent = String(message.requestId || "");
       $("pair").hidden = true;
       $("code-box").hidden = false;
@@ -239,6 +256,7 @@ async function handle(connection, message) {
         await record("paired", toHex(connection.bridgeKey));
         $("code-box").hidden = true;
         say("Connected");
+        connection.paired = true;
         connection.send({ type: "state", foreground: document.visibilityState === "visible" });
       } else {
         say(message.outcome === "rejected" ? "The operator refused this device" : "The request ran out; ask again", true);
@@ -288,7 +306,7 @@ async function connect() {
   if (node.paired) node.invite = null;
   if (!node.paired && !node.wantPairing && !node.invite) {
     $("pair").hidden = false;
-    say("Not paired yet");
+    say(node.stopped || "Not paired yet", Boolean(node.stopped));
     return;
   }
   say("Connecting…");
@@ -335,7 +353,7 @@ async function connect() {
 // goes. Shown or resumed, it connects again, and a held invoke runs.
 function away() {
   const connection = node.connection;
-  if (connection && connection.transport) connection.send({ type: "state", foreground: false });
+  if (connection && connection.paired) connection.send({ type: "state", foreground: false });
   node.connection = null;
   if (connection) connection.close();
 }
@@ -345,7 +363,7 @@ document.addEventListener("visibilitychange", () => {
   const connection = node.connection;
   if (document.visibilityState === "hidden") {
     // A page in the background can do nothing (and iOS stops it): say so, and go.
-    if (connection && connection.transport) connection.send({ type: "state", foreground: false });
+    if (connection && connection.paired) connection.send({ type: "state", foreground: false });
     node.connection = null;
     if (connection) connection.close();
   } else {
@@ -355,6 +373,8 @@ document.addEventListener("visibilitychange", () => {
 
 $("ask").addEventListener("click", () => {
   node.wantPairing = true;
+  node.codesShown = 0;
+  node.stopped = null;
   $("ask").disabled = true;
   if (node.connection && node.connection.transport) askToPair(node.connection).catch((error) => node.connection.fail(error));
   else connect();

@@ -52,6 +52,8 @@ enum BrowserDoor {
         files["bridge.json"] = ShellAssets.File(contentType: "application/json", body: try LanbridgeJSON.compact.encode(info).withUnsafeBytes { Array($0) })
         var bound: [any Channel] = []
         var port = listen.port
+        // The page's connections, before any becomes a node's session.
+        let connections = HTTPConnections()
         do {
             for (index, host) in (listen.host.map { [$0] } ?? parts.configuration.listen.map(\.host)).enumerated() {
                 let listener = min(index, parts.configuration.listen.count - 1)
@@ -67,7 +69,8 @@ enum BrowserDoor {
                                 // The port is known once the first listener bound (when it was 0).
                                 let port = chosen == 0 ? (channel.localAddress?.port ?? 0) : chosen
                                 let check = BrowserRequestCheck(names: tls.names, port: port, files: Set(files.keys))
-                                try admit(channel, listener: listener, tls: tls, check: check, files: files, policy: policy, parts: parts)
+                                try admit(
+                                    channel, listener: listener, tls: tls, check: check, files: files, policy: policy, connections: connections, parts: parts)
                             }
                         }
                         .bind(host: host, port: port).get()
@@ -98,62 +101,79 @@ enum BrowserDoor {
         return bound
     }
 
+    /// A connection to the door: the page's requests are bounded as the console's are (per peer,
+    /// in all, evicting the busiest peer's oldest) and by the descriptor budget. Only the upgrade
+    /// to the node socket is an attempt at a handshake: there the node admission decides, as for
+    /// the TCP listener (its rate, its slots, its deadlines), and the connection leaves the
+    /// page's table. A page load's several connections so count as one attempt, not six.
     private static func admit(
         _ channel: any Channel, listener: Int, tls: BrowserTLS, check: BrowserRequestCheck, files: [String: ShellAssets.File],
-        policy: [(String, String)], parts: Parts
+        policy: [(String, String)], connections: HTTPConnections, parts: Parts
     ) throws {
-        let (configuration, driver) = (parts.configuration, parts.driver)
-        let address = channel.remoteAddress?.ipAddress ?? "?"
-        guard case let .admit(slot, _, handshakeTimeout) = parts.admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) })
-        else {
+        let driver = parts.driver
+        let peer = DescriptorGate.peer(of: channel.remoteAddress)
+        guard let place = connections.admitted(channel, peer: peer) else {
             channel.close(promise: nil)
             return
         }
-        let cost = configuration.gateway?.wire == .openclaw ? 2 : 1
-        let ticket = driver.descriptors?.admit(channel, peer: DescriptorGate.peer(of: channel.remoteAddress), cost: cost)
+        // With OpenClaw's gateway a paired node holds a second descriptor, its socket there.
+        let ticket = driver.descriptors?.admit(channel, peer: peer, cost: parts.configuration.gateway?.wire == .openclaw ? 2 : 1)
         if driver.descriptors != nil, ticket == nil {
-            parts.admission.release(slot)
             channel.close(promise: nil)
             return
         }
-        let id = driver.accepted(channel, slot: slot, ticket: ticket, browser: tls.tier)
-        try channel.pipeline.syncOperations.addHandler(
+        let sync = channel.pipeline.syncOperations
+        // A connection that sends nothing, or rests between requests, goes (as the console's).
+        try sync.addHandler(IdleStateHandler(allTimeout: .seconds(30)), name: "browser-page-idle")
+        try sync.addHandler(
             PlainOrTLS(
                 tls: { sync in
                     try tlsPipeline(
-                        sync, id: id, address: address, handshakeTimeout: handshakeTimeout, tls: tls, check: check, files: files, policy: policy, parts: parts)
+                        sync, listener: listener, place: place, ticket: ticket, tls: tls, check: check, files: files, policy: policy,
+                        connections: connections, parts: parts)
                 },
                 plain: { sync in
                     try sync.addHandler(PreAuthLimit(bytes: preSessionBytes))
                     try sync.configureHTTPServerPipeline()
-                    try sync.addHandler(ShellHTTPHandler(check: check, files: files, policy: policy, plain: true, closed: { driver.closed(id) }))
-                },
-                closedFirst: { driver.closed(id) }))
+                    try sync.addHandler(ShellHTTPHandler(check: check, files: files, policy: policy, plain: true))
+                }))
     }
 
     /// HTTPS: the shell's files, and the upgrade to the node socket, whose session is a node's.
     private static func tlsPipeline(
-        _ sync: ChannelPipeline.SynchronousOperations, id: ConnectionID, address: String, handshakeTimeout: Double, tls: BrowserTLS,
-        check: BrowserRequestCheck, files: [String: ShellAssets.File], policy: [(String, String)], parts: Parts
+        _ sync: ChannelPipeline.SynchronousOperations, listener: Int, place: Int, ticket: DescriptorGate.Ticket?, tls: BrowserTLS,
+        check: BrowserRequestCheck, files: [String: ShellAssets.File], policy: [(String, String)], connections: HTTPConnections, parts: Parts
     ) throws {
         let (configuration, driver) = (parts.configuration, parts.driver)
         try sync.addHandler(NIOSSLServerHandler(context: tls.served.context))
         try sync.addHandler(PreAuthLimit(bytes: preSessionBytes), name: "browser-pre-session")
+        // What the upgrade's admission gave, for the session it starts (the channel's loop only).
+        var admitted: (id: ConnectionID, handshakeTimeout: Double)?
         let upgrader = NIOWebSocketServerUpgrader(
             maxFrameSize: maxMessage,
             shouldUpgrade: { channel, head in
                 let verdict = check.judge(
                     method: head.method.rawValue, uri: head.uri, host: head.headers.first(name: "Host"), origin: head.headers.first(name: "Origin"),
                     upgrade: true)
-                return channel.eventLoop.makeSucceededFuture(verdict == .nodeSocket ? HTTPHeaders(policy) : nil)
+                guard verdict == .nodeSocket else { return channel.eventLoop.makeSucceededFuture(nil) }
+                let address = channel.remoteAddress?.ipAddress ?? "?"
+                guard case let .admit(slot, _, handshakeTimeout) = parts.admission.connection(from: address, listener: listener, close: { channel.close(promise: nil) })
+                else {
+                    channel.close(promise: nil)
+                    return channel.eventLoop.makeSucceededFuture(nil)
+                }
+                connections.release(place)
+                admitted = (driver.accepted(channel, slot: slot, ticket: ticket, browser: tls.tier), handshakeTimeout)
+                return channel.eventLoop.makeSucceededFuture(HTTPHeaders(policy))
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
+                    guard let (id, handshakeTimeout) = admitted else { throw ChannelError.inappropriateOperationForState }
                     try channel.pipeline.syncOperations.addHandler(BrowserFrames())
                     try NodeDoor.addSession(
-                        to: channel, id: id, address: address, handshakeTimeout: min(handshakeTimeout, configuration.handshakeTimeout),
-                        configuration: configuration, identity: parts.identity, invites: parts.invites, invitesAllowed: tls.tier == .verified,
-                        driver: driver, logger: parts.logger)
+                        to: channel, id: id, address: channel.remoteAddress?.ipAddress ?? "?",
+                        handshakeTimeout: min(handshakeTimeout, configuration.handshakeTimeout), configuration: configuration,
+                        identity: parts.identity, invites: parts.invites, invitesAllowed: tls.tier == .verified, driver: driver, logger: parts.logger)
                 }
             })
         try sync.configureHTTPServerPipeline(
@@ -161,10 +181,9 @@ enum BrowserDoor {
                 upgraders: [upgrader],
                 completionHandler: { context in
                     let sync = context.pipeline.syncOperations
-                    _ = try? sync.removeHandler(name: ShellHTTPHandler.name)
-                    _ = try? sync.removeHandler(name: "browser-pre-session")
+                    for name in [ShellHTTPHandler.name, "browser-pre-session", "browser-page-idle"] { _ = try? sync.removeHandler(name: name) }
                 }
             ))
-        try sync.addHandler(ShellHTTPHandler(check: check, files: files, policy: policy, closed: { driver.closed(id) }), name: ShellHTTPHandler.name)
+        try sync.addHandler(ShellHTTPHandler(check: check, files: files, policy: policy), name: ShellHTTPHandler.name)
     }
 }

@@ -9,21 +9,15 @@ final class PlainOrTLS: ChannelInboundHandler, RemovableChannelHandler {
 
     private let tls: (ChannelPipeline.SynchronousOperations) throws -> Void
     private let plain: (ChannelPipeline.SynchronousOperations) throws -> Void
-    /// The connection ended before its first byte: nothing behind this handler will say so.
-    private let closedFirst: () -> Void
     private var decided = false
 
-    init(
-        tls: @escaping (ChannelPipeline.SynchronousOperations) throws -> Void,
-        plain: @escaping (ChannelPipeline.SynchronousOperations) throws -> Void,
-        closedFirst: @escaping () -> Void
-    ) {
-        (self.tls, self.plain, self.closedFirst) = (tls, plain, closedFirst)
+    init(tls: @escaping (ChannelPipeline.SynchronousOperations) throws -> Void, plain: @escaping (ChannelPipeline.SynchronousOperations) throws -> Void) {
+        (self.tls, self.plain) = (tls, plain)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        if !decided { closedFirst() }
-        context.fireChannelInactive()
+    /// Silent past the idle bound before its first byte: nothing behind this handler yet to close it.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if !decided, event is IdleStateHandler.IdleStateEvent { context.close(promise: nil) } else { context.fireUserInboundEventTriggered(event) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -34,7 +28,6 @@ final class PlainOrTLS: ChannelInboundHandler, RemovableChannelHandler {
         do {
             try (first == 0x16 ? tls : plain)(context.pipeline.syncOperations)
         } catch {
-            closedFirst()  // whatever was added may not report the close
             context.close(promise: nil)
             return
         }

@@ -936,6 +936,7 @@ enum ShellAssets {
 
                 const node = {
                   connection: null,
+                  codesShown: 0,
                   canvas: null,
                   grants: 0,
                   waitingGrants: new Map(),
@@ -973,7 +974,21 @@ enum ShellAssets {
                   });
                 }
 
+                // PROTOCOL.md §7: a man in the middle can re-roll this page's code by making it reconnect, so one
+                // attempt shows at most three codes; the bridge gives one request no more challenges either.
+                const MAX_CODES = 3;
+
                 async function askToPair(connection) {
+                  if (node.codesShown >= MAX_CODES) {
+                    node.wantPairing = false;
+                    connection.close();
+                    $("code-box").hidden = true;
+                    $("pair").hidden = false;
+                    $("ask").disabled = false;
+                    node.stopped = `This page showed ${MAX_CODES} codes for one request and asks no more: if the operator saw none of them, ask again (the request may need rejecting first)`;
+                    say(node.stopped, true);
+                    return;
+                  }
                   node.nonce = crypto.getRandomValues(new Uint8Array(32));
                   const c = await commitment(connection.handshakeHash, node.nonce);
                   connection.send({ type: "pair.request", details: details(), commitment: toHex(c) });
@@ -990,6 +1005,7 @@ enum ShellAssets {
                         $("code-box").hidden = true;
                         say("Connected");
                         node.retry = 1000;
+                        connection.paired = true;
                         connection.send({ type: "state", foreground: document.visibilityState === "visible" });
                       } else if (node.invite) {
                         connection.send({ type: "invite.redeem", secret: toHex(node.invite.secret), details: details() });
@@ -1008,6 +1024,7 @@ enum ShellAssets {
                       const bridgeNonce = fromHex(String(message.nonce));
                       connection.send({ type: "pair.reveal", nonce: toHex(node.nonce) });
                       $("code").textContent = await verificationCode(connection.handshakeHash, node.nonce, bridgeNonce);
+                      node.codesShown++;
                       $("request").textContent = String(message.requestId || "");
                       $("pair").hidden = true;
                       $("code-box").hidden = false;
@@ -1024,6 +1041,7 @@ enum ShellAssets {
                         await record("paired", toHex(connection.bridgeKey));
                         $("code-box").hidden = true;
                         say("Connected");
+                        connection.paired = true;
                         connection.send({ type: "state", foreground: document.visibilityState === "visible" });
                       } else {
                         say(message.outcome === "rejected" ? "The operator refused this device" : "The request ran out; ask again", true);
@@ -1073,7 +1091,7 @@ enum ShellAssets {
                   if (node.paired) node.invite = null;
                   if (!node.paired && !node.wantPairing && !node.invite) {
                     $("pair").hidden = false;
-                    say("Not paired yet");
+                    say(node.stopped || "Not paired yet", Boolean(node.stopped));
                     return;
                   }
                   say("Connecting…");
@@ -1120,7 +1138,7 @@ enum ShellAssets {
                 // goes. Shown or resumed, it connects again, and a held invoke runs.
                 function away() {
                   const connection = node.connection;
-                  if (connection && connection.transport) connection.send({ type: "state", foreground: false });
+                  if (connection && connection.paired) connection.send({ type: "state", foreground: false });
                   node.connection = null;
                   if (connection) connection.close();
                 }
@@ -1130,7 +1148,7 @@ enum ShellAssets {
                   const connection = node.connection;
                   if (document.visibilityState === "hidden") {
                     // A page in the background can do nothing (and iOS stops it): say so, and go.
-                    if (connection && connection.transport) connection.send({ type: "state", foreground: false });
+                    if (connection && connection.paired) connection.send({ type: "state", foreground: false });
                     node.connection = null;
                     if (connection) connection.close();
                   } else {
@@ -1140,6 +1158,8 @@ enum ShellAssets {
 
                 $("ask").addEventListener("click", () => {
                   node.wantPairing = true;
+                  node.codesShown = 0;
+                  node.stopped = null;
                   $("ask").disabled = true;
                   if (node.connection && node.connection.transport) askToPair(node.connection).catch((error) => node.connection.fail(error));
                   else connect();

@@ -36,17 +36,15 @@ final class ShellHTTPHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let files: [String: ShellAssets.File]
     private let policy: [(String, String)]
     private let plain: Bool
-    private let closed: () -> Void
 
-    /// `closed` runs if the connection ends while this handler is still in place (never upgraded).
     /// `plain`: the connection has no TLS (only the install page and the root's downloads).
-    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], policy: [(String, String)], plain: Bool = false, closed: @escaping () -> Void) {
-        (self.check, self.files, self.policy, self.plain, self.closed) = (check, files, policy, plain, closed)
+    init(check: BrowserRequestCheck, files: [String: ShellAssets.File], policy: [(String, String)], plain: Bool = false) {
+        (self.check, self.files, self.policy, self.plain) = (check, files, policy, plain)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
-        closed()
-        context.fireChannelInactive()
+    /// The page's connection rested past its idle bound (`BrowserDoor`'s IdleStateHandler).
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is IdleStateHandler.IdleStateEvent { context.close(promise: nil) } else { context.fireUserInboundEventTriggered(event) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -58,7 +58,19 @@ final class HTTPConnections: Sendable {
 
     /// Admits `channel` for `peer`, or returns false (the caller closes it). A connection evicted
     /// to make room is closed here; every admitted one leaves the table when it closes.
-    func admit(_ channel: any Channel, peer: String) -> Bool {
+    func admit(_ channel: any Channel, peer: String) -> Bool { admitted(channel, peer: peer) != nil }
+
+    /// A connection that stops being this table's before it closes (the browser door's, once it
+    /// becomes a node's session, which the node admission bounds from then on).
+    func release(_ id: Int) {
+        state.withLockedValue {
+            $0.table.remove(id)
+            $0.channels[id] = nil
+        }
+    }
+
+    /// As `admit`, with the connection's place in the table (for `release`), or nil when refused.
+    func admitted(_ channel: any Channel, peer: String) -> Int? {
         let (admission, evicted) = state.withLockedValue { state -> (HTTPConnectionTable.Admission, (any Channel)?) in
             let admission = state.table.admit(peer: peer)
             var evicted: (any Channel)?
@@ -74,16 +86,11 @@ final class HTTPConnections: Sendable {
         evicted?.close(promise: nil)
         let id: Int
         switch admission {
-        case .refused: return false
+        case .refused: return nil
         case let .admitted(admitted), let .admittedEvicting(admitted, _): id = admitted
         }
-        channel.closeFuture.whenComplete { [state] _ in
-            state.withLockedValue {
-                $0.table.remove(id)
-                $0.channels[id] = nil
-            }
-        }
-        return true
+        channel.closeFuture.whenComplete { [self] _ in release(id) }
+        return id
     }
 
     var count: Int { state.withLockedValue { $0.table.count } }

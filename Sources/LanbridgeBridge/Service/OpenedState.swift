@@ -60,7 +60,9 @@ extension OpenedState {
         let descriptors = DescriptorBudget(
             paired: initial.paired.nodes.count, openClaw: configuration.gateway?.wire == .openclaw,
             unauthenticated: configuration.admission.maxUnauthenticated + configuration.admission.maxWaiting,
-            http: [configuration.metrics, configuration.console].compactMap { $0 }.count * HTTPConnectionTable.Limits().total,
+            // Metrics, the console, and the browser door's page (its node sockets are admission's).
+            http: [configuration.metrics != nil, configuration.console != nil, configuration.browser != nil].filter { $0 }.count
+                * HTTPConnectionTable.Limits().total,
             canvas: configuration.canvas == nil ? 0 : configuration.settings.limits[.canvasConnections])
         let openFileLimit = OpenFileLimit.raise(toward: descriptors.needed)
         if let shortfall = descriptors.shortfall(limit: openFileLimit) { logger.warning("\(shortfall)") }

@@ -7,7 +7,7 @@ public struct DescriptorBudget: Equatable, Sendable {
     public var paired: Int
     public var openClaw: Bool
     public var unauthenticated: Int
-    /// What the HTTP listeners (metrics, console) may hold together: each is capped.
+    /// What the HTTP listeners (metrics, console, the browser door's page) may hold together: each is capped.
     public var http: Int
     /// The canvas relay's connections (`limits[.canvasConnections]`), each with its upstream one.
     public var canvas: Int

@@ -273,6 +273,36 @@ def pair(args):
         fail("the downloaded root's SHA-256 is not the one ca show prints")
     ok("plain http:// gives the install page, the root as .crt and .mobileconfig (its SHA-256 as ca show prints it), and nothing else")
 
+    # §7: a man in the middle re-rolls a page's code by making it reconnect; the page shows three at most.
+    driver, home = trusting_browser(args.door, args.root)
+    wait = WebDriverWait(driver, TIMEOUT)
+    try:
+        driver.get(args.door)
+        wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
+        driver.find_element(By.ID, "name").clear()
+        driver.find_element(By.ID, "name").send_keys("Rerolled tablet")
+        driver.find_element(By.ID, "ask").click()
+        page, codes = driver.current_window_handle, []
+        for attempt in range(4):
+            if attempt < 3:
+                wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6 and d.find_element(By.ID, "code").text not in codes)
+                codes.append(driver.find_element(By.ID, "code").text)
+            driver.switch_to.new_window("tab")  # away: the page closes its connection
+            driver.close()
+            driver.switch_to.window(page)  # back: it reconnects and asks again, while it may
+        try:
+            wait.until(lambda d: "asks no more" in status_text(d))
+        except Exception:
+            fail(f"after three codes the page says {status_text(driver)!r} (codes {codes})")
+        pending = [r for r in json.loads(cli(["nodes", "pending", "--json"], args.lanbridge, args.state_dir).stdout) if r["displayName"] == "Rerolled tablet"]
+        if len(pending) != 1 or pending[0]["challenges"] != 3 or pending[0].get("locked") is not None:
+            fail(f"after the page's three codes: {pending}")
+        cli(["nodes", "reject", pending[0]["requestId"]], args.lanbridge, args.state_dir)
+        ok(f"reconnected three times, the page showed three codes ({', '.join(codes)}) and asks no more")
+    finally:
+        driver.quit()
+        shutil.rmtree(home, ignore_errors=True)
+
     driver, home = trusting_browser(args.door, args.root)
     wait = WebDriverWait(driver, TIMEOUT)
     try:
