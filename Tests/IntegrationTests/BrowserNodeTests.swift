@@ -8,13 +8,33 @@ import TestSupport
 struct BrowserNodeTests {
     static let screenshots = Repository.url(".build/browser-screenshots")
 
-    func run(_ arguments: [String]) throws -> [String] {
+    /// The part's "ok" lines (`all`: every line it printed).
+    func run(_ arguments: [String], all: Bool = false) throws -> [String] {
         let child = try ChildProcess(URL(fileURLWithPath: Python.executable), [Repository.url("Tests/IntegrationTests/python/browser_node.py").path] + arguments)
         var out: [String] = []
         while let line = try child.nextLine(timeout: 300) { out.append(line) }
         #expect(child.wait() == 0, "\(out.joined(separator: "\n"))\n\(child.standardError.suffix(2000))")
         #expect(out.last == "done", "\(out.joined(separator: "\n"))")
-        return out.filter { $0.hasPrefix("ok ") }
+        return all ? out : out.filter { $0.hasPrefix("ok ") }
+    }
+
+    /// A daemon with the bridge CA and the browser door on a free port: it, the door's page, its state.
+    func door() throws -> (bridge: BridgeDaemon, page: String, state: TemporaryDirectory) {
+        let state = TemporaryDirectory("bridge")
+        let made = try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path])
+        #expect(made.status == 0, "\(made.stderr)")
+        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
+        let line = try bridge.waitForLog("browser door listening")
+        let page = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
+        return (bridge, page, state)
+    }
+
+    /// The arguments every part against `door()` takes.
+    func against(_ door: (bridge: BridgeDaemon, page: String, state: TemporaryDirectory)) -> [String] {
+        [
+            "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", door.state.path, "--door", door.page,
+            "--root", door.state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
+        ]
     }
 
     /// The shell's own Noise reproduces pairing/vectors/ in the browser, with WebCrypto's X25519
@@ -31,19 +51,11 @@ struct BrowserNodeTests {
     /// The door's hygiene (Host, Origin, CSP), then a browser pairs by code against a real daemon
     /// and reconnects after a reload as the same node.
     @Test func aBrowserPairsByCodeThroughTheBridgeCA() throws {
-        let state = TemporaryDirectory("bridge")
-        let made = try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path])
-        #expect(made.status == 0, "\(made.stderr)")
-        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
-        let line = try bridge.waitForLog("browser door listening")
-        let door = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
+        let door = try door()
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
-        let steps = try run([
-            "pair", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--door", door,
-            "--root", state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
-        ])
+        let steps = try run(["pair"] + against(door))
         #expect(steps.count == 9, "\(steps)")
-        #expect(bridge.log.contains("pairing request") || bridge.log.contains("node connected"), "\(bridge.log)")
+        #expect(door.bridge.log.contains("pairing request") || door.bridge.log.contains("node connected"), "\(door.bridge.log)")
         for shot in ["browser-code", "browser-connected"] {
             #expect(FileManager.default.fileExists(atPath: Self.screenshots.appendingPathComponent("\(shot).png").path), "no screenshot \(shot)")
         }
@@ -53,35 +65,12 @@ struct BrowserNodeTests {
     /// the right one pairs at once and leaves no `#` in the address; a second use fails; the
     /// secret reaches no log.
     @Test func aBrowserPairsByInviteLinkOnceAndOnlyWithItsBridge() throws {
-        let state = TemporaryDirectory("bridge")
-        #expect(try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path]).status == 0)
-        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
-        let line = try bridge.waitForLog("browser door listening")
-        let door = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
-        let child = try ChildProcess(
-            URL(fileURLWithPath: Python.executable),
-            [
-                Repository.url("Tests/IntegrationTests/python/browser_node.py").path, "invite", "--lanbridge", ChildProcess.product("lanbridge").path,
-                "--state-dir", state.path, "--door", door, "--root", state.url.appendingPathComponent("ca/root.crt").path,
-            ])
-        var out: [String] = []
-        while let line = try child.nextLine(timeout: 300) { out.append(line) }
-        #expect(child.wait() == 0 && out.last == "done", "\(out.joined(separator: "\n"))\n\(child.standardError.suffix(2000))")
+        let door = try door()
+        let out = try run(["invite"] + against(door), all: true)
         #expect(out.filter { $0.hasPrefix("ok ") }.count == 3, "\(out)")
         let secret = try #require(out.first { $0.hasPrefix("info secret ") }.map { String($0.dropFirst("info secret ".count)) })
-        #expect(secret.count == 32 && !bridge.log.contains(secret), "the invite's secret is in the log")
-        #expect(bridge.log.contains("node paired by invite"), "\(bridge.log)")
-    }
-
-    /// A daemon with the bridge CA and the browser door on a free port: it, the door's page, its state.
-    func door() throws -> (bridge: BridgeDaemon, page: String, state: TemporaryDirectory) {
-        let state = TemporaryDirectory("bridge")
-        let made = try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path])
-        #expect(made.status == 0, "\(made.stderr)")
-        let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway", "--browser", "--browser-listen", "127.0.0.1:0"])
-        let line = try bridge.waitForLog("browser door listening")
-        let page = try #require(line.split(separator: " ").first { $0.hasPrefix("browser=") }.map { String($0.dropFirst("browser=".count)) })
-        return (bridge, page, state)
+        #expect(secret.count == 32 && !door.bridge.log.contains(secret), "the invite's secret is in the log")
+        #expect(door.bridge.log.contains("node paired by invite"), "\(door.bridge.log)")
     }
 
     /// What the page lends, each only once allowed: camera.snap (Chromium's fake camera; never
@@ -89,14 +78,11 @@ struct BrowserNodeTests {
     /// once), system.notify (the Service Worker's notifications). Frozen or hidden, it says so and
     /// goes, so invokes fail fast; back, a held invoke runs within 2 s, and no connection is left over.
     @Test func aBrowserLendsItsCapabilitiesAndGoesWhenHidden() throws {
-        let (bridge, page, state) = try door()
+        let door = try door()
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
-        let steps = try run([
-            "capabilities", "--lanbridge", ChildProcess.product("lanbridge").path, "--state-dir", state.path, "--door", page,
-            "--root", state.url.appendingPathComponent("ca/root.crt").path, "--shots", Self.screenshots.path,
-        ])
+        let steps = try run(["capabilities"] + against(door))
         #expect(steps.count == 9, "\(steps)")
-        #expect(bridge.log.contains("node moved to the background"), "\(bridge.log)")
+        #expect(door.bridge.log.contains("node moved to the background"), "\(door.bridge.log)")
     }
 
     /// The agent's canvas in a sandboxed frame on the relay's origin, reached by the door's name

@@ -61,16 +61,24 @@ struct SharedStateTests {
         }
     }
 
+    /// The test's accounts, and a state directory as the package leaves it: the service's, 0770, shared with its group.
+    static func packagedState() throws -> (Accounts, TemporaryDirectory) {
+        let accounts = try Accounts()
+        let state = TemporaryDirectory("shared")
+        #expect(ChildProcess.exitStatus("/bin/chown", ["\(service):\(group)", state.path]) == 0)
+        chmod(state.path, 0o770)
+        return (accounts, state)
+    }
+
+    static func cleanUp(_ accounts: Accounts) {
+        withExtendedLifetime(accounts) {}
+        try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: binary).deletingLastPathComponent().path)
+    }
+
     @Test(.enabled(if: usable, "needs root, useradd and setpriv to run the daemon and the CLI as other users"))
     func aGroupMemberRunsTheCLIAsThemselvesAndTheDaemonReadsWhatTheyWrite() throws {
-        let accounts = try Accounts()
-        defer {
-            withExtendedLifetime(accounts) {}
-            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: Self.binary).deletingLastPathComponent().path)
-        }
-        let state = TemporaryDirectory("shared")
-        #expect(ChildProcess.exitStatus("/bin/chown", ["\(Self.service):\(Self.group)", state.path]) == 0)
-        chmod(state.path, 0o770)
+        let (accounts, state) = try Self.packagedState()
+        defer { Self.cleanUp(accounts) }
         let bridge = try BridgeDaemon(state: state, arguments: ["--no-gateway"], launcher: Self.launcher(Self.service))
         defer { bridge.stop() }
         func cli(_ user: String, _ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
@@ -124,14 +132,8 @@ struct SharedStateTests {
     /// member of the group sees the root's SHA-256. The intermediate's key stays the owner's alone.
     @Test(.enabled(if: usable, "needs root, useradd and setpriv to run the daemon and the CLI as other users"))
     func theCARootMadeIsTheDaemonsToUse() throws {
-        let accounts = try Accounts()
-        defer {
-            withExtendedLifetime(accounts) {}
-            try? FileManager.default.removeItem(atPath: URL(fileURLWithPath: Self.binary).deletingLastPathComponent().path)
-        }
-        let state = TemporaryDirectory("shared")
-        #expect(ChildProcess.exitStatus("/bin/chown", ["\(Self.service):\(Self.group)", state.path]) == 0)
-        chmod(state.path, 0o770)
+        let (accounts, state) = try Self.packagedState()
+        defer { Self.cleanUp(accounts) }
         let made = try CLI.run(["ca", "init", "--name", "bridge.local", "--state-dir", state.path])
         #expect(made.status == 0, "\(made.stderr)")
         let service = try #require(getpwnam(Self.service)).pointee.pw_uid

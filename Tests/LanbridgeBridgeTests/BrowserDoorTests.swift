@@ -5,6 +5,7 @@ import NIOWebSocket
 import TestSupport
 import Testing
 @testable import LanbridgeBridge
+import LanbridgeProtocol
 
 /// Issue 64: the browser door's decisions on a request's head, its framing, and the shell it serves.
 struct BrowserDoorTests {

@@ -8,7 +8,8 @@ import LanbridgeProtocol
 // reports as a crash with the input that caused it.
 
 enum Target: String, CaseIterable {
-    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, canvasexchange, openclawapp, core
+    case frame, preamble, transport, session, gateway, json, txt, invite, openclaw, dns, canvasurl, canvasrequest, canvasexchange, openclawapp, browserrequest,
+        core
 }
 
 let target: Target = {
@@ -45,6 +46,7 @@ public func fuzz(_ data: UnsafePointer<UInt8>, _ count: Int) -> CInt {
     case .canvasrequest: canvasRequest(bytes)
     case .canvasexchange: canvasExchange(bytes)
     case .openclawapp: openClawApp(bytes)
+    case .browserrequest: browserRequest(bytes)
     case .core: core(bytes)
     }
     return 0
@@ -266,6 +268,37 @@ func canvasRequest(_ bytes: [UInt8]) {
     let lines = head.split(separator: "\r\n", omittingEmptySubsequences: false)
     invariant(!head.dropLast(4).contains("\r\n\r\n") && lines.allSatisfy { !$0.contains("\n") && !$0.contains("\r") }, "one head, whole lines")
     invariant(!head.lowercased().contains("cookie:") && !head.lowercased().contains("authorization:"), "no credentials upstream")
+}
+
+/// The browser door's decision on a request's head (issue 64): the input is the method, the URI,
+/// `Host` and `Origin`, split at 0x00 bytes (a missing one is absent), and a flag byte (upgrade,
+/// plain). Whatever they say: the node socket opens only for the door's own origin, on a name it
+/// serves and its port; only the shell's files are served, and over plain HTTP only the install ones.
+func browserRequest(_ bytes: [UInt8]) {
+    let parts = bytes.split(separator: 0, maxSplits: 4, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+    let field = { (i: Int) in i < parts.count ? parts[i] : nil }
+    let flags = bytes.last ?? 0
+    let check = BrowserRequestCheck(
+        names: ["bridge.local", "192.168.1.10", "*.lan.example.com"], port: 18795,
+        files: ["index.html", "shell.js", "install.html", "lanbridge-root.crt", "bridge.json"])
+    let verdict = check.judge(
+        method: field(0) ?? "GET", uri: field(1) ?? "/", host: field(2), origin: field(3), upgrade: flags & 1 == 1, plain: flags & 2 == 2)
+    switch verdict {
+    case .nodeSocket:
+        let host = (field(2) ?? "").lowercased()
+        invariant(flags & 2 == 0 && flags & 1 == 1, "the socket only over TLS, only by an upgrade")
+        invariant(field(3) == "https://\(host)" && host.hasSuffix(":18795"), "the socket only from the door's own origin")
+        invariant(
+            ["bridge.local:18795", "192.168.1.10:18795"].contains(host) || (host.hasSuffix(".lan.example.com:18795") && host.split(separator: ".").count == 4),
+            "a name the door serves")
+    case let .asset(name):
+        invariant(check.files.contains(name), "only the shell's files")
+        invariant(flags & 2 == 0 || BrowserRequestCheck.plainFiles.contains(name), "over plain HTTP only the install files")
+    case let .redirect(location):
+        invariant(location.hasPrefix("https://") && !location.contains("\r") && !location.contains("\n"), "a redirect to HTTPS, one header line")
+    case .refuse:
+        break
+    }
 }
 
 /// One relayed canvas request (issue 48 §1, §5), both sides hostile: the input is a request kind,

@@ -1,3 +1,4 @@
+import LanbridgeProtocol
 import FoundationEssentials
 import LanbridgeDiscovery
 import LanbridgeFiles

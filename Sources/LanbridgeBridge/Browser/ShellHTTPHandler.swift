@@ -1,3 +1,4 @@
+import LanbridgeProtocol
 import NIOCore
 import NIOHTTP1
 

@@ -307,24 +307,17 @@ def pair(args):
     wait = WebDriverWait(driver, TIMEOUT)
     try:
         driver.get(args.door)
-        wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
-        name = driver.find_element(By.ID, "name")
-        name.clear()
-        name.send_keys("Hall tablet")
-        driver.find_element(By.ID, "ask").click()
-        wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6)
-        code = driver.find_element(By.ID, "code").text
-        request = driver.find_element(By.ID, "request").text
-        driver.save_screenshot(os.path.join(args.shots, "browser-code.png"))
-        ok(f"Chromium trusts the bridge CA for {url.hostname}; the page shows a code for request {request}")
-        pending = json.loads(cli(["nodes", "pending", "--json"], args.lanbridge, args.state_dir).stdout)
-        if code in json.dumps(pending):
-            fail("nodes pending printed the bridge's code")
-        wrong = f"{(int(code) + 1) % 1000000:06d}"
-        if cli(["nodes", "approve", request, "--code", wrong], args.lanbridge, args.state_dir, check=False).returncode == 0:
-            fail("a wrong code approved the browser")
-        cli(["nodes", "approve", request, "--code", code], args.lanbridge, args.state_dir)
-        wait.until(lambda d: d.find_element(By.ID, "status").text == "Connected")
+
+        def look(code, request):
+            driver.save_screenshot(os.path.join(args.shots, "browser-code.png"))
+            ok(f"Chromium trusts the bridge CA for {url.hostname}; the page shows a code for request {request}")
+            if code in json.dumps(json.loads(cli(["nodes", "pending", "--json"], args.lanbridge, args.state_dir).stdout)):
+                fail("nodes pending printed the bridge's code")
+            wrong = f"{(int(code) + 1) % 1000000:06d}"
+            if cli(["nodes", "approve", request, "--code", wrong], args.lanbridge, args.state_dir, check=False).returncode == 0:
+                fail("a wrong code approved the browser")
+
+        pair_by_code(driver, args, "Hall tablet", before_approving=look)
         driver.save_screenshot(os.path.join(args.shots, "browser-connected.png"))
         ok("a wrong code is refused; the right one approves, and the page says Connected")
         node = json.loads(cli(["nodes", "describe", "Hall tablet", "--json"], args.lanbridge, args.state_dir).stdout)
@@ -363,8 +356,9 @@ if (navigator.mediaDevices) {
 """
 
 
-def pair_by_code(driver, args, name):
-    """The page asks, shows a code; the CLI approves with it; the page says Connected."""
+def pair_by_code(driver, args, name, before_approving=None):
+    """The page asks, shows a code; the CLI approves with it; the page says Connected.
+    `before_approving(code, request)` looks first."""
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -376,6 +370,8 @@ def pair_by_code(driver, args, name):
     driver.find_element(By.ID, "ask").click()
     wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6)
     code, request = driver.find_element(By.ID, "code").text, driver.find_element(By.ID, "request").text
+    if before_approving:
+        before_approving(code, request)
     cli(["nodes", "approve", request, "--code", code], args.lanbridge, args.state_dir)
     wait.until(lambda d: status_text(d) == "Connected")
 
@@ -808,18 +804,13 @@ def unverified(args):
         ok("a client that ignores the page's refusal gets its invite preamble refused by the door")
 
         driver.get(door)
-        wait.until(lambda d: d.find_element(By.ID, "ask").is_displayed())
-        name = driver.find_element(By.ID, "name")
-        name.clear()
-        name.send_keys("Lobby TV")
-        driver.find_element(By.ID, "ask").click()
-        wait.until(lambda d: len(d.find_element(By.ID, "code").text) == 6)
-        code, request = driver.find_element(By.ID, "code").text, driver.find_element(By.ID, "request").text
-        pending = cli(["nodes", "pending"], args.lanbridge, args.state_dir).stdout
-        if "browser-unverified" not in pending or "unverified page" not in pending:
-            fail(f"nodes pending does not label the request: {pending}")
-        cli(["nodes", "approve", request, "--code", code], args.lanbridge, args.state_dir)
-        wait.until(lambda d: status_text(d) == "Connected")
+
+        def labelled(code, request):
+            pending = cli(["nodes", "pending"], args.lanbridge, args.state_dir).stdout
+            if "browser-unverified" not in pending or "unverified page" not in pending:
+                fail(f"nodes pending does not label the request: {pending}")
+
+        pair_by_code(driver, args, "Lobby TV", before_approving=labelled)
         described = cli(["nodes", "describe", "Lobby TV"], args.lanbridge, args.state_dir).stdout
         if "by browser-unverified" not in described or "unverified page" not in described or "key:        extractable" not in described:
             fail(f"nodes describe: {described}")

@@ -3,8 +3,8 @@
 /// rebinding) or open a WebSocket here from its own origin (cross-site WebSocket hijacking):
 /// `Host` must be one of the names the door's certificate carries, on the door's port, and the
 /// node socket's `Origin` must be the door's own, exactly.
-struct BrowserRequestCheck: Sendable {
-    enum Verdict: Equatable, Sendable {
+public struct BrowserRequestCheck: Sendable {
+    public enum Verdict: Equatable, Sendable {
         /// Serve one of the shell's files.
         case asset(String)
         /// Upgrade to the node socket.
@@ -16,22 +16,22 @@ struct BrowserRequestCheck: Sendable {
     }
 
     /// What plain HTTP may fetch: the install page, its style and script, and the root's downloads.
-    static let plainFiles: Set<String> = ["install.html", "install.js", "shell.css", "lanbridge-root.crt", "lanbridge.mobileconfig"]
+    public static let plainFiles: Set<String> = ["install.html", "install.js", "shell.css", "lanbridge-root.crt", "lanbridge.mobileconfig"]
 
-    static let socketPath = "/node"
+    public static let socketPath = "/node"
 
     /// Host names and IP literals the door answers to, lowercased, without port.
-    let names: Set<String>
-    let port: Int
+    public let names: Set<String>
+    public let port: Int
     /// The files served, by name (`/` is index.html).
-    let files: Set<String>
+    public let files: Set<String>
 
-    init(names: [String], port: Int, files: Set<String>) {
+    public init(names: [String], port: Int, files: Set<String>) {
         (self.names, self.port, self.files) = (Set(names.map { $0.lowercased() }), port, files)
     }
 
     /// `plain`: the request came without TLS.
-    func judge(method: String, uri: String, host: String?, origin: String?, upgrade: Bool, plain: Bool = false) -> Verdict {
+    public func judge(method: String, uri: String, host: String?, origin: String?, upgrade: Bool, plain: Bool = false) -> Verdict {
         guard let host, let authority = authority(host) else {
             return .refuse(status: 421, reason: "this door answers to its own names only")
         }
@@ -61,7 +61,7 @@ struct BrowserRequestCheck: Sendable {
 
     /// Whether `name` (lowercased) is one of `names`, or one label under a `*.` entry (a wildcard
     /// certificate's, as browsers match it). The door's `Host` check and the relay's SNI choice.
-    static func covers(_ name: String, names: Set<String>) -> Bool {
+    public static func covers(_ name: String, names: Set<String>) -> Bool {
         guard !name.contains("*") else { return false }
         if names.contains(name) { return true }
         guard let dot = name.firstIndex(of: "."), dot != name.startIndex else { return false }
