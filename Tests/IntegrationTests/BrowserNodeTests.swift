@@ -48,13 +48,14 @@ struct BrowserNodeTests {
         #expect(steps.count == 6, "\(steps)")
     }
 
-    /// The door's hygiene (Host, Origin, CSP), then a browser pairs by code against a real daemon
-    /// and reconnects after a reload as the same node.
+    /// The door's hygiene (Host, Origin, CSP, plain HTTP's install page), the page's three codes at
+    /// most, then a browser pairs by code against a real daemon, refuses a leaf for another name
+    /// from the bridge's intermediate, and reconnects after a reload as the same node.
     @Test func aBrowserPairsByCodeThroughTheBridgeCA() throws {
         let door = try door()
         try FileManager.default.createDirectory(at: Self.screenshots, withIntermediateDirectories: true)
         let steps = try run(["pair"] + against(door))
-        #expect(steps.count == 9, "\(steps)")
+        #expect(steps.count == 10, "\(steps)")
         #expect(door.bridge.log.contains("pairing request") || door.bridge.log.contains("node connected"), "\(door.bridge.log)")
         for shot in ["browser-code", "browser-connected"] {
             #expect(FileManager.default.fileExists(atPath: Self.screenshots.appendingPathComponent("\(shot).png").path), "no screenshot \(shot)")

@@ -303,7 +303,7 @@ def pair(args):
         driver.quit()
         shutil.rmtree(home, ignore_errors=True)
 
-    driver, home = trusting_browser(args.door, args.root)
+    driver, home = trusting_browser(args.door, args.root, also=["evil.local"])
     wait = WebDriverWait(driver, TIMEOUT)
     try:
         driver.get(args.door)
@@ -334,6 +334,26 @@ def pair(args):
         if not str(fired).startswith("script-src") or driver.execute_script("return window.__inline === undefined") is not True:
             fail(f"an injected inline script was not blocked ({fired})")
         ok("an injected inline script is blocked, with a securitypolicyviolation")
+
+        # The root vouches for the bridge's names only: a leaf for another name, signed with the
+        # intermediate's own key (as a thief of it would), is refused by the browser itself.
+        leaf = os.path.join(home, "evil.pem")
+        cli(["ca", "issue", "--name", "evil.local", "--days", "30", "--out", leaf], args.lanbridge, args.state_dir)
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(leaf)
+        impostor = http.server.ThreadingHTTPServer(("127.0.0.1", 0), QuietHandler)
+        impostor.socket = context.wrap_socket(impostor.socket, server_side=True)
+        threading.Thread(target=impostor.serve_forever, daemon=True).start()
+        try:
+            driver.get(f"https://evil.local:{impostor.server_address[1]}/")
+            shown = driver.execute_script("return document.title + ' ' + (document.body ? document.body.innerText : '')")
+        finally:
+            impostor.shutdown()
+        if "ERR_CERT" not in shown and "Privacy error" not in shown:
+            fail(f"Chromium accepted a leaf for evil.local from the bridge's intermediate: {shown[:300]}")
+        code = next((w for w in shown.split() if "ERR_CERT" in w), shown.split()[0])
+        ok(f"Chromium refuses a leaf for another name signed by the intermediate ({code})")
+        driver.get(args.door)
 
         driver.refresh()
         wait.until(lambda d: d.find_element(By.ID, "status").text == "Connected")
@@ -533,15 +553,15 @@ def capabilities(args):
     print("done", flush=True)
 
 
-def trusting_browser(door, root, width=390, height=844, extra=()):
+def trusting_browser(door, root, width=390, height=844, extra=(), also=()):
     """Chromium with a scratch HOME whose NSS database trusts the bridge's root, the door's name mapped to loopback."""
     home = tempfile.mkdtemp(prefix="browser-home-")
     nssdb = os.path.join(home, ".pki", "nssdb")
     os.makedirs(nssdb)
     subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-N", "--empty-password"], check=True, capture_output=True)
     subprocess.run(["certutil", "-d", f"sql:{nssdb}", "-A", "-t", "C,,", "-n", "lanbridge root", "-i", root], check=True, capture_output=True)
-    name = urllib.parse.urlsplit(door).hostname
-    return chromium(home=home, resolver=f"MAP {name} 127.0.0.1", width=width, height=height, extra=extra), home
+    names = [urllib.parse.urlsplit(door).hostname, *also]
+    return chromium(home=home, resolver=", ".join(f"MAP {n} 127.0.0.1" for n in names), width=width, height=height, extra=extra), home
 
 
 def status_text(driver):
