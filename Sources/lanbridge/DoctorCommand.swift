@@ -144,6 +144,15 @@ struct DoctorCommand: ParsableCommand {
             if let apps = runtime.openClawApps {
                 checks.append(Check(name: "OpenClaw's apps", ok: true, detail: "their door is open at \(apps.joined(separator: ", "))", fix: nil))
             }
+            if let pages = runtime.browser {
+                let unverified = settings?.browser.tls == .selfSigned
+                checks.append(
+                    Check(
+                        name: "browser door", ok: true,
+                        detail: "\(pages.joined(separator: ", "))\(unverified ? ": a self-signed page, its pairings browser-unverified" : "")",
+                        fix: unverified ? "the bridge CA (lanbridge ca init, and browser.tls \"ca\") or your own certificate lets phones check the page" : nil,
+                        warning: unverified))
+            }
         } else {
             checks.append(Check(name: "daemon", ok: true, detail: "lanbridge serve is not running (start it: lanbridge serve)", fix: nil))
         }

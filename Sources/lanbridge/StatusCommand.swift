@@ -32,7 +32,7 @@ struct StatusCommand: ParsableCommand {
                     if let sha256 = report.openClawAppsTlsSha256 { print("              certificate sha256 \(sha256)") }
                 }
                 if let pages = report.browser, !pages.isEmpty {
-                    print("  browsers:   \(pages.joined(separator: ", ")) (a page that makes a browser a node; the bridge CA's root must be installed)")
+                    print("  browsers:   \(pages.joined(separator: ", ")) (a page that makes a browser a node; lanbridge doctor says how phones can trust it)")
                 }
                 print("  mDNS:       \(report.mdns ?? "unknown")\(report.mdnsName.map { " as \"\($0)\"" } ?? "")")
                 print("  gateway:    \(report.gateway ?? "unknown")")

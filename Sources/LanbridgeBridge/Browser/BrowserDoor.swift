@@ -86,7 +86,8 @@ enum BrowserDoor {
         // A browser's canvas frame reaches the relay by the door's names: it gets this certificate there.
         parts.driver.doorTLS?.serveBrowsers(tls)
         if let every = tls.refreshEvery {
-            _ = parts.driver.loop.scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+            // Reading the admin's files and making a TLS context is file I/O and crypto: never on the core's loop.
+            _ = MultiThreadedEventLoopGroup.singleton.any().scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
                 do { try tls.refresh() } catch { logger.error("browser door: no new certificate: \(error) (the one served so far serves on)") }
             }
         }
