@@ -149,7 +149,12 @@ struct DoctorCommand: ParsableCommand {
                 checks.append(
                     Check(
                         name: "browser door", ok: true,
-                        detail: "\(pages.joined(separator: ", "))\(unverified ? ": a self-signed page, its pairings browser-unverified" : "")",
+                        detail: "\(pages.joined(separator: ", "))"
+                            + (unverified
+                                ? ": a self-signed page, its pairings browser-unverified"
+                                : settings?.browser.tls == .bridgeCA
+                                    ? ": phones install the bridge CA's root first (the same port over http://, or lanbridge ca export), its SHA-256 compared with lanbridge ca show"
+                                    : ""),
                         fix: unverified ? "the bridge CA (lanbridge ca init, and browser.tls \"ca\") or your own certificate lets phones check the page" : nil,
                         warning: unverified))
             }
