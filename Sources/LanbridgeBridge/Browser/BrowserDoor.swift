@@ -13,9 +13,12 @@ import NIOWebSocket
 /// The browser door (issue 64): a page the bridge serves (the shell, `browser/shell/`) turns a
 /// browser into a node. Over HTTPS with a leaf of the bridge's own CA (`BrowserTLS`), it serves the
 /// shell's files and, at `/node`, a WebSocket that carries the same Noise session as the nodes'
-/// TCP listener, one frame per binary message (`BrowserFrames`). Every connection is admitted as a
-/// node's is (the same admission policy and descriptor budget) and runs on the driver's loop as
-/// theirs do; what it pairs is labelled `browser`.
+/// TCP listener, one frame per binary message (`BrowserFrames`). The page's connections are bounded
+/// as the console's are; the upgrade to the node socket is admitted as a node's connection is (the
+/// same admission policy and descriptor budget). It runs on the driver's loop, as the node
+/// listener does (a node session's handlers live there), TLS included: unlike the relay and the
+/// app door, which have threads of their own. What it pairs is labelled `browser` (or
+/// `browser-unverified`).
 enum BrowserDoor {
     /// The most a WebSocket message may be: one lanbridge frame.
     static let maxMessage = 0xFFFF
