@@ -93,7 +93,8 @@ extension BridgeCore {
         }
         let details = redeem.details.sanitized()
         connections[connection.id]?.phase = .redeeming
-        // A browser's claimed platform does not choose its defaults: every page gets the web's.
+        // A browser's claimed platform does not choose its defaults: every page gets the web's
+        // (as `PendingRequest.platformForDefaults` says for one approved by code).
         let platform = connection.browser != nil ? "web" : details.platform
         updateStore(
             .redeemInvite(

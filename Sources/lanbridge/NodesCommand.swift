@@ -159,6 +159,8 @@ struct NodesCommand: AsyncParsableCommand {
         @Option(help: ArgumentHelp("One of OpenClaw's apps: the first 6 characters of the certificate fingerprint it shows; must match.", valueName: "hex"))
         var fingerprint: String?
         @Flag(help: "Approve without comparing the code (a man in the middle would pass).") var unverified = false
+        @Flag(help: "Grant more than display (--allow, --ask, …) to a browser on an unverified page (browser-unverified): whoever served that page may hold its key.")
+        var unverifiedPage = false
         @Flag(help: "KEY CHANGED: the new key replaces the paired device of that name (revoked; its rules carry over).") var replace = false
         @Flag(help: "KEY CHANGED: pair the new key as a second device beside the one of that name.") var add = false
         @OptionGroup var grant: GrantOptions
@@ -210,7 +212,8 @@ struct NodesCommand: AsyncParsableCommand {
                     if answer != nil, keyChange == nil { throw ValidationError("answer replace or add") }
                 }
                 let previous = request.flatMap { try? store.read().keyChange(for: $0) }
-                let node = try store.approve(requestId, code: shown, unverified: unverified, grant: grant, settings: settings, keyChange: keyChange)
+                let node = try store.approve(
+                    requestId, code: shown, unverified: unverified, grant: grant, settings: settings, keyChange: keyChange, unverifiedPage: unverifiedPage)
                 try DaemonConfirmation.confirm(state, "the pairing of \(node.details.displayName)")
                 if json { return try Output.json(GrantedNode(node: node)) }
                 print("Approved \(node.details.displayName) (\(node.nodeId))\(unverified ? " WITHOUT comparing codes" : "").")

@@ -21,6 +21,34 @@ struct PairingStoreTests {
         return (dir, store, node)
     }
 
+    /// Issue 64: approved the way the CLI and the console approve (through the store, with the
+    /// config's defaults), a browser's request gets the web's defaults whatever platform its page
+    /// claims; one from an unverified page takes a grant only with `unverifiedPage`.
+    @Test func aBrowsersApprovalTakesTheWebsDefaultsAndAnUnverifiedPagesTakesNoGrantUnasked() throws {
+        let dir = TemporaryDirectory()
+        let store = PairingStore(directory: StateDirectory(url: dir.url), clock: .fixed(now))
+        func request(_ tier: BrowserTier) throws -> PendingRequest {
+            var details = phone("\(tier.rawValue) page")  // the page claims ios, and declares a camera
+            details.commands = ["canvas.present", "camera.list", "camera.snap"]
+            return try store.update { state in
+                let r = try state.challenge(key: someKey(), details: details, source: "10.0.0.9", browser: tier, now: now)
+                state.setCode("123456", requestId: r.requestId)
+                return r
+            }
+        }
+        let verified = try request(.verified)
+        let node = try store.approve(verified.requestId, code: "123456", unverified: false, grant: ApprovalGrant(), settings: BridgeSettings(), now: now)
+        #expect(node.access.allow == AccessRules.defaults(forPlatform: "web").allow, "\(node.access.allow)")
+        let unverified = try request(.unverified)
+        let grant = ApprovalGrant(allow: ["camera.snap"])
+        #expect(throws: PairingError.self) {
+            try store.approve(unverified.requestId, code: "123456", unverified: false, grant: grant, settings: BridgeSettings(), now: now)
+        }
+        let granted = try store.approve(
+            unverified.requestId, code: "123456", unverified: false, grant: grant, settings: BridgeSettings(), unverifiedPage: true, now: now)
+        #expect(granted.pairingMethod == .browserUnverified && granted.access.allow.contains("camera.snap"))
+    }
+
     /// Issue 50 §5: a request that looks like a paired device under a new key is approved only with
     /// a choice. Undecided, nothing changes (not even the code's count); `.replace` revokes the old
     /// key in the same write and keeps its rules; `.add` leaves two devices.

@@ -230,6 +230,11 @@ struct ConsoleService: HTTPService {
                     return back("/", "That is not the start of the fingerprint this bridge showed the app: do not approve it.", error: true)
                 } catch PairingError.keyChangeUndecided(_, let name, _) {
                     return back("/", "This looks like the paired \(name) under a new key: choose replace or add.", error: true)
+                } catch PairingError.unverifiedPage {
+                    return back(
+                        "/",
+                        "This browser came through an unverified page: approve it without sensitive grants (grant them later with nodes allow … --unverified-page, if you must).",
+                        error: true)
                 }
                 let replaced = keyChange == .replace ? " It replaces the old key, revoked; its rules carried over." : ""
                 let asks = node.access.ask.isEmpty ? "" : " Asks you first: \(node.access.ask.joined(separator: ", "))."

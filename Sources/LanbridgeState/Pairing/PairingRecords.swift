@@ -168,6 +168,10 @@ public struct PendingRequest: Codable, Equatable, Sendable {
     public var openClawApp: OpenClawAppClaim?
     /// Set for a browser at the browser door: the pairing method its approval records.
     public var browser: BrowserTier?
+
+    /// The platform whose defaults its approval gives: a browser's claimed platform is not
+    /// trusted for them (every page gets the web's); anything else's is its own claim.
+    public var platformForDefaults: String { browser != nil ? "web" : details.platform }
     /// The boot it was made in, and the boot clock then (`Lifetimes`); absent in files written before these were kept.
     public var bootId: String?
     public var bootCreatedNs: Int64?

@@ -270,8 +270,7 @@ public struct PairingState: Equatable, Sendable {
             throw PairingError.verificationRequired(request.requestId)
         }
         pending.requests.remove(at: index)
-        // A browser's claimed platform is not trusted for its defaults: every page gets the web's.
-        let access = access ?? AccessRules.defaults(forPlatform: request.browser != nil ? "web" : request.details.platform)
+        let access = access ?? AccessRules.defaults(forPlatform: request.platformForDefaults)
         var node = PairedNode(
             publicKey: request.publicKey, details: request.details, pairingMethod: request.browser?.pairingMethod ?? .code,
             pairedAt: now, firstSeen: request.createdAt, access: access)

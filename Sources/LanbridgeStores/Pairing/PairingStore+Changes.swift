@@ -39,9 +39,11 @@ extension PairingStore {
     /// A request that looks like a paired device under a new key needs `keyChange`: without it
     /// nothing changes. `.replace` gives the new key the old one's rules (and the grant's) and
     /// revokes the old key in the same write; `.add` pairs a second device.
+    /// A request from an unverified browser page (`browser-unverified`) takes a `grant` beyond its
+    /// defaults only with `unverifiedPage`, as `nodes allow` does.
     public func approve(
         _ requestId: String, code: String?, unverified: Bool, grant: ApprovalGrant, settings: BridgeSettings,
-        keyChange: KeyChangeChoice? = nil, actor: String = AuditLog.currentUser, now: Date = Date()
+        keyChange: KeyChangeChoice? = nil, unverifiedPage: Bool = false, actor: String = AuditLog.currentUser, now: Date = Date()
     ) throws -> PairedNode {
         try update(actor: actor) { state -> Result<PairedNode, any Error> in
             let request = state.request(requestId)
@@ -50,7 +52,12 @@ extension PairingStore {
             if let request, let previous, keyChange == nil {
                 return .failure(PairingError.keyChangeUndecided(request.requestId, name: previous.details.displayName, previous: previous.nodeId))
             }
-            var access = grant.rules(defaults: settings.defaultRules(forPlatform: details?.platform ?? "", declared: details?.commands ?? []), declared: details?.commands ?? [])
+            if let request, request.browser == .unverified, grant != ApprovalGrant(), !unverifiedPage {
+                let asked = grant.allow + grant.ask + (grant.allowSensitive || grant.askSensitive ? ["every sensitive command it declares"] : [])
+                return .failure(PairingError.unverifiedPage(request.nodeId, pattern: asked.joined(separator: ", ")))
+            }
+            let platform = request?.platformForDefaults ?? ""
+            var access = grant.rules(defaults: settings.defaultRules(forPlatform: platform, declared: details?.commands ?? []), declared: details?.commands ?? [])
             if let previous, keyChange == .replace {
                 access = previous.access
                 for pattern in grant.rules(defaults: AccessRules(), declared: details?.commands ?? []).allow { access.grant(pattern) }

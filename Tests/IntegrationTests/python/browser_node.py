@@ -829,6 +829,9 @@ def unverified(args):
             pending = cli(["nodes", "pending"], args.lanbridge, args.state_dir).stdout
             if "browser-unverified" not in pending or "unverified page" not in pending:
                 fail(f"nodes pending does not label the request: {pending}")
+            granting = cli(["nodes", "approve", request, "--code", code, "--allow", "camera.snap"], args.lanbridge, args.state_dir, check=False)
+            if granting.returncode == 0 or "--unverified-page" not in granting.stderr:
+                fail(f"approving with --allow camera.snap without --unverified-page: {granting.returncode} {granting.stderr.strip()}")
 
         pair_by_code(driver, args, "Lobby TV", before_approving=labelled)
         described = cli(["nodes", "describe", "Lobby TV"], args.lanbridge, args.state_dir).stdout
@@ -840,7 +843,7 @@ def unverified(args):
             fail(f"nodes allow camera.snap without --unverified-page: {grant.returncode} {grant.stderr.strip()}")
         cli(["nodes", "allow", "Lobby TV", "canvas.present"], args.lanbridge, args.state_dir)
         cli(["nodes", "allow", "Lobby TV", "camera.snap", "--unverified-page"], args.lanbridge, args.state_dir)
-        ok("more than display needs --unverified-page; display does not")
+        ok("more than display needs --unverified-page, at approval and after; display does not")
         audit = cli(["audit", "show", "--json"], args.lanbridge, args.state_dir).stdout
         if "UNVERIFIED PAGE" not in audit:
             fail(f"the audit does not say the page was unverified: {audit[-800:]}")
