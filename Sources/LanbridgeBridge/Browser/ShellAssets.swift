@@ -7,12 +7,6 @@ enum ShellAssets {
         let body: [UInt8]
     }
 
-    /// The file a request path names: `/` is index.html.
-    static func name(forPath path: String) -> String? {
-        let name = path == "/" ? "index.html" : String(path.dropFirst())
-        return files[name] == nil ? nil : name
-    }
-
     static let files: [String: File] = [
         "canvas.js": File(
             contentType: "text/javascript; charset=utf-8",
