@@ -1,4 +1,5 @@
 import FoundationEssentials
+import LanbridgeCrypto
 import LanbridgeDiscovery
 import LanbridgeFiles
 import LanbridgeProtocol
@@ -16,13 +17,21 @@ public enum InviteIssuer {
         host: String?, port: Int?, runtime: RuntimeStatus?, actor: String = AuditLog.currentUser
     ) throws -> Issued {
         let dial = ListeningAddress.dialable(host: host, port: port, runtime: runtime)
-        let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
-        let now = Date()
-        let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
+        let (secret, bridgeKey, now) = try create(directory: directory, name: name, grant: grant, ttl: ttl, actor: actor)
         let uri = InviteURI(
             host: dial[0].host, port: dial[0].port, bridgeFingerprint: Fingerprint(publicKey: bridgeKey),
             secret: secret.withUnsafeBytes { Array($0) }, name: name, alternates: Array(dial.dropFirst()))
         return Issued(uri: uri, expiresAt: now.addingTimeInterval(ttl))
+    }
+
+    /// The invite written (its secret, shown once), and the bridge key it pins: a native invite's and a browser's.
+    private static func create(
+        directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval, actor: String
+    ) throws -> (secret: SecureBytes, bridgeKey: [UInt8], now: Date) {
+        let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
+        let now = Date()
+        let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
+        return (secret, bridgeKey, now)
     }
 }
 
@@ -69,9 +78,7 @@ extension InviteIssuer {
     public static func issueBrowser(
         directory: StateDirectory, name: String?, grant: ApprovalGrant, ttl: TimeInterval, page: String, actor: String = AuditLog.currentUser
     ) throws -> BrowserInvite {
-        let bridgeKey = try IdentityStore(directory: directory).publicKey(creating: true)
-        let now = Date()
-        let secret = try PairingStore(directory: directory).update(actor: actor) { $0.createInvite(name: name, grant: grant, ttl: ttl, now: now) }
+        let (secret, bridgeKey, now) = try create(directory: directory, name: name, grant: grant, ttl: ttl, actor: actor)
         let url = "\(page)#i=\(Hex.encode(secret.withUnsafeBytes { Array($0) }))&fp=\(Fingerprint(publicKey: bridgeKey))"
         return BrowserInvite(url: url, expiresAt: now.addingTimeInterval(ttl))
     }

@@ -90,9 +90,11 @@ enum BrowserDoor {
         parts.driver.doorTLS?.serveBrowsers(tls)
         if let every = tls.refreshEvery {
             // Reading the admin's files and making a TLS context is file I/O and crypto: never on the core's loop.
-            _ = MultiThreadedEventLoopGroup.singleton.any().scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
+            let refreshing = MultiThreadedEventLoopGroup.singleton.any().scheduleRepeatedTask(initialDelay: every, delay: every) { _ in
                 do { try tls.refresh() } catch { logger.error("browser door: no new certificate: \(error) (the one served so far serves on)") }
             }
+            // It ends with the door.
+            bound.first?.closeFuture.whenComplete { _ in refreshing.cancel() }
         }
         if tls.tier == .unverified {
             logger.warning(
